@@ -1,0 +1,37 @@
+/* matmul.h — batch-invariant quantized matrix × activations on the CPU.
+ *
+ * W has n_out rows of n_in elements stored in a ggml block type (Q4_0, Q4_1, Q8_0,
+ * Q4_K, Q6_K, F16, F32). Activations x are n_tok rows of n_in floats. Each x row is
+ * quantized on the fly (Q8_0 blocks, or Q8_K for K-quant weights) into `work`, and
+ *     y[t*n_out + o] = dot(W[o], x[t])
+ * is computed with integer block dot products and a float accumulation whose order
+ * depends only on n_in and the type, never on n_tok, the tree shape or the thread
+ * count: a token's output is bit-identical alone or inside any batch.
+ *
+ *     size_t wb = arb_matmul_work_bytes(W.type, W.n_in, n_tok);   // reserve once
+ *     arb_matmul(tp, &W, x, n_tok, y, work);
+ *
+ * The SIMD path (AVX2, or AVX-512/VNNI when the CPU has it) is chosen once at
+ * start-up; arb_matmul_isa() names it. Allocates nothing.
+ */
+#ifndef ARB_MATMUL_H
+#define ARB_MATMUL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "threadpool.h"
+
+typedef struct arb_qmat {
+    uint32_t type;     /* ARB_TYPE_* of the rows */
+    int n_in;          /* elements per row (ne0) */
+    int n_out;         /* rows (ne1) */
+    size_t row_bytes;  /* bytes per row */
+    const void *data;  /* n_out * row_bytes, usually inside the GGUF mapping */
+} arb_qmat;
+
+size_t arb_matmul_work_bytes(uint32_t type, int n_in, int n_tok);
+void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok, float *y, void *work);
+const char *arb_matmul_isa(void); /* "avx512vnni", "avx2", "scalar" */
+
+#endif

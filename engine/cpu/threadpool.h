@@ -1,0 +1,25 @@
+/* threadpool.h — a small persistent pool: N-1 workers plus the calling thread.
+ *
+ *     arb_threadpool *tp; arb_threadpool_new(2, &tp, &err);
+ *     arb_threadpool_run(tp, my_kernel, &args);   // my_kernel(&args, ith, nth) on every thread
+ *     arb_threadpool_free(tp);
+ *
+ * run() returns when every thread has finished; it allocates nothing. Workers spin
+ * briefly then sleep on a condition variable, so an idle pool costs no CPU.
+ * Work splitting is the kernel's business (by output rows, in a fixed partition,
+ * so results never depend on the thread count).
+ */
+#ifndef ARB_THREADPOOL_H
+#define ARB_THREADPOOL_H
+
+#include "../error.h"
+
+typedef struct arb_threadpool arb_threadpool;
+typedef void (*arb_task_fn)(void *ud, int ith, int nth);
+
+int arb_threadpool_new(int n_threads, arb_threadpool **out, arb_err *err); /* n_threads >= 1 */
+void arb_threadpool_free(arb_threadpool *tp);                               /* NULL-safe */
+int arb_threadpool_size(const arb_threadpool *tp);
+void arb_threadpool_run(arb_threadpool *tp, arb_task_fn fn, void *ud);
+
+#endif

@@ -1,0 +1,115 @@
+/* engine.h — the one header the harness includes: load a model, evaluate trees
+ * of candidate tokens on top of a committed prefix, commit an accepted path,
+ * tokenize, apply chat templates.
+ *
+ *     arb_model *m; arb_ctx *c; arb_err err = {0};
+ *     arb_load_opts lo = arb_load_default_opts();
+ *     if (arb_model_load(path, &lo, &m, &err)) die(err.msg);
+ *     arb_ctx_opts co = arb_ctx_default_opts();          // n_ctx, n_batch_max, threads
+ *     if (arb_ctx_new(m, &co, &c, &err)) die(err.msg);
+ *     // prefill: a chain (parent[i] = i-1, parent[0] = -1), then commit all of it
+ *     arb_eval(c, toks, parents, n, logits, NULL, &err);
+ *     arb_commit(c, path_0_to_n_minus_1, n, &err);
+ *     // a tree step: n nodes, parent[i] < i or -1; logits is n x n_vocab
+ *     arb_eval(c, tree_tok, tree_parent, n, logits, NULL, &err);
+ *     arb_commit(c, accepted_nodes, n_acc, &err);        // indices into the last eval
+ *     arb_ctx_free(c); arb_model_free(m);
+ *
+ * Exactness: on the CPU backend a node's logits are bit-identical whether it is
+ * evaluated alone (AR order) or inside any tree (batch invariance).
+ * Thread-safety: an arb_model is read-only after load and may be shared by many
+ * contexts; an arb_ctx is used by one thread at a time.
+ */
+#ifndef ARB_ENGINE_H
+#define ARB_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef struct arb_model arb_model; /* weights, hyperparameters, tokenizer; shared, read-only */
+typedef struct arb_ctx arb_ctx;     /* one sequence: KV cache + scratch */
+
+typedef enum arb_backend_kind {
+    ARB_BACKEND_CPU = 0,
+    ARB_BACKEND_CUDA = 1,
+} arb_backend_kind;
+
+typedef struct arb_load_opts {
+    arb_backend_kind backend; /* default CPU */
+    int n_threads;            /* worker threads for this model's kernels; 0 = all cores */
+} arb_load_opts;
+arb_load_opts arb_load_default_opts(void);
+
+typedef struct arb_ctx_opts {
+    int n_ctx;        /* KV capacity in tokens (prefix + one tree); 0 = min(model max, 4096) */
+    int n_batch_max;  /* most nodes one arb_eval may take; default 512 (prefill is chunked) */
+    int n_layer;      /* evaluate only the first n_layer blocks (self-draft); 0 = all */
+    bool want_hidden; /* reserve buffers for final hidden states (heads, selectors) */
+} arb_ctx_opts;
+arb_ctx_opts arb_ctx_default_opts(void);
+
+typedef struct arb_model_info {
+    const char *arch;   /* "llama", "qwen2", "qwen3" */
+    const char *name;   /* general.name or file name */
+    int n_vocab;        /* logits per node */
+    int n_embd;         /* hidden size */
+    int n_layer;
+    int n_head, n_head_kv, head_dim;
+    int n_ctx_train;    /* model's context limit */
+    int32_t bos, eos, eot; /* -1 when absent */
+    uint64_t n_params;
+    uint64_t weight_bytes; /* bytes of tensor data as stored (quantized) */
+} arb_model_info;
+
+/* Load a GGUF (llama/qwen2/qwen3). Errors name the file and the missing tensor or key. */
+int arb_model_load(const char *path, const arb_load_opts *o, arb_model **out, arb_err *err);
+void arb_model_free(arb_model *m); /* NULL-safe; all contexts must be freed first */
+void arb_model_get_info(const arb_model *m, arb_model_info *out);
+
+int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err);
+void arb_ctx_free(arb_ctx *c); /* NULL-safe */
+
+/* Evaluate n nodes on top of the committed prefix. parent[i] == -1 attaches node i to
+   the prefix end; otherwise 0 <= parent[i] < i. Position = n_past + depth(i) (depth 0
+   for parent -1). logits: n x n_vocab floats (required); hidden: n x n_embd or NULL.
+   n > n_batch_max is allowed for chains (prefill, chunked internally) only.
+   Returns ARB_E_RANGE if the context would overflow, ARB_E_INVAL on bad parents/tokens.
+   Allocates nothing. Scratch KV rows of the last eval stay valid until the next eval. */
+int arb_eval(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n,
+             float *logits, float *hidden, arb_err *err);
+
+/* Keep the KV rows of nodes path[0..n) of the last arb_eval, in order, as the new
+   prefix tail (path must be a root-to-node chain: parent[path[0]] == -1 and
+   parent[path[i]] == path[i-1]). n == 0 is allowed. */
+int arb_commit(arb_ctx *c, const int32_t *path, int n, arb_err *err);
+
+int arb_ctx_n_past(const arb_ctx *c);          /* committed prefix length */
+int arb_ctx_truncate(arb_ctx *c, int n_past);  /* drop committed tokens beyond n_past */
+const arb_model *arb_ctx_model(const arb_ctx *c);
+
+/* ---- tokenizer (from the GGUF's tokenizer.ggml.* metadata) ---- */
+/* Encode UTF-8 text. parse_special: "<|im_start|>" etc. map to their special ids.
+   add_bos follows the model's add_bos_token flag when true. Writes up to cap ids,
+   returns the total count needed in *n_out (call again with a larger buffer if > cap). */
+int arb_tokenize(const arb_model *m, const char *text, size_t len, bool add_bos, bool parse_special,
+                 int32_t *out, int cap, int *n_out, arb_err *err);
+/* Bytes of one token's piece (raw bytes, may be a partial UTF-8 sequence). Returns
+   byte count (may exceed cap: nothing written past cap), or < 0 on a bad id. */
+int arb_token_piece(const arb_model *m, int32_t tok, char *buf, int cap);
+bool arb_token_is_eog(const arb_model *m, int32_t tok); /* EOS, EOT, <|im_end|>, ... */
+
+/* ---- chat templates ---- */
+typedef struct arb_chat_msg { const char *role; const char *content; } arb_chat_msg;
+/* Render messages with the model's template (or `tmpl_override`: "chatml", "llama3",
+   "vicuna", NULL = from metadata). add_assistant: append the assistant prompt.
+   Writes a NUL-terminated string into buf; *n_out is the length needed. */
+int arb_chat_apply(const arb_model *m, const char *tmpl_override, const arb_chat_msg *msgs,
+                   int n_msgs, bool add_assistant, char *buf, size_t cap, size_t *n_out, arb_err *err);
+
+/* ---- low-level: the GGUF behind a model, for inspect/metadata ---- */
+const char *arb_model_path(const arb_model *m);
+
+#endif

@@ -1,0 +1,52 @@
+/* quant.h — ggml block formats: sizes, dequantisation, activation quantisation.
+ *
+ * Type ids are ggml's (they appear in GGUF tensor entries). A row of ne0 elements
+ * is ne0/block_elems blocks of block_bytes each.
+ *
+ *     size_t rb = arb_type_row_bytes(ARB_TYPE_Q4_1, 576);       // bytes per row
+ *     arb_dequant_row(ARB_TYPE_Q4_1, row_ptr, out_f32, 576);    // exact reference dequant
+ *
+ * The fast dot-product kernels live in engine/cpu/; this module is the
+ * reference (scalar, exact) and the single source of the block layouts.
+ */
+#ifndef ARB_QUANT_H
+#define ARB_QUANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum arb_type {
+    ARB_TYPE_F32 = 0, ARB_TYPE_F16 = 1, ARB_TYPE_Q4_0 = 2, ARB_TYPE_Q4_1 = 3,
+    ARB_TYPE_Q8_0 = 8, ARB_TYPE_Q8_1 = 9, ARB_TYPE_Q4_K = 12, ARB_TYPE_Q6_K = 14,
+    ARB_TYPE_Q8_K = 15, ARB_TYPE_BF16 = 30,
+} arb_type;
+
+#define ARB_QK4_0 32
+#define ARB_QK4_1 32
+#define ARB_QK8_0 32
+#define ARB_QK_K 256
+
+/* ggml-compatible block layouts (packed, little-endian; fp16 stored as uint16_t). */
+typedef struct { uint16_t d; uint8_t qs[ARB_QK4_0 / 2]; } arb_block_q4_0;          /* 18 B */
+typedef struct { uint16_t d, m; uint8_t qs[ARB_QK4_1 / 2]; } arb_block_q4_1;       /* 20 B */
+typedef struct { uint16_t d; int8_t qs[ARB_QK8_0]; } arb_block_q8_0;               /* 34 B */
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[ARB_QK_K / 2]; } arb_block_q4_k; /* 144 B */
+typedef struct { uint8_t ql[ARB_QK_K / 2]; uint8_t qh[ARB_QK_K / 4]; int8_t scales[ARB_QK_K / 16]; uint16_t d; } arb_block_q6_k; /* 210 B */
+
+bool arb_type_known(uint32_t type);          /* one of the types above */
+bool arb_type_supported(uint32_t type);      /* dequant implemented */
+const char *arb_type_name(uint32_t type);    /* "Q4_1", or "type#N" for unknown */
+size_t arb_type_block_elems(uint32_t type);  /* 1 for F32/F16/BF16; 0 if unknown */
+size_t arb_type_block_bytes(uint32_t type);  /* 0 if unknown */
+/* Bytes of a row of n elements; 0 if n is not a multiple of the block size or type unknown. */
+size_t arb_type_row_bytes(uint32_t type, uint64_t n);
+
+float arb_fp16_to_f32(uint16_t h);
+uint16_t arb_f32_to_fp16(float f);
+float arb_bf16_to_f32(uint16_t h);
+
+/* Reference dequantisation of n elements (n a multiple of the block size). */
+void arb_dequant_row(uint32_t type, const void *src, float *dst, size_t n);
+
+#endif

@@ -1,0 +1,19 @@
+/* cli.h — the `arbor` subcommands and small helpers shared by their parsers.
+ *
+ * Adding a subcommand: write harness/cmd_<name>.c with
+ *     int arb_cmd_<name>(int argc, char **argv)   // argv[0] is "<name>"
+ * that prints its usage on -h/--help (exit 0) and returns 0 / non-zero, declare it
+ * below, add one row to the table in main.c and the file to harness/meson.build.
+ * Only main.c calls exit(); commands return their status.
+ */
+#ifndef ARB_CLI_H
+#define ARB_CLI_H
+
+#include <stdbool.h>
+
+int arb_cmd_fetch_model(int argc, char **argv);
+
+/* True if argv has -h or --help (commands print usage and return 0). */
+bool arb_cli_wants_help(int argc, char **argv);
+
+#endif

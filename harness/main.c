@@ -1,0 +1,55 @@
+/* main.c — the `arbor` command-line entry: one table of subcommands. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arb_config.h"
+#include "cli.h"
+
+struct arb_cmd {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct arb_cmd cmds[] = {
+    {"fetch-model", arb_cmd_fetch_model, "download the default model (SmolLM2-135M Q4_1) into the cache"},
+};
+
+bool arb_cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+            return true;
+    return false;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: arbor <command> [options]    (arbor <command> --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        fprintf(f, "  %-14s %s\n", cmds[i].name, cmds[i].summary);
+    fprintf(f, "\narbor %s (%s, %s, git %s)\n", ARB_VERSION, ARB_BUILD_TYPE, ARB_COMPILER, ARB_GIT_REV);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("arbor %s (%s, %s, git %s)\n", ARB_VERSION, ARB_BUILD_TYPE, ARB_COMPILER, ARB_GIT_REV);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(argv[1], cmds[i].name))
+            exit(cmds[i].fn(argc - 1, argv + 1));
+    fprintf(stderr, "arbor: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

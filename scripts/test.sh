@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# scripts/test.sh — the whole test suite from a fresh machine: install, build, fetch the
+# default model, run the unit + model suites, then the unit suite under ASan+UBSan.
+#   usage: scripts/test.sh            (ARBOR_DATA defaults to ../shared/datasets if present)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+if [ -z "${ARBOR_DATA:-}" ] && [ -d ../shared/datasets ]; then
+  export ARBOR_DATA=$(cd ../shared/datasets && pwd)
+fi
+status=0
+summary=()
+stage() {  # stage NAME CMD...
+  local name=$1; shift
+  echo "=== $name"
+  local t0=$SECONDS
+  if "$@"; then summary+=("| $name | ok | $((SECONDS - t0)) s |")
+  else summary+=("| $name | FAILED | $((SECONDS - t0)) s |"); status=1; fi
+}
+werror=(-Dwerror=true)
+stage "release build" scripts/setup.sh build-release --buildtype=release "${werror[@]}"
+stage "fetch model" ./build-release/harness/arbor fetch-model --quiet
+stage "unit + model tests" meson test -C build-release --suite unit --suite model --print-errorlogs --num-processes 2
+stage "asan+ubsan build" scripts/setup.sh build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false "${werror[@]}"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+stage "unit tests under asan+ubsan" meson test -C build-asan --suite unit --print-errorlogs --num-processes 2
+echo
+echo "| stage | result | time |"
+echo "|---|---|---|"
+printf '%s\n' "${summary[@]}"
+exit $status
