@@ -46,11 +46,22 @@ void arb_err_prefix(arb_err *err, const char *fmt, ...)
     char pre[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(pre, sizeof pre, fmt, ap);
+    int n = vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
-    char old[sizeof err->msg];
-    memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
+    if (n < 0)
+        return;
+    size_t np = strlen(pre), cap = sizeof err->msg;
+    if (np + 2 >= cap)
+        return;
+    /* Shift the old message right (truncating its tail) and write "pre: " in front. */
+    size_t nold = strnlen(err->msg, cap - 1);
+    if (np + 2 + nold > cap - 1)
+        nold = cap - 1 - np - 2;
+    memmove(err->msg + np + 2, err->msg, nold);
+    memcpy(err->msg, pre, np);
+    err->msg[np] = ':';
+    err->msg[np + 1] = ' ';
+    err->msg[np + 2 + nold] = 0;
 }
 
 void arb_assert_fail(const char *expr, const char *file, int line)
