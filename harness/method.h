@@ -1,0 +1,113 @@
+/* method.h — a speculative-decoding method: drafter × topology × verifier × scheduler
+ * plus every parameter, with defaults (drafting.md §1.9, §4.1, §4.6), and the table of
+ * parameter names/types the config layer validates keys against.
+ *
+ *     arb_method_spec s;
+ *     arb_method_spec_default("goose", &s, &err);        // GOOSE defaults (B=60, D=6, K=10 ...)
+ *     s.budget = 40;                                     // or via the param table:
+ *     const arb_method_param *p = arb_method_param_find("goose", "rho");
+ *     *(double *)((char *)&s + p->offset) = 0.4;         // p->type == ARB_PARAM_DOUBLE
+ *     if (arb_method_spec_validate(&s, &err)) ...        // "method GOOSE: rho: must be in [0,1]"
+ *     arb_method_spec_preset("iso3", &s, &err);          // CLI names: ar pld tr goose iso3 iso5 sequoia
+ *
+ * Drafters: "none" (AR), "pld", "tr", "goose". Topologies: "" (the drafter's own: PLD chain,
+ * TR template 2.2.2, GOOSE spine tree), "iso" (k-ary BFS, GOOSE sources), "sequoia" (DP tree
+ * for a positional acceptance vector, GOOSE sources). Verifiers: "greedy" (T = 0; sampling
+ * verifiers belong to verifiers/verifier.h). Schedulers: "goose_tiers" (EMA of spine
+ * acceptance → spine ratio), "fixed" (fixed_r), "none".
+ * Adding a parameter: one field here with its default in method.c and one row in the param
+ * table there (name, type, offset, drafters it applies to).
+ */
+#ifndef ARB_METHOD_H
+#define ARB_METHOD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+#define ARB_METHOD_NAME_MAX 64
+#define ARB_SEQUOIA_K_MAX 16
+
+typedef struct arb_method_spec {
+    char id[ARB_METHOD_NAME_MAX];        /* label in reports: "AR", "GOOSE", "Iso3" */
+    char drafter[32];                    /* "none" | "pld" | "tr" | "goose" */
+    char topology[32];                   /* "" (drafter's own) | "iso" | "sequoia" */
+    char verifier[32];                   /* "greedy" (default at T = 0) */
+    char scheduler[32];                  /* "goose_tiers" | "fixed" | "none" */
+    /* ---- shape ---- */
+    int budget;           /* B: nodes per step incl. the anchor (goose/iso/sequoia 60) */
+    int max_depth;        /* D: branch depth below its branch point (6); sequoia: levels */
+    int topk;             /* K: successors stored per adjacency entry (goose 10, tr 8) */
+    double rho;           /* ρ: share of non-spine budget kept for root branches (0.5) */
+    double s_min;         /* successors scoring below this are never attached (0.01) */
+    int iso_k;            /* Iso(k) arity (3) */
+    double sequoia_p[ARB_SEQUOIA_K_MAX]; /* positional acceptance p[1..], 0-terminated */
+    /* ---- context match / PLD ---- */
+    int ngram_min, ngram_max; /* query lengths: goose 3..5, pld 1..3 (Saxena) */
+    int max_draft;        /* continuation length: pld 10 (num_pred), goose C_max 20 */
+    int bypass_min;       /* θ_byp: bypass when the match is at least this long (8) */
+    bool pld_earliest;    /* occurrence choice: earliest (Saxena, pld) / most recent (goose) */
+    /* ---- scheduler (GOOSE Algorithm 2) ---- */
+    double ema;           /* weight of the newest spine-acceptance observation (0.3) */
+    double ps_init;       /* initial p̂_s (0.3) */
+    double tier_lo, tier_hi;   /* p̂_s thresholds (0.2, 0.4) */
+    double r_lo, r_mid, r_hi;  /* spine ratios per tier (0.15, 0.30, 0.50) */
+    double fixed_r;       /* scheduler "fixed": this r every cycle; < 0 = unset */
+    /* ---- adjacency tables ---- */
+    int bigram_log2;      /* tier-2 capacity = 2^bigram_log2 entries (15) */
+    /* ---- ablations and choices (drafting.md §4.6) ---- */
+    bool spine_branches;  /* attach branches under spine nodes (on) */
+    bool bigram;          /* use the bigram tier (on; Iso default off) */
+    bool bypass;          /* linear bypass for long / consensus matches (on) */
+    bool bypass_len;      /* ... triggered by length (on) */
+    bool bypass_consensus;/* ... triggered by consensus (on) */
+    bool context_spine;   /* tree mode uses the context-match spine (on) */
+    bool control_tr_spine;/* control: spine shape kept, tokens from TR (off) */
+    bool bypass_match_len;/* length test on the matched context, not the chain (off) */
+    bool extend_chain;    /* extension nodes get width 1 (off: confidence-aware BFS) */
+    bool hot_start;       /* keep tables across prompts (goose off; tr on, as the reference) */
+    bool harvest_prefill; /* harvest the prefill logits (goose on; tr off, reference quirk) */
+    bool tr_prune_unfilled; /* TR: drop template nodes whose row was never written (off) */
+    bool verify_first_match; /* greedy walk: GOOSE Alg. 3 literal instead of longest path */
+    /* ---- sampling (verification.md §0.2) ---- */
+    double temperature;   /* 0 = greedy */
+    double top_p;         /* 1 = off */
+    int top_k;            /* 0 = off */
+    uint64_t seed;        /* run seed; RNG keyed by (seed, prompt id, step, stream) */
+} arb_method_spec;
+
+typedef enum arb_param_type { ARB_PARAM_INT, ARB_PARAM_DOUBLE, ARB_PARAM_BOOL, ARB_PARAM_STR,
+                              ARB_PARAM_U64, ARB_PARAM_DOUBLE_LIST } arb_param_type;
+
+typedef struct arb_method_param {
+    const char *name;     /* config key, e.g. "budget", "rho", "spine_branches" */
+    arb_param_type type;  /* storage type at offset (STR: char[32]; DOUBLE_LIST: sequoia_p) */
+    size_t offset;        /* offsetof(arb_method_spec, field) */
+    const char *drafters; /* space-separated drafters it applies to, "*" = all */
+    double lo, hi;        /* valid range for INT/DOUBLE/U64 (inclusive) */
+    const char *doc;      /* one line */
+} arb_method_param;
+
+/* Defaults for a drafter ("none"/"ar", "pld", "tr", "goose"). ARB_E_INVAL on unknown names. */
+int arb_method_spec_default(const char *drafter, arb_method_spec *out, arb_err *err);
+/* Named presets: ar pld tr goose iso3 iso5 sequoia, and goose ablations goose-nospinebr,
+   goose-unigram, goose-nobypass, goose-nospine, goose-control (case-insensitive). */
+int arb_method_spec_preset(const char *name, arb_method_spec *out, arb_err *err);
+/* Range and consistency checks; messages "method <id>: <param>: ...". */
+int arb_method_spec_validate(const arb_method_spec *s, arb_err *err);
+
+/* All parameters: returns the table, *n its length (static storage). */
+const arb_method_param *arb_method_params(int *n);
+/* Parameter `name` if it applies to `drafter` (NULL drafter = any), else NULL. */
+const arb_method_param *arb_method_param_find(const char *drafter, const char *name);
+/* Set from text ("60", "0.5", "true", "goose", "0.6,0.2,0.1"); errors name the key. */
+int arb_method_param_set(arb_method_spec *s, const char *name, const char *value, arb_err *err);
+
+/* Registry queries (STYLE practice 11): is this a known drafter/topology/verifier/scheduler? */
+bool arb_method_known(const char *kind, const char *name); /* kind: "drafter" "topology" ... */
+/* Largest tree (nodes incl. anchor) this method can propose: sizes every buffer. */
+int arb_method_max_nodes(const arb_method_spec *s);
+
+#endif
