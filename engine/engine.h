@@ -40,6 +40,8 @@ typedef enum arb_backend_kind {
 typedef struct arb_load_opts {
     arb_backend_kind backend; /* default CPU */
     int n_threads;            /* worker threads for this model's kernels; 0 = all cores */
+    bool vocab_only;          /* metadata + tokenizer only, no tensors (tokenize/inspect);
+                                 arb_ctx_new then fails with ARB_E_INVAL */
 } arb_load_opts;
 arb_load_opts arb_load_default_opts(void);
 
