@@ -40,7 +40,8 @@ typedef struct arb_gguf_str {
 } arb_gguf_str;
 
 /* One metadata value. Scalars are decoded; arrays keep a pointer to their raw
-   elements in the mapping (validated at open), read them with the accessors. */
+   elements in the mapping (validated at open), read them with the accessors.
+   Decoded scalars: U8..U64 in v.u64, I8..I64 in v.i64, F32/F64 in v.f64, BOOL in v.b. */
 typedef struct arb_gguf_value {
     arb_gguf_type type;
     union {
@@ -100,6 +101,10 @@ int arb_gguf_get_str(const arb_gguf *g, const char *key, arb_gguf_str *out, arb_
 int arb_gguf_arr_str(const arb_gguf *g, const arb_gguf_value *arr, uint64_t i, arb_gguf_str *out);
 int arb_gguf_arr_f64(const arb_gguf_value *arr, uint64_t i, double *out);
 int arb_gguf_arr_i64(const arb_gguf_value *arr, uint64_t i, int64_t *out);
+/* Element i as a value (scalars decoded; strings and nested arrays as views). O(1) for
+   fixed-size elements, O(i) walk for strings/arrays (use arb_gguf_arr_str for O(1)).
+   ARB_E_INVAL if arr is not an array, ARB_E_RANGE if i >= n. */
+int arb_gguf_arr_at(const arb_gguf_value *arr, uint64_t i, arb_gguf_value *out);
 
 uint64_t arb_gguf_n_tensors(const arb_gguf *g);
 const arb_gguf_tensor *arb_gguf_tensor_at(const arb_gguf *g, uint64_t i);

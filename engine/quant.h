@@ -20,6 +20,14 @@ typedef enum arb_type {
     ARB_TYPE_F32 = 0, ARB_TYPE_F16 = 1, ARB_TYPE_Q4_0 = 2, ARB_TYPE_Q4_1 = 3,
     ARB_TYPE_Q8_0 = 8, ARB_TYPE_Q8_1 = 9, ARB_TYPE_Q4_K = 12, ARB_TYPE_Q6_K = 14,
     ARB_TYPE_Q8_K = 15, ARB_TYPE_BF16 = 30,
+    /* Known to the reader (sizes only, so any ggml file can be opened and inspected);
+       arb_type_supported() is false for these: no dequantisation. */
+    ARB_TYPE_Q5_0 = 6, ARB_TYPE_Q5_1 = 7, ARB_TYPE_Q2_K = 10, ARB_TYPE_Q3_K = 11,
+    ARB_TYPE_Q5_K = 13, ARB_TYPE_IQ2_XXS = 16, ARB_TYPE_IQ2_XS = 17, ARB_TYPE_IQ3_XXS = 18,
+    ARB_TYPE_IQ1_S = 19, ARB_TYPE_IQ4_NL = 20, ARB_TYPE_IQ3_S = 21, ARB_TYPE_IQ2_S = 22,
+    ARB_TYPE_IQ4_XS = 23, ARB_TYPE_I8 = 24, ARB_TYPE_I16 = 25, ARB_TYPE_I32 = 26,
+    ARB_TYPE_I64 = 27, ARB_TYPE_F64 = 28, ARB_TYPE_IQ1_M = 29, ARB_TYPE_TQ1_0 = 34,
+    ARB_TYPE_TQ2_0 = 35,
 } arb_type;
 
 #define ARB_QK4_0 32
