@@ -34,4 +34,10 @@ size_t arb_matmul_work_bytes(uint32_t type, int n_in, int n_tok);
 void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok, float *y, void *work);
 const char *arb_matmul_isa(void); /* "avx512vnni", "avx2", "scalar" */
 
+/* Tests and benchmarks: force a kernel family ("scalar", "avx2", "avx512" or
+   "avx512vnni", "auto" = the start-up choice) for the whole process. Returns
+   ARB_E_UNSUPPORTED (and changes nothing) if this CPU or build lacks it. Not safe
+   while another thread is inside arb_matmul. */
+int arb_matmul_force_isa(const char *name);
+
 #endif

@@ -1,0 +1,391 @@
+/* matmul.c — dispatch, activation quantisation, threading and the scalar kernels.
+ *
+ * arb_matmul quantizes each activation row once (Q8_0-style blocks of 32 with an
+ * f32 scale, or Q8_K-style blocks of 256 for K-quant weights, see matmul_int.h),
+ * then splits the output rows across the pool in a fixed partition. Each
+ * (row, token) pair is reduced by the same sequence of float operations whatever
+ * n_tok, the tiling or the thread count, which is what makes the engine batch
+ * invariant. The kernel family is chosen once per process from cpuid
+ * (ARBOR_ISA=scalar|avx2|avx512 forces one); SIMD families live in
+ * matmul_avx2.c / matmul_avx512.c and may fall back to the scalar kernel per type.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpuinfo.h"
+#include "matmul_int.h"
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static int is_kquant(uint32_t t) { return t == ARB_TYPE_Q4_K || t == ARB_TYPE_Q6_K; }
+static int is_raw(uint32_t t) { return t == ARB_TYPE_F32 || t == ARB_TYPE_F16; }
+
+static mm_layout layout_for(uint32_t type, int n_in)
+{
+    mm_layout l = {0};
+    if (is_raw(type))
+        return l;
+    l.B = is_kquant(type) ? 256 : 32;
+    l.G = is_kquant(type) ? 16 : 32;
+    const size_t nb = (size_t)n_in / (size_t)l.B, ng = (size_t)n_in / (size_t)l.G;
+    l.off_d = align64((size_t)n_in);
+    l.off_isum = align64(l.off_d + nb * sizeof(float));
+    l.off_fsum = align64(l.off_isum + ng * sizeof(int32_t));
+    l.stride = align64(l.off_fsum + nb * sizeof(float));
+    return l;
+}
+
+size_t arb_matmul_work_bytes(uint32_t type, int n_in, int n_tok)
+{
+    if (n_in <= 0 || n_tok <= 0)
+        return 0;
+    mm_layout l = layout_for(type, n_in);
+    return l.stride ? l.stride * (size_t)n_tok + 64 : 0; /* +64: we align the base */
+}
+
+/* Round half to even for |v| < 2^22 under the default rounding mode: adding
+   1.5 * 2^23 pushes the fraction out of the mantissa. Exact, branch-free, no libm
+   call; the compiler may not fold it without -ffast-math (which arbor never uses). */
+static inline int round_q(float v)
+{
+    const float magic = 12582912.0f;
+    return (int)((v + magic) - magic);
+}
+
+/* Quantize one activation row into the layout; the same code for every ISA, so
+   the activations of a token never depend on how the kernels were chosen. */
+static void quant_row(const float *x, int n_in, const mm_layout *l, uint8_t *dst)
+{
+    int8_t *qs = (int8_t *)dst;
+    float *d = (float *)(dst + l->off_d);
+    int32_t *isum = (int32_t *)(dst + l->off_isum);
+    float *fsum = (float *)(dst + l->off_fsum);
+    const int B = l->B, G = l->G;
+    for (int b = 0; b < n_in / B; b++) {
+        const float *xb = x + (size_t)b * B;
+        float amax = 0.0f;
+        for (int i = 0; i < B; i++) {
+            float a = xb[i] < 0 ? -xb[i] : xb[i];
+            amax = a > amax ? a : amax;
+        }
+        const float db = amax / 127.0f;
+        const float id = db != 0.0f ? 1.0f / db : 0.0f;
+        int8_t *q = qs + (size_t)b * B;
+        int sb = 0;
+        for (int i = 0; i < B; i++) {
+            int v = round_q(xb[i] * id);
+            v = v > 127 ? 127 : v < -127 ? -127 : v;
+            q[i] = (int8_t)v;
+            sb += v;
+        }
+        d[b] = db;
+        if (B == 32)
+            fsum[b] = db * (float)sb;
+        for (int g = 0; g < B / G; g++) {
+            int s = 0;
+            for (int i = 0; i < G; i++)
+                s += q[g * G + i];
+            isum[(b * B) / G + g] = s;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- scalar kernels */
+
+static inline float fp16_to_f32(uint16_t h)
+{
+    union { uint32_t u; float f; } o;
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    if (exp == 0x1f) {
+        o.u = sign | 0x7f800000u | (mant << 13);
+    } else if (exp == 0) {
+        if (!mant) {
+            o.u = sign;
+        } else {
+            o.f = (float)mant * (1.0f / 16777216.0f); /* mant * 2^-24, exact */
+            o.u |= sign;
+        }
+    } else {
+        o.u = sign | ((exp + 112) << 23) | (mant << 13);
+    }
+    return o.f;
+}
+
+static inline const uint8_t *wrow(const mm_job *j, int r) { return (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes; }
+
+static float dot_q4_0(const mm_job *j, int r, int t)
+{
+    const arb_block_q4_0 *w = (const arb_block_q4_0 *)wrow(j, r);
+    const int8_t *q = mm_qs(j, t);
+    const float *d = mm_d(j, t);
+    float acc = 0.0f;
+    for (int b = 0; b < j->w->n_in / 32; b++, q += 32) {
+        int s = 0;
+        for (int i = 0; i < 16; i++)
+            s += ((w[b].qs[i] & 0xF) - 8) * q[i] + ((w[b].qs[i] >> 4) - 8) * q[i + 16];
+        acc += (fp16_to_f32(w[b].d) * d[b]) * (float)s;
+    }
+    return acc;
+}
+
+static float dot_q4_1(const mm_job *j, int r, int t)
+{
+    const arb_block_q4_1 *w = (const arb_block_q4_1 *)wrow(j, r);
+    const int8_t *q = mm_qs(j, t);
+    const float *d = mm_d(j, t), *fs = mm_fsum(j, t);
+    float acc = 0.0f, accm = 0.0f;
+    for (int b = 0; b < j->w->n_in / 32; b++, q += 32) {
+        int s = 0;
+        for (int i = 0; i < 16; i++)
+            s += (w[b].qs[i] & 0xF) * q[i] + (w[b].qs[i] >> 4) * q[i + 16];
+        acc += (fp16_to_f32(w[b].d) * d[b]) * (float)s;
+        accm += fp16_to_f32(w[b].m) * fs[b];
+    }
+    return acc + accm;
+}
+
+static float dot_q8_0(const mm_job *j, int r, int t)
+{
+    const arb_block_q8_0 *w = (const arb_block_q8_0 *)wrow(j, r);
+    const int8_t *q = mm_qs(j, t);
+    const float *d = mm_d(j, t);
+    float acc = 0.0f;
+    for (int b = 0; b < j->w->n_in / 32; b++, q += 32) {
+        int s = 0;
+        for (int i = 0; i < 32; i++)
+            s += w[b].qs[i] * q[i];
+        acc += (fp16_to_f32(w[b].d) * d[b]) * (float)s;
+    }
+    return acc;
+}
+
+static float dot_q4_k(const mm_job *j, int r, int t)
+{
+    const arb_block_q4_k *w = (const arb_block_q4_k *)wrow(j, r);
+    const int8_t *q = mm_qs(j, t);
+    const float *d = mm_d(j, t);
+    const int32_t *is = mm_isum(j, t);
+    float acc = 0.0f;
+    for (int b = 0; b < j->w->n_in / 256; b++, q += 256, is += 16) {
+        int32_t sumi = 0, summ = 0;
+        for (int c = 0; c < 4; c++) { /* 64-element chunks: low nibbles then high */
+            const uint8_t *qs = w[b].qs + 32 * c;
+            uint8_t sc0, m0, sc1, m1;
+            mm_q4k_scale_min(2 * c, w[b].scales, &sc0, &m0);
+            mm_q4k_scale_min(2 * c + 1, w[b].scales, &sc1, &m1);
+            int s0 = 0, s1 = 0;
+            for (int i = 0; i < 32; i++) {
+                s0 += (qs[i] & 0xF) * q[64 * c + i];
+                s1 += (qs[i] >> 4) * q[64 * c + 32 + i];
+            }
+            sumi += sc0 * s0 + sc1 * s1;
+            summ += m0 * (is[4 * c] + is[4 * c + 1]) + m1 * (is[4 * c + 2] + is[4 * c + 3]);
+        }
+        const float dd = fp16_to_f32(w[b].d) * d[b], dm = fp16_to_f32(w[b].dmin) * d[b];
+        acc += dd * (float)sumi - dm * (float)summ;
+    }
+    return acc;
+}
+
+static float dot_q6_k(const mm_job *j, int r, int t)
+{
+    const arb_block_q6_k *w = (const arb_block_q6_k *)wrow(j, r);
+    const int8_t *q = mm_qs(j, t);
+    const float *d = mm_d(j, t);
+    const int32_t *is = mm_isum(j, t);
+    float acc = 0.0f;
+    for (int b = 0; b < j->w->n_in / 256; b++, q += 256, is += 16) {
+        int32_t g[16] = {0}; /* sum of u*q per group of 16, u = unsigned 6-bit value */
+        const uint8_t *ql = w[b].ql, *qh = w[b].qh;
+        for (int h = 0; h < 2; h++, ql += 64, qh += 32) { /* two halves of 128 */
+            const int8_t *qq = q + 128 * h;
+            for (int l = 0; l < 32; l++) {
+                const int u1 = (ql[l] & 0xF) | ((qh[l] & 3) << 4);
+                const int u2 = (ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4);
+                const int u3 = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+                const int u4 = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+                g[8 * h + l / 16 + 0] += u1 * qq[l];
+                g[8 * h + l / 16 + 2] += u2 * qq[l + 32];
+                g[8 * h + l / 16 + 4] += u3 * qq[l + 64];
+                g[8 * h + l / 16 + 6] += u4 * qq[l + 96];
+            }
+        }
+        int32_t sumi = 0;
+        for (int k = 0; k < 16; k++)
+            sumi += w[b].scales[k] * (g[k] - 32 * is[k]);
+        acc += (fp16_to_f32(w[b].d) * d[b]) * (float)sumi;
+    }
+    return acc;
+}
+
+/* F32/F16 weights: 8 fixed lanes + a fixed combining tree, as backend_cpu's dot. */
+static float dot_raw(const mm_job *j, int r, int t)
+{
+    const int n = j->w->n_in;
+    const float *x = j->x + (size_t)t * n;
+    float acc[8] = {0};
+    if (j->w->type == ARB_TYPE_F32) {
+        const float *w = (const float *)wrow(j, r);
+        for (int i = 0; i + 8 <= n; i += 8)
+            for (int l = 0; l < 8; l++)
+                acc[l] += w[i + l] * x[i + l];
+    } else {
+        const uint16_t *w = (const uint16_t *)wrow(j, r);
+        for (int i = 0; i + 8 <= n; i += 8)
+            for (int l = 0; l < 8; l++)
+                acc[l] += fp16_to_f32(w[i + l]) * x[i + l];
+    }
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    const int tail = n & ~7;
+    for (int i = tail; i < n; i++)
+        s += (j->w->type == ARB_TYPE_F32 ? ((const float *)wrow(j, r))[i] : fp16_to_f32(((const uint16_t *)wrow(j, r))[i])) * x[i];
+    return s;
+}
+
+typedef float (*dot_fn)(const mm_job *j, int r, int t);
+
+static void rows_generic(const mm_job *j, int r0, int r1, dot_fn dot)
+{
+    const int n_out = j->w->n_out;
+    for (int rb = r0; rb < r1; rb += MM_ROW_BLOCK) {
+        const int re = rb + MM_ROW_BLOCK < r1 ? rb + MM_ROW_BLOCK : r1;
+        for (int t = 0; t < j->n_tok; t++)
+            for (int r = rb; r < re; r++)
+                j->y[(size_t)t * n_out + r] = dot(j, r, t);
+    }
+}
+
+static void rows_q4_0(const mm_job *j, int r0, int r1) { rows_generic(j, r0, r1, dot_q4_0); }
+static void rows_q4_1(const mm_job *j, int r0, int r1) { rows_generic(j, r0, r1, dot_q4_1); }
+static void rows_q8_0(const mm_job *j, int r0, int r1) { rows_generic(j, r0, r1, dot_q8_0); }
+static void rows_q4_k(const mm_job *j, int r0, int r1) { rows_generic(j, r0, r1, dot_q4_k); }
+static void rows_q6_k(const mm_job *j, int r0, int r1) { rows_generic(j, r0, r1, dot_q6_k); }
+static void rows_raw(const mm_job *j, int r0, int r1) { rows_generic(j, r0, r1, dot_raw); }
+
+const mm_impl arb_mm_scalar = {
+    .name = "scalar",
+    .q4_0 = rows_q4_0, .q4_1 = rows_q4_1, .q8_0 = rows_q8_0,
+    .q4_k = rows_q4_k, .q6_k = rows_q6_k, .f16 = rows_raw, .f32 = rows_raw,
+};
+
+/* ---------------------------------------------------------------- dispatch */
+
+/* The chosen family: a per-process constant (the CPU does not change), cached
+   because cpuid + getenv per call would cost more than a small matmul. The only
+   writer besides the first call is the test hook arb_matmul_force_isa. */
+static _Atomic(const mm_impl *) g_impl;
+
+static const mm_impl *best_impl(void)
+{
+    arb_cpuinfo ci;
+    arb_cpuinfo_get(&ci);
+    const char *env = getenv("ARBOR_ISA");
+    const mm_impl *best = &arb_mm_scalar;
+    if (ci.avx2 && ci.fma && ci.f16c && arb_mm_avx2.q4_1)
+        best = &arb_mm_avx2;
+    if (ci.avx512f && ci.avx512bw && ci.avx512vl && ci.avx512vnni && arb_mm_avx512.q4_1)
+        best = &arb_mm_avx512;
+    if (env && !strcmp(env, "scalar"))
+        return &arb_mm_scalar;
+    if (env && !strcmp(env, "avx2") && best != &arb_mm_scalar)
+        return &arb_mm_avx2;
+    return best;
+}
+
+static const mm_impl *impl(void)
+{
+    const mm_impl *p = atomic_load_explicit(&g_impl, memory_order_acquire);
+    if (!p) {
+        p = best_impl(); /* idempotent: racing first calls store the same pointer */
+        atomic_store_explicit(&g_impl, p, memory_order_release);
+    }
+    return p;
+}
+
+const char *arb_matmul_isa(void) { return impl()->name; }
+
+int arb_matmul_force_isa(const char *name)
+{
+    arb_cpuinfo ci;
+    arb_cpuinfo_get(&ci);
+    const mm_impl *p = NULL;
+    if (!strcmp(name, "scalar"))
+        p = &arb_mm_scalar;
+    else if (!strcmp(name, "avx2") && ci.avx2 && ci.fma && ci.f16c && arb_mm_avx2.q4_1)
+        p = &arb_mm_avx2;
+    else if ((!strcmp(name, "avx512") || !strcmp(name, arb_mm_avx512.name)) && ci.avx512f && ci.avx512bw &&
+             ci.avx512vl && ci.avx512vnni && arb_mm_avx512.q4_1)
+        p = &arb_mm_avx512;
+    else if (!strcmp(name, "auto"))
+        p = best_impl();
+    if (!p)
+        return ARB_E_UNSUPPORTED;
+    atomic_store_explicit(&g_impl, p, memory_order_release);
+    return ARB_OK;
+}
+
+static mm_rows_fn rows_for(const mm_impl *p, uint32_t type)
+{
+    mm_rows_fn f = NULL, s = NULL;
+    switch (type) {
+    case ARB_TYPE_Q4_0: f = p->q4_0; s = arb_mm_scalar.q4_0; break;
+    case ARB_TYPE_Q4_1: f = p->q4_1; s = arb_mm_scalar.q4_1; break;
+    case ARB_TYPE_Q8_0: f = p->q8_0; s = arb_mm_scalar.q8_0; break;
+    case ARB_TYPE_Q4_K: f = p->q4_k; s = arb_mm_scalar.q4_k; break;
+    case ARB_TYPE_Q6_K: f = p->q6_k; s = arb_mm_scalar.q6_k; break;
+    case ARB_TYPE_F16: f = p->f16; s = arb_mm_scalar.f16; break;
+    case ARB_TYPE_F32: f = p->f32; s = arb_mm_scalar.f32; break;
+    default: return NULL;
+    }
+    return f ? f : s;
+}
+
+typedef struct mm_run {
+    mm_job job;
+    mm_rows_fn rows;
+    uint8_t *act;
+} mm_run;
+
+static void quant_task(void *ud, int ith, int nth)
+{
+    mm_run *m = ud;
+    const int n = m->job.n_tok, t0 = (int)((long long)n * ith / nth), t1 = (int)((long long)n * (ith + 1) / nth);
+    for (int t = t0; t < t1; t++)
+        quant_row(m->job.x + (size_t)t * m->job.w->n_in, m->job.w->n_in, &m->job.lay, m->act + (size_t)t * m->job.lay.stride);
+}
+
+static void rows_task(void *ud, int ith, int nth)
+{
+    mm_run *m = ud;
+    /* Fixed partition in units of 16 rows (y cache lines are not shared). */
+    const int units = (m->job.w->n_out + 15) / 16;
+    const int u0 = (int)((long long)units * ith / nth), u1 = (int)((long long)units * (ith + 1) / nth);
+    int r0 = u0 * 16, r1 = u1 * 16;
+    if (r1 > m->job.w->n_out)
+        r1 = m->job.w->n_out;
+    if (r0 < r1)
+        m->rows(&m->job, r0, r1);
+}
+
+void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok, float *y, void *work)
+{
+    if (n_tok <= 0 || w->n_out <= 0)
+        return;
+    const mm_impl *p = impl();
+    mm_run m = {.job = {.w = w, .x = x, .lay = layout_for(w->type, w->n_in), .n_tok = n_tok, .y = y}};
+    m.rows = rows_for(p, w->type);
+    ARB_ASSERT(m.rows != NULL);
+    ARB_ASSERT(w->n_in % (m.job.lay.B ? m.job.lay.B : 1) == 0);
+    if (m.job.lay.B) {
+        m.act = (uint8_t *)(((uintptr_t)work + 63) & ~(uintptr_t)63);
+        m.job.act = m.act;
+        /* Small batches: quantize on the caller (a pool round trip costs more). */
+        if (!tp || (size_t)n_tok * (size_t)w->n_in < 32768)
+            quant_task(&m, 0, 1);
+        else
+            arb_threadpool_run(tp, quant_task, &m);
+    }
+    arb_threadpool_run(tp, rows_task, &m);
+}

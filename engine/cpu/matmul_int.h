@@ -1,0 +1,77 @@
+/* matmul_int.h — internals shared by matmul.c and the per-ISA kernel files
+ * (matmul_avx2.c, matmul_avx512.c). Not part of the engine API.
+ *
+ * Quantized activation row (one per token, `stride` bytes apart in work):
+ *     int8_t  qs[n_in]        at 0              q = round_half_even(x / d)
+ *     float   d[n_in / B]     at off_d          d = max|x| / 127 over the block
+ *     int32_t isum[n_in / G]  at off_isum       sum of q over each group of G
+ *     float   fsum[n_in / B]  at off_fsum       d * (sum of q over the block), B = 32 only
+ * B = 32, G = 32 for Q4_0/Q4_1/Q8_0 weights (the Q8_0 scheme, scale kept in f32);
+ * B = 256, G = 16 for Q4_K/Q6_K weights (the Q8_K scheme). F32/F16 weights read x.
+ *
+ * A kernel computes rows [r0, r1) for every token. The batch-invariance rule for
+ * kernel writers: the float operations applied to the (row, token) pair must be
+ * the same sequence whatever n_tok is and whichever token group the pair falls in.
+ */
+#ifndef ARB_MATMUL_INT_H
+#define ARB_MATMUL_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../quant.h"
+#include "matmul.h"
+
+typedef struct mm_layout {
+    int B, G;         /* scale block and sum group, in elements; 0 = raw f32 activations */
+    size_t off_d;     /* byte offsets inside one activation row */
+    size_t off_isum;
+    size_t off_fsum;
+    size_t stride;    /* bytes per activation row (multiple of 64) */
+} mm_layout;
+
+typedef struct mm_job {
+    const arb_qmat *w;
+    const float *x;       /* n_tok x n_in (F32/F16 weights read it directly) */
+    const uint8_t *act;   /* n_tok quantized rows, lay.stride apart */
+    mm_layout lay;
+    int n_tok;
+    float *y;             /* n_tok x n_out */
+} mm_job;
+
+typedef void (*mm_rows_fn)(const mm_job *j, int r0, int r1);
+
+/* One kernel family. rows_* may be NULL: the scalar kernel is used for that type
+   (a per-type choice, so it never depends on n_tok). */
+typedef struct mm_impl {
+    const char *name;
+    mm_rows_fn q4_0, q4_1, q8_0, q4_k, q6_k, f16, f32;
+} mm_impl;
+
+extern const mm_impl arb_mm_scalar;
+extern const mm_impl arb_mm_avx2;
+extern const mm_impl arb_mm_avx512;
+
+/* Rows of the activation for token t. */
+static inline const int8_t *mm_qs(const mm_job *j, int t) { return (const int8_t *)(j->act + (size_t)t * j->lay.stride); }
+static inline const float *mm_d(const mm_job *j, int t) { return (const float *)(j->act + (size_t)t * j->lay.stride + j->lay.off_d); }
+static inline const int32_t *mm_isum(const mm_job *j, int t) { return (const int32_t *)(j->act + (size_t)t * j->lay.stride + j->lay.off_isum); }
+static inline const float *mm_fsum(const mm_job *j, int t) { return (const float *)(j->act + (size_t)t * j->lay.stride + j->lay.off_fsum); }
+
+/* Q4_K packed 6-bit scale/min of sub-block k (0..7), as ggml's get_scale_min_k4. */
+static inline void mm_q4k_scale_min(int k, const uint8_t *q, uint8_t *sc, uint8_t *m)
+{
+    if (k < 4) {
+        *sc = q[k] & 63;
+        *m = q[k + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[k + 4] & 0xF) | ((q[k - 4] >> 6) << 4));
+        *m = (uint8_t)((q[k + 4] >> 4) | ((q[k] >> 6) << 4));
+    }
+}
+
+/* Row-block height for batched tiling: rows whose weights stay in L1/L2 while a
+   group of tokens streams over them. Changing it never changes results. */
+#define MM_ROW_BLOCK 16
+
+#endif

@@ -1,0 +1,213 @@
+/* test_matmul.c — the quantized matmul: accuracy against a double-precision
+ * reference built from quant.c's reference dequantisation, and batch invariance
+ * (bits of a token's output independent of n_tok, token offset and thread count)
+ * for every kernel family this CPU can run. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/matmul.h"
+#include "cpu/threadpool.h"
+#include "quant.h"
+
+static const char *const isas[] = {"scalar", "avx2", "avx512"};
+#define N_ISAS 3
+
+static uint64_t rng_state;
+static uint32_t rnd(void)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(rng_state >> 33);
+}
+static float rndf(void) { return (float)rnd() / 2147483648.0f - 1.0f; } /* [-1, 1) */
+
+/* Random but valid blocks of `type`: random codes, scales of realistic size. */
+static void *random_weights(uint32_t type, int n_in, int n_out, size_t *row_bytes)
+{
+    const size_t rb = arb_type_row_bytes(type, (uint64_t)n_in);
+    cr_assert(rb > 0);
+    uint8_t *w = malloc(rb * (size_t)n_out);
+    cr_assert(w);
+    for (size_t i = 0; i < rb * (size_t)n_out; i++)
+        w[i] = (uint8_t)rnd();
+    const size_t be = arb_type_block_elems(type), bb = arb_type_block_bytes(type);
+    const size_t nblk = rb / bb * (size_t)n_out;
+    for (size_t b = 0; b < nblk; b++) {
+        uint8_t *p = w + b * bb;
+        uint16_t h1 = arb_f32_to_fp16(0.01f + 0.02f * (rndf() + 1.0f));
+        uint16_t h2 = arb_f32_to_fp16(0.05f * rndf());
+        switch (type) {
+        case ARB_TYPE_Q4_0: case ARB_TYPE_Q8_0: memcpy(p, &h1, 2); break;
+        case ARB_TYPE_Q4_1: memcpy(p, &h1, 2); memcpy(p + 2, &h2, 2); break;
+        case ARB_TYPE_Q4_K: memcpy(p, &h1, 2); memcpy(p + 2, &h1, 2); break;
+        case ARB_TYPE_Q6_K: memcpy(p + 208, &h1, 2); break;
+        case ARB_TYPE_F16:
+            for (size_t i = 0; i < be; i++) {
+                uint16_t h = arb_f32_to_fp16(rndf());
+                memcpy(p + 2 * i, &h, 2);
+            }
+            break;
+        case ARB_TYPE_F32: {
+            float f = rndf();
+            memcpy(p, &f, 4);
+            break;
+        }
+        }
+    }
+    *row_bytes = rb;
+    return w;
+}
+
+/* The activation quantisation the kernels document (matmul_int.h). */
+static void quant_ref(const float *x, int n, int B, double *xq)
+{
+    for (int b = 0; b < n / B; b++) {
+        float amax = 0;
+        for (int i = 0; i < B; i++)
+            amax = fmaxf(amax, fabsf(x[b * B + i]));
+        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (int i = 0; i < B; i++) {
+            float q = nearbyintf(x[b * B + i] * id);
+            q = fminf(127.0f, fmaxf(-127.0f, q));
+            xq[b * B + i] = (double)q * (double)d;
+        }
+    }
+}
+
+static int block_of(uint32_t type)
+{
+    if (type == ARB_TYPE_Q4_K || type == ARB_TYPE_Q6_K)
+        return 256;
+    if (type == ARB_TYPE_F32 || type == ARB_TYPE_F16)
+        return 0;
+    return 32;
+}
+
+static void check_accuracy(uint32_t type, int n_in, int n_out, int n_tok)
+{
+    size_t rb;
+    void *w = random_weights(type, n_in, n_out, &rb);
+    arb_qmat m = {.type = type, .n_in = n_in, .n_out = n_out, .row_bytes = rb, .data = w};
+    float *x = malloc(sizeof(float) * (size_t)n_in * (size_t)n_tok);
+    float *y = malloc(sizeof(float) * (size_t)n_out * (size_t)n_tok);
+    float *wf = malloc(sizeof(float) * (size_t)n_in);
+    double *xq = malloc(sizeof(double) * (size_t)n_in);
+    void *work = malloc(arb_matmul_work_bytes(type, n_in, n_tok) + 1);
+    for (int i = 0; i < n_in * n_tok; i++)
+        x[i] = rndf() * (1.0f + (float)(i % 7));
+    for (int k = 0; k < N_ISAS; k++) {
+        if (arb_matmul_force_isa(isas[k]) != ARB_OK)
+            continue;
+        arb_matmul(NULL, &m, x, n_tok, y, work);
+        for (int t = 0; t < n_tok; t++) {
+            const int B = block_of(type);
+            if (B)
+                quant_ref(x + (size_t)t * n_in, n_in, B, xq);
+            else
+                for (int i = 0; i < n_in; i++)
+                    xq[i] = x[(size_t)t * n_in + i];
+            for (int o = 0; o < n_out; o++) {
+                arb_dequant_row(type, (const uint8_t *)w + (size_t)o * rb, wf, (size_t)n_in);
+                double ref = 0, mag = 0;
+                for (int i = 0; i < n_in; i++) {
+                    ref += (double)wf[i] * xq[i];
+                    mag += fabs((double)wf[i] * xq[i]);
+                }
+                const double got = y[(size_t)t * n_out + o];
+                cr_assert(fabs(got - ref) <= 3e-5 * mag + 1e-6,
+                          "%s %s n_in=%d row %d tok %d: got %.9g want %.9g (mag %.3g)", isas[k],
+                          arb_type_name(type), n_in, o, t, got, ref, mag);
+            }
+        }
+    }
+    arb_matmul_force_isa("auto");
+    free(w); free(x); free(y); free(wf); free(xq); free(work);
+}
+
+static const uint32_t types[] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1, ARB_TYPE_Q8_0, ARB_TYPE_Q4_K,
+                                 ARB_TYPE_Q6_K, ARB_TYPE_F16, ARB_TYPE_F32};
+#define N_TYPES 7
+
+Test(matmul, accuracy_vs_double_reference)
+{
+    rng_state = 1;
+    for (int k = 0; k < N_TYPES; k++) {
+        const int B = block_of(types[k]) ? block_of(types[k]) : 8;
+        const int big = B == 256 ? 1536 : 576;
+        check_accuracy(types[k], B == 8 ? 40 : B, 5, 3);      /* a single block per row */
+        check_accuracy(types[k], big, 37, 4);                 /* model-like sizes, odd n_out */
+        check_accuracy(types[k], 3 * (B == 8 ? 32 : B), 17, 2);
+    }
+}
+
+Test(matmul, isa_is_named)
+{
+    const char *s = arb_matmul_isa();
+    cr_assert(!strcmp(s, "scalar") || !strcmp(s, "avx2") || !strcmp(s, "avx512vnni"), "isa %s", s);
+    cr_assert_eq(arb_matmul_force_isa("no-such-isa"), ARB_E_UNSUPPORTED);
+    cr_assert_eq(arb_matmul_force_isa("scalar"), ARB_OK);
+    cr_assert_str_eq(arb_matmul_isa(), "scalar");
+    arb_matmul_force_isa("auto");
+}
+
+/* Rows of y for tokens [t0, t0+n) computed as one batch must equal, bit for bit,
+   each token computed alone; and 1/2/3 threads must agree. */
+static void check_invariance(uint32_t type, int n_in, int n_out)
+{
+    enum { NT = 64 };
+    size_t rb;
+    void *w = random_weights(type, n_in, n_out, &rb);
+    arb_qmat m = {.type = type, .n_in = n_in, .n_out = n_out, .row_bytes = rb, .data = w};
+    float *x = malloc(sizeof(float) * (size_t)n_in * NT);
+    float *y1 = malloc(sizeof(float) * (size_t)n_out * NT);
+    float *yb = malloc(sizeof(float) * (size_t)n_out * NT);
+    void *work = malloc(arb_matmul_work_bytes(type, n_in, NT) + 1);
+    for (int i = 0; i < n_in * NT; i++)
+        x[i] = rndf() * 3.0f;
+    arb_threadpool *tp[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(arb_threadpool_new(i + 1, &tp[i], NULL), ARB_OK);
+    static const int ns[] = {1, 2, 3, 7, 16, 64};
+    for (int k = 0; k < N_ISAS; k++) {
+        if (arb_matmul_force_isa(isas[k]) != ARB_OK)
+            continue;
+        for (int t = 0; t < NT; t++)
+            arb_matmul(NULL, &m, x + (size_t)t * n_in, 1, y1 + (size_t)t * n_out, work);
+        for (int a = 0; a < 6; a++) {
+            const int n = ns[a];
+            for (int th = 0; th < 3; th++) {
+                const int t0 = (n * 5 + th) % (NT - n + 1); /* vary the offset too */
+                memset(yb, 0xff, sizeof(float) * (size_t)n_out * NT);
+                arb_matmul(tp[th], &m, x + (size_t)t0 * n_in, n, yb, work);
+                cr_assert(!memcmp(yb, y1 + (size_t)t0 * n_out, sizeof(float) * (size_t)n_out * (size_t)n),
+                          "%s %s n_in=%d n_out=%d: batch of %d at %d with %d threads differs from n_tok=1",
+                          isas[k], arb_type_name(type), n_in, n_out, n, t0, th + 1);
+            }
+        }
+    }
+    arb_matmul_force_isa("auto");
+    for (int i = 0; i < 3; i++)
+        arb_threadpool_free(tp[i]);
+    free(w); free(x); free(y1); free(yb); free(work);
+}
+
+Test(matmul, batch_and_thread_invariance)
+{
+    rng_state = 2;
+    for (int k = 0; k < N_TYPES; k++) {
+        const int B = block_of(types[k]) ? block_of(types[k]) : 32;
+        check_invariance(types[k], B, 19);
+        check_invariance(types[k], B == 256 ? 768 : 576, 53);
+    }
+}
+
+Test(matmul, work_bytes)
+{
+    cr_assert_eq(arb_matmul_work_bytes(ARB_TYPE_F32, 64, 4), 0);
+    cr_assert_eq(arb_matmul_work_bytes(ARB_TYPE_Q4_1, 0, 4), 0);
+    const size_t one = arb_matmul_work_bytes(ARB_TYPE_Q4_1, 576, 1);
+    cr_assert(one >= 576 + 18 * 8);
+    cr_assert(arb_matmul_work_bytes(ARB_TYPE_Q4_1, 576, 8) >= 8 * (one - 64));
+}
