@@ -38,6 +38,9 @@ int arb_sample_process(const float *z, int V, const arb_sampling *s, double *pi,
 int arb_sample_argmax_f(const float *z, int V);
 int arb_sample_argmax_d(const double *x, int V);
 
+/* Order idx[0..n) by (v[idx] desc, idx asc) in place (heap sort, no allocation). */
+void arb_sample_order_desc(const double *v, int32_t *idx, int n);
+
 /* ---- counter-based RNG ---- */
 enum { /* stream ids: separate sequences for drafting and verification (common random numbers) */
     ARB_STREAM_DRAFT = 0,

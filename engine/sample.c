@@ -1,0 +1,214 @@
+/* sample.c — PROCESS (temperature / top-k / top-p) and the Philox counter RNG.
+ *
+ * Why Philox: a counter-based generator needs no state beyond (key, counter), so the
+ * random numbers of (run, prompt, step, stream) do not depend on how many were drawn
+ * elsewhere — shards and re-runs agree, and every verifier sees the same draft trees
+ * for the same seed (common random numbers, verification.md §0.4).
+ */
+#include "sample.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+arb_sampling arb_sampling_default(void)
+{
+    return (arb_sampling){.temperature = 1.0, .top_k = 0, .top_p = 1.0};
+}
+
+/* ---------------- Philox4x32-10 (Salmon et al., SC'11; Random123 constants) ---------------- */
+
+void arb_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
+{
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+    uint32_t k0 = key[0], k1 = key[1];
+    for (int round = 0; round < 10; round++) {
+        uint64_t m0 = (uint64_t)0xD2511F53u * c0;
+        uint64_t m1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t hi0 = (uint32_t)(m0 >> 32), lo0 = (uint32_t)m0;
+        uint32_t hi1 = (uint32_t)(m1 >> 32), lo1 = (uint32_t)m1;
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+
+void arb_rng_init(arb_rng *r, uint64_t seed, uint32_t prompt, uint32_t step, uint32_t stream)
+{
+    r->key[0] = (uint32_t)seed;
+    r->key[1] = (uint32_t)(seed >> 32);
+    r->ctr[0] = 0;
+    r->ctr[1] = stream;
+    r->ctr[2] = step;
+    r->ctr[3] = prompt;
+    r->n_buf = 0;
+}
+
+uint64_t arb_rng_u64(arb_rng *r)
+{
+    if (r->n_buf == 0) {
+        arb_philox4x32(r->ctr, r->key, r->buf);
+        r->ctr[0]++; /* 2^32 blocks = 2^33 words per (prompt, step, stream): never reached */
+        r->n_buf = 2;
+    }
+    int i = 2 - r->n_buf--;
+    return ((uint64_t)r->buf[2 * i] << 32) | r->buf[2 * i + 1];
+}
+
+double arb_rng_u(arb_rng *r)
+{
+    return (double)(arb_rng_u64(r) >> 11) * 0x1.0p-53;
+}
+
+bool arb_rng_bern(arb_rng *r, double a)
+{
+    return arb_rng_u(r) < a;
+}
+
+bool arb_rng_ratio(arb_rng *r, double num, double den)
+{
+    return arb_rng_u(r) * den < num;
+}
+
+int arb_sample_w(arb_rng *r, const double *w, int V)
+{
+    double S = 0;
+    for (int x = 0; x < V; x++)
+        S += w[x];
+    if (!(S > 0))
+        return -1;
+    double t = arb_rng_u(r) * S, c = 0;
+    int last = -1;
+    for (int x = 0; x < V; x++) {
+        c += w[x];
+        if (w[x] > 0) {
+            last = x;
+            if (t < c)
+                return x;
+        }
+    }
+    return last; /* rounding guard: t landed past the running sum */
+}
+
+/* ---------------- PROCESS ---------------- */
+
+int arb_sample_argmax_f(const float *z, int V)
+{
+    int b = 0;
+    for (int x = 1; x < V; x++)
+        if (z[x] > z[b])
+            b = x;
+    return b;
+}
+
+int arb_sample_argmax_d(const double *x, int V)
+{
+    int b = 0;
+    for (int i = 1; i < V; i++)
+        if (x[i] > x[b])
+            b = i;
+    return b;
+}
+
+/* Heap sort of an index list by (value desc, id asc): qsort cannot see the values
+   without a global, and this order must be exact for the tie rules of §0.2. */
+static bool before(const double *v, int32_t a, int32_t b)
+{
+    return v[a] > v[b] || (v[a] == v[b] && a < b);
+}
+
+static void sift(const double *v, int32_t *h, int n, int i)
+{
+    for (;;) { /* min-heap in the "before" order: the root is the element sorted LAST */
+        int l = 2 * i + 1, m = i;
+        if (l < n && before(v, h[m], h[l]))
+            m = l;
+        if (l + 1 < n && before(v, h[m], h[l + 1]))
+            m = l + 1;
+        if (m == i)
+            return;
+        int32_t t = h[i]; h[i] = h[m]; h[m] = t;
+        i = m;
+    }
+}
+
+void arb_sample_order_desc(const double *v, int32_t *h, int n)
+{
+    for (int i = n / 2 - 1; i >= 0; i--)
+        sift(v, h, n, i);
+    for (int e = n - 1; e > 0; e--) {
+        int32_t t = h[0]; h[0] = h[e]; h[e] = t;
+        sift(v, h, e, 0);
+    }
+}
+
+int arb_sample_process(const float *z, int V, const arb_sampling *s, double *pi, int32_t *idx)
+{
+    if (s->temperature <= 0) {
+        memset(pi, 0, sizeof(double) * (size_t)V);
+        pi[arb_sample_argmax_f(z, V)] = 1.0;
+        return 1;
+    }
+    double invT = 1.0 / s->temperature;
+    for (int x = 0; x < V; x++)
+        pi[x] = (double)z[x] * invT;
+    if (s->top_k > 0 && s->top_k < V && idx) {
+        for (int x = 0; x < V; x++)
+            idx[x] = x;
+        arb_sample_order_desc(pi, idx, V);
+        for (int i = s->top_k; i < V; i++)
+            pi[idx[i]] = -INFINITY;
+    }
+    double m = -INFINITY;
+    for (int x = 0; x < V; x++)
+        if (pi[x] > m)
+            m = pi[x];
+    double S = 0;
+    for (int x = 0; x < V; x++) {
+        pi[x] = pi[x] == -INFINITY ? 0.0 : exp(pi[x] - m);
+        S += pi[x];
+    }
+    for (int x = 0; x < V; x++)
+        pi[x] /= S;
+    if (s->top_p < 1 && idx) {
+        /* Only tokens above some threshold t can be kept: lower t geometrically until the
+           candidates carry at least top_p (with margin), then sort just those. */
+        double pmax = 0;
+        for (int x = 0; x < V; x++)
+            if (pi[x] > pmax)
+                pmax = pi[x];
+        int nc = 0;
+        for (double t = pmax;; t *= 0.0625) {
+            double mass = 0;
+            nc = 0;
+            for (int x = 0; x < V; x++)
+                if (pi[x] >= t && pi[x] > 0) {
+                    idx[nc++] = x;
+                    mass += pi[x];
+                }
+            if (mass >= s->top_p + 1e-9 || t < 1e-300)
+                break;
+        }
+        arb_sample_order_desc(pi, idx, nc);
+        double cum = 0;
+        int keep = 0;
+        while (keep < nc && cum < s->top_p)
+            cum += pi[idx[keep++]];
+        double S2 = 0;
+        for (int i = 0; i < keep; i++)
+            S2 += pi[idx[i]];
+        /* mark kept tokens by negating their probability, then zero the rest */
+        for (int i = 0; i < keep; i++)
+            pi[idx[i]] = -pi[idx[i]];
+        for (int x = 0; x < V; x++)
+            pi[x] = pi[x] < 0 ? -pi[x] / S2 : 0.0;
+    }
+    int nz = 0;
+    for (int x = 0; x < V; x++)
+        nz += pi[x] > 0;
+    return nz;
+}

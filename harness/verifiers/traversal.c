@@ -1,0 +1,224 @@
+/* traversal.c — Traversal verification (Weng et al. 2025; verification.md §8): bottom-up,
+ * leaf to root. The first alive leaf in DFS order (children in first-appearance order) is
+ * accepted with its sequence-level weight; on rejection it is deleted and its parent's
+ * target law becomes the weighted residual, the parent's draft law loses the rejected
+ * token (renormalized), and the weights below the parent are recomputed.
+ *
+ * State per node: P[v] (pointer to p_v until the first update, then a pool row), Q[v]
+ * as the original q_v times a scale with the dead children's tokens removed, w[v].
+ * On a chain this is exactly block verification (§8.4).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vf_int.h"
+
+typedef struct trav_state {
+    arb_ot_work w;
+    int32_t *dlist, *dstart, *dlen; /* D(v) of every node, flat */
+    int32_t *stack;                 /* n_max: RECOMPUTE */
+    uint8_t *alive, *qzero;
+    double *wt, *qscale;            /* n_max each */
+    const double **P;               /* n_max: current target law of each node */
+    double *pool;                   /* n_max x V: updated P rows (row v belongs to node v) */
+    int broken;                     /* ARB_VF_BROKEN_* negative controls (tests only) */
+} trav_state;
+
+void arb_traversal_set_broken(void *state, int variant)
+{
+    ((trav_state *)state)->broken = variant;
+}
+
+static double qval(const trav_state *st, const arb_verify_in *in, int v, int x)
+{
+    if (st->qzero[v])
+        return 0;
+    for (int i = 0; i < st->dlen[v]; i++) {
+        int c = st->dlist[st->dstart[v] + i];
+        if (!st->alive[c] && in->tree->tok[c] == x)
+            return st->broken == ARB_VF_BROKEN_TRAV_NO_RENORM ? in->q[(size_t)v * in->V + x] : 0;
+    }
+    return in->q[(size_t)v * in->V + x] * st->qscale[v];
+}
+
+static void recompute(trav_state *st, const arb_verify_in *in, int v0)
+{
+    int sp = 0;
+    st->stack[sp++] = v0;
+    while (sp > 0) {
+        int v = st->stack[--sp];
+        for (int i = 0; i < st->dlen[v]; i++) {
+            int c = st->dlist[st->dstart[v] + i];
+            if (!st->alive[c])
+                continue;
+            int x = in->tree->tok[c];
+            double Q = qval(st, in, v, x), r = Q > 0 ? st->wt[v] * st->P[v][x] / Q : 0.0;
+            st->wt[c] = r < 1 ? r : 1;
+            st->stack[sp++] = c;
+        }
+    }
+}
+
+static int first_leaf(const trav_state *st, const arb_tree *t)
+{
+    if (st->broken == ARB_VF_BROKEN_TRAV_INDEX_ORDER) { /* lossy control: smallest index */
+        for (int v = 1; v < t->n; v++) {
+            if (!st->alive[v])
+                continue;
+            int leaf = 1;
+            for (int i = 0; i < st->dlen[v] && leaf; i++)
+                leaf = !st->alive[st->dlist[st->dstart[v] + i]];
+            if (leaf)
+                return v;
+        }
+        return 0;
+    }
+    int l = 0;
+    for (;;) {
+        int next = -1;
+        for (int i = 0; i < st->dlen[l] && next < 0; i++)
+            if (st->alive[st->dlist[st->dstart[l] + i]])
+                next = st->dlist[st->dstart[l] + i];
+        if (next < 0)
+            return l;
+        l = next;
+    }
+}
+
+static void setup(trav_state *st, const arb_verify_in *in)
+{
+    const arb_tree *t = in->tree;
+    int off = 0;
+    for (int v = 0; v < t->n; v++) {
+        st->dstart[v] = off;
+        st->dlen[v] = arb_vf_distinct(t, v, st->w.cnode, st->dlist + off);
+        off += st->dlen[v];
+        st->alive[v] = 1;
+        st->qzero[v] = 0;
+        st->qscale[v] = 1;
+        st->P[v] = in->p + (size_t)v * in->V;
+    }
+    st->wt[0] = 1;
+    recompute(st, in, 0);
+}
+
+/* Reject leaf l: update its parent (§8.2). */
+static void reject(trav_state *st, const arb_verify_in *in, int l, int32_t *n_fallback)
+{
+    const int V = in->V;
+    int v = in->tree->parent[l], x = in->tree->tok[l];
+    double om = st->wt[v] < 1 ? st->wt[v] : 1;
+    double *Qv = st->w.r2, *r = st->w.r;
+    for (int y = 0; y < V; y++)
+        Qv[y] = st->qzero[v] ? 0 : in->q[(size_t)v * V + y] * st->qscale[v];
+    for (int i = 0; i < st->dlen[v]; i++) { /* Q before x is removed */
+        int c = st->dlist[st->dstart[v] + i];
+        if (!st->alive[c])
+            Qv[in->tree->tok[c]] = st->broken == ARB_VF_BROKEN_TRAV_NO_RENORM ? in->q[(size_t)v * V + in->tree->tok[c]] : 0;
+    }
+    double S = arb_vf_residual(st->P[v], om, Qv, V, r);
+    if (S > 0) {
+        double *dst = st->pool + (size_t)v * V, inv = 1.0 / S;
+        for (int y = 0; y < V; y++)
+            dst[y] = r[y] * inv;
+        st->P[v] = dst;
+        st->wt[v] = S / (S + 1 - om);
+    } else {
+        st->wt[v] = 0; /* unreachable in exact arithmetic (§12.1) */
+        (*n_fallback)++;
+    }
+    double m = Qv[x];
+    if (st->broken != ARB_VF_BROKEN_TRAV_NO_RENORM) {
+        if (m < 1)
+            st->qscale[v] /= 1 - m;
+        else
+            st->qzero[v] = 1;
+    }
+    st->alive[l] = 0;
+    recompute(st, in, v);
+}
+
+static int trav_verify(void *state, const arb_verify_in *in, arb_verify_out *out)
+{
+    trav_state *st = state;
+    *out = (arb_verify_out){0};
+    if (arb_vf_check_in(in, st->w.V, st->w.n_max, true))
+        return ARB_E_INVAL;
+    setup(st, in);
+    for (;;) {
+        int l = first_leaf(st, in->tree);
+        if (l == 0 || arb_rng_bern(in->rng, st->wt[l])) {
+            out->node = l;
+            out->depth = in->tree->depth[l];
+            out->extra = arb_vf_sample_or(in->rng, st->P[l], in->p + (size_t)l * in->V, in->V,
+                                          &out->n_fallback);
+            out->extra_is_bonus = st->dlen[l] == 0;
+            return ARB_OK;
+        }
+        reject(st, in, l, &out->n_fallback);
+    }
+}
+
+int arb_traversal_sequence(void *state, const arb_verify_in *in, int32_t *node, double *prob,
+                           const double **law)
+{
+    trav_state *st = state;
+    int32_t nf = 0;
+    setup(st, in);
+    double surv = 1;
+    for (int n = 0;; n++) {
+        int l = first_leaf(st, in->tree);
+        double om = l == 0 ? 1.0 : st->wt[l];
+        node[n] = l;
+        prob[n] = surv * om;
+        law[n] = st->P[l];
+        surv *= 1 - om;
+        if (l == 0)
+            return n + 1;
+        reject(st, in, l, &nf);
+    }
+}
+
+static void trav_free(void *state)
+{
+    trav_state *st = state;
+    if (!st)
+        return;
+    arb_ot_work_release(&st->w);
+    free(st->dlist); free(st->dstart); free(st->dlen); free(st->stack); free(st->alive);
+    free(st->qzero); free(st->wt); free(st->qscale); free(st->P); free(st->pool); free(st);
+}
+
+static int trav_init(void **state, const arb_verifier_opts *o, arb_err *err)
+{
+    *state = NULL;
+    trav_state *st = calloc(1, sizeof *st);
+    if (!st || arb_ot_work_init(&st->w, o, err)) {
+        free(st);
+        return ARB_ERR(err, ARB_E_NOMEM, "verifier traversal: out of memory");
+    }
+    size_t n = (size_t)o->n_nodes_max;
+    st->dlist = malloc(sizeof(int32_t) * n);
+    st->dstart = malloc(sizeof(int32_t) * n);
+    st->dlen = malloc(sizeof(int32_t) * n);
+    st->stack = malloc(sizeof(int32_t) * n);
+    st->alive = malloc(n);
+    st->qzero = malloc(n);
+    st->wt = malloc(sizeof(double) * n);
+    st->qscale = malloc(sizeof(double) * n);
+    st->P = malloc(sizeof(double *) * n);
+    st->pool = malloc(sizeof(double) * n * (size_t)o->V);
+    if (!st->dlist || !st->dstart || !st->dlen || !st->stack || !st->alive || !st->qzero || !st->wt ||
+        !st->qscale || !st->P || !st->pool) {
+        trav_free(st);
+        return ARB_ERR(err, ARB_E_NOMEM, "verifier traversal: out of memory");
+    }
+    *state = st;
+    return ARB_OK;
+}
+
+const arb_verifier_i arb_verifier_traversal = {
+    .name = "traversal", .needs_q = true, .needs_logits = false, .sampling = true,
+    .valid = {ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_NO},
+    .init = trav_init, .free = trav_free, .verify = trav_verify,
+};
