@@ -1,0 +1,76 @@
+/* backend.c — backend selection and the wrappers that call through the vtable.
+ * These wrappers are the only code that dereferences `iface` (STYLE.md practice 10). */
+#include "backend.h"
+
+#include <string.h>
+
+int arb_backend_init(arb_backend_kind k, int n_threads, arb_backend *be, arb_err *err)
+{
+    memset(be, 0, sizeof *be);
+    switch (k) {
+    case ARB_BACKEND_CPU:
+        return arb_backend_cpu_init(n_threads, be, err);
+    case ARB_BACKEND_CUDA:
+        /* The CUDA forward is not implemented yet (engine/cuda holds a link probe only). */
+        return ARB_ERR(err, ARB_E_NODEVICE, "backend cuda: not available in this build (use cpu)");
+    }
+    return ARB_ERR(err, ARB_E_INVAL, "backend: unknown kind %d", (int)k);
+}
+
+void arb_backend_release(arb_backend *be)
+{
+    if (!be || !be->iface)
+        return;
+    if (be->iface->free)
+        be->iface->free(be->ctx);
+    memset(be, 0, sizeof *be);
+}
+
+const char *arb_backend_name(const arb_backend *be) { return be->iface ? be->iface->name : "none"; }
+
+int arb_backend_n_threads(const arb_backend *be)
+{
+    return be->iface->n_threads ? be->iface->n_threads(be->ctx) : 1;
+}
+
+size_t arb_backend_matmul_work_bytes(const arb_backend *be, const arb_qmat *w, int n_tok)
+{
+    return be->iface->matmul_work_bytes(be->ctx, w, n_tok);
+}
+
+void arb_backend_matmul(const arb_backend *be, const arb_qmat *w, const float *x, int n_tok, float *y,
+                        void *work)
+{
+    be->iface->matmul(be->ctx, w, x, n_tok, y, work);
+}
+
+void arb_backend_get_rows(const arb_backend *be, const arb_qmat *w, const int32_t *ids, int n, float *out)
+{
+    be->iface->get_rows(be->ctx, w, ids, n, out);
+}
+
+void arb_backend_rmsnorm(const arb_backend *be, const float *x, const float *g, int n, int dim, float eps,
+                         float *out)
+{
+    be->iface->rmsnorm(be->ctx, x, g, n, dim, eps, out);
+}
+
+void arb_backend_rope(const arb_backend *be, float *x, int n, int n_head, int head_dim, const int32_t *pos,
+                      const float *cs, int neox)
+{
+    be->iface->rope(be->ctx, x, n, n_head, head_dim, pos, cs, neox);
+}
+
+void arb_backend_attention(const arb_backend *be, const arb_attn_args *a) { be->iface->attention(be->ctx, a); }
+
+void arb_backend_swiglu(const arb_backend *be, float *g, const float *u, int n, int dim)
+{
+    be->iface->swiglu(be->ctx, g, u, n, dim);
+}
+
+void arb_backend_add_bias(const arb_backend *be, float *x, const float *b, int n, int dim)
+{
+    be->iface->add_bias(be->ctx, x, b, n, dim);
+}
+
+void arb_backend_add(const arb_backend *be, float *x, const float *y, size_t n) { be->iface->add(be->ctx, x, y, n); }

@@ -1,0 +1,102 @@
+/* backend.h — the operations the transformer forward calls, behind a vtable.
+ *
+ * model.c never touches a kernel directly: it calls arb_backend_*() wrappers,
+ * which call through `iface` (the only place that does). A backend fills an
+ * arb_backend_i with designated initialisers; a slot marked "optional" may be
+ * NULL and gets the stated default. The CPU backend (engine/cpu/backend_cpu.c)
+ * is the exact reference: every reduction runs in a fixed order that depends
+ * only on the vector lengths, never on the number of nodes, the tree shape or
+ * the thread count (batch invariance, DESIGN.md).
+ *
+ *     arb_backend be; arb_err err = {0};
+ *     if (arb_backend_cpu_init(2, &be, &err)) die(err.msg);
+ *     arb_backend_matmul(&be, &w, x, n_tok, y, work);        // y = x W^T, row by row
+ *     arb_backend_attention(&be, &args);                     // tree attention over the KV cache
+ *     arb_backend_release(&be);
+ *
+ * Adding a backend: one file implementing arb_backend_i, one init function
+ * declared here (under #ifdef when it needs a toolchain), and a case in
+ * arb_backend_init (backend.c).
+ * Thread-safety: one backend object is used by one thread at a time (it owns a pool).
+ */
+#ifndef ARB_BACKEND_H
+#define ARB_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu/matmul.h"
+#include "engine.h"
+
+/* Tree attention for one layer. Node i's key list is, in this order: rows
+   0..n_prefix-1 of K/V, then its ancestors (by depth, root first) at rows n_prefix+a,
+   then itself at row n_prefix+i. Scores, max, exp, sum and the weighted V sum run
+   sequentially over that list, so the result depends only on the list. */
+typedef struct arb_attn_args {
+    const float *q;        /* n x n_head x head_dim (roped) */
+    const float *k, *v;    /* KV rows of this layer: row r at r * kv_stride floats */
+    int kv_stride;         /* floats per KV row (n_head_kv * head_dim) */
+    int n_prefix;          /* rows every node attends to first */
+    int n;                 /* nodes */
+    const int32_t *parent; /* n entries, -1 or < i (relative to this batch) */
+    int n_head, n_head_kv, head_dim;
+    float scale;           /* 1/sqrt(head_dim) */
+    float *out;            /* n x n_head x head_dim */
+    float *scratch;        /* n_threads x scratch_stride floats */
+    int scratch_stride;    /* >= n_prefix + n + n (scores, then key-row list as ints) */
+} arb_attn_args;
+
+typedef struct arb_backend_i {
+    const char *name;
+    /* optional: default does nothing */
+    void (*free)(void *ctx);
+    /* workspace bytes for matmul of n_tok rows */
+    size_t (*matmul_work_bytes)(void *ctx, const arb_qmat *w, int n_tok);
+    /* y[t*n_out+o] = dot(W[o], x[t]) */
+    void (*matmul)(void *ctx, const arb_qmat *w, const float *x, int n_tok, float *y, void *work);
+    /* out[i] = dequantised row ids[i] of w (embedding lookup) */
+    void (*get_rows)(void *ctx, const arb_qmat *w, const int32_t *ids, int n, float *out);
+    /* out[t] = x[t] / rms(x[t]) * g, rows of dim floats; out may equal x */
+    void (*rmsnorm)(void *ctx, const float *x, const float *g, int n, int dim, float eps, float *out);
+    /* rotate n rows of n_head heads in place; cs: per position head_dim/2 (cos, sin)
+       pairs; neox: pairs (j, j+hd/2) instead of (2j, 2j+1) */
+    void (*rope)(void *ctx, float *x, int n, int n_head, int head_dim, const int32_t *pos,
+                 const float *cs, int neox);
+    void (*attention)(void *ctx, const arb_attn_args *a);
+    /* g[i] = silu(g[i]) * u[i], n*dim floats */
+    void (*swiglu)(void *ctx, float *g, const float *u, int n, int dim);
+    /* x[t*dim+j] += b[j] (bias) for n rows */
+    void (*add_bias)(void *ctx, float *x, const float *b, int n, int dim);
+    /* x[i] += y[i] (residual), n floats */
+    void (*add)(void *ctx, float *x, const float *y, size_t n);
+    /* optional: default 1 */
+    int (*n_threads)(void *ctx);
+} arb_backend_i;
+
+typedef struct arb_backend {
+    const arb_backend_i *iface;
+    void *ctx;
+} arb_backend;
+
+/* Initialise the backend of kind k with n_threads workers. ARB_E_NODEVICE for CUDA
+   when not built/present. On failure be->iface is NULL. */
+int arb_backend_init(arb_backend_kind k, int n_threads, arb_backend *be, arb_err *err);
+int arb_backend_cpu_init(int n_threads, arb_backend *be, arb_err *err);
+void arb_backend_release(arb_backend *be); /* safe on a zeroed or failed backend */
+
+const char *arb_backend_name(const arb_backend *be);
+int arb_backend_n_threads(const arb_backend *be);
+size_t arb_backend_matmul_work_bytes(const arb_backend *be, const arb_qmat *w, int n_tok);
+void arb_backend_matmul(const arb_backend *be, const arb_qmat *w, const float *x, int n_tok, float *y,
+                        void *work);
+void arb_backend_get_rows(const arb_backend *be, const arb_qmat *w, const int32_t *ids, int n, float *out);
+void arb_backend_rmsnorm(const arb_backend *be, const float *x, const float *g, int n, int dim, float eps,
+                         float *out);
+void arb_backend_rope(const arb_backend *be, float *x, int n, int n_head, int head_dim, const int32_t *pos,
+                      const float *cs, int neox);
+void arb_backend_attention(const arb_backend *be, const arb_attn_args *a);
+void arb_backend_swiglu(const arb_backend *be, float *g, const float *u, int n, int dim);
+void arb_backend_add_bias(const arb_backend *be, float *x, const float *b, int n, int dim);
+void arb_backend_add(const arb_backend *be, float *x, const float *y, size_t n);
+
+#endif

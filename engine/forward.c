@@ -1,0 +1,296 @@
+/* forward.c — contexts and the transformer forward over a tree of nodes.
+ *
+ * One arb_eval of n nodes (n <= n_batch_max) is one pass of every layer over the
+ * n rows at once: node i sits at position n_past + depth(i), writes its K/V at
+ * cache row n_past + i, and attends to the committed prefix, its ancestors and
+ * itself (backend.h, arb_attn_args). Every kernel is batch-invariant, so a node's
+ * logits equal those of its root-to-node path fed one token at a time.
+ * A chain longer than n_batch_max (a long prompt) is cut into chunks; chunk c
+ * treats the rows of chunks < c as prefix, which is the same key list.
+ *
+ * Memory: everything is sized in arb_ctx_new for n_batch_max nodes and n_ctx
+ * rows; arb_eval and arb_commit allocate nothing.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "kv.h"
+#include "model.h"
+
+struct arb_ctx {
+    arb_model *m;
+    arb_backend be;       /* owns the thread pool */
+    arb_kv kv;            /* n_layer x n_ctx rows */
+    int n_ctx, n_batch_max, n_layer;
+    bool want_hidden;
+    float *cs;            /* n_ctx x head_dim: (cos, sin) per position and pair */
+    float *x;             /* n_batch_max x n_embd: residual stream */
+    float *xb;            /* n_batch_max x max(n_embd, q_dim): normed input / projections */
+    float *q;             /* n_batch_max x q_dim */
+    float *att;           /* n_batch_max x q_dim */
+    float *hg, *hu;       /* n_batch_max x n_ff: gate, up */
+    float *attn_scratch;  /* n_threads x attn_stride */
+    int attn_stride;
+    void *work;           /* matmul workspace */
+    int32_t *pos;         /* n_batch_max */
+    int32_t *chain;       /* n_batch_max: chain parents (-1, 0, 1, ...) for chunks */
+    int32_t *last_parent; /* parents of the last eval (when n <= n_batch_max) */
+    int last_n;           /* nodes in the last eval; 0 = nothing to commit */
+    bool last_is_chain;   /* last eval was a chain (any length) */
+};
+
+arb_ctx_opts arb_ctx_default_opts(void)
+{
+    arb_ctx_opts o = {.n_ctx = 0, .n_batch_max = 512, .n_layer = 0, .want_hidden = false};
+    return o;
+}
+
+/* Rope table as ggml computes it (float theta, multiplied by theta_scale per pair),
+   so positions agree with llama.cpp to float rounding. */
+static void rope_table(const arb_model *m, int n_ctx, float *cs)
+{
+    const int half = m->head_dim / 2;
+    const float theta_scale = powf(m->rope_base, -2.0f / (float)m->head_dim);
+    for (int p = 0; p < n_ctx; p++) {
+        float theta = (float)p;
+        for (int j = 0; j < half; j++) {
+            const float ff = m->rope_freqs ? m->rope_freqs[j] : 1.0f;
+            const float th = m->rope_freq_scale * (theta / ff);
+            cs[(size_t)p * m->head_dim + 2 * j] = cosf(th);
+            cs[(size_t)p * m->head_dim + 2 * j + 1] = sinf(th);
+            theta *= theta_scale;
+        }
+    }
+}
+
+static size_t max_work(const arb_ctx *c)
+{
+    const arb_model *m = c->m;
+    size_t w = arb_backend_matmul_work_bytes(&c->be, &m->output, c->n_batch_max);
+    for (int l = 0; l < c->n_layer; l++) {
+        const arb_layer *L = &m->layers[l];
+        const arb_qmat *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+            size_t b = arb_backend_matmul_work_bytes(&c->be, ws[i], c->n_batch_max);
+            w = b > w ? b : w;
+        }
+    }
+    return w;
+}
+
+int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err)
+{
+    *out = NULL;
+    if (m->vocab_only)
+        return ARB_ERR(err, ARB_E_INVAL, "%s: loaded vocab-only, cannot evaluate", m->path);
+    arb_ctx_opts co = o ? *o : arb_ctx_default_opts();
+    if (co.n_ctx < 0 || co.n_batch_max < 0 || co.n_layer < 0 || co.n_layer > m->n_layer)
+        return ARB_ERR(err, ARB_E_INVAL, "ctx: n_ctx %d, n_batch_max %d, n_layer %d (model has %d layers)",
+                       co.n_ctx, co.n_batch_max, co.n_layer, m->n_layer);
+    if (co.n_ctx == 0)
+        co.n_ctx = m->n_ctx_train < 4096 ? m->n_ctx_train : 4096;
+    if (co.n_ctx > m->n_ctx_train)
+        return ARB_ERR(err, ARB_E_RANGE, "ctx: n_ctx %d exceeds the model's context length %d", co.n_ctx,
+                       m->n_ctx_train);
+    if (co.n_batch_max == 0)
+        co.n_batch_max = 512;
+    if (co.n_batch_max > co.n_ctx)
+        co.n_batch_max = co.n_ctx;
+
+    arb_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return ARB_ERR(err, ARB_E_NOMEM, "ctx: out of memory");
+    c->m = m;
+    c->n_ctx = co.n_ctx;
+    c->n_batch_max = co.n_batch_max;
+    c->n_layer = co.n_layer ? co.n_layer : m->n_layer;
+    c->want_hidden = co.want_hidden;
+    int rc = arb_backend_init(m->opts.backend, m->opts.n_threads, &c->be, err);
+    if (rc != ARB_OK)
+        goto fail;
+    if ((rc = arb_kv_init(&c->kv, c->n_layer, c->n_ctx, m->n_head_kv * m->head_dim, err)))
+        goto fail;
+
+    const size_t nb = (size_t)c->n_batch_max, qd = (size_t)m->n_head * m->head_dim;
+    const size_t xbd = qd > (size_t)m->n_embd ? qd : (size_t)m->n_embd;
+    c->attn_stride = c->n_ctx + 2 * c->n_batch_max;
+    c->cs = malloc((size_t)c->n_ctx * m->head_dim * sizeof(float));
+    c->x = malloc(nb * m->n_embd * sizeof(float));
+    c->xb = malloc(nb * xbd * sizeof(float));
+    c->q = malloc(nb * qd * sizeof(float));
+    c->att = malloc(nb * qd * sizeof(float));
+    c->hg = malloc(nb * m->n_ff * sizeof(float));
+    c->hu = malloc(nb * m->n_ff * sizeof(float));
+    c->attn_scratch = malloc((size_t)arb_backend_n_threads(&c->be) * c->attn_stride * sizeof(float));
+    c->pos = malloc(nb * sizeof(int32_t));
+    c->chain = malloc(nb * sizeof(int32_t));
+    c->last_parent = malloc(nb * sizeof(int32_t));
+    c->work = malloc(max_work(c) + 64);
+    if (!c->cs || !c->x || !c->xb || !c->q || !c->att || !c->hg || !c->hu || !c->attn_scratch || !c->pos ||
+        !c->chain || !c->last_parent || !c->work) {
+        rc = ARB_ERR(err, ARB_E_NOMEM, "ctx: out of memory for scratch (n_batch_max %d)", c->n_batch_max);
+        goto fail;
+    }
+    rope_table(m, c->n_ctx, c->cs);
+    for (int i = 0; i < c->n_batch_max; i++)
+        c->chain[i] = i - 1;
+    *out = c;
+    return ARB_OK;
+fail:
+    arb_ctx_free(c);
+    return rc;
+}
+
+void arb_ctx_free(arb_ctx *c)
+{
+    if (!c)
+        return;
+    arb_backend_release(&c->be);
+    arb_kv_release(&c->kv);
+    free(c->cs);
+    free(c->x);
+    free(c->xb);
+    free(c->q);
+    free(c->att);
+    free(c->hg);
+    free(c->hu);
+    free(c->attn_scratch);
+    free(c->pos);
+    free(c->chain);
+    free(c->last_parent);
+    free(c->work);
+    free(c);
+}
+
+int arb_ctx_n_past(const arb_ctx *c) { return c->kv.n_past; }
+const arb_model *arb_ctx_model(const arb_ctx *c) { return c->m; }
+
+int arb_ctx_truncate(arb_ctx *c, int n_past)
+{
+    if (n_past < 0 || n_past > c->kv.n_past)
+        return ARB_E_RANGE;
+    c->kv.n_past = n_past;
+    c->last_n = 0;
+    return ARB_OK;
+}
+
+/* One batch of n <= n_batch_max nodes; KV rows at n_prefix + i. */
+static void forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, int n_prefix, float *logits,
+                    float *hidden)
+{
+    const arb_model *m = c->m;
+    const arb_backend *be = &c->be;
+    const int E = m->n_embd, hd = m->head_dim, qd = m->n_head * hd, kvd = m->n_head_kv * hd;
+
+    for (int i = 0; i < n; i++) /* depth via parents (parent < i): pos = n_prefix + depth */
+        c->pos[i] = parent[i] < 0 ? n_prefix : c->pos[parent[i]] + 1;
+    arb_backend_get_rows(be, &m->tok_embd, tok, n, c->x);
+
+    arb_attn_args aa = {
+        .q = c->q, .kv_stride = kvd, .n_prefix = n_prefix, .n = n, .parent = parent, .n_head = m->n_head,
+        .n_head_kv = m->n_head_kv, .head_dim = hd, .scale = 1.0f / sqrtf((float)hd), .out = c->att,
+        .scratch = c->attn_scratch, .scratch_stride = c->attn_stride,
+    };
+    for (int l = 0; l < c->n_layer; l++) {
+        const arb_layer *L = &m->layers[l];
+        float *kr = arb_kv_k(&c->kv, l, n_prefix), *vr = arb_kv_v(&c->kv, l, n_prefix);
+
+        arb_backend_rmsnorm(be, c->x, L->attn_norm, n, E, m->eps, c->xb);
+        arb_backend_matmul(be, &L->wq, c->xb, n, c->q, c->work);
+        arb_backend_matmul(be, &L->wk, c->xb, n, kr, c->work); /* straight into the cache */
+        arb_backend_matmul(be, &L->wv, c->xb, n, vr, c->work);
+        if (L->bq)
+            arb_backend_add_bias(be, c->q, L->bq, n, qd);
+        if (L->bk)
+            arb_backend_add_bias(be, kr, L->bk, n, kvd);
+        if (L->bv)
+            arb_backend_add_bias(be, vr, L->bv, n, kvd);
+        if (L->q_norm) { /* qwen3: RMSNorm of every head vector */
+            arb_backend_rmsnorm(be, c->q, L->q_norm, n * m->n_head, hd, m->eps, c->q);
+            arb_backend_rmsnorm(be, kr, L->k_norm, n * m->n_head_kv, hd, m->eps, kr);
+        }
+        arb_backend_rope(be, c->q, n, m->n_head, hd, c->pos, c->cs, m->rope_neox);
+        arb_backend_rope(be, kr, n, m->n_head_kv, hd, c->pos, c->cs, m->rope_neox);
+
+        aa.k = arb_kv_k(&c->kv, l, 0);
+        aa.v = arb_kv_v(&c->kv, l, 0);
+        arb_backend_attention(be, &aa);
+        arb_backend_matmul(be, &L->wo, c->att, n, c->xb, c->work);
+        arb_backend_add(be, c->x, c->xb, (size_t)n * E);
+
+        arb_backend_rmsnorm(be, c->x, L->ffn_norm, n, E, m->eps, c->xb);
+        arb_backend_matmul(be, &L->w_gate, c->xb, n, c->hg, c->work);
+        arb_backend_matmul(be, &L->w_up, c->xb, n, c->hu, c->work);
+        arb_backend_swiglu(be, c->hg, c->hu, n, m->n_ff);
+        arb_backend_matmul(be, &L->w_down, c->hg, n, c->xb, c->work);
+        arb_backend_add(be, c->x, c->xb, (size_t)n * E);
+    }
+    arb_backend_rmsnorm(be, c->x, m->output_norm, n, E, m->eps, c->xb);
+    if (hidden)
+        memcpy(hidden, c->xb, (size_t)n * E * sizeof(float));
+    arb_backend_matmul(be, &m->output, c->xb, n, logits, c->work);
+}
+
+int arb_eval(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, float *logits, float *hidden,
+             arb_err *err)
+{
+    const arb_model *m = c->m;
+    c->last_n = 0;
+    if (n < 1 || !tok || !parent || !logits)
+        return ARB_ERR(err, ARB_E_INVAL, "eval: n = %d with %s", n, n < 1 ? "no nodes" : "NULL buffers");
+    if (hidden && !c->want_hidden)
+        return ARB_ERR(err, ARB_E_INVAL, "eval: hidden states requested but ctx created without want_hidden");
+    if (n > c->n_ctx - c->kv.n_past)
+        return ARB_ERR(err, ARB_E_RANGE, "eval: %d nodes on %d committed tokens exceed n_ctx %d", n, c->kv.n_past,
+                       c->n_ctx);
+    bool is_chain = true;
+    for (int i = 0; i < n; i++) {
+        if (tok[i] < 0 || tok[i] >= m->n_vocab)
+            return ARB_ERR(err, ARB_E_INVAL, "eval: token[%d] = %d outside vocabulary [0, %d)", i, tok[i],
+                           m->n_vocab);
+        if (parent[i] < -1 || parent[i] >= i)
+            return ARB_ERR(err, ARB_E_INVAL, "eval: parent[%d] = %d (must be -1 or < %d)", i, parent[i], i);
+        is_chain = is_chain && parent[i] == i - 1;
+    }
+    if (n > c->n_batch_max && !is_chain)
+        return ARB_ERR(err, ARB_E_INVAL, "eval: %d nodes exceed n_batch_max %d (only chains are chunked)", n,
+                       c->n_batch_max);
+
+    if (n <= c->n_batch_max) {
+        forward(c, tok, parent, n, c->kv.n_past, logits, hidden);
+        memcpy(c->last_parent, parent, (size_t)n * sizeof(int32_t));
+    } else {
+        for (int off = 0; off < n; off += c->n_batch_max) {
+            const int k = n - off < c->n_batch_max ? n - off : c->n_batch_max;
+            forward(c, tok + off, c->chain, k, c->kv.n_past + off, logits + (size_t)off * m->n_vocab,
+                    hidden ? hidden + (size_t)off * m->n_embd : NULL);
+        }
+    }
+    c->last_n = n;
+    c->last_is_chain = is_chain;
+    return ARB_OK;
+}
+
+int arb_commit(arb_ctx *c, const int32_t *path, int n, arb_err *err)
+{
+    if (n == 0) {
+        c->last_n = 0;
+        return ARB_OK;
+    }
+    if (n < 0 || !path || n > c->last_n)
+        return ARB_ERR(err, ARB_E_INVAL, "commit: %d nodes, last eval had %d", n, c->last_n);
+    for (int j = 0; j < n; j++) {
+        if (path[j] < 0 || path[j] >= c->last_n)
+            return ARB_ERR(err, ARB_E_INVAL, "commit: path[%d] = %d outside the last eval's %d nodes", j, path[j],
+                           c->last_n);
+        const int32_t want = j == 0 ? -1 : path[j - 1];
+        const int32_t par = c->last_is_chain ? path[j] - 1 : c->last_parent[path[j]];
+        if (par != want)
+            return ARB_ERR(err, ARB_E_INVAL, "commit: path[%d] = %d is not a child of %d", j, path[j], want);
+    }
+    arb_kv_commit(&c->kv, path, n);
+    c->last_n = 0; /* scratch rows moved: the last eval can no longer be committed from */
+    return ARB_OK;
+}

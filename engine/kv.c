@@ -1,0 +1,50 @@
+/* kv.c — KV cache storage and commit (see kv.h for the layout). */
+#include "kv.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int arb_kv_init(arb_kv *kv, int n_layer, int n_rows, int row_dim, arb_err *err)
+{
+    memset(kv, 0, sizeof *kv);
+    if (n_layer < 1 || n_rows < 1 || row_dim < 1)
+        return ARB_ERR(err, ARB_E_INVAL, "kv: bad shape %d x %d x %d", n_layer, n_rows, row_dim);
+    size_t per = (size_t)n_rows * (size_t)row_dim;
+    if (per > SIZE_MAX / sizeof(float) / (size_t)n_layer)
+        return ARB_ERR(err, ARB_E_INVAL, "kv: %d x %d x %d floats overflow", n_layer, n_rows, row_dim);
+    size_t total = per * (size_t)n_layer;
+    kv->k = calloc(total, sizeof(float));
+    kv->v = calloc(total, sizeof(float));
+    if (!kv->k || !kv->v) {
+        arb_kv_release(kv);
+        return ARB_ERR(err, ARB_E_NOMEM, "kv: out of memory for %zu MiB",
+                       2 * total * sizeof(float) >> 20);
+    }
+    kv->n_layer = n_layer;
+    kv->n_rows = n_rows;
+    kv->row_dim = row_dim;
+    return ARB_OK;
+}
+
+void arb_kv_release(arb_kv *kv)
+{
+    if (!kv)
+        return;
+    free(kv->k);
+    free(kv->v);
+    memset(kv, 0, sizeof *kv);
+}
+
+void arb_kv_commit(arb_kv *kv, const int32_t *path, int n)
+{
+    const size_t bytes = (size_t)kv->row_dim * sizeof(float);
+    for (int l = 0; l < kv->n_layer; l++)
+        for (int j = 0; j < n; j++) {
+            if (path[j] == j)
+                continue; /* already in place (chains) */
+            memmove(arb_kv_k(kv, l, kv->n_past + j), arb_kv_k(kv, l, kv->n_past + path[j]), bytes);
+            memmove(arb_kv_v(kv, l, kv->n_past + j), arb_kv_v(kv, l, kv->n_past + path[j]), bytes);
+        }
+    kv->n_past += n;
+}

@@ -1,0 +1,348 @@
+/* model.c — load a GGUF into an arb_model: architecture and hyperparameters from
+ * metadata, weights bound (not copied) into the mapping, tokenizer built; plus
+ * model info and the tokenizer/chat wrappers of engine.h.
+ *
+ * Validation happens here, once: every tensor the forward uses is checked for
+ * presence, shape and type, so forward.c can trust the model. Errors name the
+ * file and the tensor or key ("m.gguf: tensor 'blk.3.attn_k.weight' missing").
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chat.h"
+#include "model.h"
+#include "quant.h"
+
+typedef struct arch_row {
+    const char *name;
+    arb_arch arch;
+    bool neox;     /* rope style */
+    bool qkv_bias; /* attn_{q,k,v}.bias required */
+    bool qk_norm;  /* attn_{q,k}_norm.weight required */
+} arch_row;
+
+static const arch_row arch_table[] = {
+    {"llama", ARB_ARCH_LLAMA, false, false, false},
+    {"qwen2", ARB_ARCH_QWEN2, true, true, false},
+    {"qwen3", ARB_ARCH_QWEN3, true, false, true},
+};
+
+arb_load_opts arb_load_default_opts(void)
+{
+    arb_load_opts o = {.backend = ARB_BACKEND_CPU, .n_threads = 0, .vocab_only = false};
+    return o;
+}
+
+/* ---- metadata helpers ---- */
+
+static int get_int(const arb_model *m, const char *suffix, bool required, int dflt, int *out, arb_err *err)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", m->arch_name, suffix);
+    uint64_t v = 0;
+    arb_err e2 = {0};
+    int rc = arb_gguf_get_u64(m->g, key, &v, &e2);
+    if (rc == ARB_E_NOTFOUND && !required) {
+        *out = dflt;
+        return ARB_OK;
+    }
+    if (rc == ARB_E_NOTFOUND)
+        return ARB_ERR(err, rc, "%s: metadata key '%s' missing", m->path, key);
+    if (rc != ARB_OK)
+        return ARB_ERR(err, rc, "%s: %s", m->path, e2.msg);
+    if (v < 1 || v > (1u << 30))
+        return ARB_ERR(err, ARB_E_FORMAT, "%s: %s = %llu out of range", m->path, key, (unsigned long long)v);
+    *out = (int)v;
+    return ARB_OK;
+}
+
+static int get_float(const arb_model *m, const char *suffix, float dflt, float *out, arb_err *err)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", m->arch_name, suffix);
+    double v = 0;
+    arb_err e2 = {0};
+    int rc = arb_gguf_get_f64(m->g, key, &v, &e2);
+    if (rc == ARB_E_NOTFOUND) {
+        *out = dflt;
+        return ARB_OK;
+    }
+    if (rc != ARB_OK)
+        return ARB_ERR(err, rc, "%s: %s", m->path, e2.msg);
+    *out = (float)v;
+    return ARB_OK;
+}
+
+/* ---- tensor binding ---- */
+
+static const arb_gguf_tensor *find_t(const arb_model *m, const char *name, bool required, arb_err *err)
+{
+    const arb_gguf_tensor *t = arb_gguf_find_tensor(m->g, name);
+    if (!t && required)
+        ARB_ERR(err, ARB_E_NOTFOUND, "%s: tensor '%s' missing", m->path, name);
+    return t;
+}
+
+/* A matrix of n_out rows x n_in, in a type the matmul supports. */
+static int bind_mat(const arb_model *m, const char *name, int n_in, int n_out, arb_qmat *out, arb_err *err)
+{
+    const arb_gguf_tensor *t = find_t(m, name, true, err);
+    if (!t)
+        return ARB_E_NOTFOUND;
+    if (t->n_dims != 2 || t->ne[0] != (uint64_t)n_in || t->ne[1] != (uint64_t)n_out)
+        return ARB_ERR(err, ARB_E_FORMAT, "%s: tensor '%s': shape [%llu, %llu], expected [%d, %d]", m->path, name,
+                       (unsigned long long)t->ne[0], (unsigned long long)(t->n_dims > 1 ? t->ne[1] : 1), n_in,
+                       n_out);
+    if (!arb_type_supported(t->type))
+        return ARB_ERR(err, ARB_E_UNSUPPORTED, "%s: tensor '%s': type %s not supported", m->path, name,
+                       arb_type_name(t->type));
+    out->type = t->type;
+    out->n_in = n_in;
+    out->n_out = n_out;
+    out->row_bytes = arb_type_row_bytes(t->type, (uint64_t)n_in);
+    out->data = t->data;
+    return ARB_OK;
+}
+
+/* An F32 vector of n elements (norm weights, biases); NULL result if optional and absent. */
+static int bind_vec(const arb_model *m, const char *name, int n, bool required, const float **out, arb_err *err)
+{
+    *out = NULL;
+    const arb_gguf_tensor *t = find_t(m, name, required, err);
+    if (!t)
+        return required ? ARB_E_NOTFOUND : ARB_OK;
+    if (t->type != ARB_TYPE_F32)
+        return ARB_ERR(err, ARB_E_UNSUPPORTED, "%s: tensor '%s': type %s, expected F32", m->path, name,
+                       arb_type_name(t->type));
+    if (t->n_dims != 1 || t->ne[0] != (uint64_t)n)
+        return ARB_ERR(err, ARB_E_FORMAT, "%s: tensor '%s': expected a vector of %d", m->path, name, n);
+    *out = t->data;
+    return ARB_OK;
+}
+
+static int bind_layer(const arb_model *m, const arch_row *ar, int il, arb_layer *L, arb_err *err)
+{
+    char nm[96];
+    const int qd = m->n_head * m->head_dim, kvd = m->n_head_kv * m->head_dim;
+    int rc;
+#define NM(s) (snprintf(nm, sizeof nm, "blk.%d.%s", il, s), nm)
+    if ((rc = bind_vec(m, NM("attn_norm.weight"), m->n_embd, true, &L->attn_norm, err)) ||
+        (rc = bind_mat(m, NM("attn_q.weight"), m->n_embd, qd, &L->wq, err)) ||
+        (rc = bind_mat(m, NM("attn_k.weight"), m->n_embd, kvd, &L->wk, err)) ||
+        (rc = bind_mat(m, NM("attn_v.weight"), m->n_embd, kvd, &L->wv, err)) ||
+        (rc = bind_mat(m, NM("attn_output.weight"), qd, m->n_embd, &L->wo, err)) ||
+        (rc = bind_vec(m, NM("ffn_norm.weight"), m->n_embd, true, &L->ffn_norm, err)) ||
+        (rc = bind_mat(m, NM("ffn_gate.weight"), m->n_embd, m->n_ff, &L->w_gate, err)) ||
+        (rc = bind_mat(m, NM("ffn_up.weight"), m->n_embd, m->n_ff, &L->w_up, err)) ||
+        (rc = bind_mat(m, NM("ffn_down.weight"), m->n_ff, m->n_embd, &L->w_down, err)))
+        return rc;
+    /* Biases: required for qwen2, used when present otherwise (some llama finetunes). */
+    if ((rc = bind_vec(m, NM("attn_q.bias"), qd, ar->qkv_bias, &L->bq, err)) ||
+        (rc = bind_vec(m, NM("attn_k.bias"), kvd, ar->qkv_bias, &L->bk, err)) ||
+        (rc = bind_vec(m, NM("attn_v.bias"), kvd, ar->qkv_bias, &L->bv, err)))
+        return rc;
+    if (ar->qk_norm &&
+        ((rc = bind_vec(m, NM("attn_q_norm.weight"), m->head_dim, true, &L->q_norm, err)) ||
+         (rc = bind_vec(m, NM("attn_k_norm.weight"), m->head_dim, true, &L->k_norm, err))))
+        return rc;
+#undef NM
+    return ARB_OK;
+}
+
+static int load_hparams(arb_model *m, arb_err *err)
+{
+    int rc;
+    if ((rc = get_int(m, "embedding_length", true, 0, &m->n_embd, err)) ||
+        (rc = get_int(m, "block_count", true, 0, &m->n_layer, err)) ||
+        (rc = get_int(m, "feed_forward_length", true, 0, &m->n_ff, err)) ||
+        (rc = get_int(m, "attention.head_count", true, 0, &m->n_head, err)) ||
+        (rc = get_int(m, "attention.head_count_kv", false, m->n_head, &m->n_head_kv, err)) ||
+        (rc = get_int(m, "context_length", false, 2048, &m->n_ctx_train, err)) ||
+        (rc = get_int(m, "attention.key_length", false, m->n_embd / m->n_head, &m->head_dim, err)) ||
+        (rc = get_float(m, "attention.layer_norm_rms_epsilon", 1e-5f, &m->eps, err)) ||
+        (rc = get_float(m, "rope.freq_base", 10000.0f, &m->rope_base, err)))
+        return rc;
+    int vlen = 0, n_rot = 0;
+    if ((rc = get_int(m, "attention.value_length", false, m->head_dim, &vlen, err)) ||
+        (rc = get_int(m, "rope.dimension_count", false, m->head_dim, &n_rot, err)))
+        return rc;
+    if (vlen != m->head_dim || n_rot != m->head_dim || m->head_dim % 2)
+        return ARB_ERR(err, ARB_E_UNSUPPORTED,
+                       "%s: key_length %d, value_length %d, rope.dimension_count %d: only equal, even sizes are "
+                       "supported", m->path, m->head_dim, vlen, n_rot);
+    if (m->n_head % m->n_head_kv)
+        return ARB_ERR(err, ARB_E_FORMAT, "%s: head_count %d not a multiple of head_count_kv %d", m->path,
+                       m->n_head, m->n_head_kv);
+    m->rope_freq_scale = 1.0f;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", m->arch_name);
+    arb_gguf_str st;
+    if (arb_gguf_get_str(m->g, key, &st, NULL) == ARB_OK && arb_gguf_str_eq(st, "linear")) {
+        float f = 1.0f;
+        if ((rc = get_float(m, "rope.scaling.factor", 1.0f, &f, err)))
+            return rc;
+        if (f > 0)
+            m->rope_freq_scale = 1.0f / f;
+    }
+    return ARB_OK;
+}
+
+static int load_tensors(arb_model *m, const arch_row *ar, arb_err *err)
+{
+    const arb_gguf_tensor *te = find_t(m, "token_embd.weight", true, err);
+    if (!te)
+        return ARB_E_NOTFOUND;
+    if (te->n_dims != 2 || te->ne[1] < 1 || te->ne[1] > (1u << 24))
+        return ARB_ERR(err, ARB_E_FORMAT, "%s: tensor 'token_embd.weight': bad shape", m->path);
+    m->n_vocab = (int)te->ne[1];
+    int rc;
+    if ((rc = bind_mat(m, "token_embd.weight", m->n_embd, m->n_vocab, &m->tok_embd, err)) ||
+        (rc = bind_vec(m, "output_norm.weight", m->n_embd, true, &m->output_norm, err)))
+        return rc;
+    if (arb_gguf_find_tensor(m->g, "output.weight")) {
+        if ((rc = bind_mat(m, "output.weight", m->n_embd, m->n_vocab, &m->output, err)))
+            return rc;
+    } else {
+        m->output = m->tok_embd; /* tied head */
+    }
+    if ((rc = bind_vec(m, "rope_freqs.weight", m->head_dim / 2, false, &m->rope_freqs, err)))
+        return rc;
+    m->layers = calloc((size_t)m->n_layer, sizeof *m->layers);
+    if (!m->layers)
+        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", m->path);
+    for (int il = 0; il < m->n_layer; il++)
+        if ((rc = bind_layer(m, ar, il, &m->layers[il], err)))
+            return rc;
+    for (uint64_t i = 0; i < arb_gguf_n_tensors(m->g); i++) {
+        const arb_gguf_tensor *t = arb_gguf_tensor_at(m->g, i);
+        m->n_params += t->ne[0] * (t->n_dims > 1 ? t->ne[1] : 1) * (t->n_dims > 2 ? t->ne[2] : 1) *
+                       (t->n_dims > 3 ? t->ne[3] : 1);
+        m->weight_bytes += t->n_bytes;
+    }
+    return ARB_OK;
+}
+
+int arb_model_load(const char *path, const arb_load_opts *o, arb_model **out, arb_err *err)
+{
+    *out = NULL;
+    arb_model *m = calloc(1, sizeof *m);
+    if (!m || !(m->path = strdup(path))) {
+        free(m);
+        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", path);
+    }
+    m->opts = o ? *o : arb_load_default_opts();
+    if (m->opts.n_threads <= 0) {
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        m->opts.n_threads = nc > 0 ? (int)nc : 1;
+    }
+    m->vocab_only = m->opts.vocab_only;
+    int rc = arb_gguf_open(path, &m->g, err);
+    if (rc != ARB_OK)
+        goto fail;
+
+    arb_gguf_str s;
+    if (arb_gguf_get_str(m->g, "general.architecture", &s, NULL) != ARB_OK) {
+        rc = ARB_ERR(err, ARB_E_NOTFOUND, "%s: metadata key 'general.architecture' missing", path);
+        goto fail;
+    }
+    arb_gguf_str_copy(s, m->arch_name, sizeof m->arch_name);
+    const arch_row *ar = NULL;
+    for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
+        if (arb_gguf_str_eq(s, arch_table[i].name))
+            ar = &arch_table[i];
+    if (arb_gguf_get_str(m->g, "general.name", &s, NULL) == ARB_OK) {
+        arb_gguf_str_copy(s, m->name, sizeof m->name);
+    } else {
+        const char *b = strrchr(path, '/');
+        snprintf(m->name, sizeof m->name, "%s", b ? b + 1 : path);
+    }
+
+    if (arb_gguf_find(m->g, "tokenizer.ggml.tokens")) {
+        if ((rc = arb_tokenizer_new_from_gguf(m->g, &m->tok, err)) != ARB_OK) {
+            arb_err_prefix(err, "%s", path);
+            goto fail;
+        }
+    } else if (m->vocab_only) {
+        rc = ARB_ERR(err, ARB_E_NOTFOUND, "%s: no tokenizer (tokenizer.ggml.tokens missing)", path);
+        goto fail;
+    }
+    if (m->vocab_only) {
+        m->n_vocab = arb_tokenizer_n_vocab(m->tok);
+        *out = m;
+        return ARB_OK;
+    }
+    if (!ar) {
+        rc = ARB_ERR(err, ARB_E_UNSUPPORTED, "%s: architecture '%s' not supported (llama, qwen2, qwen3)", path,
+                     m->arch_name);
+        goto fail;
+    }
+    m->arch = ar->arch;
+    m->rope_neox = ar->neox;
+    if ((rc = load_hparams(m, err)) || (rc = load_tensors(m, ar, err)))
+        goto fail;
+    *out = m;
+    return ARB_OK;
+fail:
+    arb_model_free(m);
+    return rc;
+}
+
+void arb_model_free(arb_model *m)
+{
+    if (!m)
+        return;
+    arb_tokenizer_free(m->tok);
+    arb_gguf_close(m->g);
+    free(m->layers);
+    free(m->path);
+    free(m);
+}
+
+void arb_model_get_info(const arb_model *m, arb_model_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->arch = m->arch_name;
+    out->name = m->name;
+    out->n_vocab = m->n_vocab;
+    out->n_embd = m->n_embd;
+    out->n_layer = m->n_layer;
+    out->n_head = m->n_head;
+    out->n_head_kv = m->n_head_kv;
+    out->head_dim = m->head_dim;
+    out->n_ctx_train = m->n_ctx_train;
+    out->bos = m->tok ? arb_tokenizer_bos(m->tok) : -1;
+    out->eos = m->tok ? arb_tokenizer_eos(m->tok) : -1;
+    out->eot = m->tok ? arb_tokenizer_eot(m->tok) : -1;
+    out->n_params = m->n_params;
+    out->weight_bytes = m->weight_bytes;
+}
+
+const char *arb_model_path(const arb_model *m) { return m->path; }
+
+/* ---- tokenizer and chat wrappers ---- */
+
+int arb_tokenize(const arb_model *m, const char *text, size_t len, bool add_bos, bool parse_special, int32_t *out,
+                 int cap, int *n_out, arb_err *err)
+{
+    *n_out = 0;
+    if (!m->tok)
+        return ARB_ERR(err, ARB_E_NOTFOUND, "%s: model has no tokenizer", m->path);
+    return arb_tokenizer_encode(m->tok, text, len, add_bos, parse_special, out, cap, n_out, err);
+}
+
+int arb_token_piece(const arb_model *m, int32_t tok, char *buf, int cap)
+{
+    if (!m->tok)
+        return ARB_E_NOTFOUND;
+    return arb_tokenizer_piece(m->tok, tok, buf, cap);
+}
+
+bool arb_token_is_eog(const arb_model *m, int32_t tok) { return m->tok && arb_tokenizer_is_eog(m->tok, tok); }
+
+int arb_chat_apply(const arb_model *m, const char *tmpl_override, const arb_chat_msg *msgs, int n_msgs,
+                   bool add_assistant, char *buf, size_t cap, size_t *n_out, arb_err *err)
+{
+    return arb_chat_apply_tmpl(tmpl_override, m->g, msgs, n_msgs, add_assistant, buf, cap, n_out, err);
+}

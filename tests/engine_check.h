@@ -1,0 +1,245 @@
+/* engine_check.h — exactness checks shared by test_model_synth.c (synthetic
+ * models, unit suite) and test_engine.c (SmolLM2, model suite). Test-only code:
+ * static functions, included once per test file, asserting with Criterion.
+ *
+ * The reference for a node is always the pure autoregressive computation: its
+ * root-to-node path fed one token per arb_eval (n = 1), committed one at a time.
+ */
+#ifndef ARB_TEST_ENGINE_CHECK_H
+#define ARB_TEST_ENGINE_CHECK_H
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+typedef struct check_stats {
+    int trees, nodes, mismatches;
+} check_stats;
+
+static int rnd(uint64_t *s, int n) /* uniform in [0, n) */
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (int)((*s >> 16) % (uint64_t)n);
+}
+
+static arb_ctx *check_ctx(arb_model *m, int n_ctx, int n_batch_max, int n_layer, bool want_hidden)
+{
+    arb_ctx_opts co = arb_ctx_default_opts();
+    co.n_ctx = n_ctx;
+    co.n_batch_max = n_batch_max;
+    co.n_layer = n_layer;
+    co.want_hidden = want_hidden;
+    arb_ctx *c = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_ctx_new(m, &co, &c, &err), ARB_OK, "%s", err.msg);
+    return c;
+}
+
+static void check_eval(arb_ctx *c, const int32_t *tok, const int32_t *par, int n, float *lg, float *hid)
+{
+    arb_err err = {0};
+    cr_assert_eq(arb_eval(c, tok, par, n, lg, hid, &err), ARB_OK, "%s", err.msg);
+}
+
+static void check_commit_chain(arb_ctx *c, int n)
+{
+    int32_t path[1024];
+    cr_assert_leq(n, 1024);
+    for (int i = 0; i < n; i++)
+        path[i] = i;
+    arb_err err = {0};
+    cr_assert_eq(arb_commit(c, path, n, &err), ARB_OK, "%s", err.msg);
+}
+
+/* Prefill: one chain eval of n tokens, committed. */
+static void check_prefill(arb_ctx *c, const int32_t *tok, int n, float *lg)
+{
+    int32_t par[1024];
+    cr_assert_leq(n, 1024);
+    for (int i = 0; i < n; i++)
+        par[i] = i - 1;
+    check_eval(c, tok, par, n, lg, NULL);
+    check_commit_chain(c, n);
+}
+
+/* A random tree of n nodes; shape drawn from a few families so deep chains,
+   wide fans and bushy trees all occur. */
+static void random_tree(uint64_t *s, int n, int n_vocab, int32_t *tok, int32_t *par)
+{
+    const int shape = rnd(s, 4);
+    for (int i = 0; i < n; i++) {
+        if (i == 0)
+            par[i] = -1;
+        else if (shape == 0)
+            par[i] = rnd(s, i + 1) - 1; /* uniform, -1 allowed: several roots */
+        else if (shape == 1)
+            par[i] = rnd(s, 10) < 8 ? i - 1 : rnd(s, i); /* mostly a chain */
+        else if (shape == 2)
+            par[i] = rnd(s, 3) == 0 ? -1 : 0; /* wide */
+        else
+            par[i] = i - 1 - rnd(s, i < 4 ? i : 4); /* bushy and deep */
+        tok[i] = rnd(s, 5) == 0 && i > 0 ? tok[i - 1] : rnd(s, n_vocab); /* repeated siblings too */
+    }
+}
+
+/* AR reference for node v and its subtree: ctx holds prefix + path to v's parent. */
+static void ar_walk(arb_ctx *c, const int32_t *tok, const int32_t *par, int n, int v, const float *tree_lg,
+                    int n_vocab, float *lg1, check_stats *st)
+{
+    const int32_t root = -1;
+    const int base = arb_ctx_n_past(c);
+    check_eval(c, &tok[v], &root, 1, lg1, NULL);
+    st->nodes++;
+    if (memcmp(lg1, tree_lg + (size_t)v * n_vocab, sizeof(float) * n_vocab) != 0)
+        st->mismatches++;
+    check_commit_chain(c, 1);
+    for (int ch = v + 1; ch < n; ch++)
+        if (par[ch] == v)
+            ar_walk(c, tok, par, n, ch, tree_lg, n_vocab, lg1, st);
+    cr_assert_eq(arb_ctx_truncate(c, base), ARB_OK);
+}
+
+/* Prefill a random prefix, evaluate a random tree of up to 64 nodes, and compare
+   every node with its AR path (one single-token eval per node, by DFS + truncate). */
+static void check_random_tree(arb_model *m, uint64_t *s, int n_vocab, int max_prefix, check_stats *st)
+{
+    const int P = 1 + rnd(s, max_prefix), n = 1 + rnd(s, 64);
+    arb_ctx *c = check_ctx(m, max_prefix + 70, 64, 0, false);
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)(P + 64));
+    int32_t par[64];
+    float *lg = malloc(sizeof(float) * (size_t)n_vocab * (size_t)(P > 64 ? P : 64));
+    float *lg1 = malloc(sizeof(float) * (size_t)n_vocab);
+    for (int i = 0; i < P; i++)
+        tok[i] = rnd(s, n_vocab);
+    check_prefill(c, tok, P, lg);
+    random_tree(s, n, n_vocab, tok + P, par);
+    check_eval(c, tok + P, par, n, lg, NULL);
+    for (int v = 0; v < n; v++)
+        if (par[v] == -1)
+            ar_walk(c, tok + P, par, n, v, lg, n_vocab, lg1, st);
+    cr_assert_eq(arb_ctx_n_past(c), P);
+    st->trees++;
+    free(tok);
+    free(lg);
+    free(lg1);
+    arb_ctx_free(c);
+}
+
+/* A chain of n tokens: chunked prefill (n_batch_max nb, model ma), one-batch prefill
+   and token-by-token AR (model mb, maybe another thread count) agree bitwise. */
+static void check_chunked_prefill(arb_model *ma, arb_model *mb, uint64_t *s, int n_vocab, int n, int nb)
+{
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
+    float *la = malloc(sizeof(float) * (size_t)n_vocab * n), *lb = malloc(sizeof(float) * (size_t)n_vocab * n);
+    for (int i = 0; i < n; i++)
+        tok[i] = rnd(s, n_vocab);
+    arb_ctx *a = check_ctx(ma, n + 8, nb, 0, false);
+    arb_ctx *b = check_ctx(mb, n + 8, 8, 0, false);
+    arb_ctx *w = check_ctx(mb, n + 8, n, 0, false);
+    check_prefill(a, tok, n, la);
+    cr_assert_eq(arb_ctx_n_past(a), n);
+    const int32_t root = -1;
+    for (int i = 0; i < n; i++) {
+        check_eval(b, &tok[i], &root, 1, lb + (size_t)i * n_vocab, NULL);
+        check_commit_chain(b, 1);
+    }
+    for (int i = 0; i < n; i++)
+        cr_assert(memcmp(la + (size_t)i * n_vocab, lb + (size_t)i * n_vocab, sizeof(float) * n_vocab) == 0,
+                  "position %d: chunked prefill differs from AR", i);
+    check_prefill(w, tok, n, lb);
+    cr_assert(memcmp(la, lb, sizeof(float) * n_vocab * n) == 0, "one-batch prefill differs from chunked");
+    free(tok);
+    free(la);
+    free(lb);
+    arb_ctx_free(a);
+    arb_ctx_free(b);
+    arb_ctx_free(w);
+}
+
+/* Tree step, commit a random root-to-node path, one more AR step: equals a fresh
+   pure-AR run over prefix + path + next token. */
+static void check_commit(arb_model *m, uint64_t *s, int n_vocab, int max_prefix)
+{
+    const int P = 1 + rnd(s, max_prefix), n = 1 + rnd(s, 64);
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)(2 * P + 140));
+    int32_t par[64], path[64], seq[64];
+    float *lg = malloc(sizeof(float) * (size_t)n_vocab * (size_t)(P > 64 ? P : 64));
+    float *l1 = malloc(sizeof(float) * (size_t)n_vocab), *l2 = malloc(sizeof(float) * (size_t)n_vocab);
+    for (int i = 0; i < P; i++)
+        tok[i] = rnd(s, n_vocab);
+    arb_ctx *c = check_ctx(m, P + 140, 64, 0, false);
+    check_prefill(c, tok, P, lg);
+    random_tree(s, n, n_vocab, tok + P, par);
+    check_eval(c, tok + P, par, n, lg, NULL);
+    int d = 0;
+    for (int v = rnd(s, n); v >= 0; v = par[v])
+        seq[d++] = v;
+    for (int j = 0; j < d; j++)
+        path[j] = seq[d - 1 - j];
+    arb_err err = {0};
+    cr_assert_eq(arb_commit(c, path, d, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_ctx_n_past(c), P + d);
+    const int32_t root = -1, next = rnd(s, n_vocab);
+    check_eval(c, &next, &root, 1, l1, NULL);
+
+    arb_ctx *r = check_ctx(m, P + 140, 1, 0, false);
+    int32_t *all = tok + P + 64;
+    int na = 0;
+    for (int i = 0; i < P; i++)
+        all[na++] = tok[i];
+    for (int j = 0; j < d; j++)
+        all[na++] = tok[P + path[j]];
+    all[na++] = next;
+    for (int i = 0; i < na; i++) {
+        check_eval(r, &all[i], &root, 1, l2, NULL);
+        check_commit_chain(r, 1);
+    }
+    cr_assert(memcmp(l1, l2, sizeof(float) * n_vocab) == 0, "after commit of %d nodes: differs from pure AR", d);
+    free(tok);
+    free(lg);
+    free(l1);
+    free(l2);
+    arb_ctx_free(c);
+    arb_ctx_free(r);
+}
+
+/* want_hidden gives n x n_embd rows that are batch-invariant too; n_layer = 1
+   (self-draft) is exact as well and differs from the full model. */
+static void check_hidden_and_layers(arb_model *m, uint64_t *s, int n_vocab, int n_embd)
+{
+    enum { N = 12 };
+    int32_t tok[N], par[N];
+    random_tree(s, N, n_vocab, tok, par);
+    float *lg = malloc(sizeof(float) * n_vocab * N), *lgs = malloc(sizeof(float) * n_vocab * N);
+    float *hid = malloc(sizeof(float) * n_embd * N), *hid1 = malloc(sizeof(float) * n_embd);
+    float *l1 = malloc(sizeof(float) * n_vocab);
+    for (int L = 0; L <= 1; L++) {
+        arb_ctx *c = check_ctx(m, 64, N, L, true);
+        check_eval(c, tok, par, N, L ? lgs : lg, hid);
+        /* each root node alone must match (roots see the empty prefix) */
+        const int32_t root = -1;
+        for (int v = 0; v < N; v++) {
+            if (par[v] != -1)
+                continue;
+            check_eval(c, &tok[v], &root, 1, l1, hid1);
+            cr_assert(memcmp(l1, (L ? lgs : lg) + (size_t)v * n_vocab, sizeof(float) * n_vocab) == 0);
+            cr_assert(memcmp(hid1, hid + (size_t)v * n_embd, sizeof(float) * n_embd) == 0);
+        }
+        for (int i = 0; i < N * n_embd; i++)
+            cr_assert(isfinite(hid[i]));
+        arb_ctx_free(c);
+    }
+    cr_assert(memcmp(lg, lgs, sizeof(float) * n_vocab * N) != 0, "n_layer = 1 gave the full model's logits");
+    free(lg);
+    free(lgs);
+    free(hid);
+    free(hid1);
+    free(l1);
+}
+
+#endif

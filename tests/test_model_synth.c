@@ -1,0 +1,386 @@
+/* test_model_synth.c — the engine on tiny synthetic models written by this test:
+ * loading (llama / qwen2 / qwen3, tied and separate heads, missing tensors,
+ * unknown architectures), and the exactness contract: every node of a random
+ * tree gets logits bit-identical (memcmp) to feeding its path one token at a time,
+ * and committing a path leaves the cache exactly as a pure AR run would.
+ *
+ * The models are random (seeded) weights in Q8_0 / Q4_1 / F32 with 2 layers,
+ * n_embd 64, 4 heads / 2 KV heads (GQA), head_dim 16, vocab 300.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "quant.h"
+
+/* ---------------- a minimal GGUF v3 writer ---------------- */
+
+typedef struct buf { uint8_t *p; size_t n, cap; } buf;
+
+static void put(buf *b, const void *src, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 1024;
+        b->p = realloc(b->p, b->cap);
+        cr_assert_not_null(b->p);
+    }
+    memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+static void put_u32(buf *b, uint32_t v) { put(b, &v, 4); }
+static void put_u64(buf *b, uint64_t v) { put(b, &v, 8); }
+static void put_str(buf *b, const char *s) { put_u64(b, strlen(s)); put(b, s, strlen(s)); }
+static void kv_str(buf *b, const char *k, const char *v) { put_str(b, k); put_u32(b, 8); put_str(b, v); }
+static void kv_u32(buf *b, const char *k, uint32_t v) { put_str(b, k); put_u32(b, 4); put_u32(b, v); }
+static void kv_f32(buf *b, const char *k, float v) { put_str(b, k); put_u32(b, 6); put(b, &v, 4); }
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+static float rng_unif(uint64_t *s) { return (float)((rng_next(s) >> 11) * (1.0 / 9007199254740992.0)); }
+
+typedef struct tdesc { char name[64]; uint32_t type; uint64_t ne0, ne1; int n_dims; } tdesc;
+
+/* Random weights with std about 1/sqrt(ne0) (or 1 +- 0.1 for norm vectors). */
+static void gen_tensor(buf *d, const tdesc *t, uint64_t *s)
+{
+    const uint64_t n = t->ne0 * t->ne1;
+    const float sd = 1.0f / sqrtf((float)t->ne0);
+    if (t->type == ARB_TYPE_F32) {
+        bool norm = strstr(t->name, "norm") != NULL;
+        for (uint64_t i = 0; i < n; i++) {
+            float v = norm ? 1.0f + 0.2f * (rng_unif(s) - 0.5f) : sd * 3.4f * (rng_unif(s) - 0.5f);
+            put(d, &v, 4);
+        }
+    } else if (t->type == ARB_TYPE_Q8_0) {
+        for (uint64_t i = 0; i < n / 32; i++) {
+            uint16_t dd = arb_f32_to_fp16(sd / 73.0f * (0.8f + 0.4f * rng_unif(s)));
+            put(d, &dd, 2);
+            for (int j = 0; j < 32; j++) {
+                int8_t q = (int8_t)((int)(rng_next(s) % 255) - 127);
+                put(d, &q, 1);
+            }
+        }
+    } else { /* Q4_1 */
+        for (uint64_t i = 0; i < n / 32; i++) {
+            float dd = sd / 4.6f * (0.8f + 0.4f * rng_unif(s));
+            uint16_t h[2] = {arb_f32_to_fp16(dd), arb_f32_to_fp16(-7.5f * dd)};
+            put(d, h, 4);
+            for (int j = 0; j < 16; j++) {
+                uint8_t q = (uint8_t)rng_next(s);
+                put(d, &q, 1);
+            }
+        }
+    }
+}
+
+typedef struct synth_opts {
+    const char *arch;  /* "llama", "qwen2", "qwen3", or anything (unknown-arch test) */
+    bool tied;         /* no output.weight */
+    const char *skip;  /* a tensor name to leave out (missing-tensor test), or NULL */
+    uint64_t seed;
+} synth_opts;
+
+enum { S_EMBD = 64, S_LAYER = 2, S_HEAD = 4, S_HEAD_KV = 2, S_HD = 16, S_FF = 128, S_VOCAB = 300, S_CTX = 512 };
+
+static void add_t(tdesc *ts, int *nt, const char *nm, uint32_t ty, uint64_t a, uint64_t b, int nd)
+{
+    snprintf(ts[*nt].name, sizeof ts[*nt].name, "%s", nm);
+    ts[*nt].type = ty;
+    ts[*nt].ne0 = a;
+    ts[*nt].ne1 = b;
+    ts[*nt].n_dims = nd;
+    (*nt)++;
+}
+
+/* Write the model to a fresh temp file; returns its path (caller unlinks and frees). */
+static char *write_synth(const synth_opts *o)
+{
+    tdesc ts[64];
+    int nt = 0;
+#define T(nm, ty, a, b, nd) add_t(ts, &nt, nm, ty, a, b, nd)
+    T("token_embd.weight", ARB_TYPE_Q8_0, S_EMBD, S_VOCAB, 2);
+    T("output_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
+    if (!o->tied)
+        T("output.weight", ARB_TYPE_Q4_1, S_EMBD, S_VOCAB, 2);
+    for (int l = 0; l < S_LAYER; l++) {
+        char nm[64];
+#define TL(s, ty, a, b, nd) (snprintf(nm, sizeof nm, "blk.%d.%s", l, s), T(nm, ty, a, b, nd))
+        TL("attn_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
+        TL("attn_q.weight", ARB_TYPE_Q4_1, S_EMBD, S_HEAD * S_HD, 2);
+        TL("attn_k.weight", ARB_TYPE_Q8_0, S_EMBD, S_HEAD_KV * S_HD, 2);
+        TL("attn_v.weight", ARB_TYPE_F32, S_EMBD, S_HEAD_KV * S_HD, 2);
+        TL("attn_output.weight", ARB_TYPE_Q4_1, S_HEAD * S_HD, S_EMBD, 2);
+        TL("ffn_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
+        TL("ffn_gate.weight", ARB_TYPE_Q4_1, S_EMBD, S_FF, 2);
+        TL("ffn_up.weight", ARB_TYPE_Q8_0, S_EMBD, S_FF, 2);
+        TL("ffn_down.weight", ARB_TYPE_Q4_1, S_FF, S_EMBD, 2);
+        if (!strcmp(o->arch, "qwen2")) {
+            TL("attn_q.bias", ARB_TYPE_F32, S_HEAD * S_HD, 1, 1);
+            TL("attn_k.bias", ARB_TYPE_F32, S_HEAD_KV * S_HD, 1, 1);
+            TL("attn_v.bias", ARB_TYPE_F32, S_HEAD_KV * S_HD, 1, 1);
+        }
+        if (!strcmp(o->arch, "qwen3")) {
+            TL("attn_q_norm.weight", ARB_TYPE_F32, S_HD, 1, 1);
+            TL("attn_k_norm.weight", ARB_TYPE_F32, S_HD, 1, 1);
+        }
+#undef TL
+    }
+#undef T
+    if (o->skip)
+        for (int i = 0; i < nt; i++)
+            if (!strcmp(ts[i].name, o->skip))
+                ts[i--] = ts[--nt];
+
+    buf h = {0}, d = {0};
+    put_u32(&h, 0x46554747u); /* "GGUF" */
+    put_u32(&h, 3);
+    put_u64(&h, (uint64_t)nt);
+    put_u64(&h, 10);
+    char k[96];
+    kv_str(&h, "general.architecture", o->arch);
+    kv_str(&h, "general.name", "synth");
+#define KU(s, v) (snprintf(k, sizeof k, "%s.%s", o->arch, s), kv_u32(&h, k, v))
+    KU("embedding_length", S_EMBD);
+    KU("block_count", S_LAYER);
+    KU("feed_forward_length", S_FF);
+    KU("attention.head_count", S_HEAD);
+    KU("attention.head_count_kv", S_HEAD_KV);
+    KU("context_length", S_CTX);
+#undef KU
+    snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", o->arch);
+    kv_f32(&h, k, 1e-5f);
+    snprintf(k, sizeof k, "%s.rope.freq_base", o->arch);
+    kv_f32(&h, k, 10000.0f);
+
+    uint64_t s = o->seed * 2654435761u + 1;
+    for (int i = 0; i < nt; i++) {
+        while (d.n % 32)
+            put(&d, "", 1);
+        put_str(&h, ts[i].name);
+        put_u32(&h, (uint32_t)ts[i].n_dims);
+        put_u64(&h, ts[i].ne0);
+        if (ts[i].n_dims == 2)
+            put_u64(&h, ts[i].ne1);
+        put_u32(&h, ts[i].type);
+        put_u64(&h, d.n);
+        gen_tensor(&d, &ts[i], &s);
+    }
+    while (h.n % 32)
+        put(&h, "", 1);
+
+    char *path = strdup("/tmp/arb_synth_XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    FILE *f = fdopen(fd, "wb");
+    cr_assert_not_null(f);
+    fwrite(h.p, 1, h.n, f);
+    fwrite(d.p, 1, d.n, f);
+    fclose(f);
+    free(h.p);
+    free(d.p);
+    return path;
+}
+
+static arb_model *load_synth(const synth_opts *o, int n_threads)
+{
+    char *path = write_synth(o);
+    arb_load_opts lo = arb_load_default_opts();
+    lo.n_threads = n_threads;
+    arb_model *m = NULL;
+    arb_err err = {0};
+    int rc = arb_model_load(path, &lo, &m, &err);
+    unlink(path);
+    free(path);
+    cr_assert_eq(rc, ARB_OK, "load %s: %s", o->arch, err.msg);
+    return m;
+}
+
+static arb_ctx *new_ctx(arb_model *m, int n_ctx, int n_batch_max, int n_layer, bool want_hidden)
+{
+    arb_ctx_opts co = arb_ctx_default_opts();
+    co.n_ctx = n_ctx;
+    co.n_batch_max = n_batch_max;
+    co.n_layer = n_layer;
+    co.want_hidden = want_hidden;
+    arb_ctx *c = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_ctx_new(m, &co, &c, &err), ARB_OK, "%s", err.msg);
+    return c;
+}
+
+#include "engine_check.h"
+
+/* ---------------- loading ---------------- */
+
+Test(model_synth, loads_each_architecture)
+{
+    const char *archs[] = {"llama", "qwen2", "qwen3"};
+    for (int a = 0; a < 3; a++) {
+        synth_opts o = {.arch = archs[a], .tied = a != 1, .seed = 1};
+        arb_model *m = load_synth(&o, 1);
+        arb_model_info mi;
+        arb_model_get_info(m, &mi);
+        cr_assert_str_eq(mi.arch, archs[a]);
+        cr_assert_str_eq(mi.name, "synth");
+        cr_assert_eq(mi.n_vocab, S_VOCAB);
+        cr_assert_eq(mi.n_embd, S_EMBD);
+        cr_assert_eq(mi.n_layer, S_LAYER);
+        cr_assert_eq(mi.n_head, S_HEAD);
+        cr_assert_eq(mi.n_head_kv, S_HEAD_KV);
+        cr_assert_eq(mi.head_dim, S_HD);
+        cr_assert_eq(mi.n_ctx_train, S_CTX);
+        cr_assert_eq(mi.bos, -1); /* no tokenizer in these files */
+        cr_assert_gt(mi.n_params, (uint64_t)S_VOCAB * S_EMBD);
+        arb_model_free(m);
+    }
+}
+
+Test(model_synth, missing_tensor_is_named)
+{
+    synth_opts o = {.arch = "llama", .tied = true, .skip = "blk.1.ffn_up.weight", .seed = 2};
+    char *path = write_synth(&o);
+    arb_model *m = (arb_model *)1;
+    arb_err err = {0};
+    int rc = arb_model_load(path, NULL, &m, &err);
+    cr_assert_eq(rc, ARB_E_NOTFOUND);
+    cr_assert_null(m);
+    cr_assert(strstr(err.msg, "blk.1.ffn_up.weight") && strstr(err.msg, path), "%s", err.msg);
+    unlink(path);
+    free(path);
+}
+
+Test(model_synth, qwen2_requires_biases)
+{
+    synth_opts o = {.arch = "qwen2", .skip = "blk.0.attn_k.bias", .seed = 2};
+    char *path = write_synth(&o);
+    arb_model *m = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_model_load(path, NULL, &m, &err), ARB_E_NOTFOUND);
+    cr_assert(strstr(err.msg, "blk.0.attn_k.bias"), "%s", err.msg);
+    unlink(path);
+    free(path);
+}
+
+Test(model_synth, unknown_architecture_is_rejected)
+{
+    synth_opts o = {.arch = "mamba", .seed = 3};
+    char *path = write_synth(&o);
+    arb_model *m = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_model_load(path, NULL, &m, &err), ARB_E_UNSUPPORTED);
+    cr_assert(strstr(err.msg, "mamba"), "%s", err.msg);
+    unlink(path);
+    free(path);
+}
+
+Test(model_synth, bad_arguments_are_rejected)
+{
+    synth_opts o = {.arch = "llama", .tied = true, .seed = 4};
+    arb_model *m = load_synth(&o, 1);
+    arb_ctx *c = new_ctx(m, 32, 8, 0, false);
+    float *lg = malloc(sizeof(float) * S_VOCAB * 64);
+    arb_err err = {0};
+    int32_t tok[4] = {1, 2, 3, 4}, par[4] = {-1, 0, 0, 1};
+    int32_t badpar[2] = {-1, 1}, badtok[1] = {S_VOCAB};
+    cr_assert_eq(arb_eval(c, tok, badpar, 2, lg, NULL, &err), ARB_E_INVAL);
+    cr_assert_eq(arb_eval(c, badtok, par, 1, lg, NULL, &err), ARB_E_INVAL);
+    cr_assert_eq(arb_eval(c, tok, par, 4, lg, lg, &err), ARB_E_INVAL); /* hidden without want_hidden */
+    int32_t many_tok[16] = {0}, tree_par[16];
+    for (int i = 0; i < 16; i++)
+        tree_par[i] = i == 0 ? -1 : 0;
+    cr_assert_eq(arb_eval(c, many_tok, tree_par, 16, lg, NULL, &err), ARB_E_INVAL); /* tree > n_batch_max */
+    cr_assert_eq(arb_eval(c, tok, par, 4, lg, NULL, &err), ARB_OK, "%s", err.msg);
+    int32_t notpath[2] = {0, 3}; /* 3's parent is 1 */
+    cr_assert_eq(arb_commit(c, notpath, 2, &err), ARB_E_INVAL);
+    int32_t path[3] = {0, 1, 3};
+    cr_assert_eq(arb_commit(c, path, 3, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_ctx_n_past(c), 3);
+    cr_assert_eq(arb_commit(c, path, 1, &err), ARB_E_INVAL); /* nothing left to commit */
+    int32_t chain_par[32];
+    for (int i = 0; i < 32; i++)
+        chain_par[i] = i - 1;
+    cr_assert_eq(arb_eval(c, many_tok, chain_par, 30, lg, NULL, &err), ARB_E_RANGE); /* 3 + 30 > 32 */
+    cr_assert_eq(arb_ctx_truncate(c, 4), ARB_E_RANGE);
+    cr_assert_eq(arb_ctx_truncate(c, 1), ARB_OK);
+    cr_assert_eq(arb_ctx_n_past(c), 1);
+    arb_ctx_opts co = arb_ctx_default_opts();
+    co.n_ctx = S_CTX * 2;
+    arb_ctx *c2 = NULL;
+    cr_assert_eq(arb_ctx_new(m, &co, &c2, &err), ARB_E_RANGE);
+    cr_assert_null(c2);
+    free(lg);
+    arb_ctx_free(c);
+    arb_model_free(m);
+}
+
+/* ---------------- exactness ---------------- */
+
+static void tree_trials(const char *arch, bool tied, int n_trees, uint64_t seed)
+{
+    synth_opts o = {.arch = arch, .tied = tied, .seed = seed};
+    arb_model *m = load_synth(&o, 1);
+    check_stats st = {0};
+    uint64_t s = seed * 7919 + 5;
+    for (int t = 0; t < n_trees; t++)
+        check_random_tree(m, &s, S_VOCAB, 200, &st);
+    cr_log_info("%s: %d trees, %d nodes, %d mismatching nodes", arch, st.trees, st.nodes, st.mismatches);
+    cr_assert_eq(st.mismatches, 0, "%s: %d of %d nodes differ from AR", arch, st.mismatches, st.nodes);
+    arb_model_free(m);
+}
+
+/* 60 random trees here (the model suite adds 40 on SmolLM2). */
+Test(model_synth, tree_logits_equal_ar_llama) { tree_trials("llama", true, 30, 11); }
+Test(model_synth, tree_logits_equal_ar_qwen2) { tree_trials("qwen2", false, 15, 12); }
+Test(model_synth, tree_logits_equal_ar_qwen3) { tree_trials("qwen3", true, 15, 13); }
+
+Test(model_synth, chunked_prefill_equals_ar_and_threads_do_not_matter)
+{
+    synth_opts o = {.arch = "llama", .seed = 21};
+    arb_model *m1 = load_synth(&o, 1), *m2 = load_synth(&o, 2);
+    uint64_t s = 99;
+    check_chunked_prefill(m1, m2, &s, S_VOCAB, 100, 16);
+    arb_model_free(m1);
+    arb_model_free(m2);
+}
+
+Test(model_synth, commit_then_ar_equals_pure_ar)
+{
+    synth_opts o = {.arch = "qwen3", .seed = 31};
+    arb_model *m = load_synth(&o, 1);
+    uint64_t s = 5;
+    for (int t = 0; t < 10; t++)
+        check_commit(m, &s, S_VOCAB, 100);
+    arb_model_free(m);
+}
+
+Test(model_synth, n_layer_and_hidden)
+{
+    synth_opts o = {.arch = "llama", .seed = 41};
+    arb_model *m = load_synth(&o, 1);
+    uint64_t s = 17;
+    check_hidden_and_layers(m, &s, S_VOCAB, S_EMBD);
+    arb_model_free(m);
+}
+
+Test(model_synth, vocab_only_needs_a_tokenizer)
+{
+    synth_opts o = {.arch = "llama", .seed = 51};
+    char *path = write_synth(&o);
+    arb_load_opts lo = arb_load_default_opts();
+    lo.vocab_only = true;
+    arb_model *m = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_model_load(path, &lo, &m, &err), ARB_E_NOTFOUND);
+    cr_assert(strstr(err.msg, "tokenizer"), "%s", err.msg);
+    unlink(path);
+    free(path);
+}
