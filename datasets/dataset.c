@@ -80,7 +80,7 @@ static const arb_dataset_info specs[] = {
      SG_FIELDS, "ShareGPT V3: 1000 first human turns"},
     {"sharegpt-90k", "sharegpt/sg_90k_part1_html_cleaned_lang_first_sampled_sorted.json", 2978,
      2053294, "e95458dfb016a21e5ced20ced9b1694e8d8eeb7c9442005f588563fdd53318c9", SG_LICENSE,
-     "test,all", SG_FIELDS, "ShareGPT sg_90k sample: first turns by a human (2958 of 2978)"},
+     "test,all", SG_FIELDS, "ShareGPT sg_90k sample: non-empty first turns by a human (2957 of 2978)"},
 };
 #define N_SPECS (sizeof specs / sizeof specs[0])
 
@@ -176,6 +176,9 @@ static int read_file(const char *path, sbuf *out, arb_err *err)
     }
     int zerr = Z_OK;
     const char *zmsg = gzerror(f, &zerr);
+    size_t np = strlen(path); /* zlib prefixes the message with the path: drop it */
+    if (!strncmp(zmsg, path, np) && !strncmp(zmsg + np, ": ", 2))
+        zmsg += np + 2;
     if (!rc && (got < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)))
         rc = ARB_ERR(err, ARB_E_FORMAT, "%s: %s: %s", path, gz ? "gzip" : "read",
                      zerr == Z_ERRNO ? strerror(errno) : zmsg);
@@ -215,7 +218,7 @@ static const cJSON *json_at(const cJSON *v, const char *path)
 static const char *type_name(const cJSON *v)
 {
     if (!v)
-        return "nothing (missing)";
+        return "nothing";
     if (cJSON_IsNull(v))
         return "null";
     if (cJSON_IsBool(v))
@@ -241,6 +244,9 @@ typedef struct loc {
 
 static int bad_field(const loc *l, const char *what, const char *field, const cJSON *v, arb_err *err)
 {
+    if (!v)
+        return ARB_ERR(err, ARB_E_FORMAT, LOC_FMT ": expected %s field \"%s\" (missing)",
+                       LOC_ARGS(l), what, field);
     return ARB_ERR(err, ARB_E_FORMAT, LOC_FMT ": expected %s field \"%s\", got %s", LOC_ARGS(l),
                    what, field, type_name(v));
 }
@@ -388,10 +394,11 @@ static int record_build(const arb_dataset_info *in, const cJSON *obj, size_t ind
     if (in->turns_field) {
         const cJSON *v = json_at(obj, in->turns_field);
         int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
-        if (n < 1)
+        if (n < 1 && cJSON_IsArray(v))
             return ARB_ERR(err, ARB_E_FORMAT, LOC_FMT ": expected non-empty array-of-strings field "
-                           "\"%s\", got %s", LOC_ARGS(l), in->turns_field,
-                           cJSON_IsArray(v) ? "an empty array" : type_name(v));
+                           "\"%s\", got an empty array", LOC_ARGS(l), in->turns_field);
+        if (n < 1)
+            return bad_field(l, "non-empty array-of-strings", in->turns_field, v, err);
         if (!(r->turns = calloc((size_t)n, sizeof *r->turns)))
             return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
         const cJSON *it;
@@ -435,6 +442,9 @@ static int dataset_add(arb_dataset *d, const cJSON *obj, const loc *l, arb_err *
     bool keep = false;
     int rc = record_build(d->info, obj, d->n_read, l, &d->recs[d->n], &keep, err);
     d->n_read++;
+    /* An empty first user message is no benchmark prompt (sg_90k has one: id IXmHCvM). */
+    if (!rc && keep && !d->recs[d->n].turns[0][0])
+        keep = false;
     if (rc || !keep)
         record_release(&d->recs[d->n]);
     else
