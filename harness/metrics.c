@@ -1,0 +1,403 @@
+/* metrics.c — see metrics.h. Definitions follow drafting.md §1.7 and §4.8–4.9. */
+#include "metrics.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SRC_PLD = 1, SRC_TR = 2 }; /* arb_src values (tree.h) */
+
+static const char *const metric_names[ARB_METRIC_COUNT] = {
+    "tau", "tps", "speedup", "p_s", "p_t", "spine_share", "acc_len", "lossless", "n_prompts",
+};
+
+const char *arb_metric_name(arb_metric m)
+{
+    return (unsigned)m < ARB_METRIC_COUNT ? metric_names[m] : "?";
+}
+
+int arb_metric_parse(const char *name, arb_metric *out, arb_err *err)
+{
+    for (int i = 0; i < ARB_METRIC_COUNT; i++)
+        if (!strcmp(name, metric_names[i])) {
+            *out = (arb_metric)i;
+            return ARB_OK;
+        }
+    return ARB_ERR(err, ARB_E_INVAL,
+                   "unknown metric '%s' (known: tau tps speedup p_s p_t spine_share acc_len "
+                   "lossless n_prompts)",
+                   name);
+}
+
+static char *dup_col(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return strdup(t ? (const char *)t : "");
+}
+
+void arb_metrics_free_runs(arb_run_info *runs, int n)
+{
+    if (!runs)
+        return;
+    for (int i = 0; i < n; i++) {
+        arb_run_info *r = &runs[i];
+        char *f[] = {r->run_key, r->method,   r->base_method, r->model,      r->model_sha256,
+                     r->dataset, r->drafter,  r->topology,    r->sweep_json, r->config_name};
+        for (size_t j = 0; j < sizeof f / sizeof f[0]; j++)
+            free(f[j]);
+    }
+    free(runs);
+}
+
+int arb_metrics_list_runs(sqlite3 *db, arb_run_info **out, int *n, arb_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT run_key, method, base_method, model, model_sha256, dataset,"
+                           " drafter, topology, sweep, config_name, max_new_tokens, top_k,"
+                           " temperature, top_p, seed FROM runs ORDER BY rowid",
+                           -1, &st, NULL) != SQLITE_OK)
+        return ARB_ERR(err, ARB_E_DB, "runs: %s", sqlite3_errmsg(db));
+    int cap = 0, cnt = 0, rc = ARB_OK;
+    arb_run_info *v = NULL;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (cnt == cap) {
+            cap = cap ? 2 * cap : 16;
+            arb_run_info *nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv) {
+                rc = ARB_ERR(err, ARB_E_NOMEM, "runs: out of memory");
+                break;
+            }
+            v = nv;
+        }
+        arb_run_info *r = &v[cnt++];
+        memset(r, 0, sizeof *r);
+        char **f[] = {&r->run_key, &r->method,   &r->base_method, &r->model,      &r->model_sha256,
+                      &r->dataset, &r->drafter,  &r->topology,    &r->sweep_json, &r->config_name};
+        for (int j = 0; j < 10; j++)
+            if (!(*f[j] = dup_col(st, j)))
+                rc = ARB_ERR(err, ARB_E_NOMEM, "runs: out of memory");
+        r->max_new_tokens = sqlite3_column_int(st, 10);
+        r->top_k = sqlite3_column_int(st, 11);
+        r->temperature = sqlite3_column_double(st, 12);
+        r->top_p = sqlite3_column_double(st, 13);
+        r->seed = sqlite3_column_int64(st, 14);
+        if (rc)
+            break;
+    }
+    sqlite3_finalize(st);
+    if (rc) {
+        arb_metrics_free_runs(v, cnt);
+        return rc;
+    }
+    *out = v;
+    *n = cnt;
+    return ARB_OK;
+}
+
+/* Same model, dataset and sampling: the runs a table compares side by side. */
+static int same_cell(const arb_run_info *a, const arb_run_info *b)
+{
+    return !strcmp(a->model, b->model) && !strcmp(a->model_sha256, b->model_sha256) &&
+           !strcmp(a->dataset, b->dataset) && a->max_new_tokens == b->max_new_tokens &&
+           a->temperature == b->temperature && a->top_p == b->top_p && a->top_k == b->top_k &&
+           a->seed == b->seed;
+}
+
+int arb_metrics_find_ar(const arb_run_info *runs, int n, int i)
+{
+    for (int j = 0; j < n; j++)
+        if (!strcmp(runs[j].drafter, "none") && same_cell(&runs[i], &runs[j]))
+            return j;
+    return -1;
+}
+
+int arb_metrics_find_sibling(const arb_run_info *runs, int n, int i, const char *method)
+{
+    for (int j = 0; j < n; j++)
+        if (!strcmp(runs[j].method, method) && same_cell(&runs[i], &runs[j]))
+            return j;
+    return -1;
+}
+
+static int load_prompts(sqlite3 *db, const char *key, arb_run_stats *s, arb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    static const char sql[] =
+        "SELECT p.prompt_id, p.n_gen, p.n_calls, p.wall_us, COALESCE(p.lossless,-1),"
+        " COUNT(s.step), TOTAL(s.accepted), TOTAL(s.n_spine), TOTAL(s.acc_spine),"
+        " TOTAL(CASE WHEN s.category=2 THEN s.accepted ELSE 0 END),"
+        " TOTAL(s.acc_pld), TOTAL(s.acc_tr), TOTAL(s.acc_draft), TOTAL(s.acc_head),"
+        " TOTAL(s.acc_lade), TOTAL(s.acc_lade_window), TOTAL(s.acc_rest),"
+        " TOTAL(s.prop_pld), TOTAL(s.prop_tr), TOTAL(s.prop_draft), TOTAL(s.prop_head),"
+        " TOTAL(s.prop_lade), TOTAL(s.prop_lade_window), TOTAL(s.prop_rest)"
+        " FROM prompts p LEFT JOIN steps s ON s.run_key=p.run_key AND s.prompt_id=p.prompt_id"
+        " WHERE p.run_key=? GROUP BY p.prompt_id ORDER BY p.prompt_id";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return ARB_ERR(err, ARB_E_DB, "prompts: %s", sqlite3_errmsg(db));
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int cap = 0, rc = ARB_OK;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (s->n == cap) {
+            cap = cap ? 2 * cap : 64;
+            arb_prompt_stat *np = realloc(s->p, (size_t)cap * sizeof *np);
+            if (!np) {
+                rc = ARB_ERR(err, ARB_E_NOMEM, "prompts: out of memory");
+                break;
+            }
+            s->p = np;
+        }
+        arb_prompt_stat *p = &s->p[s->n++];
+        memset(p, 0, sizeof *p);
+        if (!(p->prompt_id = dup_col(st, 0))) {
+            rc = ARB_ERR(err, ARB_E_NOMEM, "prompts: out of memory");
+            break;
+        }
+        p->n_gen = sqlite3_column_int64(st, 1);
+        p->n_calls = sqlite3_column_int64(st, 2);
+        p->wall_us = sqlite3_column_int64(st, 3);
+        p->lossless = sqlite3_column_int(st, 4);
+        p->steps = sqlite3_column_int64(st, 5);
+        p->accepted = (int64_t)sqlite3_column_double(st, 6);
+        p->n_spine = (int64_t)sqlite3_column_double(st, 7);
+        p->acc_spine = (int64_t)sqlite3_column_double(st, 8);
+        p->acc_spine_cont = (int64_t)sqlite3_column_double(st, 9);
+        for (int j = 1; j < ARB_STORE_NSRC; j++) {
+            p->acc_src[j] = (int64_t)sqlite3_column_double(st, 9 + j);
+            p->prop_src[j] = (int64_t)sqlite3_column_double(st, 9 + ARB_STORE_NSRC - 1 + j);
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int load_depths(sqlite3 *db, const char *key, arb_run_stats *s, arb_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT s.accepted, s.tree_depth, COUNT(*) FROM steps s JOIN prompts p"
+                           " ON s.run_key=p.run_key AND s.prompt_id=p.prompt_id WHERE s.run_key=?"
+                           " GROUP BY s.accepted, s.tree_depth",
+                           -1, &st, NULL) != SQLITE_OK)
+        return ARB_ERR(err, ARB_E_DB, "steps: %s", sqlite3_errmsg(db));
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int k = sqlite3_column_int(st, 0), depth = sqlite3_column_int(st, 1);
+        int64_t c = sqlite3_column_int64(st, 2);
+        if (k < 0 || depth < 0)
+            continue;
+        s->hist[k < ARB_METRICS_DMAX ? k : ARB_METRICS_DMAX] += c;
+        for (int d = 1; d <= depth && d <= ARB_METRICS_DMAX; d++) {
+            if (k >= d - 1)
+                s->depth_reach[d] += c;
+            if (k >= d)
+                s->depth_acc[d] += c;
+        }
+    }
+    sqlite3_finalize(st);
+    return ARB_OK;
+}
+
+int arb_metrics_load(sqlite3 *db, const arb_run_info *info, arb_run_stats *out, arb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->info = info;
+    int rc = load_prompts(db, info->run_key, out, err);
+    if (!rc)
+        rc = load_depths(db, info->run_key, out, err);
+    if (rc)
+        arb_run_stats_release(out);
+    return rc;
+}
+
+void arb_run_stats_release(arb_run_stats *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->n; i++)
+        free(s->p[i].prompt_id);
+    free(s->p);
+    memset(s, 0, sizeof *s);
+}
+
+/* Align k runs on their shared prompt ids (each sorted): writes m rows of k indices. */
+static int align(const arb_run_stats *const *rs, int k, int *idx)
+{
+    int pos[3] = {0, 0, 0}, m = 0;
+    for (;;) {
+        for (int j = 0; j < k; j++)
+            if (pos[j] >= rs[j]->n)
+                return m;
+        const char *mx = rs[0]->p[pos[0]].prompt_id;
+        for (int j = 1; j < k; j++)
+            if (strcmp(rs[j]->p[pos[j]].prompt_id, mx) > 0)
+                mx = rs[j]->p[pos[j]].prompt_id;
+        int all = 1;
+        for (int j = 0; j < k; j++) {
+            while (pos[j] < rs[j]->n && strcmp(rs[j]->p[pos[j]].prompt_id, mx) < 0)
+                pos[j]++;
+            if (pos[j] >= rs[j]->n)
+                return m;
+            all &= !strcmp(rs[j]->p[pos[j]].prompt_id, mx);
+        }
+        if (all) {
+            for (int j = 0; j < k; j++)
+                idx[m * k + j] = pos[j]++;
+            m++;
+        }
+    }
+}
+
+static double ratio(double a, double b) { return b > 0 ? a / b : NAN; }
+
+/* Metric of run r over rows sel[0..m) (indices into r->p, stride k, column col). */
+static double eval(const arb_run_stats *r, const arb_run_stats *ar, arb_metric met, const int *sel,
+                   int m, int k, int col)
+{
+    double g = 0, c = 0, w = 0, st = 0, acc = 0, ns = 0, as = 0, sc = 0, ap = 0, pp = 0, at = 0,
+           pt = 0, ll = 0, lk = 0;
+    for (int i = 0; i < m; i++) {
+        const arb_prompt_stat *p = &r->p[sel[i * k + col]];
+        g += p->n_gen, c += p->n_calls, w += p->wall_us, st += p->steps, acc += p->accepted;
+        ns += p->n_spine, as += p->acc_spine, sc += p->acc_spine_cont;
+        ap += p->acc_src[SRC_PLD], pp += p->prop_src[SRC_PLD];
+        at += p->acc_src[SRC_TR], pt += p->prop_src[SRC_TR];
+        if (p->lossless >= 0)
+            ll += p->lossless == 1, lk++;
+    }
+    switch (met) {
+    case ARB_METRIC_TAU: return ratio(g, c);
+    case ARB_METRIC_TPS: return ratio(g, w / 1e6);
+    case ARB_METRIC_SPEEDUP:
+        return ar ? ratio(ratio(g, w), eval(ar, NULL, ARB_METRIC_TPS, sel, m, k, 1 - col) / 1e6)
+                  : NAN;
+    case ARB_METRIC_P_S: return ns > 0 ? as / ns : ratio(ap, pp);
+    case ARB_METRIC_P_T: return ratio(at, pt);
+    case ARB_METRIC_SPINE_SHARE: return ratio(sc, acc);
+    case ARB_METRIC_ACC_LEN: return ratio(acc, st);
+    case ARB_METRIC_LOSSLESS: return ratio(ll, lk);
+    case ARB_METRIC_N_PROMPTS: return m;
+    default: return NAN;
+    }
+}
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double quantile(const double *v, int n, double q)
+{
+    double pos = q * (n - 1);
+    int i = (int)pos;
+    return i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+/* Percentile bootstrap: fn evaluates one resample given as k-column rows. */
+typedef double (*stat_fn)(const void *ctx, const int *rows, int m, int k);
+
+static void bootstrap(const void *ctx, stat_fn fn, const int *rows, int m, int k, int n_boot,
+                      uint64_t seed, arb_ci *out)
+{
+    out->v = fn(ctx, rows, m, k);
+    out->lo = out->hi = NAN;
+    if (n_boot <= 0 || m < 2)
+        return;
+    int *rs = malloc((size_t)m * k * sizeof *rs);
+    double *vals = malloc((size_t)n_boot * sizeof *vals);
+    if (!rs || !vals) {
+        free(rs);
+        free(vals);
+        return;
+    }
+    uint64_t x = seed ^ 0x5eedb007ull;
+    int nv = 0;
+    for (int b = 0; b < n_boot; b++) {
+        for (int i = 0; i < m; i++) {
+            int j = (int)(splitmix(&x) % (uint64_t)m);
+            memcpy(&rs[i * k], &rows[j * k], (size_t)k * sizeof *rs);
+        }
+        double v = fn(ctx, rs, m, k);
+        if (!isnan(v))
+            vals[nv++] = v;
+    }
+    if (nv > 0) {
+        qsort(vals, (size_t)nv, sizeof *vals, cmp_d);
+        out->lo = quantile(vals, nv, 0.025);
+        out->hi = quantile(vals, nv, 0.975);
+    }
+    free(rs);
+    free(vals);
+}
+
+struct one_ctx { const arb_run_stats *r, *ar; arb_metric m; };
+
+static double one_fn(const void *ctx, const int *rows, int m, int k)
+{
+    const struct one_ctx *c = ctx;
+    return eval(c->r, c->ar, c->m, rows, m, k, 0);
+}
+
+void arb_metrics_ci(const arb_run_stats *r, const arb_run_stats *ar, arb_metric m, int n_boot,
+                    uint64_t seed, arb_ci *out)
+{
+    out->v = out->lo = out->hi = NAN;
+    bool paired = m == ARB_METRIC_SPEEDUP;
+    if (paired && (!ar || ar->n == 0))
+        return;
+    int k = paired ? 2 : 1;
+    int *rows = malloc((size_t)(r->n > 0 ? r->n : 1) * k * sizeof *rows);
+    if (!rows)
+        return;
+    int n;
+    if (paired) {
+        const arb_run_stats *rs[2] = {r, ar};
+        n = align(rs, 2, rows);
+    } else {
+        n = r->n;
+        for (int i = 0; i < n; i++)
+            rows[i] = i;
+    }
+    struct one_ctx c = {r, paired ? ar : NULL, m};
+    if (n > 0)
+        bootstrap(&c, one_fn, rows, n, k, m == ARB_METRIC_N_PROMPTS ? 0 : n_boot, seed, out);
+    free(rows);
+}
+
+struct syn_ctx { const arb_run_stats *a, *b, *c; };
+
+static double syn_fn(const void *ctx, const int *rows, int m, int k)
+{
+    const struct syn_ctx *s = ctx;
+    double ta = eval(s->a, NULL, ARB_METRIC_TAU, rows, m, k, 0);
+    double tb = eval(s->b, NULL, ARB_METRIC_TAU, rows, m, k, 1);
+    double tc = eval(s->c, NULL, ARB_METRIC_TAU, rows, m, k, 2);
+    return ratio(ta, fmax(tb, tc));
+}
+
+void arb_metrics_synergy(const arb_run_stats *a, const arb_run_stats *b, const arb_run_stats *c,
+                         int n_boot, uint64_t seed, arb_ci *out)
+{
+    out->v = out->lo = out->hi = NAN;
+    int *rows = malloc((size_t)(a->n > 0 ? a->n : 1) * 3 * sizeof *rows);
+    if (!rows)
+        return;
+    const arb_run_stats *rs[3] = {a, b, c};
+    int n = align(rs, 3, rows);
+    struct syn_ctx ctx = {a, b, c};
+    if (n > 0)
+        bootstrap(&ctx, syn_fn, rows, n, 3, n_boot, seed, out);
+    free(rows);
+}
