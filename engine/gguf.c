@@ -182,7 +182,7 @@ static int parse_value(cur *c, uint32_t t, arb_gguf_value *v, int depth)
     if (scalar_size(et) < 0)
         return FAIL(c, "invalid array element type %u", et);
     if (n > left(c) / min_size(et))
-        return FAIL(c, "array count %llu of %s exceeds what the %zu bytes left can hold", (unsigned long long)n,
+        return FAIL(c, "array count %llu of %s exceeds what the %zu bytes left can hold (truncated or corrupt file)", (unsigned long long)n,
                     arb_gguf_type_name((arb_gguf_type)et), left(c));
     size_t start = c->off;
     v->v.arr.elem_type = (arb_gguf_type)et;
@@ -272,7 +272,7 @@ static int parse_kvs(arb_gguf *g, cur *c)
     size_t slot;
     uint64_t found;
     if (g->n_kv > left(c) / 13) /* key length 8 + type 4 + value >= 1 */
-        return FAIL(c, "n_kv %llu exceeds what the %zu bytes left can hold", (unsigned long long)g->n_kv, left(c));
+        return FAIL(c, "n_kv %llu exceeds what the %zu bytes left can hold (truncated or corrupt file)", (unsigned long long)g->n_kv, left(c));
     g->kv = calloc(g->n_kv ? (size_t)g->n_kv : 1, sizeof *g->kv);
     g->kv_strs = calloc(g->n_kv ? (size_t)g->n_kv : 1, sizeof *g->kv_strs);
     if (!g->kv || !g->kv_strs || table_new(g->n_kv, &g->kv_hash, &g->kv_cap))
@@ -331,7 +331,7 @@ static int parse_tensor_infos(arb_gguf *g, cur *c)
     size_t slot;
     uint64_t found;
     if (g->n_tensors > left(c) / 32) /* name 8 + n_dims 4 + dim 8 + type 4 + offset 8 */
-        return FAIL(c, "n_tensors %llu exceeds what the %zu bytes left can hold", (unsigned long long)g->n_tensors,
+        return FAIL(c, "n_tensors %llu exceeds what the %zu bytes left can hold (truncated or corrupt file)", (unsigned long long)g->n_tensors,
                     left(c));
     g->tensors = calloc(g->n_tensors ? (size_t)g->n_tensors : 1, sizeof *g->tensors);
     if (!g->tensors || table_new(g->n_tensors, &g->t_hash, &g->t_cap))

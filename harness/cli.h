@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 int arb_cmd_fetch_model(int argc, char **argv);
+int arb_cmd_inspect(int argc, char **argv);
 int arb_cmd_datasets(int argc, char **argv);
 
 /* True if argv has -h or --help (commands print usage and return 0). */

@@ -14,6 +14,7 @@ struct arb_cmd {
 
 static const struct arb_cmd cmds[] = {
     {"fetch-model", arb_cmd_fetch_model, "download the default model (SmolLM2-135M Q4_1) into the cache"},
+    {"inspect", arb_cmd_inspect, "validate a GGUF file and show its metadata and tensor table"},
     {"datasets", arb_cmd_datasets, "list benchmark datasets, verify them, show their prompts"},
 };
 
