@@ -61,9 +61,15 @@ typedef struct arb_tree {
        Empty (seq_len 0) for deterministic trees. Filled by arb_tree_push_seq(). */
     int32_t *seq_start, *seq_len, *child_seq;
     int n_seq, cap_seq;
+    /* (added) push order before finalize groups child_seq per node: seq_from[j] is the
+       node v of the j-th push; seq_tmp is grouping scratch. finalized: child lists valid. */
+    int32_t *seq_from, *seq_tmp;
+    bool finalized;
 } arb_tree;
 
-int arb_tree_init(arb_tree *t, int cap, arb_err *err);
+int arb_tree_init(arb_tree *t, int cap, arb_err *err); /* cap_seq = 8 * cap */
+/* (added) Same with an explicit child_seq capacity (i.i.d. trees: k paths x depth). */
+int arb_tree_init_seq(arb_tree *t, int cap, int cap_seq, arb_err *err);
 void arb_tree_release(arb_tree *t); /* NULL-safe, idempotent */
 /* Start a new tree holding only the anchor. */
 void arb_tree_reset(arb_tree *t, int32_t anchor_tok);
@@ -79,5 +85,10 @@ int arb_tree_push_seq(arb_tree *t, int v, int c);
 void arb_tree_finalize(arb_tree *t);
 /* Write the root-to-v batch indices into path (anchor first); returns the count (depth+1). */
 int arb_tree_path(const arb_tree *t, int v, int32_t *path);
+/* (added) Ancestor bitsets (drafting.md §1.3): row i (words uint64 per row) has bit j set
+   iff j is an ancestor of i or j == i. words >= (n + 63) / 64. */
+void arb_tree_ancestors(const arb_tree *t, uint64_t *bits, int words);
+/* (added) Number of children of v (after finalize). */
+int arb_tree_n_children(const arb_tree *t, int v);
 
 #endif

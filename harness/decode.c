@@ -1,0 +1,381 @@
+/* decode.c — the step loop (see decode.h; drafting.md §1.1, §1.6–1.8). */
+#include "decode.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "drafters/drafter.h"
+#include "drafters/tr.h"
+#include "sample.h"
+#include "tree.h"
+#include "verifiers/greedy.h"
+
+#define PREFILL_CHUNK 64
+
+struct arb_decoder {
+    arb_ctx *ctx;
+    const arb_model *model;
+    int V;
+    arb_method_spec spec;
+    const arb_drafter_i *dr;
+    void *dst;                /* drafter state */
+    bool new_run;             /* next prompt starts a run (hot-start tables cleared) */
+    arb_tree tree;
+    int rows;                 /* logits rows = max(tree cap, prefill chunk) */
+    float *logits;            /* [rows * V] */
+    int32_t *y, *best, *path, *prev, *chain_parent, *chain_path; /* [rows] */
+    bool want_topk;
+    int K;
+    int32_t *topk_ids;        /* [rows * K] */
+    float *topk_sc;
+    double *pi;               /* [V] sampling law (T > 0) */
+    int32_t *pidx;            /* [V] top-p scratch */
+    int32_t *S;               /* committed sequence */
+    int S_cap, n_S;
+    int32_t *gen;             /* generated ids */
+    int gen_cap;
+};
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+uint64_t arb_decode_hash(const int32_t *ids, int n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < n; i++)
+        for (int b = 0; b < 4; b++) {
+            h ^= ((uint32_t)ids[i] >> (8 * b)) & 0xffu;
+            h *= 1099511628211ull;
+        }
+    return h;
+}
+
+arb_decode_opts arb_decode_default_opts(void)
+{
+    return (arb_decode_opts){.max_new = 128, .prompt_id = 0, .stop_at_eos = true};
+}
+
+void arb_decoder_free(arb_decoder *d)
+{
+    if (!d)
+        return;
+    if (d->dr && d->dst)
+        d->dr->destroy(d->dst);
+    arb_tree_release(&d->tree);
+    free(d->logits);
+    free(d->y);
+    free(d->best);
+    free(d->path);
+    free(d->prev);
+    free(d->chain_parent);
+    free(d->chain_path);
+    free(d->topk_ids);
+    free(d->topk_sc);
+    free(d->pi);
+    free(d->pidx);
+    free(d->S);
+    free(d->gen);
+    free(d);
+}
+
+int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out, arb_err *err)
+{
+    *out = NULL;
+    int rc = arb_method_spec_validate(s, err);
+    if (rc)
+        return rc;
+    arb_decoder *d = calloc(1, sizeof *d);
+    if (!d)
+        return ARB_ERR(err, ARB_E_NOMEM, "decoder: out of memory");
+    d->ctx = target;
+    d->model = arb_ctx_model(target);
+    arb_model_info mi;
+    arb_model_get_info(d->model, &mi);
+    d->V = mi.n_vocab;
+    d->spec = *s;
+    d->new_run = true;
+    d->dr = arb_drafter_find(s->drafter);
+    int cap = arb_method_max_nodes(s);
+    d->rows = cap > PREFILL_CHUNK ? cap : PREFILL_CHUNK;
+    d->want_topk = d->dr->harvest != NULL;
+    d->K = s->topk;
+    size_t r = (size_t)d->rows;
+    rc = arb_tree_init(&d->tree, cap, err);
+    if (!rc)
+        rc = d->dr->create(s, d->V, &d->dst, err);
+    if (!rc) {
+        d->logits = malloc(r * d->V * sizeof *d->logits);
+        d->y = malloc(r * sizeof *d->y);
+        d->best = malloc(r * sizeof *d->best);
+        d->path = malloc(r * sizeof *d->path);
+        d->prev = malloc(r * sizeof *d->prev);
+        d->chain_parent = malloc(r * sizeof *d->chain_parent);
+        d->chain_path = malloc(r * sizeof *d->chain_path);
+        d->topk_ids = malloc(r * d->K * sizeof *d->topk_ids);
+        d->topk_sc = malloc(r * d->K * sizeof *d->topk_sc);
+        if (s->temperature > 0) {
+            d->pi = malloc((size_t)d->V * sizeof *d->pi);
+            d->pidx = malloc((size_t)d->V * sizeof *d->pidx);
+        }
+        if (!d->logits || !d->y || !d->best || !d->path || !d->prev || !d->chain_parent || !d->chain_path ||
+            !d->topk_ids || !d->topk_sc || (s->temperature > 0 && (!d->pi || !d->pidx)))
+            rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate buffers for %d rows x %d vocab", d->rows, d->V);
+    }
+    if (rc) {
+        arb_decoder_free(d);
+        return rc;
+    }
+    for (int i = 0; i < d->rows; i++) {
+        d->chain_parent[i] = i - 1;
+        d->chain_path[i] = i;
+    }
+    *out = d;
+    return ARB_OK;
+}
+
+void arb_decoder_reset_run(arb_decoder *d) { d->new_run = true; }
+const arb_method_spec *arb_decoder_spec(const arb_decoder *d) { return &d->spec; }
+size_t arb_decoder_table_bytes(const arb_decoder *d) { return d->dst ? d->dr->bytes(d->dst) : 0; }
+
+static int stat_slot(int src)
+{
+    switch (src) {
+    case ARB_SRC_PLD: return ARB_STAT_PLD;
+    case ARB_SRC_TR: return ARB_STAT_TR;
+    case ARB_SRC_DRAFT: return ARB_STAT_DRAFT;
+    case ARB_SRC_HEAD: return ARB_STAT_HEAD;
+    case ARB_SRC_LADE_GUESS:
+    case ARB_SRC_LADE_WINDOW: return ARB_STAT_LADE;
+    case ARB_SRC_REST: return ARB_STAT_REST;
+    default: return -1;
+    }
+}
+
+/* Next token from one logits row: argmax at T = 0, else a draw from the processed law. */
+static int32_t pick_token(arb_decoder *d, const float *row, int prompt_id, int step)
+{
+    if (d->spec.temperature <= 0)
+        return arb_greedy_argmax(row, d->V);
+    arb_sampling sm = {.temperature = d->spec.temperature, .top_k = d->spec.top_k, .top_p = d->spec.top_p};
+    arb_sample_process(row, d->V, &sm, d->pi, d->pidx);
+    arb_rng rng;
+    arb_rng_init(&rng, d->spec.seed, (uint32_t)prompt_id, (uint32_t)step, ARB_STREAM_SAMPLE);
+    int tok = arb_sample_w(&rng, d->pi, d->V);
+    return tok >= 0 ? tok : arb_greedy_argmax(row, d->V);
+}
+
+static void topk_rows(arb_decoder *d, int n)
+{
+    for (int i = 0; i < n; i++)
+        arb_topk_softmax(d->logits + (size_t)i * d->V, d->V, d->K, d->topk_ids + (size_t)i * d->K,
+                         d->topk_sc + (size_t)i * d->K);
+}
+
+static int ensure_capacity(arb_decoder *d, int n_prompt, int max_new, arb_err *err)
+{
+    int need = n_prompt + max_new + d->tree.cap + 2;
+    if (need > d->S_cap) {
+        int32_t *s = realloc(d->S, (size_t)need * sizeof *s);
+        if (!s)
+            return ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot hold %d tokens", need);
+        d->S = s;
+        d->S_cap = need;
+    }
+    if (max_new + d->tree.cap + 1 > d->gen_cap) {
+        int g = max_new + d->tree.cap + 1;
+        int32_t *p = realloc(d->gen, (size_t)g * sizeof *p);
+        if (!p)
+            return ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot hold %d tokens", g);
+        d->gen = p;
+        d->gen_cap = g;
+    }
+    return ARB_OK;
+}
+
+/* Append committed tokens (stops at EOS / max_new); returns how many were kept. */
+static int push_tokens(arb_decoder *d, const int32_t *tok, int n, const arb_decode_opts *o,
+                       const arb_decode_cb *cb, arb_prompt_result *res, bool *done)
+{
+    int kept = 0;
+    for (int i = 0; i < n && !*done; i++) {
+        d->S[d->n_S++] = tok[i];
+        d->gen[res->n_generated++] = tok[i];
+        kept++;
+        if (cb && cb->on_token && cb->on_token(tok[i], cb->ud))
+            *done = true;
+        if (o->stop_at_eos && arb_token_is_eog(d->model, tok[i])) {
+            res->stopped_eos = true;
+            *done = true;
+        }
+        if (res->n_generated >= o->max_new)
+            *done = true;
+    }
+    d->dr->append(d->dst, tok, kept);
+    return kept;
+}
+
+static int prefill(arb_decoder *d, const int32_t *prompt, int n_prompt, arb_err *err)
+{
+    for (int c0 = 0; c0 < n_prompt; c0 += d->rows) {
+        int n = n_prompt - c0 < d->rows ? n_prompt - c0 : d->rows;
+        int rc = arb_eval(d->ctx, prompt + c0, d->chain_parent, n, d->logits, NULL, err);
+        if (rc)
+            return rc;
+        if (d->want_topk) {
+            topk_rows(d, n);
+            for (int i = 0; i < n; i++)
+                d->prev[i] = c0 + i > 0 ? prompt[c0 + i - 1] : -1;
+            arb_harvest h = {.n = n, .K = d->K, .tok = prompt + c0, .prev = d->prev, .ids = d->topk_ids,
+                             .scores = d->topk_sc, .prefill = true};
+            d->dr->harvest(d->dst, &h);
+        }
+        if ((rc = arb_commit(d->ctx, d->chain_path, n, err)))
+            return rc;
+    }
+    return ARB_OK;
+}
+
+static void classify(const arb_tree *t, const int32_t *path, int k, arb_step_record *rec)
+{
+    for (int i = 1; i < t->n; i++) {
+        int s = stat_slot(t->source[i]);
+        if (s >= 0)
+            rec->prop_by_src[s]++;
+        rec->n_spine += (t->flags[i] & ARB_NODE_SPINE) != 0;
+    }
+    bool all_spine = true;
+    for (int i = 1; i <= k; i++) {
+        int v = path[i], s = stat_slot(t->source[v]);
+        if (s >= 0)
+            rec->acc_by_src[s]++;
+        rec->acc_spine += (t->flags[v] & ARB_NODE_SPINE) != 0;
+        all_spine = all_spine && ((t->flags[v] & ARB_NODE_SPINE) || t->source[v] == ARB_SRC_PLD);
+    }
+    rec->spine_break_depth = rec->acc_spine < rec->n_spine ? rec->acc_spine + 1 : -1;
+    if (k == 0) {
+        rec->category = ARB_CAT_NONE;
+        return;
+    }
+    int f = path[1];
+    bool f_sp = (t->flags[f] & ARB_NODE_SPINE) || t->source[f] == ARB_SRC_PLD;
+    if (f_sp)
+        rec->category = all_spine ? ARB_CAT_PURE_PLD : ARB_CAT_SPINE_CONT;
+    else
+        rec->category = t->source[f] == ARB_SRC_TR ? ARB_CAT_PURE_TR : ARB_CAT_OTHER;
+}
+
+int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, const arb_decode_opts *o,
+                         const arb_decode_cb *cb, arb_prompt_result *res, arb_err *err)
+{
+    memset(res, 0, sizeof *res);
+    arb_decode_opts dflt = arb_decode_default_opts();
+    if (!o)
+        o = &dflt;
+    if (n_prompt < 1 || o->max_new < 1)
+        return ARB_ERR(err, ARB_E_INVAL, "generate: prompt of %d tokens, max_new %d (both must be >= 1)", n_prompt,
+                       o->max_new);
+    int rc = ensure_capacity(d, n_prompt, o->max_new, err);
+    if (!rc)
+        rc = d->dr->begin(d->dst, n_prompt + o->max_new + d->tree.cap + 2, d->new_run, err);
+    if (rc)
+        return rc;
+    d->new_run = false;
+    rc = arb_ctx_truncate(d->ctx, 0);
+    if (rc)
+        return ARB_ERR(err, rc, "generate: cannot reset the context");
+    res->n_prompt = n_prompt;
+    double t_start = now_us();
+    /* Prefill: one target call producing one token (drafting.md §1.1). */
+    if ((rc = prefill(d, prompt, n_prompt, err)))
+        return rc;
+    int last = (n_prompt - 1) % d->rows;
+    int32_t first = pick_token(d, d->logits + (size_t)last * d->V, o->prompt_id, 0);
+    memcpy(d->S, prompt, (size_t)n_prompt * sizeof *prompt);
+    d->n_S = n_prompt;
+    d->dr->append(d->dst, prompt, n_prompt);
+    res->n_target_calls = 1;
+    bool done = false;
+    push_tokens(d, &first, 1, o, cb, res, &done);
+    res->prefill_us = now_us() - t_start;
+    arb_greedy_mode gm = d->spec.verify_first_match ? ARB_GREEDY_FIRST_MATCH : ARB_GREEDY_LONGEST;
+    arb_tree *t = &d->tree;
+    for (int step = 0; !done; step++) {
+        arb_step_record rec = {0};
+        rec.step = step;
+        rec.L_cache = d->n_S - 1;
+        rec.topology_id = -1;
+        rec.spine_break_depth = -1;
+        double t0 = now_us();
+        arb_tree_reset(t, d->S[d->n_S - 1]);
+        d->dr->propose(d->dst, d->S, d->n_S, t, &rec);
+        arb_tree_finalize(t);
+        double t1 = now_us();
+        if ((rc = arb_eval(d->ctx, t->tok, t->parent, t->n, d->logits, NULL, err)))
+            return rc;
+        res->n_target_calls++;
+        double t2 = now_us();
+        /* verify: argmax per node (from the top-K rows when the drafter harvests) + walk */
+        arb_verify_out vo;
+        if (d->spec.temperature > 0) { /* AR sampling (validated: drafter none) */
+            vo = (arb_verify_out){.node = 0, .depth = 0, .extra = pick_token(d, d->logits, o->prompt_id, step + 1),
+                                  .extra_is_bonus = 1};
+        } else {
+            if (d->want_topk) {
+                topk_rows(d, t->n);
+                for (int i = 0; i < t->n; i++)
+                    d->y[i] = d->topk_ids[(size_t)i * d->K];
+            } else {
+                arb_greedy_argmax_rows(d->logits, t->n, d->V, d->y);
+            }
+            arb_greedy_walk(t, d->y, gm, d->best, &vo);
+        }
+        int np = arb_tree_path(t, vo.node, d->path);
+        double t3 = now_us();
+        /* observe: harvest every node of this forward, learn from the path */
+        if (d->want_topk) {
+            for (int i = 0; i < t->n; i++)
+                d->prev[i] = i == 0 ? (d->n_S >= 2 ? d->S[d->n_S - 2] : -1) : t->tok[t->parent[i]];
+            arb_harvest h = {.n = t->n, .K = d->K, .tok = t->tok, .prev = d->prev, .ids = d->topk_ids,
+                             .scores = d->topk_sc, .prefill = false};
+            d->dr->harvest(d->dst, &h);
+        }
+        if (d->dr->verified)
+            d->dr->verified(d->dst, t, d->path, np, &rec);
+        double t4 = now_us();
+        if ((rc = arb_commit(d->ctx, d->path, np, err)))
+            return rc;
+        double t5 = now_us();
+        /* the accepted tokens a1..ak, then the bonus */
+        int32_t *nt = d->best; /* reuse: the walk is done with it */
+        for (int i = 1; i < np; i++)
+            nt[i - 1] = t->tok[d->path[i]];
+        nt[np - 1] = vo.extra;
+        rec.committed = push_tokens(d, nt, np, o, cb, res, &done);
+        res->n_truncated = np - rec.committed;
+        double t6 = now_us();
+        rec.n_nodes = t->n;
+        rec.tree_depth = t->max_depth;
+        rec.accepted_k = np - 1;
+        rec.bonus_token = vo.extra;
+        classify(t, d->path, np - 1, &rec);
+        rec.draft_us = t1 - t0;
+        rec.eval_us = t2 - t1;
+        rec.verify_us = t3 - t2;
+        rec.update_us = (t4 - t3) + (t6 - t5); /* tables + index appends */
+        rec.commit_us = t5 - t4;
+        res->eval_us += rec.eval_us;
+        res->harness_us += rec.draft_us + rec.verify_us + rec.update_us + rec.commit_us;
+        res->n_steps++;
+        if (cb && cb->on_step && cb->on_step(&rec, cb->ud))
+            done = true;
+    }
+    res->wall_us = now_us() - t_start;
+    res->ids = d->gen;
+    res->hash = arb_decode_hash(d->gen, res->n_generated);
+    return ARB_OK;
+}

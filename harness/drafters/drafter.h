@@ -1,0 +1,59 @@
+/* drafter.h — the drafter plug-in interface the decode loop drives (STYLE practice 11).
+ *
+ * A drafter proposes a tree on the committed sequence, may harvest the top-K rows of
+ * every forward (the decoder computes them once per node), learns from the verified
+ * path, and sees every committed token. State is created once per decoder, so the
+ * step loop allocates nothing.
+ *
+ * Adding a drafter: (1) harness/drafters/<name>.c defining `const arb_drafter_i
+ * arb_drafter_<name>`; (2) an extern below and one row in the table in method.c (with its
+ * parameters' `drafters` field); (3) tests/test_<name>.c, and a row in test_decode's
+ * losslessness list.
+ */
+#ifndef ARB_DRAFTER_H
+#define ARB_DRAFTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decode.h"
+#include "method.h"
+#include "tree.h"
+
+typedef struct arb_harvest {   /* the top-K rows of one forward */
+    int n;                     /* rows (batch nodes or prefill positions) */
+    int K;                     /* entries per row */
+    const int32_t *tok;        /* [n] token at each row */
+    const int32_t *prev;       /* [n] previous token (parent / preceding position), -1 if none */
+    const int32_t *ids;        /* [n*K] successors, best first (ties: lower id) */
+    const float *scores;       /* [n*K] softmax probabilities at T = 1 */
+    bool prefill;              /* rows come from the prefill chain */
+} arb_harvest;
+
+typedef struct arb_drafter_i {
+    const char *name;
+    /* Create state for vocabulary n_vocab; the spec is copied or read at creation only. */
+    int (*create)(const arb_method_spec *s, int n_vocab, void **st, arb_err *err);
+    void (*destroy)(void *st);                             /* NULL-safe */
+    /* Before a prompt: capacity for n_tokens committed tokens (may allocate); new_run
+       forgets hot-start tables. */
+    int (*begin)(void *st, int n_tokens, bool new_run, arb_err *err);
+    /* Committed tokens, in order (the prompt, then each step's tokens). */
+    void (*append)(void *st, const int32_t *tok, int n);
+    /* Build this step's tree: t is reset to the anchor S[n_S-1]; fill rec's drafter fields
+       (mode, GOOSE fields). No allocation. */
+    void (*propose)(void *st, const int32_t *S, int n_S, arb_tree *t, arb_step_record *rec);
+    /* Optional (NULL: no top-K computed): learn from one forward. */
+    void (*harvest)(void *st, const arb_harvest *h);
+    /* Optional: the accepted path (root first, n_path = k + 1) of the last proposed tree. */
+    void (*verified)(void *st, const arb_tree *t, const int32_t *path, int n_path, arb_step_record *rec);
+    size_t (*bytes)(const void *st);                       /* table + index memory */
+} arb_drafter_i;
+
+extern const arb_drafter_i arb_drafter_none, arb_drafter_pld, arb_drafter_tr, arb_drafter_goose;
+
+/* The registry (method.c): drafter by name ("ar" is an alias of "none"), NULL if unknown. */
+const arb_drafter_i *arb_drafter_find(const char *name);
+
+#endif

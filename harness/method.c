@@ -1,0 +1,391 @@
+/* method.c — method specs, defaults, presets, the parameter table and the plug-in
+ * registries (see method.h). */
+#include "method.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "drafters/drafter.h"
+
+/* ---- registries (STYLE practice 11): one row per plug-in ---- */
+static int none_create(const arb_method_spec *s, int n_vocab, void **st, arb_err *err)
+{
+    *st = NULL;
+    return ARB_OK;
+}
+static void none_destroy(void *st) {}
+static int none_begin(void *st, int n, bool new_run, arb_err *err) { return ARB_OK; }
+static void none_append(void *st, const int32_t *tok, int n) {}
+static void none_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_step_record *rec)
+{
+    rec->mode = ARB_MODE_AR;
+}
+static size_t none_bytes(const void *st) { return 0; }
+
+const arb_drafter_i arb_drafter_none = {
+    .name = "none", .create = none_create, .destroy = none_destroy, .begin = none_begin,
+    .append = none_append, .propose = none_propose, .bytes = none_bytes,
+};
+
+static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_pld, &arb_drafter_tr,
+                                                &arb_drafter_goose};
+static const char *const topologies[] = {"", "iso", "sequoia"};
+static const char *const verifiers[] = {"greedy"};
+static const char *const schedulers[] = {"goose_tiers", "fixed", "none"};
+
+const arb_drafter_i *arb_drafter_find(const char *name)
+{
+    if (!strcasecmp(name, "ar"))
+        name = "none";
+    for (size_t i = 0; i < sizeof drafters / sizeof drafters[0]; i++)
+        if (!strcasecmp(drafters[i]->name, name))
+            return drafters[i];
+    return NULL;
+}
+
+static bool in_list(const char *const *l, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(l[i], name))
+            return true;
+    return false;
+}
+
+bool arb_method_known(const char *kind, const char *name)
+{
+#define N(a) (sizeof a / sizeof a[0])
+    if (!strcmp(kind, "drafter"))
+        return arb_drafter_find(name) != NULL;
+    if (!strcmp(kind, "topology"))
+        return in_list(topologies, N(topologies), name);
+    if (!strcmp(kind, "verifier"))
+        return in_list(verifiers, N(verifiers), name);
+    if (!strcmp(kind, "scheduler"))
+        return in_list(schedulers, N(schedulers), name);
+    return false;
+#undef N
+}
+
+/* ---- parameter table ---- */
+#define OFF(f) offsetof(arb_method_spec, f)
+#define GOOSE "goose"
+#define CTX "pld goose"
+static const arb_method_param params[] = {
+    {"id", ARB_PARAM_STR, OFF(id), "*", 0, 0, "label in reports"},
+    {"drafter", ARB_PARAM_STR, OFF(drafter), "*", 0, 0, "none | pld | tr | goose"},
+    {"topology", ARB_PARAM_STR, OFF(topology), GOOSE, 0, 0, "\"\" (spine tree) | iso | sequoia"},
+    {"verifier", ARB_PARAM_STR, OFF(verifier), "*", 0, 0, "greedy"},
+    {"scheduler", ARB_PARAM_STR, OFF(scheduler), GOOSE, 0, 0, "goose_tiers | fixed | none"},
+    {"budget", ARB_PARAM_INT, OFF(budget), GOOSE, 1, 1024, "B: nodes per step incl. the anchor"},
+    {"max_depth", ARB_PARAM_INT, OFF(max_depth), GOOSE, 1, 62, "D: branch depth below its branch point"},
+    {"topk", ARB_PARAM_INT, OFF(topk), "tr goose", 1, 16, "K: successors per adjacency entry"},
+    {"rho", ARB_PARAM_DOUBLE, OFF(rho), GOOSE, 0, 1, "share of non-spine budget for root branches"},
+    {"s_min", ARB_PARAM_DOUBLE, OFF(s_min), GOOSE, 0, 1, "successors below this score are pruned"},
+    {"k", ARB_PARAM_INT, OFF(iso_k), GOOSE, 1, 16, "Iso(k) arity"},
+    {"sequoia_p", ARB_PARAM_DOUBLE_LIST, OFF(sequoia_p), GOOSE, 0, 1, "positional acceptance p[1..]"},
+    {"ngram_min", ARB_PARAM_INT, OFF(ngram_min), CTX, 1, 8, "shortest n-gram query"},
+    {"ngram_max", ARB_PARAM_INT, OFF(ngram_max), CTX, 1, 8, "longest n-gram query"},
+    {"max_draft", ARB_PARAM_INT, OFF(max_draft), CTX, 1, 64, "continuation length (PLD 10, GOOSE C_max 20)"},
+    {"bypass_min", ARB_PARAM_INT, OFF(bypass_min), GOOSE, 1, 1000, "bypass when the chain is this long"},
+    {"pld_earliest", ARB_PARAM_BOOL, OFF(pld_earliest), CTX, 0, 1, "earliest occurrence (else most recent)"},
+    {"ema", ARB_PARAM_DOUBLE, OFF(ema), GOOSE, 0, 1, "weight of the newest spine observation"},
+    {"ps_init", ARB_PARAM_DOUBLE, OFF(ps_init), GOOSE, 0, 1, "initial spine acceptance estimate"},
+    {"tier_lo", ARB_PARAM_DOUBLE, OFF(tier_lo), GOOSE, 0, 1, "p_s below this: r_lo"},
+    {"tier_hi", ARB_PARAM_DOUBLE, OFF(tier_hi), GOOSE, 0, 1, "p_s below this: r_mid, else r_hi"},
+    {"r_lo", ARB_PARAM_DOUBLE, OFF(r_lo), GOOSE, 0, 1, "spine ratio, low tier"},
+    {"r_mid", ARB_PARAM_DOUBLE, OFF(r_mid), GOOSE, 0, 1, "spine ratio, middle tier"},
+    {"r_hi", ARB_PARAM_DOUBLE, OFF(r_hi), GOOSE, 0, 1, "spine ratio, high tier"},
+    {"fixed_r", ARB_PARAM_DOUBLE, OFF(fixed_r), GOOSE, -1, 1, "scheduler fixed: this r (< 0 unset)"},
+    {"bigram_log2", ARB_PARAM_INT, OFF(bigram_log2), GOOSE, 1, 24, "bigram tier capacity 2^n"},
+    {"spine_branches", ARB_PARAM_BOOL, OFF(spine_branches), GOOSE, 0, 1, "ablation: branches under spine nodes"},
+    {"bigram", ARB_PARAM_BOOL, OFF(bigram), GOOSE, 0, 1, "ablation: bigram adjacency tier"},
+    {"bypass", ARB_PARAM_BOOL, OFF(bypass), GOOSE, 0, 1, "ablation: linear bypass"},
+    {"bypass_len", ARB_PARAM_BOOL, OFF(bypass_len), GOOSE, 0, 1, "bypass on long matches"},
+    {"bypass_consensus", ARB_PARAM_BOOL, OFF(bypass_consensus), GOOSE, 0, 1, "bypass on consensus"},
+    {"context_spine", ARB_PARAM_BOOL, OFF(context_spine), GOOSE, 0, 1, "ablation: context-match spine"},
+    {"control_tr_spine", ARB_PARAM_BOOL, OFF(control_tr_spine), GOOSE, 0, 1, "control: spine tokens from TR"},
+    {"bypass_match_len", ARB_PARAM_BOOL, OFF(bypass_match_len), GOOSE, 0, 1, "bypass length test on the match"},
+    {"extend_chain", ARB_PARAM_BOOL, OFF(extend_chain), GOOSE, 0, 1, "extension width 1 (Prop. 1 chains)"},
+    {"hot_start", ARB_PARAM_BOOL, OFF(hot_start), "tr goose", 0, 1, "keep tables across prompts"},
+    {"harvest_prefill", ARB_PARAM_BOOL, OFF(harvest_prefill), "tr goose", 0, 1, "harvest prefill logits"},
+    {"tr_prune_unfilled", ARB_PARAM_BOOL, OFF(tr_prune_unfilled), "tr", 0, 1, "drop never-written rows"},
+    {"verify_first_match", ARB_PARAM_BOOL, OFF(verify_first_match), "*", 0, 1, "greedy walk: Alg. 3 literal"},
+    {"temperature", ARB_PARAM_DOUBLE, OFF(temperature), "*", 0, 100, "0 = greedy"},
+    {"top_p", ARB_PARAM_DOUBLE, OFF(top_p), "*", 1e-9, 1, "nucleus mass"},
+    {"top_k", ARB_PARAM_INT, OFF(top_k), "*", 0, 1 << 20, "top-k filter, 0 = off"},
+    {"seed", ARB_PARAM_U64, OFF(seed), "*", 0, 1.8e19, "run seed"},
+};
+
+const arb_method_param *arb_method_params(int *n)
+{
+    *n = (int)(sizeof params / sizeof params[0]);
+    return params;
+}
+
+static bool applies(const char *list, const char *drafter)
+{
+    if (!drafter || !strcmp(list, "*"))
+        return true;
+    if (!strcasecmp(drafter, "ar"))
+        drafter = "none";
+    size_t n = strlen(drafter);
+    for (const char *p = list; (p = strstr(p, drafter)); p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == 0 || p[n] == ' '))
+            return true;
+    return false;
+}
+
+const arb_method_param *arb_method_param_find(const char *drafter, const char *name)
+{
+    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
+        if (!strcmp(params[i].name, name))
+            return applies(params[i].drafters, drafter) ? &params[i] : NULL;
+    return NULL;
+}
+
+/* ---- defaults and presets ---- */
+int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *err)
+{
+    memset(s, 0, sizeof *s);
+    const arb_drafter_i *d = drafter ? arb_drafter_find(drafter) : NULL;
+    if (!d)
+        return ARB_ERR(err, ARB_E_INVAL, "method: drafter: unknown '%s' (none, pld, tr, goose)",
+                       drafter ? drafter : "(null)");
+    snprintf(s->drafter, sizeof s->drafter, "%s", d->name);
+    snprintf(s->verifier, sizeof s->verifier, "greedy");
+    snprintf(s->scheduler, sizeof s->scheduler, "goose_tiers");
+    s->budget = 60;
+    s->max_depth = 6;
+    s->topk = 10;
+    s->rho = 0.5;
+    s->s_min = 0.01;
+    s->iso_k = 3;
+    /* [CHOICE] a TR-like rank profile until one is estimated from step logs (drafting.md §5) */
+    static const double sq[] = {0.35, 0.12, 0.06, 0.04, 0.03, 0.02, 0.015, 0.01, 0.008, 0.006};
+    memcpy(s->sequoia_p, sq, sizeof sq);
+    s->ngram_min = 3;
+    s->ngram_max = 5;
+    s->max_draft = 20;
+    s->bypass_min = 8;
+    s->pld_earliest = false;
+    s->ema = 0.3;
+    s->ps_init = 0.3;
+    s->tier_lo = 0.2;
+    s->tier_hi = 0.4;
+    s->r_lo = 0.15;
+    s->r_mid = 0.30;
+    s->r_hi = 0.50;
+    s->fixed_r = -1.0;
+    s->bigram_log2 = 15;
+    s->spine_branches = s->bigram = s->bypass = s->bypass_len = s->bypass_consensus = true;
+    s->context_spine = true;
+    s->harvest_prefill = true;
+    s->temperature = 0.0;
+    s->top_p = 1.0;
+    if (d == &arb_drafter_none) {
+        snprintf(s->id, sizeof s->id, "AR");
+        snprintf(s->scheduler, sizeof s->scheduler, "none");
+        s->budget = 1;
+    } else if (d == &arb_drafter_pld) { /* Saxena's reference (drafting.md §2.1) */
+        snprintf(s->id, sizeof s->id, "PLD");
+        snprintf(s->scheduler, sizeof s->scheduler, "none");
+        s->ngram_min = 1;
+        s->ngram_max = 3;
+        s->max_draft = 10;
+        s->pld_earliest = true;
+        s->budget = 11;
+    } else if (d == &arb_drafter_tr) { /* template 2.2.2, hot start across prompts */
+        snprintf(s->id, sizeof s->id, "TR");
+        snprintf(s->scheduler, sizeof s->scheduler, "none");
+        s->budget = 81;
+        s->hot_start = true;
+    } else {
+        snprintf(s->id, sizeof s->id, "GOOSE");
+    }
+    return ARB_OK;
+}
+
+int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
+{
+    static const struct { const char *name, *drafter, *id; } base[] = {
+        {"ar", "none", "AR"}, {"pld", "pld", "PLD"}, {"tr", "tr", "TR"}, {"goose", "goose", "GOOSE"},
+        {"iso3", "goose", "Iso3"}, {"iso5", "goose", "Iso5"}, {"sequoia", "goose", "Sequoia"},
+        {"goose-nospinebr", "goose", "GOOSE w/o spine branches"},
+        {"goose-unigram", "goose", "GOOSE unigram-only"},
+        {"goose-nobypass", "goose", "GOOSE w/o consensus bypass"},
+        {"goose-nospine", "goose", "GOOSE w/o context-match spine"},
+        {"goose-control", "goose", "GOOSE control (TR spine)"},
+    };
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
+        if (strcasecmp(name, base[i].name))
+            continue;
+        int rc = arb_method_spec_default(base[i].drafter, s, err);
+        if (rc)
+            return rc;
+        snprintf(s->id, sizeof s->id, "%s", base[i].id);
+        const char *n = base[i].name;
+        if (!strncmp(n, "iso", 3) || !strcmp(n, "sequoia")) {
+            /* Iso/Sequoia: GOOSE's unigram tier, no PLD (drafting.md §4.6-4.7) */
+            snprintf(s->topology, sizeof s->topology, "%s", n[0] == 'i' ? "iso" : "sequoia");
+            snprintf(s->scheduler, sizeof s->scheduler, "none");
+            s->iso_k = n[0] == 'i' ? n[3] - '0' : s->iso_k;
+            s->bigram = false;
+        } else if (!strcmp(n, "goose-nospinebr")) {
+            s->spine_branches = false;
+        } else if (!strcmp(n, "goose-unigram")) {
+            s->bigram = false;
+        } else if (!strcmp(n, "goose-nobypass")) {
+            s->bypass = false;
+        } else if (!strcmp(n, "goose-nospine")) {
+            s->context_spine = false;
+        } else if (!strcmp(n, "goose-control")) {
+            s->control_tr_spine = true;
+        }
+        return ARB_OK;
+    }
+    return ARB_ERR(err, ARB_E_INVAL,
+                   "method: unknown '%s' (ar pld tr goose iso3 iso5 sequoia goose-nospinebr goose-unigram "
+                   "goose-nobypass goose-nospine goose-control)", name);
+}
+
+int arb_method_max_nodes(const arb_method_spec *s)
+{
+    const arb_drafter_i *d = arb_drafter_find(s->drafter);
+    if (d == &arb_drafter_none)
+        return 1;
+    if (d == &arb_drafter_pld)
+        return 1 + s->max_draft;
+    if (d == &arb_drafter_tr)
+        return 81;
+    int n = s->budget;
+    if (!s->topology[0] && 1 + s->max_draft > n)
+        n = 1 + s->max_draft; /* bypass chain */
+    return n;
+}
+
+/* ---- validation and setting ---- */
+static int check_range(const arb_method_spec *s, const arb_method_param *p, arb_err *err)
+{
+    const char *b = (const char *)s + p->offset;
+    double v;
+    switch (p->type) {
+    case ARB_PARAM_INT: v = *(const int *)b; break;
+    case ARB_PARAM_DOUBLE: v = *(const double *)b; break;
+    default: return ARB_OK;
+    }
+    if (!(v >= p->lo && v <= p->hi))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: %s: %g outside [%g, %g]", s->id, p->name, v, p->lo, p->hi);
+    return ARB_OK;
+}
+
+int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
+{
+    if (!arb_method_known("drafter", s->drafter))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: drafter: unknown '%s'", s->id, s->drafter);
+    if (!arb_method_known("topology", s->topology))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: topology: unknown '%s' (iso, sequoia)", s->id, s->topology);
+    if (!arb_method_known("verifier", s->verifier))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: unknown '%s' (greedy)", s->id, s->verifier);
+    if (!arb_method_known("scheduler", s->scheduler))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: scheduler: unknown '%s'", s->id, s->scheduler);
+    if (s->topology[0] && strcmp(s->drafter, "goose"))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: topology: '%s' needs drafter goose", s->id, s->topology);
+    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
+        int rc = check_range(s, &params[i], err);
+        if (rc)
+            return rc;
+    }
+    if (s->ngram_min > s->ngram_max)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: ngram_min: %d > ngram_max %d", s->id, s->ngram_min, s->ngram_max);
+    if (s->tier_lo > s->tier_hi)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: tier_lo: %g > tier_hi %g", s->id, s->tier_lo, s->tier_hi);
+    if (!strcmp(s->scheduler, "fixed") && s->fixed_r < 0)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: fixed_r: scheduler fixed needs fixed_r in [0,1]", s->id);
+    if (!strcmp(s->drafter, "tr") && s->topk < 8)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: topk: TR template 2.2.2 needs topk >= 8", s->id);
+    if (s->temperature > 0 && strcmp(s->drafter, "none"))
+        return ARB_ERR(err, ARB_E_UNSUPPORTED,
+                       "method %s: temperature: speculative sampling is not implemented yet for drafter %s "
+                       "(greedy only; use ar)", s->id, s->drafter);
+    return ARB_OK;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+    if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "on") || !strcasecmp(v, "yes"))
+        *out = true;
+    else if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no"))
+        *out = false;
+    else
+        return -1;
+    return 0;
+}
+
+int arb_method_param_set(arb_method_spec *s, const char *name, const char *value, arb_err *err)
+{
+    const arb_method_param *p = arb_method_param_find(NULL, name);
+    if (!p)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: %s: unknown parameter", s->id, name);
+    char *b = (char *)s + p->offset, *end = NULL;
+    errno = 0;
+    switch (p->type) {
+    case ARB_PARAM_INT: {
+        long v = strtol(value, &end, 10);
+        if (end == value || *end || errno || v < p->lo || v > p->hi)
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: %s: '%s' is not an integer in [%g, %g]", s->id, name,
+                           value, p->lo, p->hi);
+        *(int *)b = (int)v;
+        return ARB_OK;
+    }
+    case ARB_PARAM_U64: {
+        unsigned long long v = strtoull(value, &end, 10);
+        if (end == value || *end || errno || value[0] == '-')
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: %s: '%s' is not an unsigned integer", s->id, name, value);
+        *(uint64_t *)b = v;
+        return ARB_OK;
+    }
+    case ARB_PARAM_DOUBLE: {
+        double v = strtod(value, &end);
+        if (end == value || *end || errno || !(v >= p->lo && v <= p->hi))
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: %s: '%s' is not a number in [%g, %g]", s->id, name,
+                           value, p->lo, p->hi);
+        *(double *)b = v;
+        return ARB_OK;
+    }
+    case ARB_PARAM_BOOL:
+        if (parse_bool(value, (bool *)b))
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: %s: '%s' is not a boolean", s->id, name, value);
+        return ARB_OK;
+    case ARB_PARAM_STR: {
+        size_t cap = p->offset == OFF(id) ? sizeof s->id : 32;
+        if (strlen(value) >= cap)
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: %s: '%s' longer than %zu", s->id, name, value, cap - 1);
+        snprintf(b, cap, "%s", value);
+        return ARB_OK;
+    }
+    case ARB_PARAM_DOUBLE_LIST: {
+        double *l = (double *)b;
+        int n = 0;
+        const char *q = value;
+        while (*q) {
+            double v = strtod(q, &end);
+            if (end == q || !(v > 0 && v <= 1) || n >= ARB_SEQUOIA_K_MAX - 1)
+                return ARB_ERR(err, ARB_E_INVAL, "method %s: %s: item %d of '%s' is not in (0, 1] (max %d items)",
+                               s->id, name, n, value, ARB_SEQUOIA_K_MAX - 1);
+            l[n++] = v;
+            q = end;
+            while (*q == ',' || isspace((unsigned char)*q))
+                q++;
+        }
+        for (int i = n; i < ARB_SEQUOIA_K_MAX; i++)
+            l[i] = 0.0;
+        return ARB_OK;
+    }
+    }
+    return ARB_E_INVAL;
+}
