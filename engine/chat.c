@@ -31,7 +31,8 @@ static void puts_(out *o, const char *s) { put(o, s, strlen(s)); }
 arb_chat_kind arb_chat_detect(const char *src, size_t len) {
     if (!src) return ARB_CHAT_UNKNOWN;
     if (memmem(src, len, "<|im_start|>", 12)) return ARB_CHAT_CHATML;
-    if (memmem(src, len, "<|start_header_id|>", 19)) return ARB_CHAT_LLAMA3;
+    if (memmem(src, len, "<|start_header_id|>", 19))
+        return memmem(src, len, "Cutting Knowledge Date", 22) ? ARB_CHAT_LLAMA31 : ARB_CHAT_LLAMA3;
     if (memmem(src, len, "USER:", 5) && memmem(src, len, "ASSISTANT:", 10)) return ARB_CHAT_VICUNA;
     return ARB_CHAT_UNKNOWN;
 }
@@ -40,6 +41,7 @@ arb_chat_kind arb_chat_kind_from_name(const char *name) {
     static const struct { const char *name; arb_chat_kind k; } k_names[] = {
         {"chatml", ARB_CHAT_CHATML}, {"qwen", ARB_CHAT_CHATML},      {"smollm", ARB_CHAT_CHATML},
         {"llama3", ARB_CHAT_LLAMA3}, {"llama-3", ARB_CHAT_LLAMA3},   {"vicuna", ARB_CHAT_VICUNA},
+        {"llama3.1", ARB_CHAT_LLAMA31}, {"llama-3.1", ARB_CHAT_LLAMA31},
         {"vicuna_v1.1", ARB_CHAT_VICUNA}, {"vicuna-v1.1", ARB_CHAT_VICUNA},
     };
     for (size_t i = 0; name && i < sizeof k_names / sizeof *k_names; i++)
@@ -52,6 +54,7 @@ const char *arb_chat_kind_name(arb_chat_kind k) {
     case ARB_CHAT_CHATML: return "chatml";
     case ARB_CHAT_LLAMA3: return "llama3";
     case ARB_CHAT_VICUNA: return "vicuna";
+    case ARB_CHAT_LLAMA31: return "llama3.1";
     case ARB_CHAT_UNKNOWN: break;
     }
     return "unknown";
@@ -107,15 +110,26 @@ static void render_chatml(out *o, const char *src, size_t src_len, const arb_cha
     if (add_ass) puts_(o, "<|im_start|>assistant\n");
 }
 
-static void render_llama3(out *o, const arb_chat_msg *m, int n, bool add_ass) {
-    for (int i = 0; i < n; i++) {
-        const char *c = m[i].content, *e = c + strlen(c);
-        while (c < e && strchr(" \t\n\r\f\v", *c)) c++; /* Jinja |trim */
-        while (e > c && strchr(" \t\n\r\f\v", e[-1])) e--;
+static void put_trimmed(out *o, const char *c) { /* Jinja |trim */
+    const char *e = c + strlen(c);
+    while (c < e && strchr(" \t\n\r\f\v", *c)) c++;
+    while (e > c && strchr(" \t\n\r\f\v", e[-1])) e--;
+    put(o, c, (size_t)(e - c));
+}
+
+static void render_llama3(out *o, const arb_chat_msg *m, int n, bool add_ass, bool v31) {
+    int i = 0;
+    if (v31) { /* 3.1 always opens with a system block (no tools, fixed date) */
+        puts_(o, "<|start_header_id|>system<|end_header_id|>\n\n"
+                 "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+        if (n > 0 && is_role(m[0].role, "system")) put_trimmed(o, m[i++].content);
+        puts_(o, "<|eot_id|>");
+    }
+    for (; i < n; i++) {
         puts_(o, "<|start_header_id|>");
         puts_(o, m[i].role);
         puts_(o, "<|end_header_id|>\n\n");
-        put(o, c, (size_t)(e - c));
+        put_trimmed(o, m[i].content);
         puts_(o, "<|eot_id|>");
     }
     if (add_ass) puts_(o, "<|start_header_id|>assistant<|end_header_id|>\n\n");
@@ -153,7 +167,7 @@ int arb_chat_apply_src(const char *name, const char *src, size_t src_len, const 
     arb_chat_kind k;
     if (name) {
         if ((k = arb_chat_kind_from_name(name)) == ARB_CHAT_UNKNOWN)
-            return ARB_ERR(err, ARB_E_INVAL, "chat template '%s' unknown (chatml, qwen, smollm, llama3, vicuna)", name);
+            return ARB_ERR(err, ARB_E_INVAL, "chat template '%s' unknown (chatml, qwen, smollm, llama3, llama3.1, vicuna)", name);
     } else if (!src) {
         return ARB_ERR(err, ARB_E_UNSUPPORTED, "tokenizer.chat_template: missing; name a template (chatml, llama3, vicuna)");
     } else if ((k = arb_chat_detect(src, src_len)) == ARB_CHAT_UNKNOWN) {
@@ -171,7 +185,8 @@ int arb_chat_apply_src(const char *name, const char *src, size_t src_len, const 
         render_chatml(&o, arb_chat_detect(src, src_len) == ARB_CHAT_CHATML ? src : NULL, src_len, msgs, n_msgs,
                       add_assistant);
         break;
-    case ARB_CHAT_LLAMA3: render_llama3(&o, msgs, n_msgs, add_assistant); break;
+    case ARB_CHAT_LLAMA3:
+    case ARB_CHAT_LLAMA31: render_llama3(&o, msgs, n_msgs, add_assistant, k == ARB_CHAT_LLAMA31); break;
     case ARB_CHAT_VICUNA: rc = render_vicuna(&o, msgs, n_msgs, add_assistant, err); break;
     case ARB_CHAT_UNKNOWN: break;
     }
