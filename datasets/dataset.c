@@ -364,11 +364,12 @@ static int record_build(const arb_dataset_info *in, const cJSON *obj, size_t ind
         const cJSON *v = json_at(obj, in->id_field);
         if (cJSON_IsString(v) && v->valuestring[0]) {
             rc = dup_str(v->valuestring, &r->id, err);
-        } else if (cJSON_IsNumber(v) && v->valuedouble == (double)(long long)v->valuedouble) {
+        } else if (cJSON_IsNumber(v) && v->valuedouble > -9e15 && v->valuedouble < 9e15 &&
+                   v->valuedouble == (double)(long long)v->valuedouble) { /* range: exact, no UB */
             snprintf(num, sizeof num, "%lld", (long long)v->valuedouble);
             rc = dup_str(num, &r->id, err);
         } else {
-            rc = bad_field(l, "string or integer", in->id_field, v, err);
+            rc = bad_field(l, "non-empty string or integer", in->id_field, v, err);
         }
         if (rc)
             return rc;

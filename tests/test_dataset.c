@@ -244,7 +244,7 @@ Test(dataset, malformed_lines_are_reported_with_file_line_and_field)
     PUT(&t, "mbpp/mbpp.jsonl", "{\"task_id\": 11, \"text\": \"t\", \"test_list\": [\"a\", \"b\", 3]}\n");
     expect_error(&t, "mbpp", NULL, ARB_E_FORMAT, "mbpp/mbpp.jsonl:1: expected string field \"test_list[2]\", got a number");
     PUT(&t, "mbpp/mbpp.jsonl", "{\"task_id\": 1.5, \"text\": \"t\", \"test_list\": []}\n");
-    expect_error(&t, "mbpp", NULL, ARB_E_FORMAT, "mbpp/mbpp.jsonl:1: expected string or integer field \"task_id\", got a number");
+    expect_error(&t, "mbpp", NULL, ARB_E_FORMAT, "mbpp/mbpp.jsonl:1: expected non-empty string or integer field \"task_id\", got a number");
     PUT(&t, "mbpp/mbpp.jsonl", "{\"task_id\": \"x\", \"text\": \"t\", \"test_list\": []}\n");
     expect_error(&t, "mbpp", "test", ARB_E_FORMAT, "split \"test\" needs an integer task_id, got \"x\"");
     PUT(&t, "mt-bench/question.jsonl", "{\"question_id\": 1, \"category\": \"c\", \"turns\": [\"a\"]}\n"
