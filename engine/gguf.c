@@ -6,7 +6,8 @@
  * (n_kv = 2^60) fails at once and the total work stays linear in the file size.
  * Keys and tensor names go into open-addressing hash tables (duplicates rejected, O(1)
  * find); arrays of strings get an index of views so arb_gguf_arr_str is O(1).
- * The validation rules are listed in docs/gguf.md.
+ * The validation rules are listed in docs/gguf.md. Lookups and typed getters live in
+ * gguf_get.c; the struct both files share is in gguf_int.h.
  */
 #include "gguf.h"
 
@@ -20,28 +21,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gguf_int.h"
 #include "quant.h"
 
 #define GGUF_DEFAULT_ALIGNMENT 32
 #define GGUF_MAX_DEPTH 8 /* nested arrays deeper than this are rejected (no real file nests) */
-
-struct arb_gguf {
-    char *name;               /* file name for messages (owned) */
-    const uint8_t *base;      /* the whole file */
-    size_t size;              /* its bytes */
-    void *map;                /* mmap base, NULL for a caller buffer */
-    uint32_t version;         /* 2 or 3 */
-    uint64_t alignment;       /* general.alignment or 32, a power of two */
-    uint64_t data_off;        /* file offset of the tensor data section */
-    uint64_t n_kv;            /* metadata entries */
-    arb_gguf_kv *kv;          /* [n_kv] */
-    arb_gguf_str **kv_strs;   /* [n_kv]: index of views for arrays of strings, else NULL */
-    uint64_t n_tensors;       /* tensor directory entries */
-    arb_gguf_tensor *tensors; /* [n_tensors] */
-    uint64_t *kv_hash;        /* [kv_cap]: kv index + 1, 0 = empty */
-    uint64_t *t_hash;         /* [t_cap]: tensor index + 1, 0 = empty */
-    size_t kv_cap, t_cap;     /* powers of two >= 2 n */
-};
 
 /* ---- bounds-checked cursor and error reporting ---- */
 
@@ -226,23 +210,19 @@ static int table_new(uint64_t n, uint64_t **tab, size_t *cap)
     return *tab ? ARB_OK : ARB_E_NOMEM;
 }
 
-/* Slot for name in a table of views reached by at(i); *found = existing index + 1 or 0. */
-#define LOOKUP(tab, cap, name_of, p, n, found)                          \
-    do {                                                                \
-        size_t s_ = (size_t)hash(p, n) & ((cap)-1);                     \
-        (found) = 0;                                                    \
-        while ((tab)[s_]) {                                             \
-            if (str_eqn(name_of((tab)[s_] - 1), p, n)) {                \
-                (found) = (tab)[s_];                                    \
-                break;                                                  \
-            }                                                           \
-            s_ = (s_ + 1) & ((cap)-1);                                  \
-        }                                                               \
-        slot = s_;                                                      \
-    } while (0)
-
-#define KV_NAME(i) (g->kv[i].key)
-#define T_NAME(i) (g->tensors[i].name)
+size_t arb_gguf_int_probe(const arb_gguf *g, bool tensors, const char *p, uint64_t n, uint64_t *found)
+{
+    const uint64_t *tab = tensors ? g->t_hash : g->kv_hash;
+    size_t mask = (tensors ? g->t_cap : g->kv_cap) - 1, s = (size_t)hash(p, n) & mask;
+    for (*found = 0; tab[s]; s = (s + 1) & mask) {
+        arb_gguf_str name = tensors ? g->tensors[tab[s] - 1].name : g->kv[tab[s] - 1].key;
+        if (str_eqn(name, p, n)) {
+            *found = tab[s];
+            break;
+        }
+    }
+    return s;
+}
 
 /* ---- open ---- */
 
@@ -286,7 +266,7 @@ static int parse_kvs(arb_gguf *g, cur *c)
             return rc;
         printable(kv->key, key, sizeof key);
         snprintf(c->what, sizeof c->what, "kv %llu '%s'", (unsigned long long)i, key);
-        LOOKUP(g->kv_hash, g->kv_cap, KV_NAME, kv->key.ptr, kv->key.len, found);
+        slot = arb_gguf_int_probe(g, false, kv->key.ptr, kv->key.len, &found);
         if (found)
             return FAIL(c, "duplicate key (first at kv %llu)", (unsigned long long)(found - 1));
         g->kv_hash[slot] = i + 1;
@@ -345,7 +325,7 @@ static int parse_tensor_infos(arb_gguf *g, cur *c)
             return rc;
         printable(t->name, nm, sizeof nm);
         snprintf(c->what, sizeof c->what, "tensor %llu '%s'", (unsigned long long)i, nm);
-        LOOKUP(g->t_hash, g->t_cap, T_NAME, t->name.ptr, t->name.len, found);
+        slot = arb_gguf_int_probe(g, true, t->name.ptr, t->name.len, &found);
         if (found)
             return FAIL(c, "duplicate tensor name (first at tensor %llu)", (unsigned long long)(found - 1));
         g->t_hash[slot] = i + 1;
@@ -490,126 +470,6 @@ int arb_gguf_open(const char *path, arb_gguf **out, arb_err *err)
     return open_common(g, path, out, err);
 }
 
-/* ---- accessors ---- */
-
-uint32_t arb_gguf_version(const arb_gguf *g) { return g->version; }
-uint64_t arb_gguf_alignment(const arb_gguf *g) { return g->alignment; }
-const char *arb_gguf_path(const arb_gguf *g) { return g->name; }
-uint64_t arb_gguf_n_kv(const arb_gguf *g) { return g->n_kv; }
-const arb_gguf_kv *arb_gguf_kv_at(const arb_gguf *g, uint64_t i) { return i < g->n_kv ? &g->kv[i] : NULL; }
-uint64_t arb_gguf_n_tensors(const arb_gguf *g) { return g->n_tensors; }
-const arb_gguf_tensor *arb_gguf_tensor_at(const arb_gguf *g, uint64_t i)
-{
-    return i < g->n_tensors ? &g->tensors[i] : NULL;
-}
-
-const arb_gguf_value *arb_gguf_find(const arb_gguf *g, const char *key)
-{
-    size_t slot;
-    uint64_t found;
-    LOOKUP(g->kv_hash, g->kv_cap, KV_NAME, key, strlen(key), found);
-    (void)slot;
-    return found ? &g->kv[found - 1].value : NULL;
-}
-
-const arb_gguf_tensor *arb_gguf_find_tensor(const arb_gguf *g, const char *name)
-{
-    size_t slot;
-    uint64_t found;
-    LOOKUP(g->t_hash, g->t_cap, T_NAME, name, strlen(name), found);
-    (void)slot;
-    return found ? &g->tensors[found - 1] : NULL;
-}
-
-static bool is_unsigned(arb_gguf_type t)
-{
-    return t == ARB_GGUF_U8 || t == ARB_GGUF_U16 || t == ARB_GGUF_U32 || t == ARB_GGUF_U64;
-}
-static bool is_signed(arb_gguf_type t)
-{
-    return t == ARB_GGUF_I8 || t == ARB_GGUF_I16 || t == ARB_GGUF_I32 || t == ARB_GGUF_I64;
-}
-
-static const arb_gguf_value *get(const arb_gguf *g, const char *key, arb_err *err, int *rc)
-{
-    const arb_gguf_value *v = arb_gguf_find(g, key);
-    *rc = v ? ARB_OK : ARB_ERR(err, ARB_E_NOTFOUND, "%s: key '%s' not found", g->name, key);
-    return v;
-}
-
-static int mismatch(const arb_gguf *g, const char *key, const char *want, const arb_gguf_value *v, arb_err *err)
-{
-    return ARB_ERR(err, ARB_E_FORMAT, "%s: key '%s': expected %s, found %s", g->name, key, want,
-                   arb_gguf_type_name(v->type));
-}
-
-int arb_gguf_get_u64(const arb_gguf *g, const char *key, uint64_t *out, arb_err *err)
-{
-    int rc;
-    const arb_gguf_value *v = get(g, key, err, &rc);
-    if (!v)
-        return rc;
-    if (is_unsigned(v->type) || (is_signed(v->type) && v->v.i64 >= 0)) {
-        *out = is_unsigned(v->type) ? v->v.u64 : (uint64_t)v->v.i64;
-        return ARB_OK;
-    }
-    return mismatch(g, key, "a non-negative integer", v, err);
-}
-
-int arb_gguf_get_i64(const arb_gguf *g, const char *key, int64_t *out, arb_err *err)
-{
-    int rc;
-    const arb_gguf_value *v = get(g, key, err, &rc);
-    if (!v)
-        return rc;
-    if (is_signed(v->type) || (is_unsigned(v->type) && v->v.u64 <= INT64_MAX)) {
-        *out = is_signed(v->type) ? v->v.i64 : (int64_t)v->v.u64;
-        return ARB_OK;
-    }
-    return mismatch(g, key, "an integer that fits in i64", v, err);
-}
-
-int arb_gguf_get_f64(const arb_gguf *g, const char *key, double *out, arb_err *err)
-{
-    int rc;
-    const arb_gguf_value *v = get(g, key, err, &rc);
-    if (!v)
-        return rc;
-    if (v->type == ARB_GGUF_F32 || v->type == ARB_GGUF_F64)
-        *out = v->v.f64;
-    else if (is_signed(v->type))
-        *out = (double)v->v.i64;
-    else if (is_unsigned(v->type))
-        *out = (double)v->v.u64;
-    else
-        return mismatch(g, key, "a number", v, err);
-    return ARB_OK;
-}
-
-int arb_gguf_get_bool(const arb_gguf *g, const char *key, bool *out, arb_err *err)
-{
-    int rc;
-    const arb_gguf_value *v = get(g, key, err, &rc);
-    if (!v)
-        return rc;
-    if (v->type != ARB_GGUF_BOOL)
-        return mismatch(g, key, "bool", v, err);
-    *out = v->v.b;
-    return ARB_OK;
-}
-
-int arb_gguf_get_str(const arb_gguf *g, const char *key, arb_gguf_str *out, arb_err *err)
-{
-    int rc;
-    const arb_gguf_value *v = get(g, key, err, &rc);
-    if (!v)
-        return rc;
-    if (v->type != ARB_GGUF_STRING)
-        return mismatch(g, key, "string", v, err);
-    *out = v->v.str;
-    return ARB_OK;
-}
-
 /* ---- arrays ---- */
 
 int arb_gguf_arr_at(const arb_gguf_value *arr, uint64_t i, arb_gguf_value *out)
@@ -668,36 +528,27 @@ int arb_gguf_arr_f64(const arb_gguf_value *arr, uint64_t i, double *out)
         return rc;
     if (v.type == ARB_GGUF_BOOL)
         return ARB_E_FORMAT;
-    *out = is_signed(v.type) ? (double)v.v.i64 : is_unsigned(v.type) ? (double)v.v.u64 : v.v.f64;
+    *out = arb_gguf_int_signed(v.type) ? (double)v.v.i64 : arb_gguf_int_unsigned(v.type) ? (double)v.v.u64 : v.v.f64;
     return ARB_OK;
 }
 
 int arb_gguf_arr_i64(const arb_gguf_value *arr, uint64_t i, int64_t *out)
 {
     arb_gguf_value v;
-    if (arr->type == ARB_GGUF_ARRAY && !is_signed(arr->v.arr.elem_type) && !is_unsigned(arr->v.arr.elem_type))
+    if (arr->type == ARB_GGUF_ARRAY && !arb_gguf_int_signed(arr->v.arr.elem_type) && !arb_gguf_int_unsigned(arr->v.arr.elem_type))
         return ARB_E_FORMAT;
     int rc = arb_gguf_arr_at(arr, i, &v);
     if (rc)
         return rc;
-    if (is_unsigned(v.type) && v.v.u64 > INT64_MAX)
+    if (arb_gguf_int_unsigned(v.type) && v.v.u64 > INT64_MAX)
         return ARB_E_RANGE;
-    *out = is_signed(v.type) ? v.v.i64 : (int64_t)v.v.u64;
+    *out = arb_gguf_int_signed(v.type) ? v.v.i64 : (int64_t)v.v.u64;
     return ARB_OK;
 }
 
 /* ---- helpers ---- */
 
 bool arb_gguf_str_eq(arb_gguf_str s, const char *c) { return str_eqn(s, c, strlen(c)); }
-
-void arb_gguf_str_copy(arb_gguf_str s, char *buf, size_t cap)
-{
-    if (!cap)
-        return;
-    size_t n = s.len < cap - 1 ? (size_t)s.len : cap - 1;
-    memcpy(buf, s.ptr, n);
-    buf[n] = 0;
-}
 
 const char *arb_gguf_type_name(arb_gguf_type t)
 {
