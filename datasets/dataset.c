@@ -1,15 +1,9 @@
-/* dataset.c — see dataset.h.
- *
- * Everything that differs between benchmarks is one row of `specs` below: the file and its
- * manifest facts, where the id and category come from, and how the user turns are made.
- * Adding a dataset: add a row (and the same facts to datasets/manifest.tsv, which
- * datasets/fetch reads and tests/test_dataset.c compares with this table), then a first-record
- * fact to the test.
+/* dataset.c — see dataset.h. What differs between benchmarks (files, manifest facts, fields,
+ * prompt templates) is data, in catalog.c; this file reads files, renders templates and splits.
  *
  * Turn templates: "{field}" inserts a string field; "{field:lines}" an array of strings joined
  * with "\n"; a field may be a path such as "conversations[0].value"; "[[...]]" is an optional
  * section, dropped when a field inside it is absent or null; "{{" and "}}" are literal braces.
- * Why each template is what it is: datasets/README.md.
  */
 #include "dataset.h"
 
@@ -25,64 +19,8 @@
 #include <cjson/cJSON.h>
 #include <zlib.h>
 
+#include "dataset_int.h"
 #include "modelfetch.h" /* arb_cache_dir */
-
-/* MBPP splits: google-research mbpp/README.md ("Task IDs 11-510 are used for evaluation.
-   Task IDs 1-10 and 511-1000 are used for training and/or prompting"); validation/train as in
-   the HF loader. The prompt is the zero-shot form of the MBPP paper's prompt, as used by
-   DeepSeek-Coder Evaluation/MBPP and bigcode-evaluation-harness (tests joined by "\n"). */
-#define MBPP_PROMPT                                                                             \
-    "You are an expert Python programmer, and here is your task: {text} Your code should pass " \
-    "these tests:\n\n{test_list:lines}"
-/* ClassEval holistic generation, FudanSELab/ClassEval generation/inference_pipeline.py. */
-#define CLASSEVAL_PROMPT "Please complete the class {class_name} in the following code.\n{skeleton}"
-#define SG_FIELDS "id", NULL, NULL, "{conversations[0].value}", "conversations[0].from", "human"
-#define SG_LICENSE "Apache-2.0 (repo); ShareGPT terms"
-
-/* name, file, records, bytes, sha256, license, splits,
-   id, category, turns, prompt, keep field, keep value, summary */
-static const arb_dataset_info specs[] = {
-    {"humaneval", "humaneval/HumanEval.jsonl.gz", 164, 44877,
-     "b796127e635a67f93fb35c04f4cb03cf06f38c8072ee7cee8833d7bee06979ef", "MIT", "test,all",
-     "task_id", NULL, NULL, "{prompt}", NULL, NULL,
-     "HumanEval: the function signature + docstring"},
-    {"gsm8k", "gsm8k/test.jsonl", 1319, 749738,
-     "3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14", "MIT", "test,all",
-     NULL, NULL, NULL, "{question}", NULL, NULL, "GSM8K test: the question"},
-    {"mbpp", "mbpp/mbpp.jsonl", 974, 563743,
-     "ccf64ceae9c5403bf50a044cb6d505bfd2a2963ee58338ba268fd65beab92a9f", "CC-BY-4.0",
-     "test=11-510,all,prompt=1-10,validation=511-600,train=601-974", "task_id", NULL, NULL,
-     MBPP_PROMPT, NULL, NULL, "MBPP: task text + its 3 asserts (test = task_id 11..510)"},
-    {"classeval", "classeval/ClassEval_data.json", 100, 2345518,
-     "50a1ac0e4d0c238573c10c0ab11feae00b14a80ae9e4c9cc28148707ecf0b6a2", "CC-BY-NC-4.0",
-     "test,all", "task_id", NULL, NULL, CLASSEVAL_PROMPT, NULL, NULL,
-     "ClassEval: holistic instruction + class skeleton"},
-    {"mt-bench", "mt-bench/question.jsonl", 80, 48929,
-     "119565adbab82227089cefdb44c8d7e2cf04dc0a0ec233634c82e7d4e2a944f7", "Apache-2.0",
-     "test,all", "question_id", "category", "turns", NULL, NULL, NULL,
-     "MT-Bench: two user turns per question"},
-    {"spec-bench", "spec-bench/question.jsonl", 480, 698768,
-     "4b6d33e79484f9841c487ee87d1cf6aa8c6066f61d5d482ff09e5a007fafdf04", "Apache-2.0",
-     "test,all", "question_id", "category", "turns", NULL, NULL, NULL,
-     "Spec-Bench: MT-Bench (2 turns) + 5 tasks x 80 (1 turn)"},
-    {"math500", "math500/test.jsonl", 500, 446564,
-     "35dc41080a3680858b27fa7e0533d2d547825316fc5dafe5d316f4ccc5a06132", "MIT", "test,all",
-     "unique_id", "subject", NULL, "{problem}", NULL, NULL, "MATH500: the problem"},
-    {"olympiadbench", "olympiadbench/test.jsonl", 675, 1493870,
-     "bb8c1e38a16ea9eacb77530315a674d883f267fbff79183effc53681b4fcc416", "Apache-2.0",
-     "test,all", "id", "subfield", NULL, "[[{context}\n\n]]{question}", NULL, NULL,
-     "OlympiadBench OE_TO_maths_en_COMP: [context +] question"},
-    {"sharegpt", "sharegpt/ShareGPT_V3_filtered_500.json", 500, 216075,
-     "1dfcb9e6a6b794145128a3d2dd2f3c83aff8f11c806654e77aede2b0cda30e0e", SG_LICENSE, "test,all",
-     SG_FIELDS, "ShareGPT V3: 500 first human turns"},
-    {"sharegpt-1000", "sharegpt/ShareGPT_V3_filtered_1000.json", 1000, 863133,
-     "68bf784305d30824de71732c59e53ebb00780e4fd136b0382cd7dee7f08ea5d3", SG_LICENSE, "test,all",
-     SG_FIELDS, "ShareGPT V3: 1000 first human turns"},
-    {"sharegpt-90k", "sharegpt/sg_90k_part1_html_cleaned_lang_first_sampled_sorted.json", 2978,
-     2053294, "e95458dfb016a21e5ced20ced9b1694e8d8eeb7c9442005f588563fdd53318c9", SG_LICENSE,
-     "test,all", SG_FIELDS, "ShareGPT sg_90k sample: non-empty first turns by a human (2957 of 2978)"},
-};
-#define N_SPECS (sizeof specs / sizeof specs[0])
 
 struct arb_dataset {
     const arb_dataset_info *info;
@@ -93,15 +31,15 @@ struct arb_dataset {
 
 const arb_dataset_info *arb_dataset_list(size_t *n)
 {
-    *n = N_SPECS;
-    return specs;
+    *n = arb_dataset_catalog_n;
+    return arb_dataset_catalog;
 }
 
 const arb_dataset_info *arb_dataset_find(const char *name)
 {
-    for (size_t i = 0; name && i < N_SPECS; i++)
-        if (!strcmp(specs[i].name, name))
-            return &specs[i];
+    for (size_t i = 0; name && i < arb_dataset_catalog_n; i++)
+        if (!strcmp(arb_dataset_catalog[i].name, name))
+            return &arb_dataset_catalog[i];
     return NULL;
 }
 
@@ -603,8 +541,8 @@ static int unknown_name(const char *name, arb_err *err)
 {
     char known[512] = "";
     size_t k = 0;
-    for (size_t i = 0; i < N_SPECS && k < sizeof known; i++)
-        k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "", specs[i].name);
+    for (size_t i = 0; i < arb_dataset_catalog_n && k < sizeof known; i++)
+        k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "", arb_dataset_catalog[i].name);
     return ARB_ERR(err, ARB_E_INVAL, "unknown dataset \"%s\" (known: %s)", name ? name : "(null)",
                    known);
 }

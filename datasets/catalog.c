@@ -1,0 +1,69 @@
+/* catalog.c — the benchmark datasets: one row each, the one place to change a prompt format.
+ *
+ * Per row: the file (under the data directory) and its manifest facts (records, bytes, sha256,
+ * license; datasets/manifest.tsv repeats them for datasets/fetch and tests/test_dataset.c checks
+ * that the two agree), the splits, the id and category fields, and the user turns: a field that
+ * is an array of turns, or a one-turn template (syntax in dataset.c's header). Why each prompt is
+ * what it is: datasets/README.md.
+ *
+ * Adding a dataset: a row here, a line in manifest.tsv, a first-record fact in test_dataset.c.
+ */
+#include "dataset_int.h"
+
+/* MBPP splits: google-research mbpp/README.md ("Task IDs 11-510 are used for evaluation.
+   Task IDs 1-10 and 511-1000 are used for training and/or prompting"); validation/train as in
+   the HF loader. The prompt is the zero-shot form of the MBPP paper's prompt, as used by
+   DeepSeek-Coder Evaluation/MBPP and bigcode-evaluation-harness (tests joined by "\n"). */
+#define MBPP_PROMPT                                                                             \
+    "You are an expert Python programmer, and here is your task: {text} Your code should pass " \
+    "these tests:\n\n{test_list:lines}"
+/* ClassEval holistic generation, FudanSELab/ClassEval generation/inference_pipeline.py. */
+#define CLASSEVAL_PROMPT "Please complete the class {class_name} in the following code.\n{skeleton}"
+#define SG_FIELDS "id", NULL, NULL, "{conversations[0].value}", "conversations[0].from", "human"
+#define SG_LICENSE "Apache-2.0 (repo); ShareGPT terms"
+
+/* name, file, records, bytes, sha256, license, splits,
+   id, category, turns, prompt, keep field, keep value, summary */
+const arb_dataset_info arb_dataset_catalog[] = {
+    {"humaneval", "humaneval/HumanEval.jsonl.gz", 164, 44877,
+     "b796127e635a67f93fb35c04f4cb03cf06f38c8072ee7cee8833d7bee06979ef", "MIT", "test,all",
+     "task_id", NULL, NULL, "{prompt}", NULL, NULL,
+     "HumanEval: the function signature + docstring"},
+    {"gsm8k", "gsm8k/test.jsonl", 1319, 749738,
+     "3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14", "MIT", "test,all",
+     NULL, NULL, NULL, "{question}", NULL, NULL, "GSM8K test: the question"},
+    {"mbpp", "mbpp/mbpp.jsonl", 974, 563743,
+     "ccf64ceae9c5403bf50a044cb6d505bfd2a2963ee58338ba268fd65beab92a9f", "CC-BY-4.0",
+     "test=11-510,all,prompt=1-10,validation=511-600,train=601-974", "task_id", NULL, NULL,
+     MBPP_PROMPT, NULL, NULL, "MBPP: task text + its 3 asserts (test = task_id 11..510)"},
+    {"classeval", "classeval/ClassEval_data.json", 100, 2345518,
+     "50a1ac0e4d0c238573c10c0ab11feae00b14a80ae9e4c9cc28148707ecf0b6a2", "CC-BY-NC-4.0",
+     "test,all", "task_id", NULL, NULL, CLASSEVAL_PROMPT, NULL, NULL,
+     "ClassEval: holistic instruction + class skeleton"},
+    {"mt-bench", "mt-bench/question.jsonl", 80, 48929,
+     "119565adbab82227089cefdb44c8d7e2cf04dc0a0ec233634c82e7d4e2a944f7", "Apache-2.0",
+     "test,all", "question_id", "category", "turns", NULL, NULL, NULL,
+     "MT-Bench: two user turns per question"},
+    {"spec-bench", "spec-bench/question.jsonl", 480, 698768,
+     "4b6d33e79484f9841c487ee87d1cf6aa8c6066f61d5d482ff09e5a007fafdf04", "Apache-2.0",
+     "test,all", "question_id", "category", "turns", NULL, NULL, NULL,
+     "Spec-Bench: MT-Bench (2 turns) + 5 tasks x 80 (1 turn)"},
+    {"math500", "math500/test.jsonl", 500, 446564,
+     "35dc41080a3680858b27fa7e0533d2d547825316fc5dafe5d316f4ccc5a06132", "MIT", "test,all",
+     "unique_id", "subject", NULL, "{problem}", NULL, NULL, "MATH500: the problem"},
+    {"olympiadbench", "olympiadbench/test.jsonl", 675, 1493870,
+     "bb8c1e38a16ea9eacb77530315a674d883f267fbff79183effc53681b4fcc416", "Apache-2.0",
+     "test,all", "id", "subfield", NULL, "[[{context}\n\n]]{question}", NULL, NULL,
+     "OlympiadBench OE_TO_maths_en_COMP: [context +] question"},
+    {"sharegpt", "sharegpt/ShareGPT_V3_filtered_500.json", 500, 216075,
+     "1dfcb9e6a6b794145128a3d2dd2f3c83aff8f11c806654e77aede2b0cda30e0e", SG_LICENSE, "test,all",
+     SG_FIELDS, "ShareGPT V3: 500 first human turns"},
+    {"sharegpt-1000", "sharegpt/ShareGPT_V3_filtered_1000.json", 1000, 863133,
+     "68bf784305d30824de71732c59e53ebb00780e4fd136b0382cd7dee7f08ea5d3", SG_LICENSE, "test,all",
+     SG_FIELDS, "ShareGPT V3: 1000 first human turns"},
+    {"sharegpt-90k", "sharegpt/sg_90k_part1_html_cleaned_lang_first_sampled_sorted.json", 2978,
+     2053294, "e95458dfb016a21e5ced20ced9b1694e8d8eeb7c9442005f588563fdd53318c9", SG_LICENSE,
+     "test,all", SG_FIELDS, "ShareGPT sg_90k sample: non-empty first turns by a human (2957 of 2978)"},
+};
+
+const size_t arb_dataset_catalog_n = sizeof arb_dataset_catalog / sizeof arb_dataset_catalog[0];
