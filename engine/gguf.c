@@ -120,7 +120,10 @@ static int scalar_size(uint32_t t)
 }
 
 /* Smallest encoding of one element: strings are >= 8 bytes, arrays >= 12. */
-static uint64_t min_size(uint32_t t) { return t == ARB_GGUF_STRING ? 8 : t == ARB_GGUF_ARRAY ? 12 : (uint64_t)scalar_size(t); }
+static uint64_t min_size(uint32_t t)
+{
+    return t == ARB_GGUF_STRING ? 8 : t == ARB_GGUF_ARRAY ? 12 : (uint64_t)scalar_size(t);
+}
 
 static void decode_scalar(uint32_t t, const uint8_t *p, arb_gguf_value *v)
 {
@@ -166,8 +169,8 @@ static int parse_value(cur *c, uint32_t t, arb_gguf_value *v, int depth)
     if (scalar_size(et) < 0)
         return FAIL(c, "invalid array element type %u", et);
     if (n > left(c) / min_size(et))
-        return FAIL(c, "array count %llu of %s exceeds what the %zu bytes left can hold (truncated or corrupt file)", (unsigned long long)n,
-                    arb_gguf_type_name((arb_gguf_type)et), left(c));
+        return FAIL(c, "array count %llu of %s exceeds what the %zu bytes left can hold (truncated or corrupt file)",
+                    (unsigned long long)n, arb_gguf_type_name((arb_gguf_type)et), left(c));
     size_t start = c->off;
     v->v.arr.elem_type = (arb_gguf_type)et;
     v->v.arr.n = n;
@@ -252,7 +255,8 @@ static int parse_kvs(arb_gguf *g, cur *c)
     size_t slot;
     uint64_t found;
     if (g->n_kv > left(c) / 13) /* key length 8 + type 4 + value >= 1 */
-        return FAIL(c, "n_kv %llu exceeds what the %zu bytes left can hold (truncated or corrupt file)", (unsigned long long)g->n_kv, left(c));
+        return FAIL(c, "n_kv %llu exceeds what the %zu bytes left can hold (truncated or corrupt file)",
+                    (unsigned long long)g->n_kv, left(c));
     g->kv = calloc(g->n_kv ? (size_t)g->n_kv : 1, sizeof *g->kv);
     g->kv_strs = calloc(g->n_kv ? (size_t)g->n_kv : 1, sizeof *g->kv_strs);
     if (!g->kv || !g->kv_strs || table_new(g->n_kv, &g->kv_hash, &g->kv_cap))
@@ -311,8 +315,8 @@ static int parse_tensor_infos(arb_gguf *g, cur *c)
     size_t slot;
     uint64_t found;
     if (g->n_tensors > left(c) / 32) /* name 8 + n_dims 4 + dim 8 + type 4 + offset 8 */
-        return FAIL(c, "n_tensors %llu exceeds what the %zu bytes left can hold (truncated or corrupt file)", (unsigned long long)g->n_tensors,
-                    left(c));
+        return FAIL(c, "n_tensors %llu exceeds what the %zu bytes left can hold (truncated or corrupt file)",
+                    (unsigned long long)g->n_tensors, left(c));
     g->tensors = calloc(g->n_tensors ? (size_t)g->n_tensors : 1, sizeof *g->tensors);
     if (!g->tensors || table_new(g->n_tensors, &g->t_hash, &g->t_cap))
         return ARB_ERR(c->err, ARB_E_NOMEM, "%s: out of memory for %llu tensors", c->name,
@@ -396,7 +400,8 @@ static int parse(arb_gguf *g, arb_err *err)
     uint64_t pad = (g->alignment - c.off % g->alignment) % g->alignment;
     g->data_off = c.off + pad;
     if (g->n_tensors && (pad > left(&c)))
-        return FAIL(&c, "data section (aligned to %llu) starts past the end of the file", (unsigned long long)g->alignment);
+        return FAIL(&c, "data section (aligned to %llu) starts past the end of the file",
+                    (unsigned long long)g->alignment);
     return check_extents(g, &c);
 }
 
@@ -535,7 +540,8 @@ int arb_gguf_arr_f64(const arb_gguf_value *arr, uint64_t i, double *out)
 int arb_gguf_arr_i64(const arb_gguf_value *arr, uint64_t i, int64_t *out)
 {
     arb_gguf_value v;
-    if (arr->type == ARB_GGUF_ARRAY && !arb_gguf_int_signed(arr->v.arr.elem_type) && !arb_gguf_int_unsigned(arr->v.arr.elem_type))
+    arb_gguf_type et = arr->v.arr.elem_type;
+    if (arr->type == ARB_GGUF_ARRAY && !arb_gguf_int_signed(et) && !arb_gguf_int_unsigned(et))
         return ARB_E_FORMAT;
     int rc = arb_gguf_arr_at(arr, i, &v);
     if (rc)
