@@ -33,7 +33,8 @@ static mm_layout layout_for(uint32_t type, int n_in)
     l.off_d = align64((size_t)n_in);
     l.off_isum = align64(l.off_d + nb * sizeof(float));
     l.off_fsum = align64(l.off_isum + ng * sizeof(int32_t));
-    l.stride = align64(l.off_fsum + nb * sizeof(float));
+    l.off_d8 = align64(l.off_fsum + nb * sizeof(float));
+    l.stride = align64(l.off_d8 + (l.B == 32 ? nb * 8 * sizeof(float) : 0));
     return l;
 }
 
@@ -62,6 +63,7 @@ static void quant_row(const float *x, int n_in, const mm_layout *l, uint8_t *dst
     float *d = (float *)(dst + l->off_d);
     int32_t *isum = (int32_t *)(dst + l->off_isum);
     float *fsum = (float *)(dst + l->off_fsum);
+    float *d8 = (float *)(dst + l->off_d8);
     const int B = l->B, G = l->G;
     for (int b = 0; b < n_in / B; b++) {
         const float *xb = x + (size_t)b * B;
@@ -81,8 +83,11 @@ static void quant_row(const float *x, int n_in, const mm_layout *l, uint8_t *dst
             sb += v;
         }
         d[b] = db;
-        if (B == 32)
+        if (B == 32) {
             fsum[b] = db * (float)sb;
+            for (int k = 0; k < 8; k++)
+                d8[8 * b + k] = db;
+        }
         for (int g = 0; g < B / G; g++) {
             int s = 0;
             for (int i = 0; i < G; i++)
@@ -326,20 +331,28 @@ int arb_matmul_force_isa(const char *name)
     return ARB_OK;
 }
 
-static mm_rows_fn rows_for(const mm_impl *p, uint32_t type)
+static mm_rows_fn rows_of(const mm_impl *p, uint32_t type)
 {
-    mm_rows_fn f = NULL, s = NULL;
     switch (type) {
-    case ARB_TYPE_Q4_0: f = p->q4_0; s = arb_mm_scalar.q4_0; break;
-    case ARB_TYPE_Q4_1: f = p->q4_1; s = arb_mm_scalar.q4_1; break;
-    case ARB_TYPE_Q8_0: f = p->q8_0; s = arb_mm_scalar.q8_0; break;
-    case ARB_TYPE_Q4_K: f = p->q4_k; s = arb_mm_scalar.q4_k; break;
-    case ARB_TYPE_Q6_K: f = p->q6_k; s = arb_mm_scalar.q6_k; break;
-    case ARB_TYPE_F16: f = p->f16; s = arb_mm_scalar.f16; break;
-    case ARB_TYPE_F32: f = p->f32; s = arb_mm_scalar.f32; break;
+    case ARB_TYPE_Q4_0: return p->q4_0;
+    case ARB_TYPE_Q4_1: return p->q4_1;
+    case ARB_TYPE_Q8_0: return p->q8_0;
+    case ARB_TYPE_Q4_K: return p->q4_k;
+    case ARB_TYPE_Q6_K: return p->q6_k;
+    case ARB_TYPE_F16: return p->f16;
+    case ARB_TYPE_F32: return p->f32;
     default: return NULL;
     }
-    return f ? f : s;
+}
+
+/* The family's kernel for this type, else the next family down (avx512 -> avx2
+   -> scalar). A function of (family, type) only, never of n_tok. */
+static mm_rows_fn rows_for(const mm_impl *p, uint32_t type)
+{
+    mm_rows_fn f = rows_of(p, type);
+    if (!f && p == &arb_mm_avx512)
+        f = rows_of(&arb_mm_avx2, type);
+    return f ? f : rows_of(&arb_mm_scalar, type);
 }
 
 typedef struct mm_run {

@@ -1,4 +1,180 @@
-/* matmul_avx2.c — placeholder: the avx2 kernel family (filled in next). */
+/* matmul_avx2.c — the AVX2/FMA/F16C kernel family (the x86-64 baseline).
+ *
+ * One weight row is combined with up to 4 tokens per pass: the 32-byte block is
+ * unpacked once and dotted with each token's Q8 block (maddubs + madd, 8 int32
+ * lanes), then scaled and accumulated into that token's own 8 float lanes. Every
+ * (row, token) pair therefore sees the same instruction sequence whether it is
+ * computed alone or as one of 4 — the batch-invariance rule of matmul_int.h —
+ * while a batch reads each weight block once per 4 tokens instead of once per token.
+ * All float arithmetic is written as intrinsics so the compiler cannot contract or
+ * reorder it differently in the 1-, 2-, 3- and 4-token instances.
+ */
 #include "matmul_int.h"
 
-const mm_impl arb_mm_avx2 = {.name = "avx2"};
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC target("avx2,fma,f16c")
+#include <immintrin.h>
+
+#define AI static inline __attribute__((always_inline))
+
+AI float f16(uint16_t h) { return _cvtsh_ss(h); }
+
+/* Fixed reduction of 8 lanes: (0+4, 1+5, 2+6, 3+7), then pairs, then the two. */
+AI float hsum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* 16 packed bytes -> 32 unsigned nibbles in element order (low nibbles are
+   elements 0..15, high nibbles 16..31 in Q4_0/Q4_1). */
+AI __m256i unpack_nib(const uint8_t *qs)
+{
+    const __m128i b = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+AI __m256i dot_u8s8(__m256i u, __m256i s) /* 8 int32 lanes of sum u*s, no overflow for |u| <= 128 */
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+typedef struct tok_ptrs { const int8_t *qs; const float *d, *fs; } tok_ptrs;
+
+AI tok_ptrs tok(const mm_job *j, int t) { return (tok_ptrs){mm_qs(j, t), mm_d(j, t), mm_fsum(j, t)}; }
+
+/* Q4_1 (is_q4_0 = 0) and Q4_0 (is_q4_0 = 1): the Q4_0 offset -8 is applied to the
+   nibbles (signed weights, sign trick) so that its sum stays an exact integer. */
+AI void kern_q4(const mm_job *j, int r, int t0, const int NT, const int is_q4_0)
+{
+    const uint8_t *row = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes;
+    const int nb = j->w->n_in / 32;
+    tok_ptrs tp[4];
+    __m256 acc[4];
+    __m128 accm[4];
+    for (int k = 0; k < NT; k++) {
+        tp[k] = tok(j, t0 + k);
+        acc[k] = _mm256_setzero_ps();
+        accm[k] = _mm_setzero_ps();
+    }
+    for (int b = 0; b < nb; b++) {
+        float dw, mw = 0.0f;
+        __m256i wv, wabs = _mm256_setzero_si256();
+        if (is_q4_0) {
+            const arb_block_q4_0 *blk = (const arb_block_q4_0 *)row + b;
+            dw = f16(blk->d);
+            wv = _mm256_sub_epi8(unpack_nib(blk->qs), _mm256_set1_epi8(8));
+            wabs = _mm256_sign_epi8(wv, wv);
+        } else {
+            const arb_block_q4_1 *blk = (const arb_block_q4_1 *)row + b;
+            dw = f16(blk->d);
+            mw = f16(blk->m);
+            wv = unpack_nib(blk->qs);
+        }
+        const __m256 dwv = _mm256_set1_ps(dw);
+        const __m128 mwv = _mm_set_ss(mw);
+        for (int k = 0; k < NT; k++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(tp[k].qs + 32 * b));
+            const __m256i s = is_q4_0 ? dot_u8s8(wabs, _mm256_sign_epi8(q, wv)) : dot_u8s8(wv, q);
+            const __m256 sc = _mm256_mul_ps(dwv, _mm256_broadcast_ss(tp[k].d + b));
+            acc[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s), acc[k]);
+            if (!is_q4_0)
+                accm[k] = _mm_fmadd_ss(mwv, _mm_load_ss(tp[k].fs + b), accm[k]);
+        }
+    }
+    for (int k = 0; k < NT; k++) {
+        const float v = is_q4_0 ? hsum8(acc[k]) : _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(hsum8(acc[k])), accm[k]));
+        j->y[(size_t)(t0 + k) * j->w->n_out + r] = v;
+    }
+}
+
+AI void kern_q8_0(const mm_job *j, int r, int t0, const int NT)
+{
+    const arb_block_q8_0 *row = (const arb_block_q8_0 *)((const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes);
+    const int nb = j->w->n_in / 32;
+    tok_ptrs tp[4];
+    __m256 acc[4];
+    for (int k = 0; k < NT; k++) {
+        tp[k] = tok(j, t0 + k);
+        acc[k] = _mm256_setzero_ps();
+    }
+    for (int b = 0; b < nb; b++) {
+        const __m256i wv = _mm256_loadu_si256((const __m256i *)row[b].qs);
+        const __m256i wabs = _mm256_sign_epi8(wv, wv);
+        const __m256 dwv = _mm256_set1_ps(f16(row[b].d));
+        for (int k = 0; k < NT; k++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(tp[k].qs + 32 * b));
+            const __m256i s = dot_u8s8(wabs, _mm256_sign_epi8(q, wv));
+            const __m256 sc = _mm256_mul_ps(dwv, _mm256_broadcast_ss(tp[k].d + b));
+            acc[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s), acc[k]);
+        }
+    }
+    for (int k = 0; k < NT; k++)
+        j->y[(size_t)(t0 + k) * j->w->n_out + r] = hsum8(acc[k]);
+}
+
+/* F16/F32 weights against f32 activations: 8 lanes, then a sequential tail. */
+AI void kern_raw(const mm_job *j, int r, int t0, const int NT)
+{
+    const int n = j->w->n_in, is16 = j->w->type == ARB_TYPE_F16;
+    const uint8_t *row = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes;
+    __m256 acc[4];
+    for (int k = 0; k < NT; k++)
+        acc[k] = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 wv = is16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * (size_t)i)))
+                               : _mm256_loadu_ps((const float *)row + i);
+        for (int k = 0; k < NT; k++)
+            acc[k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(j->x + (size_t)(t0 + k) * n + i), acc[k]);
+    }
+    for (int k = 0; k < NT; k++) {
+        __m128 s = _mm_set_ss(hsum8(acc[k]));
+        for (int e = i; e < n; e++) {
+            const float wf = is16 ? f16(((const uint16_t *)row)[e]) : ((const float *)row)[e];
+            s = _mm_fmadd_ss(_mm_set_ss(wf), _mm_load_ss(j->x + (size_t)(t0 + k) * n + e), s);
+        }
+        j->y[(size_t)(t0 + k) * j->w->n_out + r] = _mm_cvtss_f32(s);
+    }
+}
+
+/* Row blocks x token groups of 4 (then a group of 1-3). */
+#define ROWS_LOOP(KCALL)                                                        \
+    for (int rb = r0; rb < r1; rb += MM_ROW_BLOCK) {                            \
+        const int re = rb + MM_ROW_BLOCK < r1 ? rb + MM_ROW_BLOCK : r1;         \
+        int t = 0;                                                              \
+        for (; t + 4 <= j->n_tok; t += 4)                                       \
+            for (int r = rb; r < re; r++)                                       \
+                KCALL(r, t, 4);                                                 \
+        const int rest = j->n_tok - t;                                          \
+        for (int r = rb; r < re; r++) {                                         \
+            if (rest == 3)                                                      \
+                KCALL(r, t, 3);                                                 \
+            else if (rest == 2)                                                 \
+                KCALL(r, t, 2);                                                 \
+            else if (rest == 1)                                                 \
+                KCALL(r, t, 1);                                                 \
+        }                                                                       \
+    }
+
+#define K_Q4_0(r, t, n) kern_q4(j, r, t, n, 1)
+#define K_Q4_1(r, t, n) kern_q4(j, r, t, n, 0)
+#define K_Q8_0(r, t, n) kern_q8_0(j, r, t, n)
+#define K_RAW(r, t, n) kern_raw(j, r, t, n)
+
+static void rows_q4_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q4_0) }
+static void rows_q4_1(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q4_1) }
+static void rows_q8_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q8_0) }
+static void rows_raw(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_RAW) }
+
+const mm_impl arb_mm_avx2 = {
+    .name = "avx2",
+    .q4_0 = rows_q4_0, .q4_1 = rows_q4_1, .q8_0 = rows_q8_0,
+    .f16 = rows_raw, .f32 = rows_raw,
+};
+
+#else
+const mm_impl arb_mm_avx2 = {.name = "avx2"}; /* not x86-64: never selected */
+#endif
