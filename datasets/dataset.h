@@ -16,7 +16,8 @@
  *
  * Errors name the file and line (JSON Lines) or array index (JSON arrays) and the field:
  * "/data/gsm8k/test.jsonl:17: expected string field \"question\", got number".
- * Thread-safety: an open dataset is read-only; share it freely. The table is const.
+ * Thread-safety: an open dataset is read-only; share it freely. The table is const. Open
+ * datasets from one thread at a time (cJSON records parse errors in a global).
  */
 #ifndef ARB_DATASET_H
 #define ARB_DATASET_H

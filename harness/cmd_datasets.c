@@ -66,8 +66,10 @@ static int show(int argc, char **argv, const char *data_flag)
     size_t n = arb_dataset_count(d);
     if (limit > 0 && (size_t)limit < n)
         n = (size_t)limit;
-    printf("# %s (split %s): %zu of %zu records (%zu in the file)\n", name,
-           split ? split : "test", n, arb_dataset_count(d), arb_dataset_n_read(d));
+    const arb_dataset_info *in = arb_dataset_get_info(d);
+    printf("# %s (split %s): %zu of %zu records (%zu in the file %s; license %s)\n", name,
+           split ? split : "test", n, arb_dataset_count(d), arb_dataset_n_read(d), in->file,
+           in->license);
     for (size_t i = 0; i < n; i++) {
         const arb_record *r = arb_dataset_get(d, i);
         printf("\n=== [%zu] id=%s", i, r->id);
