@@ -39,7 +39,7 @@ static int bv_prepare(bv_state *st, const arb_verify_in *in)
                 double d = st->wt[i] * pi[y] - qi[y];
                 S += d > 0 ? d : 0;
             }
-            double den = S + 1 - st->wt[i];
+            double den = S + (1 - st->wt[i]);
             st->h[i] = den > 0 ? S / den : 1.0; /* §12.2 */
         } else {
             st->h[i] = st->wt[i];

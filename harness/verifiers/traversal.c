@@ -122,10 +122,14 @@ static void reject(trav_state *st, const arb_verify_in *in, int l, int32_t *n_fa
         for (int y = 0; y < V; y++)
             dst[y] = r[y] * inv;
         st->P[v] = dst;
-        st->wt[v] = S / (S + 1 - om);
+        double wv = S / (S + (1 - om)); /* not (S + 1) - om: S may be below 1 ulp */
+        st->wt[v] = wv < 1 ? wv : 1;    /* §12.10 */
     } else {
-        st->wt[v] = 0; /* unreachable in exact arithmetic (§12.1) */
-        (*n_fallback)++;
+        /* S = 0 with ω < 1: v can no longer be the answer (BV's h = 0), a legal state.
+           With ω = 1 it is 0/0, unreachable in exact arithmetic (§12.1, §12.2). */
+        st->wt[v] = 0;
+        if (om >= 1)
+            (*n_fallback)++;
     }
     double m = Qv[x];
     if (st->broken != ARB_VF_BROKEN_TRAV_NO_RENORM) {

@@ -1,0 +1,177 @@
+/* test_sample.c — PROCESS (verification.md §0.2) and the RNG primitives (§0.4, §11.6). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "sample.h"
+
+Test(sample, philox_known_answers)
+{
+    /* Random123 kat_vectors, philox4x32_10 */
+    uint32_t out[4];
+    const uint32_t c0[4] = {0, 0, 0, 0}, k0[2] = {0, 0};
+    arb_philox4x32(c0, k0, out);
+    cr_assert(out[0] == 0x6627e8d5u && out[1] == 0xe169c58du && out[2] == 0xbc57ac4cu && out[3] == 0x9b00dbd8u,
+              "%08x %08x %08x %08x", out[0], out[1], out[2], out[3]);
+    const uint32_t c1[4] = {~0u, ~0u, ~0u, ~0u}, k1[2] = {~0u, ~0u};
+    arb_philox4x32(c1, k1, out);
+    cr_assert(out[0] == 0x408f276du && out[1] == 0x41c83b0eu && out[2] == 0xa20bc7c6u && out[3] == 0x6d5451fdu,
+              "%08x %08x %08x %08x", out[0], out[1], out[2], out[3]);
+    const uint32_t c2[4] = {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, k2[2] = {0xa4093822u, 0x299f31d0u};
+    arb_philox4x32(c2, k2, out);
+    cr_assert(out[0] == 0xd16cfe09u && out[1] == 0x94fdccebu && out[2] == 0x5001e420u && out[3] == 0x24126ea1u,
+              "%08x %08x %08x %08x", out[0], out[1], out[2], out[3]);
+}
+
+Test(sample, rng_is_keyed_and_reproducible)
+{
+    arb_rng a, b;
+    arb_rng_init(&a, 42, 3, 7, ARB_STREAM_VERIFY);
+    arb_rng_init(&b, 42, 3, 7, ARB_STREAM_VERIFY);
+    for (int i = 0; i < 100; i++)
+        cr_assert_eq(arb_rng_u64(&a), arb_rng_u64(&b));
+    /* any change of seed, prompt, step or stream gives another sequence */
+    uint64_t ref;
+    arb_rng_init(&a, 42, 3, 7, ARB_STREAM_VERIFY);
+    ref = arb_rng_u64(&a);
+    arb_rng_init(&b, 43, 3, 7, ARB_STREAM_VERIFY);
+    cr_assert_neq(arb_rng_u64(&b), ref);
+    arb_rng_init(&b, 42, 4, 7, ARB_STREAM_VERIFY);
+    cr_assert_neq(arb_rng_u64(&b), ref);
+    arb_rng_init(&b, 42, 3, 8, ARB_STREAM_VERIFY);
+    cr_assert_neq(arb_rng_u64(&b), ref);
+    arb_rng_init(&b, 42, 3, 7, ARB_STREAM_DRAFT);
+    cr_assert_neq(arb_rng_u64(&b), ref);
+    /* the words are the Philox block of counter (index, stream, step, prompt) */
+    uint32_t blk[4], ctr[4] = {0, ARB_STREAM_VERIFY, 7, 3}, key[2] = {42, 0};
+    arb_philox4x32(ctr, key, blk);
+    cr_assert_eq(ref, ((uint64_t)blk[0] << 32) | blk[1]);
+}
+
+Test(sample, uniform_bern_ratio)
+{
+    arb_rng r;
+    arb_rng_init(&r, 1, 0, 0, ARB_STREAM_AUX);
+    double s = 0, mn = 1, mx = 0;
+    const int N = 200000;
+    int n_half = 0, n_ratio = 0;
+    for (int i = 0; i < N; i++) {
+        double u = arb_rng_u(&r);
+        cr_assert(u >= 0 && u < 1);
+        s += u;
+        mn = fmin(mn, u);
+        mx = fmax(mx, u);
+        cr_assert(!arb_rng_bern(&r, 0.0));
+        cr_assert(arb_rng_bern(&r, 1.0));
+        n_half += arb_rng_bern(&r, 0.25);
+        n_ratio += arb_rng_ratio(&r, 1.0, 3.0); /* min(1, 1/3) */
+        cr_assert(arb_rng_ratio(&r, 2.0, 1.0)); /* num >= den: always */
+        cr_assert(!arb_rng_ratio(&r, 0.0, 1.0));
+    }
+    /* 6-sigma bounds */
+    cr_assert(fabs(s / N - 0.5) < 6 * sqrt(1.0 / 12 / N));
+    cr_assert(fabs((double)n_half / N - 0.25) < 6 * sqrt(0.25 * 0.75 / N));
+    cr_assert(fabs((double)n_ratio / N - 1.0 / 3) < 6 * sqrt(2.0 / 9 / N));
+    cr_assert(mn < 1e-4 && mx > 1 - 1e-4);
+}
+
+Test(sample, sample_w_law_and_edge_cases)
+{
+    arb_rng r;
+    arb_rng_init(&r, 2, 0, 0, ARB_STREAM_AUX);
+    const double w[5] = {0.5, 0, 1.5, 0, 2.0}; /* unnormalized */
+    long cnt[5] = {0};
+    const int N = 200000;
+    for (int i = 0; i < N; i++)
+        cnt[arb_sample_w(&r, w, 5)]++;
+    cr_assert_eq(cnt[1] + cnt[3], 0, "zero-weight tokens are never drawn");
+    for (int x = 0; x < 5; x += 2) {
+        double pe = w[x] / 4.0;
+        cr_assert(fabs((double)cnt[x] / N - pe) < 6 * sqrt(pe * (1 - pe) / N), "x=%d", x);
+    }
+    const double z[3] = {0, 0, 0};
+    arb_rng before = r;
+    cr_assert_eq(arb_sample_w(&r, z, 3), -1);
+    cr_assert(!memcmp(&before, &r, sizeof r), "an empty SAMPLE consumes no randomness");
+    const double one[3] = {0, 0, 1e-300};
+    cr_assert_eq(arb_sample_w(&r, one, 3), 2);
+}
+
+Test(sample, process_temperature_and_greedy)
+{
+    const float z[4] = {1.0f, 3.0f, 3.0f, -2.0f};
+    double pi[4];
+    int32_t idx[4];
+    arb_sampling s = arb_sampling_default();
+    s.temperature = 0;
+    cr_assert_eq(arb_sample_process(z, 4, &s, pi, idx), 1);
+    cr_assert(pi[1] == 1 && pi[0] == 0 && pi[2] == 0, "argmax ties -> smallest id");
+    s.temperature = 0.5;
+    arb_sample_process(z, 4, &s, pi, NULL);
+    double S = 0, e[4];
+    for (int x = 0; x < 4; x++)
+        S += e[x] = exp((z[x] - 3.0) / 0.5);
+    for (int x = 0; x < 4; x++)
+        cr_assert(fabs(pi[x] - e[x] / S) < 1e-15, "x=%d %.17g vs %.17g", x, pi[x], e[x] / S);
+}
+
+Test(sample, process_top_p_rule)
+{
+    /* probabilities 0.4, 0.3, 0.2, 0.1 (ids permuted); top_p = 0.7: keep position i iff
+       the mass before it is < 0.7 -> 0.4 (0 before), 0.3 (0.4 before); 0.2 has 0.7 before: cut */
+    const float z[4] = {(float)log(0.2), (float)log(0.4), (float)log(0.1), (float)log(0.3)};
+    double pi[4];
+    int32_t idx[4];
+    arb_sampling s = arb_sampling_default();
+    s.top_p = 0.69;
+    cr_assert_eq(arb_sample_process(z, 4, &s, pi, idx), 2);
+    cr_assert(fabs(pi[1] - 4.0 / 7) < 1e-6 && fabs(pi[3] - 3.0 / 7) < 1e-6 && pi[0] == 0 && pi[2] == 0);
+    s.top_p = 0.71;
+    cr_assert_eq(arb_sample_process(z, 4, &s, pi, idx), 3);
+    cr_assert(pi[2] == 0 && fabs(pi[0] - 0.2 / 0.9) < 1e-6);
+    /* ties at the cut: equal probabilities are ordered by id, smaller kept first */
+    const float t[4] = {0, 0, 0, 0};
+    s.top_p = 0.5;
+    cr_assert_eq(arb_sample_process(t, 4, &s, pi, idx), 2);
+    cr_assert(pi[0] == 0.5 && pi[1] == 0.5 && pi[2] == 0 && pi[3] == 0);
+    /* a big vocabulary with a long tail: the threshold search finds the same set as a sort */
+    enum { V = 5000 };
+    static float big[V];
+    static double pb[V];
+    static int32_t ib[V];
+    for (int x = 0; x < V; x++)
+        big[x] = (float)(-0.002 * x + ((x * 7919) % 13) * 0.01);
+    s.temperature = 0.7;
+    s.top_p = 0.9;
+    int nz = arb_sample_process(big, V, &s, pb, ib);
+    arb_sampling s1 = s;
+    s1.top_p = 1;
+    static double full[V];
+    static int32_t ord[V];
+    arb_sample_process(big, V, &s1, full, NULL);
+    for (int x = 0; x < V; x++)
+        ord[x] = x;
+    arb_sample_order_desc(full, ord, V);
+    double cum = 0;
+    int keep = 0;
+    while (keep < V && cum < 0.9)
+        cum += full[ord[keep++]];
+    cr_assert_eq(nz, keep);
+    for (int i = 0; i < V; i++)
+        cr_assert_eq(pb[ord[i]] > 0, i < keep, "rank %d", i);
+    double S = 0;
+    for (int x = 0; x < V; x++)
+        S += pb[x];
+    cr_assert(fabs(S - 1) < 1e-12);
+}
+
+Test(sample, process_top_k_ties)
+{
+    const float z[5] = {1, 2, 2, 0, 2};
+    double pi[5];
+    int32_t idx[5];
+    arb_sampling s = arb_sampling_default();
+    s.top_k = 2;
+    cr_assert_eq(arb_sample_process(z, 5, &s, pi, idx), 2);
+    cr_assert(pi[1] == 0.5 && pi[2] == 0.5 && pi[4] == 0, "ties -> smaller ids kept");
+}

@@ -1,0 +1,338 @@
+/* test_verifiers.c — Monte Carlo losslessness of every sampling verifier on the real
+ * sampling path (verification.md §11.4): production drafting (tree.h + arb_rng), the
+ * verifier from the registry, plain target sampling to complete H = 2 tokens. For each
+ * configuration the first token and the first two tokens are compared with the exact
+ * target law by Pearson X² (cells with expected count < 20 merged, α = 1e-9) and by TV
+ * against 3x its expectation at N draws; the paired acceptance-length check ties each
+ * draw's realised accepted length to its exact conditional mean (otanalysis.c).
+ * Negative control: NaiveTree with children sorted by token id must FAIL the same tests.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "verifiers/otanalysis.h"
+#include "verifiers/verifier.h"
+#include "verifiers/vf_int.h"
+#include "vf_models.h"
+
+#define N_DRAWS 100000
+
+typedef struct mc_stats {
+    double tv[3], x2[3], crit[3], tv_bound[3];
+    int df[3];
+    double mean_diff, sd_diff; /* paired A - E */
+    double mean_acc;
+    int n_fallback;
+    int paired; /* 1 if E was available */
+} mc_stats;
+
+/* χ² critical value at α = 1e-9 by Wilson–Hilferty (slightly conservative in the tail). */
+static double chi2_crit(int df)
+{
+    const double z = 5.9978;
+    double a = 2.0 / (9.0 * df);
+    double t = 1 - a + z * sqrt(a);
+    return df * t * t * t;
+}
+
+static void score(const double *law, const long *cnt, int cells, long N, int h, mc_stats *s)
+{
+    double tv = 0, etv = 0, x2 = 0, mexp = 0, mobs = 0;
+    int used = 0;
+    for (int c = 0; c < cells; c++) {
+        double e = law[c] * (double)N;
+        tv += fabs((double)cnt[c] / (double)N - law[c]);
+        etv += sqrt(2 * law[c] * (1 - law[c]) / (M_PI * (double)N));
+        if (e < 20) {
+            mexp += e;
+            mobs += (double)cnt[c];
+        } else {
+            x2 += ((double)cnt[c] - e) * ((double)cnt[c] - e) / e;
+            used++;
+        }
+        if (law[c] == 0)
+            cr_assert_eq(cnt[c], 0, "a zero-probability sequence was produced (cell %d)", c);
+    }
+    if (mexp > 0) {
+        if (mexp >= 1)
+            x2 += (mobs - mexp) * (mobs - mexp) / mexp;
+        used++;
+    }
+    s->tv[h] = tv / 2;
+    s->tv_bound[h] = 3 * etv / 2 + 1e-4;
+    s->x2[h] = x2;
+    s->df[h] = used > 1 ? used - 1 : 1;
+    s->crit[h] = chi2_crit(s->df[h]);
+}
+
+typedef struct mc_cfg {
+    const char *verifier;
+    vm_regime g;
+    int uniform;     /* specinfer mode */
+    int khisti_s;
+    int sorted;      /* negative control: C(v) sorted by token id */
+    uint32_t id;     /* RNG prompt id (distinct per config) */
+} mc_cfg;
+
+static mc_stats run_mc(const vm_model *m, const mc_cfg *c, long N)
+{
+    mc_stats s = {0};
+    arb_err err = {0};
+    arb_verifier_opts o = arb_verifier_default_opts();
+    o.V = m->V;
+    o.n_nodes_max = VM_NMAX;
+    o.specinfer_uniform = c->uniform;
+    if (c->khisti_s)
+        o.khisti_s = c->khisti_s;
+    arb_verifier *vf;
+    cr_assert_eq(arb_verifier_new(c->verifier, &o, &vf, &err), 0, "%s", err.msg);
+    arb_otan *an;
+    cr_assert_eq(arb_otan_new(&o, &an, &err), 0, "%s", err.msg);
+    static vm_draft d; /* large: keep off the stack */
+    cr_assert_eq(arb_tree_init_seq(&d.t, VM_NMAX, 4 * VM_NMAX, &err), 0, "%s", err.msg);
+    const int V = m->V;
+    double law1[VM_VMAX], law2[VM_VMAX * VM_VMAX];
+    long cnt1[VM_VMAX] = {0}, cnt2[VM_VMAX * VM_VMAX] = {0};
+    vm_target_law(m, 1, law1);
+    vm_target_law(m, 2, law2);
+    double sum_d = 0, sum_d2 = 0, sum_a = 0;
+    int32_t path[VM_NMAX];
+    for (long i = 0; i < N; i++) {
+        arb_rng dr, vr, sr;
+        arb_rng_init(&dr, 20261122, c->id, (uint32_t)i, ARB_STREAM_DRAFT);
+        arb_rng_init(&vr, 20261122, c->id, (uint32_t)i, ARB_STREAM_VERIFY);
+        arb_rng_init(&sr, 20261122, c->id, (uint32_t)i, ARB_STREAM_SAMPLE);
+        vm_draw(&d, m, &c->g, &dr);
+        if (c->sorted)
+            vm_sort_children(&d);
+        arb_verify_in in = {.tree = &d.t, .p = d.P, .q = d.Q, .V = V, .rng = &vr};
+        arb_verify_out out;
+        cr_assert_eq(arb_verifier_verify(vf, &in, &out), 0);
+        s.n_fallback += out.n_fallback;
+        int np = arb_tree_path(&d.t, out.node, path), y[3], ny = 0;
+        for (int j = 1; j < np && ny < 2; j++)
+            y[ny++] = d.t.tok[path[j]];
+        int ctx = 0;
+        for (int j = 0; j < ny; j++)
+            ctx = vm_child(m, ctx, y[j]);
+        if (ny < 2) {
+            y[ny++] = out.extra;
+            ctx = vm_child(m, ctx, out.extra);
+        }
+        if (ny < 2)
+            y[ny++] = arb_sample_w(&sr, m->p + (size_t)ctx * V, V);
+        cnt1[y[0]]++;
+        cnt2[y[0] * V + y[1]]++;
+        double e;
+        if (arb_otan_expected_accepted(an, vf, &in, &e) == ARB_OK) {
+            double dd = out.depth - e;
+            sum_d += dd;
+            sum_d2 += dd * dd;
+            s.paired = 1;
+        }
+        sum_a += out.depth;
+    }
+    score(law1, cnt1, V, N, 1, &s);
+    score(law2, cnt2, V * V, N, 2, &s);
+    s.mean_diff = sum_d / (double)N;
+    s.sd_diff = sqrt(fmax(sum_d2 / (double)N - s.mean_diff * s.mean_diff, 0));
+    s.mean_acc = sum_a / (double)N;
+    arb_tree_release(&d.t);
+    arb_otan_free(an);
+    arb_verifier_free(vf);
+    return s;
+}
+
+static const char *regime_label(const vm_regime *g, char *buf, size_t n)
+{
+    if (g->kind == ARB_REGIME_DELAYED)
+        snprintf(buf, n, "delayed(%d,%d,%d)", g->l, g->k, g->L);
+    else if (g->kind == ARB_REGIME_SINGLE)
+        snprintf(buf, n, "single(L=%d)", g->L);
+    else
+        snprintf(buf, n, "%s(k=%d,L=%d)", arb_regime_name((arb_regime)g->kind), g->k, g->L);
+    return buf;
+}
+
+static bool passes(const mc_stats *s)
+{
+    bool ok = true;
+    for (int h = 1; h <= 2; h++)
+        ok = ok && s->x2[h] <= s->crit[h] && s->tv[h] <= s->tv_bound[h];
+    if (s->paired && s->sd_diff > 0)
+        ok = ok && fabs(s->mean_diff) <= 6 * s->sd_diff / sqrt((double)N_DRAWS);
+    return ok;
+}
+
+static void check(const vm_model *m, const char *model_name, const mc_cfg *c)
+{
+    mc_stats s = run_mc(m, c, N_DRAWS);
+    char buf[64];
+    printf("[verifiers] %-10s%s %-8s %-18s TV1 %.4f (bound %.4f) TV2 %.4f (bound %.4f) "
+           "X2 %.1f/%.1f df %d  E[acc] %.4f  paired %+.5f (6sd/sqrtN %.5f) fallback %d\n",
+           c->verifier, c->uniform ? "/u" : (c->khisti_s == 2 ? "/s2" : "  "), model_name,
+           regime_label(&c->g, buf, sizeof buf), s.tv[1], s.tv_bound[1], s.tv[2], s.tv_bound[2],
+           s.x2[2], s.crit[2], s.df[2], s.mean_acc, s.mean_diff, 6 * s.sd_diff / sqrt((double)N_DRAWS),
+           s.n_fallback);
+    fflush(stdout);
+    for (int h = 1; h <= 2; h++) {
+        cr_expect_leq(s.x2[h], s.crit[h], "%s %s H=%d: X2 %.2f > %.2f (df %d)", c->verifier,
+                      regime_label(&c->g, buf, sizeof buf), h, s.x2[h], s.crit[h], s.df[h]);
+        cr_expect_leq(s.tv[h], s.tv_bound[h], "%s H=%d: TV %.5f > %.5f", c->verifier, h, s.tv[h],
+                      s.tv_bound[h]);
+    }
+    if (s.paired)
+        cr_expect_leq(fabs(s.mean_diff), 6 * s.sd_diff / sqrt((double)N_DRAWS) + 1e-12,
+                      "%s: realised accepted length disagrees with its exact mean", c->verifier);
+    cr_expect_eq(s.n_fallback, 0, "%s: %d fallbacks", c->verifier, s.n_fallback);
+}
+
+static const char *const ALL8[] = {"nss", "naive", "naivetree", "bv", "spectr", "specinfer", "khisti",
+                                   "traversal"};
+
+Test(verifiers, registry_and_validity_matrix)
+{
+    cr_assert_eq(arb_verifier_count() >= 8, 1);
+    for (int i = 0; i < 8; i++) {
+        const arb_verifier_i *vi = arb_verifier_find(ALL8[i]);
+        cr_assert_not_null(vi, "%s missing", ALL8[i]);
+        cr_assert_eq(arb_verifier_check(ALL8[i], ARB_REGIME_SINGLE, NULL), 0);
+        cr_assert_eq(arb_verifier_check(ALL8[i], ARB_REGIME_IID, NULL), 0);
+    }
+    arb_err err = {0};
+    cr_assert_eq(arb_verifier_check("spectr", ARB_REGIME_WOR, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "spectr") && strstr(err.msg, "wor"), "%s", err.msg);
+    cr_assert_eq(arb_verifier_check("specinfer", ARB_REGIME_WOR, NULL), ARB_E_INVAL);
+    cr_assert_eq(arb_verifier_check("khisti", ARB_REGIME_WOR, NULL), ARB_E_INVAL);
+    cr_assert_eq(arb_verifier_check("traversal", ARB_REGIME_WOR, NULL), 0);
+    cr_assert_eq(arb_verifier_check("naivetree", ARB_REGIME_WOR, NULL), 0);
+    cr_assert_eq(arb_verifier_check("traversal", ARB_REGIME_DET, NULL), ARB_E_INVAL);
+    cr_assert_eq(arb_verifier_check("nss", ARB_REGIME_DET, NULL), 0);
+    cr_assert_eq(arb_verifier_find("naive")->valid[ARB_REGIME_IID], ARB_VALID_FIRST_PATH);
+    cr_assert_eq(arb_verifier_check("nope", ARB_REGIME_IID, NULL), ARB_E_INVAL);
+    arb_regime r;
+    cr_assert_eq(arb_regime_parse("delayed", &r), 0);
+    cr_assert_eq(r, ARB_REGIME_DELAYED);
+    cr_assert_eq(arb_regime_parse("Delayed", &r), ARB_E_INVAL);
+    for (int i = 0; i < arb_verifier_count(); i++) { /* every entry: new/free pair, bad opts */
+        const arb_verifier_i *vi = arb_verifier_at(i);
+        arb_verifier_opts o = arb_verifier_default_opts();
+        arb_verifier *vf = (arb_verifier *)1;
+        cr_assert_eq(arb_verifier_new(vi->name, &o, &vf, &err), ARB_E_INVAL, "%s V = 0", vi->name);
+        cr_assert_null(vf);
+        o.V = 5;
+        cr_assert_eq(arb_verifier_new(vi->name, &o, &vf, &err), 0, "%s", err.msg);
+        arb_verifier_free(vf);
+    }
+    arb_verifier_free(NULL);
+}
+
+Test(verifiers, rejects_oversized_tree_and_missing_q)
+{
+    arb_err err = {0};
+    arb_verifier_opts o = arb_verifier_default_opts();
+    o.V = 3;
+    o.n_nodes_max = 2;
+    arb_verifier *vf;
+    cr_assert_eq(arb_verifier_new("traversal", &o, &vf, &err), 0);
+    static vm_draft d;
+    arb_tree_init(&d.t, 8, &err);
+    vm_model m;
+    vm_h3(&m, 3);
+    vm_regime g = {.kind = ARB_REGIME_SINGLE, .L = 2};
+    arb_rng r;
+    arb_rng_init(&r, 1, 0, 0, 0);
+    vm_draw(&d, &m, &g, &r);
+    arb_verify_in in = {.tree = &d.t, .p = d.P, .q = d.Q, .V = 3, .rng = &r};
+    arb_verify_out out;
+    cr_assert_eq(arb_verifier_verify(vf, &in, &out), ARB_E_INVAL); /* 3 nodes > 2 */
+    arb_verifier_free(vf);
+    o.n_nodes_max = 8;
+    cr_assert_eq(arb_verifier_new("spectr", &o, &vf, &err), 0);
+    in.q = NULL;
+    cr_assert_eq(arb_verifier_verify(vf, &in, &out), ARB_E_INVAL);
+    arb_verifier_free(vf);
+    arb_tree_release(&d.t);
+    vm_free(&m);
+}
+
+/* SINGLE chains, random V = 4 model: all eight verifiers. */
+Test(verifiers, single_path_all, .timeout = 240)
+{
+    vm_model m;
+    vm_random(&m, 4, 4, 11);
+    for (int i = 0; i < 8; i++) {
+        mc_cfg c = {.verifier = ALL8[i], .g = {.kind = ARB_REGIME_SINGLE, .L = 3}, .id = 100 + i};
+        check(&m, "rand4", &c);
+    }
+    vm_free(&m);
+}
+
+/* IID k = 3, L = 2 on H3 and k = 2, L = 2 on a random V = 4 model: every verifier
+   (naive/bv on path 1), SpecInfer in both modes, Khisti at s = 2 and 5. */
+Test(verifiers, iid_all, .timeout = 300)
+{
+    vm_model h3, r4;
+    vm_h3(&h3, 3);
+    vm_random(&r4, 4, 3, 12);
+    for (int i = 0; i < 8; i++) {
+        mc_cfg c = {.verifier = ALL8[i], .g = {.kind = ARB_REGIME_IID, .k = 3, .L = 2}, .id = 200 + i};
+        check(&h3, "H3", &c);
+        mc_cfg c2 = {.verifier = ALL8[i], .g = {.kind = ARB_REGIME_IID, .k = 2, .L = 2}, .id = 220 + i};
+        check(&r4, "rand4", &c2);
+    }
+    mc_cfg u = {.verifier = "specinfer", .uniform = 1, .g = {.kind = ARB_REGIME_IID, .k = 3, .L = 2}, .id = 240};
+    check(&h3, "H3", &u);
+    mc_cfg k2 = {.verifier = "khisti", .khisti_s = 2, .g = {.kind = ARB_REGIME_IID, .k = 3, .L = 2}, .id = 241};
+    check(&r4, "rand4", &k2);
+    vm_free(&h3);
+    vm_free(&r4);
+}
+
+/* DELAYED (1, 3, 2) on a random V = 4 model: the OT methods and Traversal. */
+Test(verifiers, delayed, .timeout = 300)
+{
+    vm_model m;
+    vm_random(&m, 4, 4, 13);
+    const char *names[] = {"nss", "naivetree", "spectr", "specinfer", "khisti", "traversal"};
+    for (int i = 0; i < 6; i++) {
+        mc_cfg c = {.verifier = names[i], .g = {.kind = ARB_REGIME_DELAYED, .l = 1, .k = 3, .L = 2}, .id = 300 + i};
+        check(&m, "rand4", &c);
+    }
+    vm_free(&m);
+}
+
+/* WOR m = 2, L = 2 (H3): the methods valid there; DET top-2 depth 2: NSS only. */
+Test(verifiers, wor_and_det, .timeout = 200)
+{
+    vm_model m;
+    vm_h3(&m, 3);
+    const char *names[] = {"nss", "naivetree", "traversal"};
+    for (int i = 0; i < 3; i++) {
+        mc_cfg c = {.verifier = names[i], .g = {.kind = ARB_REGIME_WOR, .k = 2, .L = 2}, .id = 400 + i};
+        check(&m, "H3", &c);
+    }
+    mc_cfg c = {.verifier = "nss", .g = {.kind = ARB_REGIME_DET, .k = 2, .L = 2}, .id = 410};
+    check(&m, "H3", &c);
+    vm_free(&m);
+}
+
+/* Negative controls: the same test must FAIL for verifiers fed a wrong tree (§0.3, §11.5). */
+Test(verifiers, negative_controls_fail, .timeout = 200)
+{
+    vm_model m;
+    vm_h3(&m, 3);
+    mc_cfg c = {.verifier = "naivetree", .sorted = 1, .g = {.kind = ARB_REGIME_IID, .k = 3, .L = 2}, .id = 500};
+    mc_stats s = run_mc(&m, &c, N_DRAWS);
+    printf("[verifiers] negative control naivetree, children sorted by id (H3 iid k=3): TV2 %.4f "
+           "(bound %.4f) X2 %.1f/%.1f\n", s.tv[2], s.tv_bound[2], s.x2[2], s.crit[2]);
+    cr_expect_not(passes(&s), "sorted children must be detected");
+    cr_expect_gt(s.tv[2], 0.2, "exact TV is 0.29, got %.4f", s.tv[2]);
+    mc_cfg c2 = {.verifier = "spectr", .g = {.kind = ARB_REGIME_WOR, .k = 2, .L = 2}, .id = 501};
+    s = run_mc(&m, &c2, N_DRAWS);
+    printf("[verifiers] negative control spectr on WOR (H3 m=2 L=2): TV2 %.4f (bound %.4f) X2 %.1f/%.1f\n",
+           s.tv[2], s.tv_bound[2], s.x2[2], s.crit[2]);
+    cr_expect_not(passes(&s), "SpecTr on WOR trees must be detected (exact TV 0.056)");
+    vm_free(&m);
+}
