@@ -12,6 +12,9 @@
 #include <stdbool.h>
 
 int arb_cmd_fetch_model(int argc, char **argv);
+int arb_cmd_report(int argc, char **argv);
+int arb_cmd_compare(int argc, char **argv);
+int arb_cmd_merge(int argc, char **argv);
 int arb_cmd_inspect(int argc, char **argv);
 int arb_cmd_datasets(int argc, char **argv);
 

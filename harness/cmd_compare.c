@@ -1,0 +1,207 @@
+/* cmd_compare.c — `arbor compare`: a regression gate between two results databases.
+ *
+ * Runs are matched on their config properties (model, dataset, method label, sampling, seed,
+ * generation limit), not on run_key, so a baseline written by an older arbor (whose resolved
+ * parameter set, and so whose keys, may differ) still compares. The metric is computed on the
+ * prompts both databases have, so a partial run compares fairly. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "metrics.h"
+#include "store.h"
+
+static const char usage[] =
+    "usage: arbor compare BASE.db NEW.db [--metric tau] [--max-drop 2%] [--allow-missing]\n"
+    "\n"
+    "Prints base, new and the relative change of the metric for every run of BASE (matched in\n"
+    "NEW on model, dataset, method, sampling, seed and max_new_tokens), computed on the prompts\n"
+    "both have. Exit status: 0 all within --max-drop (default 2%), 1 a regression (or a BASE\n"
+    "run missing from NEW, unless --allow-missing), 2 bad usage.\n"
+    "Metrics: tau tps speedup p_s p_t spine_share acc_len lossless (higher is better).\n";
+
+static bool same_props(const arb_run_info *a, const arb_run_info *b)
+{
+    return !strcmp(a->model, b->model) && !strcmp(a->dataset, b->dataset) &&
+           !strcmp(a->method, b->method) && a->temperature == b->temperature &&
+           a->top_p == b->top_p && a->top_k == b->top_k && a->seed == b->seed &&
+           a->max_new_tokens == b->max_new_tokens;
+}
+
+/* Keep only the prompts whose ids are in `other` (both sorted); returns a shallow view. */
+static arb_run_stats common(const arb_run_stats *s, const arb_run_stats *other, arb_prompt_stat *buf)
+{
+    arb_run_stats v = *s;
+    int i = 0, j = 0, n = 0;
+    while (i < s->n && j < other->n) {
+        int c = strcmp(s->p[i].prompt_id, other->p[j].prompt_id);
+        if (c == 0)
+            buf[n++] = s->p[i], i++, j++;
+        else if (c < 0)
+            i++;
+        else
+            j++;
+    }
+    v.p = buf;
+    v.n = n;
+    return v;
+}
+
+typedef struct side {
+    arb_store *st;
+    arb_run_info *runs;
+    int n;
+} side;
+
+static int open_side(const char *path, side *s, arb_err *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return ARB_ERR(err, ARB_E_NOTFOUND, "%s: no such database", path);
+    int rc = arb_store_open(path, &s->st, err);
+    if (!rc)
+        rc = arb_metrics_list_runs(arb_store_db(s->st), &s->runs, &s->n, err);
+    return rc;
+}
+
+/* Metric of run i of side s restricted to the prompts of `other`. */
+static int value(side *s, int i, const arb_run_stats *other_stats, arb_metric m, const arb_run_stats *mine,
+                 double *out, arb_err *err)
+{
+    arb_prompt_stat *buf = malloc(sizeof *buf * (size_t)(mine->n ? mine->n : 1));
+    arb_prompt_stat *abuf = NULL;
+    if (!buf)
+        return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+    arb_run_stats view = common(mine, other_stats, buf), ar = {0}, arv;
+    int a = m == ARB_METRIC_SPEEDUP ? arb_metrics_find_ar(s->runs, s->n, i) : -1, rc = 0;
+    if (a >= 0 && !(rc = arb_metrics_load(arb_store_db(s->st), &s->runs[a], &ar, err)) &&
+        (abuf = malloc(sizeof *abuf * (size_t)(ar.n ? ar.n : 1))))
+        arv = common(&ar, &view, abuf);
+    arb_ci ci;
+    arb_metrics_ci(&view, a >= 0 && abuf ? &arv : NULL, m, 0, 0, &ci);
+    *out = ci.v;
+    arb_run_stats_release(&ar);
+    free(abuf);
+    free(buf);
+    return rc;
+}
+
+int arb_cmd_compare(int argc, char **argv)
+{
+    if (arb_cli_wants_help(argc, argv)) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    const char *paths[2] = {NULL, NULL};
+    arb_metric m = ARB_METRIC_TAU;
+    double max_drop = 0.02;
+    bool allow_missing = false;
+    arb_err err = {0};
+    int np = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--allow-missing")) {
+            allow_missing = true;
+        } else if (!strcmp(a, "--metric") || !strcmp(a, "--max-drop")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "arbor compare: %s needs a value\n", a);
+                return 2;
+            }
+            const char *v = argv[++i];
+            if (!strcmp(a, "--metric")) {
+                if (arb_metric_parse(v, &m, &err) || m == ARB_METRIC_N_PROMPTS) {
+                    fprintf(stderr, "arbor compare: --metric: %s\n", err.msg[0] ? err.msg : "not comparable");
+                    return 2;
+                }
+            } else {
+                char *end;
+                double x = strtod(v, &end);
+                bool pct = *end == '%' && end[1] == 0;
+                if (end == v || (*end && !pct) || x < 0 || (!pct && x >= 1)) {
+                    fprintf(stderr, "arbor compare: --max-drop: expected a percentage (2%%) or a "
+                                    "fraction below 1 (0.02), got '%s'\n", v);
+                    return 2;
+                }
+                max_drop = pct ? x / 100 : x;
+            }
+        } else if (a[0] == '-') {
+            fprintf(stderr, "arbor compare: unknown option '%s'\n%s", a, usage);
+            return 2;
+        } else if (np < 2) {
+            paths[np++] = a;
+        } else {
+            fprintf(stderr, "arbor compare: too many databases\n%s", usage);
+            return 2;
+        }
+    }
+    if (np != 2) {
+        fprintf(stderr, "arbor compare: need BASE.db and NEW.db\n%s", usage);
+        return 2;
+    }
+    side b = {0}, n = {0};
+    int rc = open_side(paths[0], &b, &err);
+    if (!rc)
+        rc = open_side(paths[1], &n, &err);
+    int regress = 0, missing = 0, matched = 0;
+    if (!rc) {
+        printf("| model | dataset | method | prompts | base %s | new %s | change | status |\n"
+               "|---|---|---|---:|---:|---:|---:|---|\n", arb_metric_name(m), arb_metric_name(m));
+    }
+    for (int i = 0; !rc && i < b.n; i++) {
+        const arb_run_info *r = &b.runs[i];
+        int j = 0;
+        while (j < n.n && !same_props(r, &n.runs[j]))
+            j++;
+        if (j == n.n) {
+            printf("| %s | %s | %s | 0 | | | | missing in new |\n", r->model, r->dataset, r->method);
+            missing++;
+            continue;
+        }
+        arb_run_stats sb, sn;
+        if ((rc = arb_metrics_load(arb_store_db(b.st), r, &sb, &err)))
+            break;
+        if ((rc = arb_metrics_load(arb_store_db(n.st), &n.runs[j], &sn, &err))) {
+            arb_run_stats_release(&sb);
+            break;
+        }
+        double vb = NAN, vn = NAN;
+        arb_prompt_stat *tmp = malloc(sizeof *tmp * (size_t)(sb.n ? sb.n : 1));
+        int n_common = tmp ? common(&sb, &sn, tmp).n : 0;
+        free(tmp);
+        rc = value(&b, i, &sn, m, &sb, &vb, &err);
+        if (!rc)
+            rc = value(&n, j, &sb, m, &sn, &vn, &err);
+        arb_run_stats_release(&sb);
+        arb_run_stats_release(&sn);
+        if (rc)
+            break;
+        double ch = vn / vb - 1;
+        const char *status = "ok";
+        if (n_common == 0 || isnan(vb) || isnan(vn)) {
+            status = "no common data";
+            missing++;
+        } else if (ch < -max_drop) {
+            status = "REGRESSION";
+            regress++;
+        }
+        matched++;
+        printf("| %s | %s | %s | %d | %.4f | %.4f | %+.2f%% | %s |\n", r->model, r->dataset, r->method,
+               n_common, vb, vn, 100 * ch, status);
+    }
+    if (!rc && b.n == 0)
+        rc = ARB_ERR(&err, ARB_E_NOTFOUND, "%s: no runs", paths[0]);
+    arb_metrics_free_runs(b.runs, b.n);
+    arb_metrics_free_runs(n.runs, n.n);
+    arb_store_close(b.st);
+    arb_store_close(n.st);
+    if (rc) {
+        fprintf(stderr, "arbor compare: %s\n", err.msg);
+        return 1;
+    }
+    fprintf(stderr, "arbor compare: %d runs compared, %d regressions beyond %.2f%%, %d missing\n",
+            matched, regress, 100 * max_drop, missing);
+    return regress || (missing && !allow_missing) ? 1 : 0;
+}

@@ -1,0 +1,218 @@
+/* test_metrics.c — τ, tok/s, speedup (paired with AR), p_s/p_t, spine share, acceptance by
+ * depth, synergy and the bootstrap intervals, on the synthetic fixture database; expected
+ * values are recomputed here from the fixture's formulas. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture_db.h"
+#include "metrics.h"
+
+static char dir[256];
+static arb_store *st;
+static arb_run_info *runs;
+static int n_runs;
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/arb_test_metrics_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    char path[300];
+    snprintf(path, sizeof path, "%s/f.db", dir);
+    arb_err err = {0};
+    cr_assert_eq(arb_store_open(path, &st, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(fx_build(st, 0, 1, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_metrics_list_runs(arb_store_db(st), &runs, &n_runs, &err), ARB_OK);
+}
+
+static void teardown(void)
+{
+    arb_metrics_free_runs(runs, n_runs);
+    arb_store_close(st);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+static int run_index(int mdl, int d, int m)
+{
+    char key[17];
+    fx_key(mdl, d, m, key);
+    for (int i = 0; i < n_runs; i++)
+        if (!strcmp(runs[i].run_key, key))
+            return i;
+    cr_assert_fail("run %s missing", key);
+    return -1;
+}
+
+/* Expected sums for (mdl, d, m) straight from the fixture formulas. */
+typedef struct sums { double gen, calls, wall, acc, steps, ap, pp, at, pt, cont; } sums;
+
+static sums expect(int mdl, int d, int m)
+{
+    sums x = {0};
+    for (int p = 0; p < FX_N_PROMPTS; p++) {
+        int n = fx_steps(p);
+        x.gen += 1, x.calls += n + 1, x.wall += (n + 1) * fx_call_us(mdl, m, p), x.steps += n;
+        for (int s = 0; s < n; s++) {
+            int k = fx_k(m, d, p, s);
+            x.gen += k + 1, x.acc += k;
+            x.ap += fx_acc_pld(m, k), x.pp += fx_prop_pld(m);
+            x.at += k - fx_acc_pld(m, k), x.pt += fx_prop_tr(m);
+            if (m >= 3 && k > 0 && s % 3 == 0)
+                x.cont += k;
+        }
+    }
+    return x;
+}
+
+Test(metrics, point_values_match_the_definitions, .init = setup, .fini = teardown)
+{
+    arb_err err = {0};
+    for (int mdl = 0; mdl < 2; mdl++)
+        for (int d = 0; d < 2; d++)
+            for (int m = 1; m < FX_N_METHODS; m++) {
+                int i = run_index(mdl, d, m), a = arb_metrics_find_ar(runs, n_runs, i);
+                cr_assert_eq(a, run_index(mdl, d, 0));
+                arb_run_stats s, ar;
+                cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[i], &s, &err), ARB_OK);
+                cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[a], &ar, &err), ARB_OK);
+                cr_assert_eq(s.n, FX_N_PROMPTS);
+                sums x = expect(mdl, d, m), y = expect(mdl, d, 0);
+                arb_ci v;
+                arb_metrics_ci(&s, &ar, ARB_METRIC_TAU, 0, 0, &v);
+                cr_assert_float_eq(v.v, x.gen / x.calls, 1e-12);
+                arb_metrics_ci(&s, &ar, ARB_METRIC_TPS, 0, 0, &v);
+                cr_assert_float_eq(v.v, x.gen / (x.wall / 1e6), 1e-9);
+                arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP, 0, 0, &v);
+                cr_assert_float_eq(v.v, (x.gen / x.wall) / (y.gen / y.wall), 1e-12);
+                arb_metrics_ci(&s, &ar, ARB_METRIC_ACC_LEN, 0, 0, &v);
+                cr_assert_float_eq(v.v, x.acc / x.steps, 1e-12);
+                arb_metrics_ci(&s, NULL, ARB_METRIC_P_S, 0, 0, &v);
+                if (x.pp > 0)
+                    cr_assert_float_eq(v.v, x.ap / x.pp, 1e-12);
+                else
+                    cr_assert(isnan(v.v), "p_s with nothing proposed is undefined");
+                arb_metrics_ci(&s, NULL, ARB_METRIC_P_T, 0, 0, &v);
+                if (x.pt > 0)
+                    cr_assert_float_eq(v.v, x.at / x.pt, 1e-12);
+                else
+                    cr_assert(isnan(v.v), "p_t with nothing proposed is undefined");
+                arb_metrics_ci(&s, NULL, ARB_METRIC_SPINE_SHARE, 0, 0, &v);
+                if (m >= 3)
+                    cr_assert_float_eq(v.v, x.cont / x.acc, 1e-12);
+                arb_metrics_ci(&s, NULL, ARB_METRIC_LOSSLESS, 0, 0, &v);
+                cr_assert_float_eq(v.v, 1.0, 0);
+                arb_metrics_ci(&s, NULL, ARB_METRIC_SPEEDUP, 0, 0, &v);
+                cr_assert(isnan(v.v), "speedup without an AR run is undefined");
+                arb_run_stats_release(&s);
+                arb_run_stats_release(&ar);
+            }
+}
+
+Test(metrics, acceptance_by_depth_and_histogram, .init = setup, .fini = teardown)
+{
+    arb_err err = {0};
+    int i = run_index(1, 1, 5);
+    arb_run_stats s;
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[i], &s, &err), ARB_OK);
+    int64_t hist[8] = {0};
+    for (int p = 0; p < FX_N_PROMPTS; p++)
+        for (int q = 0; q < fx_steps(p); q++)
+            hist[fx_k(5, 1, p, q)]++;
+    for (int k = 0; k < 8; k++)
+        cr_assert_eq(s.hist[k], hist[k], "k=%d", k);
+    for (int d = 1; d <= 6; d++) { /* tree depth 6: reached d iff k >= d-1; accepted iff k >= d */
+        int64_t reach = 0, acc = 0;
+        for (int k = 0; k < 8; k++)
+            reach += k >= d - 1 ? hist[k] : 0, acc += k >= d ? hist[k] : 0;
+        cr_assert_eq(s.depth_reach[d], reach, "d=%d", d);
+        cr_assert_eq(s.depth_acc[d], acc, "d=%d", d);
+    }
+    cr_assert_eq(s.depth_reach[7], 0);
+    arb_run_stats_release(&s);
+}
+
+Test(metrics, bootstrap_interval_brackets_and_is_deterministic, .init = setup, .fini = teardown)
+{
+    arb_err err = {0};
+    int i = run_index(0, 0, 3), a = run_index(0, 0, 0);
+    arb_run_stats s, ar;
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[i], &s, &err), ARB_OK);
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[a], &ar, &err), ARB_OK);
+    for (int m = 0; m < ARB_METRIC_N_PROMPTS; m++) {
+        arb_ci x, y;
+        arb_metrics_ci(&s, &ar, (arb_metric)m, 500, 42, &x);
+        arb_metrics_ci(&s, &ar, (arb_metric)m, 500, 42, &y);
+        if (isnan(x.v))
+            continue;
+        cr_assert(x.lo <= x.v + 1e-12 && x.v <= x.hi + 1e-12, "%s: %g not in [%g, %g]",
+                  arb_metric_name((arb_metric)m), x.v, x.lo, x.hi);
+        cr_assert(x.lo == y.lo && x.hi == y.hi, "same seed, same interval");
+    }
+    /* τ varies across prompts here, so the interval has width */
+    arb_ci t;
+    arb_metrics_ci(&s, NULL, ARB_METRIC_TAU, 500, 1, &t);
+    cr_assert_gt(t.hi - t.lo, 0);
+    /* AR: τ is exactly 1 on every prompt, so every resample gives 1 */
+    arb_metrics_ci(&ar, NULL, ARB_METRIC_TAU, 500, 1, &t);
+    cr_assert(t.v == 1 && t.lo == 1 && t.hi == 1);
+    arb_run_stats_release(&s);
+    arb_run_stats_release(&ar);
+}
+
+Test(metrics, speedup_pairs_prompts_with_ar, .init = setup, .fini = teardown)
+{
+    arb_err err = {0};
+    int i = run_index(0, 1, 2), a = run_index(0, 1, 0);
+    arb_run_stats s, ar;
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[i], &s, &err), ARB_OK);
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[a], &ar, &err), ARB_OK);
+    /* drop half of AR's prompts: speedup must use only the prompts both have */
+    ar.n = 6;
+    double g = 0, w = 0, ga = 0, wa = 0;
+    for (int p = 0; p < 6; p++) {
+        g += (double)s.p[p].n_gen, w += (double)s.p[p].wall_us;
+        ga += (double)ar.p[p].n_gen, wa += (double)ar.p[p].wall_us;
+    }
+    arb_ci v;
+    arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP, 0, 0, &v);
+    cr_assert_float_eq(v.v, (g / w) / (ga / wa), 1e-12);
+    ar.n = FX_N_PROMPTS;
+    arb_run_stats_release(&s);
+    arb_run_stats_release(&ar);
+}
+
+Test(metrics, synergy_is_tau_over_best_baseline, .init = setup, .fini = teardown)
+{
+    arb_err err = {0};
+    arb_run_stats g, p, t;
+    int ig = run_index(1, 0, 3);
+    cr_assert_eq(arb_metrics_find_sibling(runs, n_runs, ig, "PLD"), run_index(1, 0, 1));
+    cr_assert_eq(arb_metrics_find_sibling(runs, n_runs, ig, "nope"), -1);
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[ig], &g, &err), ARB_OK);
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[run_index(1, 0, 1)], &p, &err), ARB_OK);
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[run_index(1, 0, 2)], &t, &err), ARB_OK);
+    sums a = expect(1, 0, 3), b = expect(1, 0, 1), c = expect(1, 0, 2);
+    arb_ci v;
+    arb_metrics_synergy(&g, &p, &t, 200, 3, &v);
+    cr_assert_float_eq(v.v, (a.gen / a.calls) / fmax(b.gen / b.calls, c.gen / c.calls), 1e-12);
+    cr_assert(v.lo <= v.v && v.v <= v.hi);
+    arb_run_stats_release(&g);
+    arb_run_stats_release(&p);
+    arb_run_stats_release(&t);
+}
+
+Test(metrics, metric_names_round_trip)
+{
+    arb_err err = {0};
+    for (int m = 0; m < ARB_METRIC_COUNT; m++) {
+        arb_metric x;
+        cr_assert_eq(arb_metric_parse(arb_metric_name((arb_metric)m), &x, &err), ARB_OK);
+        cr_assert_eq(x, m);
+    }
+    arb_metric x;
+    cr_assert_eq(arb_metric_parse("taux", &x, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "taux") != NULL);
+}

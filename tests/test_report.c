@@ -1,0 +1,358 @@
+/* test_report.c — paper tables from the synthetic fixture database in every format: values
+ * recomputed from the fixture formulas, bold = best per column, paper column from the
+ * committed results/paper/goose.tsv, errors for unknown tables and keys. */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "fixture_db.h"
+#include "report.h"
+
+static char dir[256];
+static arb_store *st;
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/arb_test_report_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    char path[300];
+    snprintf(path, sizeof path, "%s/f.db", dir);
+    arb_err err = {0};
+    cr_assert_eq(arb_store_open(path, &st, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(fx_build(st, 0, 1, &err), ARB_OK, "%s", err.msg);
+}
+
+static void teardown(void)
+{
+    arb_store_close(st);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* Run a report into a heap string (caller frees); on failure the error message. */
+static char *report(const arb_report_opts *o, int *rc)
+{
+    FILE *f = tmpfile();
+    cr_assert(f);
+    arb_err err = {0};
+    *rc = arb_report_write(arb_store_db(st), o, f, &err);
+    if (*rc) {
+        fclose(f);
+        return strdup(err.msg);
+    }
+    long n = ftell(f);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert(buf);
+    rewind(f);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static double tau_of(int d, int m)
+{
+    double g = 0, c = 0;
+    for (int p = 0; p < FX_N_PROMPTS; p++) {
+        c += fx_steps(p) + 1, g += 1;
+        for (int s = 0; s < fx_steps(p); s++)
+            g += fx_k(m, d, p, s) + 1;
+    }
+    return g / c;
+}
+
+Test(report, table3_markdown_has_every_cell_and_bolds_the_best, .init = setup, .fini = teardown)
+{
+    arb_report_opts o = arb_report_default_opts();
+    o.n_boot = 0;
+    int rc;
+    char *md = report(&o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", md);
+    cr_assert(strstr(md, "| Model | Method | HumanEval Spd | HumanEval τ | MT-Bench Spd |") != NULL,
+              "%s", md);
+    /* 2 models × 7 methods + header + separator */
+    int lines = 0;
+    for (char *p = md; *p; p++)
+        lines += *p == '\n';
+    cr_assert_eq(lines, 2 + 2 * FX_N_METHODS);
+    /* GOOSE τ on HumanEval, and the best τ per model block in bold */
+    double best = 0;
+    int best_m = 0;
+    for (int m = 0; m < FX_N_METHODS; m++)
+        if (tau_of(0, m) > best)
+            best = tau_of(0, m), best_m = m;
+    char want[64];
+    snprintf(want, sizeof want, "| tiny-a | %s | ", fx_methods[best_m]);
+    char *row = strstr(md, want);
+    cr_assert(row, "%s", md);
+    snprintf(want, sizeof want, "**%.2f**", best);
+    cr_assert(strstr(row, want) && strstr(row, want) < strchr(row, '\n'), "%s\nwant %s", row, want);
+    cr_assert(strstr(md, "| tiny-a | AR | 1.00 | 1.00 |") != NULL, "%s", md);
+    free(md);
+}
+
+Test(report, table1_delta_is_spine_over_iso3, .init = setup, .fini = teardown)
+{
+    arb_report_opts o = arb_report_default_opts();
+    o.table = "table1";
+    o.n_boot = 0;
+    int rc;
+    char *md = report(&o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", md);
+    char want[160];
+    snprintf(want, sizeof want, "| tiny-b | MT-Bench | %.2f | %.2f | %.2f | %+.1f%% |", tau_of(1, 3),
+             tau_of(1, 4), tau_of(1, 5), 100 * (tau_of(1, 3) / tau_of(1, 4) - 1));
+    cr_assert(strstr(md, want) != NULL, "%s\nwant %s", md, want);
+    cr_assert(strstr(md, "| Average |") != NULL);
+    free(md);
+}
+
+Test(report, table2_macro_delta_vs_reference, .init = setup, .fini = teardown)
+{
+    arb_report_opts o = arb_report_default_opts();
+    o.table = "table2";
+    o.model = "tiny-a";
+    o.n_boot = 0;
+    int rc;
+    char *md = report(&o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", md);
+    double delta = 0.5 * (tau_of(0, 6) / tau_of(0, 3) - 1 + tau_of(1, 6) / tau_of(1, 3) - 1);
+    char want[160];
+    snprintf(want, sizeof want, "| no-bypass | %.2f | %.2f | %+.1f%% |", tau_of(0, 6), tau_of(1, 6),
+             100 * delta);
+    cr_assert(strstr(md, want) != NULL, "%s\nwant %s", md, want);
+    cr_assert(strstr(md, "| GOOSE |") && strstr(strstr(md, "| GOOSE |"), "| — |"),
+              "the reference has no delta: %s", md);
+    free(md);
+}
+
+Test(report, csv_json_and_tex_carry_the_same_numbers, .init = setup, .fini = teardown)
+{
+    arb_report_opts o = arb_report_default_opts();
+    o.table = "pivot";
+    o.rows = "model,method";
+    o.cols = "dataset";
+    o.metric = ARB_METRIC_TAU;
+    o.n_boot = 200;
+    o.ci = true;
+    int rc;
+    o.fmt = ARB_FMT_CSV;
+    char *csv = report(&o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", csv);
+    cr_assert(strncmp(csv, "model,method,HumanEval,HumanEval lo,HumanEval hi,MT-Bench", 57) == 0, "%s", csv);
+    char want[128];
+    snprintf(want, sizeof want, "tiny-a,GOOSE,%.6g,", tau_of(0, 3));
+    cr_assert(strstr(csv, want) != NULL, "%s\nwant %s", csv, want);
+    free(csv);
+
+    o.fmt = ARB_FMT_JSON;
+    char *js = report(&o, &rc);
+    cr_assert_eq(rc, ARB_OK);
+    cJSON *root = cJSON_Parse(js);
+    cr_assert(cJSON_IsArray(root), "%s", js);
+    cr_assert_eq(cJSON_GetArraySize(root), 2 * FX_N_METHODS);
+    const cJSON *row = NULL;
+    cJSON_ArrayForEach(row, root)
+    {
+        if (strcmp(cJSON_GetObjectItem(row, "model")->valuestring, "tiny-b") ||
+            strcmp(cJSON_GetObjectItem(row, "method")->valuestring, "TR"))
+            continue;
+        const cJSON *c = cJSON_GetObjectItem(row, "MT-Bench");
+        cr_assert_float_eq(cJSON_GetObjectItem(c, "value")->valuedouble, tau_of(1, 2), 1e-9);
+        double lo = cJSON_GetObjectItem(c, "lo")->valuedouble, hi = cJSON_GetObjectItem(c, "hi")->valuedouble;
+        cr_assert(lo <= tau_of(1, 2) && tau_of(1, 2) <= hi);
+    }
+    cJSON_Delete(root);
+    free(js);
+
+    o.fmt = ARB_FMT_TEX;
+    o.table = "table3";
+    o.ci = false;
+    char *tex = report(&o, &rc);
+    cr_assert_eq(rc, ARB_OK);
+    cr_assert(strstr(tex, "\\begin{tabular}") && strstr(tex, "\\toprule") &&
+              strstr(tex, "\\multicolumn{2}{c}{HumanEval}") && strstr(tex, "$\\tau$") &&
+              strstr(tex, "\\textbf{") && strstr(tex, "\\bottomrule"), "%s", tex);
+    free(tex);
+}
+
+Test(report, paper_column_comes_from_the_transcribed_tsv, .init = setup, .fini = teardown)
+{
+    const char *root = getenv("ARBOR_SOURCE_ROOT");
+    if (!root)
+        cr_skip("ARBOR_SOURCE_ROOT not set (run through meson test)");
+    char tsv[1024];
+    snprintf(tsv, sizeof tsv, "%s/results/paper/goose.tsv", root);
+    /* the paper value we expect, read from the file itself */
+    FILE *f = fopen(tsv, "r");
+    cr_assert(f);
+    char line[256], want[32] = "";
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "table3\tQwen3-8B\tGOOSE\thumaneval\ttau\t", 35))
+            snprintf(want, sizeof want, "%.2f", atof(line + 35));
+    fclose(f);
+    cr_assert(want[0], "goose.tsv lacks Qwen3-8B GOOSE HumanEval tau");
+    arb_report_opts o = arb_report_default_opts();
+    o.paper_model = "Qwen3-8B";
+    o.paper_path = tsv;
+    o.n_boot = 0;
+    int rc;
+    char *md = report(&o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", md);
+    char *row = strstr(md, "| tiny-a | GOOSE |");
+    cr_assert(row);
+    char cell[64];
+    snprintf(cell, sizeof cell, "| %s |", want);
+    cr_assert(strstr(row, cell) && strstr(row, cell) < strchr(row, '\n'), "%s", row);
+    cr_assert(strstr(md, "| HumanEval τ | paper |") != NULL);
+    free(md);
+    o.paper_path = "/nonexistent/goose.tsv";
+    md = report(&o, &rc);
+    cr_assert_eq(rc, ARB_E_NOTFOUND);
+    free(md);
+}
+
+Test(report, other_tables_and_errors, .init = setup, .fini = teardown)
+{
+    arb_report_opts o = arb_report_default_opts();
+    o.n_boot = 50;
+    const char *ok[] = {"summary", "synergy", "depth"};
+    int rc;
+    for (int i = 0; i < 3; i++) {
+        o.table = ok[i];
+        char *s = report(&o, &rc);
+        cr_assert_eq(rc, ARB_OK, "%s: %s", ok[i], s);
+        cr_assert(strstr(s, "tiny-b") != NULL);
+        free(s);
+    }
+    o.table = "table9";
+    char *s = report(&o, &rc);
+    cr_assert_eq(rc, ARB_E_INVAL);
+    cr_assert(strstr(s, "table9") != NULL);
+    free(s);
+    o.table = "pivot";
+    o.rows = "model,colour";
+    s = report(&o, &rc);
+    cr_assert_eq(rc, ARB_E_INVAL);
+    cr_assert(strstr(s, "colour") != NULL, "%s", s);
+    free(s);
+    arb_report_fmt fmt;
+    arb_err err = {0};
+    cr_assert_eq(arb_report_parse_fmt("tex", &fmt, &err), ARB_OK);
+    cr_assert_eq(fmt, ARB_FMT_TEX);
+    cr_assert_eq(arb_report_parse_fmt("html", &fmt, &err), ARB_E_INVAL);
+}
+
+/* ---- arbor compare / arbor merge, through the CLI ---- */
+
+static int sh(const char *cmd)
+{
+    int st_ = system(cmd);
+    return WIFEXITED(st_) ? WEXITSTATUS(st_) : -1;
+}
+
+static void build_db(const char *name, int shard_i, int shard_n)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    arb_store *s = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_store_open(path, &s, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(fx_build(s, shard_i, shard_n, &err), ARB_OK, "%s", err.msg);
+    arb_store_close(s);
+}
+
+static const char *arbor(void)
+{
+    static char bin[1024];
+    const char *b = getenv("ARBOR_BUILD_ROOT");
+    if (!b)
+        cr_skip("ARBOR_BUILD_ROOT not set (run through meson test)");
+    snprintf(bin, sizeof bin, "%s/harness/arbor", b);
+    return bin;
+}
+
+Test(report, compare_exit_codes, .init = setup, .fini = teardown)
+{
+    const char *bin = arbor();
+    build_db("base.db", 0, 1);
+    build_db("new.db", 0, 1);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s compare %s/base.db %s/new.db >/dev/null 2>&1", bin, dir, dir);
+    cr_assert_eq(sh(cmd), 0, "identical databases must pass");
+    /* GOOSE on tiny-a/HumanEval loses every accepted token on half the prompts: τ drops */
+    char path[400];
+    snprintf(path, sizeof path, "%s/new.db", dir);
+    arb_store *s = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_store_open(path, &s, &err), ARB_OK);
+    char key[17], sql[512];
+    fx_key(0, 0, 3, key);
+    snprintf(sql, sizeof sql,
+             "UPDATE prompts SET n_gen = n_gen - (SELECT SUM(accepted) FROM steps t WHERE"
+             " t.run_key=prompts.run_key AND t.prompt_id=prompts.prompt_id) WHERE run_key='%s'"
+             " AND prompt_idx %% 2 = 0", key);
+    cr_assert_eq(sqlite3_exec(arb_store_db(s), sql, NULL, NULL, NULL), SQLITE_OK);
+    arb_store_close(s);
+    snprintf(cmd, sizeof cmd, "%s compare %s/base.db %s/new.db --metric tau --max-drop 2%% 2>/dev/null | grep -c REGRESSION", bin, dir, dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    cr_assert_eq(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    cr_assert_eq(n, 1, "exactly the modified run regresses");
+    snprintf(cmd, sizeof cmd, "%s compare %s/base.db %s/new.db --max-drop 2%% >/dev/null 2>&1", bin, dir, dir);
+    cr_assert_eq(sh(cmd), 1);
+    snprintf(cmd, sizeof cmd, "%s compare %s/base.db %s/new.db --max-drop 99%% >/dev/null 2>&1", bin, dir, dir);
+    cr_assert_eq(sh(cmd), 0, "a generous threshold passes");
+    snprintf(cmd, sizeof cmd, "%s compare %s/new.db %s/base.db >/dev/null 2>&1", bin, dir, dir);
+    cr_assert_eq(sh(cmd), 0, "an improvement is no regression");
+    /* a run of BASE missing from NEW fails unless allowed */
+    build_db("part.db", 0, 1);
+    snprintf(path, sizeof path, "%s/part.db", dir);
+    cr_assert_eq(arb_store_open(path, &s, &err), ARB_OK);
+    cr_assert_eq(sqlite3_exec(arb_store_db(s), "DELETE FROM runs WHERE method='TR'", NULL, NULL, NULL), SQLITE_OK);
+    arb_store_close(s);
+    snprintf(cmd, sizeof cmd, "%s compare %s/base.db %s/part.db >/dev/null 2>&1", bin, dir, dir);
+    cr_assert_eq(sh(cmd), 1);
+    snprintf(cmd, sizeof cmd, "%s compare %s/base.db %s/part.db --allow-missing >/dev/null 2>&1", bin, dir, dir);
+    cr_assert_eq(sh(cmd), 0);
+    /* usage errors */
+    snprintf(cmd, sizeof cmd, "%s compare %s/base.db %s/new.db --max-drop lots >/dev/null 2>&1", bin, dir, dir);
+    cr_assert_eq(sh(cmd), 2);
+    snprintf(cmd, sizeof cmd, "%s compare %s/base.db >/dev/null 2>&1", bin, dir);
+    cr_assert_eq(sh(cmd), 2);
+    snprintf(cmd, sizeof cmd, "%s compare %s/base.db %s/none.db >/dev/null 2>&1", bin, dir, dir);
+    cr_assert_eq(sh(cmd), 1);
+}
+
+Test(report, merged_shards_equal_the_unsharded_database, .init = setup, .fini = teardown)
+{
+    const char *bin = arbor();
+    build_db("s0.db", 0, 3);
+    build_db("s1.db", 1, 3);
+    build_db("s2.db", 2, 3);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s merge %s/s0.db %s/s1.db %s/s2.db -o %s/all.db >/dev/null 2>&1", bin,
+             dir, dir, dir, dir);
+    cr_assert_eq(sh(cmd), 0);
+    /* every table and format agrees with the unsharded fixture (f.db), byte for byte */
+    const char *tables[] = {"table3 --format csv --boot 200 --ci", "summary --format json",
+                            "table1", "depth --format csv"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(cmd, sizeof cmd, "cmp -s <(%s report --db %s/f.db --table %s) <(%s report --db %s/all.db --table %s)",
+                 bin, dir, tables[i], bin, dir, tables[i]);
+        char full[4200];
+        snprintf(full, sizeof full, "bash -c '%s'", cmd);
+        cr_assert_eq(sh(full), 0, "%s differs", tables[i]);
+    }
+    snprintf(cmd, sizeof cmd, "test \"$(sqlite3 %s/all.db 'SELECT COUNT(*) FROM steps')\" = \"$(sqlite3 %s/f.db 'SELECT COUNT(*) FROM steps')\"", dir, dir);
+    cr_assert_eq(sh(cmd), 0);
+    /* merging again adds nothing */
+    snprintf(cmd, sizeof cmd, "%s merge %s/s1.db -o %s/all.db 2>&1 | grep -q '0 prompts added from 1'", bin, dir, dir);
+    cr_assert_eq(sh(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s merge %s/s1.db -o %s/s1.db >/dev/null 2>&1", bin, dir, dir);
+    cr_assert_eq(sh(cmd), 2);
+}
