@@ -151,7 +151,10 @@ static void attach(arb_goose *g, arb_tree *t, int u, int32_t prev, int alloc, in
     int16_t frank[ARB_ADJ_K_MAX];
     int ns = g_succ(g, prev, t->tok[u], ids, sc), nf = 0;
     for (int j = 0; j < ns; j++) {
-        if (sc[j] < g->sp.s_min || arb_tree_find_child(t, u, ids[j]) >= 0)
+        bool dup = false; /* already a child of u (spine continuation) or listed twice */
+        for (int i = 0; i < nf; i++)
+            dup |= fid[i] == ids[j];
+        if (dup || sc[j] < g->sp.s_min || arb_tree_find_child(t, u, ids[j]) >= 0)
             continue;
         fid[nf] = ids[j];
         fsc[nf] = sc[j];

@@ -1,0 +1,201 @@
+/* test_tr.c — adjacency tables, top-K softmax, the TR template and drafter (drafting.md §3,
+ * §4.2). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drafters/drafter.h"
+#include "drafters/tr.h"
+
+static uint64_t rs = 0x123456789ull;
+static uint32_t rnd(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return (uint32_t)(rs >> 11);
+}
+
+Test(tr, template_222_shape)
+{
+    int32_t parent[128];
+    int16_t rank[128];
+    int n = arb_tr_template(parent, rank, 128);
+    cr_assert_eq(n, 81, "80 draft nodes + anchor");
+    int depth[128] = {0}, count[8] = {0}, leaves = 0;
+    for (int i = 1; i < n; i++) {
+        cr_assert_lt(parent[i], i);
+        depth[i] = depth[parent[i]] + 1;
+        count[depth[i]]++;
+    }
+    int want[7] = {0, 8, 21, 25, 15, 8, 3};
+    for (int d = 1; d <= 6; d++)
+        cr_assert_eq(count[d], want[d], "depth %d", d);
+    for (int i = 0; i < n; i++) {
+        bool has = false;
+        for (int j = 1; j < n; j++)
+            has |= parent[j] == i;
+        leaves += !has;
+    }
+    cr_assert_eq(leaves, 40);
+}
+
+Test(tr, choices_parse_rejects_bad_lists)
+{
+    int32_t parent[16];
+    int16_t rank[16];
+    arb_err err = {0};
+    cr_assert_eq(arb_choices_parse("[[0],[1],[0,0]]", parent, rank, 16, &err), 4);
+    cr_assert(parent[3] == 1 && rank[3] == 0);
+    cr_assert_lt(arb_choices_parse("[[0],[0,1]]", parent, rank, 16, &err), 0, "not rank-closed");
+    cr_assert(strstr(err.msg, "rank-closed"));
+    cr_assert_lt(arb_choices_parse("[[0],[1,0]]", parent, rank, 16, &err), 0, "not prefix-closed");
+    cr_assert(strstr(err.msg, "prefix-closed"));
+    cr_assert_lt(arb_choices_parse("[[0],[x]]", parent, rank, 16, &err), 0);
+    cr_assert_lt(arb_choices_parse("[[0],[0]]", parent, rank, 16, &err), 0, "duplicate");
+    cr_assert_lt(arb_choices_parse("[[0]", parent, rank, 16, &err), 0, "unbalanced");
+}
+
+Test(tr, topk_softmax_matches_brute_force)
+{
+    enum { V = 1000, K = 10 };
+    float row[V];
+    int32_t ids[K];
+    float sc[K];
+    for (int trial = 0; trial < 200; trial++) {
+        for (int i = 0; i < V; i++) /* few distinct values: many ties */
+            row[i] = (float)(rnd() % 40) * 0.5f - 10.0f;
+        arb_topk_softmax(row, V, K, ids, sc);
+        /* brute force: repeatedly take the largest, lowest id first */
+        bool used[V] = {false};
+        double sum = 0, m = -INFINITY;
+        for (int i = 0; i < V; i++)
+            m = row[i] > m ? row[i] : m;
+        for (int i = 0; i < V; i++)
+            sum += exp((double)row[i] - m);
+        for (int j = 0; j < K; j++) {
+            int b = -1;
+            for (int i = 0; i < V; i++)
+                if (!used[i] && (b < 0 || row[i] > row[b]))
+                    b = i;
+            used[b] = true;
+            cr_assert_eq(ids[j], b, "trial %d rank %d", trial, j);
+            cr_assert_float_eq(sc[j], exp(row[b] - m) / sum, 2e-6);
+        }
+    }
+}
+
+Test(tr, adjacency_unigram_bigram_merge_and_overwrite)
+{
+    arb_adj *a;
+    cr_assert_eq(arb_adj_new(100, 4, 6, &a, NULL), ARB_OK);
+    int32_t ids[16];
+    float sc[16];
+    bool hit, written;
+    cr_assert_eq(arb_adj_succ(a, 1, 2, true, ids, sc, &hit), 0, "empty table");
+    const int32_t *row = arb_adj_row(a, 2, &written);
+    cr_assert_not(written);
+    cr_assert_eq(row[3], 0, "never-written rows hold token 0 (TR reference)");
+    int32_t u[4] = {10, 11, 12, 13}, b[4] = {12, 20, 10, 21};
+    float us[4] = {0.4f, 0.3f, 0.2f, 0.1f}, bs[4] = {0.7f, 0.1f, 0.05f, 0.01f};
+    arb_adj_write(a, -1, 2, u, us); /* unigram only */
+    arb_adj_write(a, 1, 3, u, us);
+    arb_adj_write(a, 7, 2, b, bs);  /* overwrites unigram row 2, bigram (7,2) */
+    cr_assert_eq(arb_adj_fill(a), 2);
+    int n = arb_adj_succ(a, 7, 2, true, ids, sc, &hit);
+    cr_assert(hit);
+    cr_assert_eq(n, 4, "bigram list, then unigram entries not yet listed (same list here)");
+    cr_assert(ids[0] == 12 && ids[1] == 20 && ids[2] == 10 && ids[3] == 21);
+    cr_assert_float_eq(sc[0], 0.7f, 1e-4);
+    arb_adj_write(a, -1, 2, u, us); /* unigram row 2 back to u */
+    n = arb_adj_succ(a, 7, 2, true, ids, sc, &hit);
+    cr_assert_eq(n, 4, "truncated to K");
+    cr_assert(ids[0] == 12 && ids[1] == 20 && ids[2] == 10 && ids[3] == 21);
+    n = arb_adj_succ(a, 8, 2, true, ids, sc, &hit);
+    cr_assert_not(hit);
+    cr_assert(n == 4 && ids[0] == 10, "no bigram for (8,2): unigram");
+    n = arb_adj_succ(a, 7, 2, false, ids, sc, &hit);
+    cr_assert(!hit && ids[0] == 10, "bigram tier switched off");
+    /* bounded memory: many bigram writes never fail and the newest is found */
+    for (int i = 0; i < 5000; i++)
+        arb_adj_write(a, i % 97, 3 + i % 89, u, us);
+    n = arb_adj_succ(a, 4999 % 97, 3 + 4999 % 89, true, ids, sc, &hit);
+    cr_assert(hit);
+    cr_assert_gt(arb_adj_bytes(a), 100 * 4 * 6);
+    arb_adj_clear(a);
+    cr_assert_eq(arb_adj_fill(a), 0);
+    arb_adj_free(a);
+}
+
+static arb_method_spec tr_spec(void)
+{
+    arb_method_spec s = {0};
+    snprintf(s.id, sizeof s.id, "TR");
+    snprintf(s.drafter, sizeof s.drafter, "tr");
+    s.topk = 8;
+    s.harvest_prefill = true;
+    s.hot_start = true;
+    return s;
+}
+
+Test(tr, bfs_fill_update_last_write_wins)
+{
+    arb_method_spec s = tr_spec();
+    void *st;
+    cr_assert_eq(arb_drafter_tr.create(&s, 1000, &st, NULL), ARB_OK);
+    cr_assert_eq(arb_drafter_tr.begin(st, 100, true, NULL), ARB_OK);
+    /* toy matrix: row x = x+1 .. x+8 (scores decreasing); write row 5 twice, last wins */
+    int32_t tok[3] = {5, 7, 5}, prev[3] = {-1, -1, -1}, ids[24];
+    float sc[24];
+    for (int r = 0; r < 3; r++)
+        for (int j = 0; j < 8; j++) {
+            ids[r * 8 + j] = tok[r] + 1 + j + (r == 2 ? 100 : 0);
+            sc[r * 8 + j] = 0.5f / (j + 1);
+        }
+    arb_harvest h = {.n = 3, .K = 8, .tok = tok, .prev = prev, .ids = ids, .scores = sc};
+    arb_drafter_tr.harvest(st, &h);
+    arb_tree t;
+    cr_assert_eq(arb_tree_init(&t, 81, NULL), ARB_OK);
+    int32_t S[2] = {1, 5};
+    arb_tree_reset(&t, 5);
+    arb_step_record rec = {0};
+    arb_drafter_tr.propose(st, S, 2, &t, &rec);
+    arb_tree_finalize(&t);
+    cr_assert_eq(t.n, 81);
+    cr_assert_eq(rec.mode, ARB_MODE_TREE);
+    /* depth 1: row 5 (last write) = 106..113 */
+    for (int j = 0; j < 8; j++)
+        cr_assert_eq(t.tok[1 + j], 106 + j);
+    /* depth 2 [0,0]: row 106 never written -> token 0 (kept, as the reference) */
+    cr_assert_eq(t.tok[9], 0);
+    for (int i = 1; i < t.n; i++)
+        cr_assert_eq(t.source[i], ARB_SRC_TR);
+    /* prune_unfilled drops the never-written rows: only depth 1 remains */
+    s.tr_prune_unfilled = true;
+    void *st2;
+    cr_assert_eq(arb_drafter_tr.create(&s, 1000, &st2, NULL), ARB_OK);
+    arb_drafter_tr.begin(st2, 100, true, NULL);
+    arb_drafter_tr.harvest(st2, &h);
+    arb_tree_reset(&t, 5);
+    arb_drafter_tr.propose(st2, S, 2, &t, &rec);
+    cr_assert_eq(t.n, 9);
+    /* prefill harvesting switch */
+    s.harvest_prefill = false;
+    void *st3;
+    cr_assert_eq(arb_drafter_tr.create(&s, 1000, &st3, NULL), ARB_OK);
+    arb_drafter_tr.begin(st3, 100, true, NULL);
+    h.prefill = true;
+    arb_drafter_tr.harvest(st3, &h);
+    arb_tree_reset(&t, 5);
+    arb_drafter_tr.propose(st3, S, 2, &t, &rec);
+    cr_assert_eq(t.n, 1, "prefill not harvested, rows empty, pruned: AR step");
+    cr_assert_eq(rec.mode, ARB_MODE_AR);
+    arb_drafter_tr.destroy(st);
+    arb_drafter_tr.destroy(st2);
+    arb_drafter_tr.destroy(st3);
+    arb_tree_release(&t);
+    s.topk = 4;
+    cr_assert_eq(arb_drafter_tr.create(&s, 1000, &st, NULL), ARB_E_INVAL, "template needs K >= 8");
+}
