@@ -111,6 +111,21 @@ typedef struct arb_chat_msg { const char *role; const char *content; } arb_chat_
 int arb_chat_apply(const arb_model *m, const char *tmpl_override, const arb_chat_msg *msgs,
                    int n_msgs, bool add_assistant, char *buf, size_t cap, size_t *n_out, arb_err *err);
 
+/* ---- the machine, for run metadata and `arbor bench engine` (engine/cpu/probe.c) ---- */
+typedef struct arb_machine {
+    char cpu_model[64];     /* cpuid brand string, "unknown" if absent */
+    char cpu_flags[96];     /* kernel-relevant ISA flags present, space-separated */
+    int n_cores;            /* online logical CPUs */
+    const char *matmul_isa; /* CPU kernel family in use: "avx512vnni", "avx2", "scalar" */
+} arb_machine;
+void arb_machine_get(arb_machine *out);
+/* Best read bandwidth (bytes/s) summing a `bytes` buffer (make it larger than the
+   last-level cache) on n_threads threads for about `seconds`; < 0 if out of memory. */
+double arb_probe_read_bw(size_t bytes, int n_threads, double seconds);
+/* Peak int8 multiply-accumulates per second of the kernel family's dot instruction
+   on n_threads threads (0 for the scalar family); < 0 on failure. */
+double arb_probe_int8_macs(int n_threads, double seconds);
+
 /* ---- low-level: the GGUF behind a model, for inspect/metadata ---- */
 const char *arb_model_path(const arb_model *m);
 
