@@ -466,3 +466,26 @@ Test(dataset, fetch_script_copies_verified_files_and_rejects_corrupt_ones)
     tmp_remove(&t);
     tmp_remove(&bad);
 }
+
+/* ---- `arbor datasets` ---- */
+
+Test(dataset, cli_marks_corrupt_files_and_exits_non_zero)
+{
+    const char *b = getenv("ARBOR_BUILD_ROOT");
+    if (!b || !*b)
+        cr_skip("ARBOR_BUILD_ROOT not set (run through meson test)");
+    tmpdir t;
+    tmp_make(&t);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s/harness/arbor' datasets --data '%s' >/dev/null", b, t.path);
+    cr_assert_eq(sh(cmd), 0, "missing files are listed, not an error");
+    PUT(&t, "gsm8k/test.jsonl", "{\"question\": \"q0\"}\n");
+    snprintf(cmd, sizeof cmd, "'%s/harness/arbor' datasets --data '%s' 2>/dev/null | grep -q '^gsm8k .*CORRUPT'",
+             b, t.path);
+    cr_assert_eq(sh(cmd), 0, "the corrupt file is not marked");
+    snprintf(cmd, sizeof cmd, "'%s/harness/arbor' datasets --data '%s' >/dev/null 2>&1", b, t.path);
+    cr_assert_eq(sh(cmd), 1);
+    snprintf(cmd, sizeof cmd, "'%s/harness/arbor' datasets show gsm8k --data '%s' | grep -qx q0", b, t.path);
+    cr_assert_eq(sh(cmd), 0);
+    tmp_remove(&t);
+}
