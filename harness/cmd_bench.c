@@ -1,0 +1,329 @@
+/* cmd_bench.c — `arbor bench engine`: how fast the engine is, next to the
+ * machine's roofline and (optionally) llama.cpp's llama-bench in the same sitting.
+ *
+ * Measures: decode tok/s at batch 1 (AR steps from an empty context, as
+ * llama-bench's tg test), prefill tok/s (one chain), and the time of evaluating
+ * trees of 1..64 nodes (chains and wide trees whose nodes all hang off one root)
+ * on a fixed prefix, as ratios to one node. The roofline: read bandwidth over a
+ * buffer larger than the LLC divided by the weights' bytes (batch-1 tok/s bound),
+ * and the int8 dot rate of the kernel family (compute bound for 64 nodes, at
+ * ~n_params multiply-accumulates per node). Every figure is a ratio or a rate
+ * measured in this run; nothing is compared with a stored number.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "engine.h"
+#include "modelfetch.h"
+
+static const char usage[] =
+    "usage: arbor bench engine [--model M] [--threads N] [--steps N] [--prefill N] [--reps N]\n"
+    "                          [--llama-bench PATH] [--rounds N] [--quick]\n"
+    "\n"
+    "Benchmarks the CPU engine on model M (default: the default model):\n"
+    "  decode    tok/s at batch 1, --steps AR steps (default 128) from an empty context\n"
+    "  prefill   tok/s of one --prefill-token chain (default 512)\n"
+    "  trees     time of 1,2,4,...,64-node chains and wide trees (all children of the\n"
+    "            root) on a 64-token prefix, as ratios to one node (best of --reps, default 5)\n"
+    "  roofline  measured read bandwidth / weight bytes (batch-1 tok/s bound) and the\n"
+    "            int8 dot rate (compute bound for 64 nodes)\n"
+    "  memory    RSS and KV-cache bytes per token\n"
+    "--llama-bench PATH runs `PATH -m M -p 0 -n STEPS -t N` right after arbor's decode,\n"
+    "--rounds times (default 2), and prints both rates and their ratio.\n"
+    "--threads N: kernel threads (default: all cores). --quick: fewer steps and reps.\n";
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int parse_int(const char *flag, const char *v, int lo, int hi, int *out)
+{
+    char *end = NULL;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *end || x < lo || x > hi) {
+        fprintf(stderr, "arbor bench engine: %s needs an integer %d..%d\n%s", flag, lo, hi, usage);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+/* kB value of a /proc/self/status field ("VmRSS", "VmHWM"); -1 if absent. */
+static long proc_kb(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long v = -1;
+    const size_t n = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, field, n) && line[n] == ':') {
+            v = strtol(line + n + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+typedef struct bench {
+    arb_ctx *c;
+    arb_model_info mi;
+    float *logits;   /* n_max x n_vocab */
+    int32_t *tok, *par;
+    int n_max;
+} bench;
+
+static int32_t argmax(const float *v, int n)
+{
+    int32_t b = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[b])
+            b = i;
+    return b;
+}
+
+/* Decode `steps` tokens at batch 1 from an empty context; returns tok/s or < 0. */
+static double run_decode(bench *b, int steps, arb_err *err)
+{
+    if (arb_ctx_truncate(b->c, 0))
+        return -1;
+    int32_t t = b->mi.bos >= 0 ? b->mi.bos : 1, par = -1, zero = 0;
+    const double t0 = now_s();
+    for (int s = 0; s < steps; s++) {
+        if (arb_eval(b->c, &t, &par, 1, b->logits, NULL, err) || arb_commit(b->c, &zero, 1, err))
+            return -1;
+        t = argmax(b->logits, b->mi.n_vocab);
+    }
+    return steps / (now_s() - t0);
+}
+
+/* Chain of n pseudo-random tokens on top of the current prefix; seconds or < 0. */
+static double run_eval(bench *b, int n, int wide, arb_err *err)
+{
+    for (int i = 0; i < n; i++) {
+        b->tok[i] = (int32_t)((7919u * (unsigned)(i + 11)) % (unsigned)b->mi.n_vocab);
+        b->par[i] = wide ? (i == 0 ? -1 : 0) : i - 1;
+    }
+    const double t0 = now_s();
+    if (arb_eval(b->c, b->tok, b->par, n, b->logits, NULL, err))
+        return -1;
+    return now_s() - t0;
+}
+
+/* llama-bench's tg rate (avg_ts of the CSV row); < 0 if it failed. */
+static double run_llama_bench(const char *exe, const char *model, int steps, int threads)
+{
+    if (strchr(exe, '\'') || strchr(model, '\''))
+        return -1;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' -m '%s' -p 0 -n %d -t %d -o csv 2>/dev/null", exe, model, steps, threads);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    char line[8192];
+    int col = -1;
+    double ts = -1;
+    while (fgets(line, sizeof line, p)) {
+        int k = 0;
+        char *save = NULL;
+        for (char *f = strtok_r(line, ",\n", &save); f; f = strtok_r(NULL, ",\n", &save), k++) {
+            if (col < 0 && !strcmp(f, "avg_ts"))
+                col = k;
+            else if (col >= 0 && k == col) {
+                const char *s = f[0] == '"' ? f + 1 : f;
+                char *end;
+                double v = strtod(s, &end);
+                if (end != s)
+                    ts = v;
+            }
+        }
+    }
+    return pclose(p) == 0 ? ts : -1;
+}
+
+static int bench_engine(int argc, char **argv)
+{
+    const char *model = "default", *llama = NULL;
+    int threads = 0, steps = 128, prefill = 512, reps = 5, rounds = 2;
+    bool quick = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        if (!strcmp(a, "--model") && v) model = v, i++;
+        else if (!strcmp(a, "--llama-bench") && v) llama = v, i++;
+        else if (!strcmp(a, "--threads")) rc = parse_int(a, v, 1, 1024, &threads), i++;
+        else if (!strcmp(a, "--steps")) rc = parse_int(a, v, 1, 100000, &steps), i++;
+        else if (!strcmp(a, "--prefill")) rc = parse_int(a, v, 1, 100000, &prefill), i++;
+        else if (!strcmp(a, "--reps")) rc = parse_int(a, v, 1, 1000, &reps), i++;
+        else if (!strcmp(a, "--rounds")) rc = parse_int(a, v, 1, 100, &rounds), i++;
+        else if (!strcmp(a, "--quick")) quick = true;
+        else {
+            fprintf(stderr, "arbor bench engine: unknown or incomplete option '%s'\n%s", a, usage);
+            return 2;
+        }
+        if (rc)
+            return 2;
+    }
+    if (quick) {
+        steps = steps > 32 ? 32 : steps;
+        prefill = prefill > 128 ? 128 : prefill;
+        reps = 2;
+    }
+    char path[4096];
+    arb_err err = {0};
+    if (arb_model_resolve(model, path, sizeof path, &err)) {
+        fprintf(stderr, "arbor bench engine: %s\n", err.msg);
+        return 1;
+    }
+    arb_machine mach;
+    arb_machine_get(&mach);
+    if (!threads)
+        threads = mach.n_cores;
+
+    const long rss0 = proc_kb("VmRSS");
+    arb_load_opts lo = arb_load_default_opts();
+    lo.n_threads = threads;
+    arb_model *m = NULL;
+    bench b = {0};
+    int rc = 1;
+    if (arb_model_load(path, &lo, &m, &err))
+        goto fail;
+    arb_model_get_info(m, &b.mi);
+    b.n_max = prefill > 64 ? prefill : 64;
+    arb_ctx_opts co = arb_ctx_default_opts();
+    co.n_ctx = b.n_max + steps + 64 + 64;
+    if (co.n_ctx > b.mi.n_ctx_train && b.mi.n_ctx_train > 0) {
+        fprintf(stderr, "arbor bench engine: --prefill + --steps exceed the model's context (%d)\n", b.mi.n_ctx_train);
+        goto out;
+    }
+    co.n_batch_max = b.n_max;
+    if (arb_ctx_new(m, &co, &b.c, &err))
+        goto fail;
+    const long rss_engine = proc_kb("VmRSS");
+    b.logits = malloc(sizeof(float) * (size_t)b.n_max * (size_t)b.mi.n_vocab);
+    b.tok = malloc(sizeof(int32_t) * (size_t)b.n_max);
+    b.par = malloc(sizeof(int32_t) * (size_t)b.n_max);
+    if (!b.logits || !b.tok || !b.par) {
+        fprintf(stderr, "arbor bench engine: out of memory\n");
+        goto out;
+    }
+
+    printf("arbor bench engine: %s\n", path);
+    printf("machine   %s, %d cores, kernels %s, %d threads\n          flags: %s\n", mach.cpu_model,
+           mach.n_cores, mach.matmul_isa, threads, mach.cpu_flags);
+    printf("model     %s (%s), %d layers, n_embd %d, vocab %d, %.1f M params, %.1f MB weights\n", b.mi.name,
+           b.mi.arch, b.mi.n_layer, b.mi.n_embd, b.mi.n_vocab, b.mi.n_params / 1e6, b.mi.weight_bytes / 1e6);
+    fflush(stdout);
+
+    /* Roofline. */
+    const double bw = arb_probe_read_bw((size_t)256 << 20, threads, quick ? 0.3 : 1.0);
+    const double macs = arb_probe_int8_macs(threads, quick ? 0.2 : 0.5);
+    const double roof_tok = bw > 0 ? bw / (double)b.mi.weight_bytes : 0;
+    const double roof64 = macs > 0 ? 64.0 * (double)b.mi.n_params / macs : 0;
+    const double roof1 = bw > 0 ? (double)b.mi.weight_bytes / bw : 0;
+    printf("roofline  read bandwidth %.2f GB/s -> %.1f tok/s at batch 1 (weights %.1f MB per token)\n", bw / 1e9,
+           roof_tok, b.mi.weight_bytes / 1e6);
+    printf("          int8 dot rate %.1f GMAC/s -> 64 nodes >= %.2f ms of compute (%.0f MMAC/node)\n", macs / 1e9,
+           1e3 * (roof64 > roof1 ? roof64 : roof1), b.mi.n_params / 1e6);
+    fflush(stdout);
+
+    /* Prefill. */
+    double best_pf = 0;
+    for (int r = 0; r < (reps < 2 ? reps : 2); r++) {
+        if (arb_ctx_truncate(b.c, 0))
+            goto out;
+        const double t = run_eval(&b, prefill, 0, &err);
+        if (t < 0)
+            goto fail;
+        best_pf = prefill / t > best_pf ? prefill / t : best_pf;
+    }
+    printf("prefill   %.1f tok/s (%d-token chain, logits for every node, best of %d)\n", best_pf, prefill,
+           reps < 2 ? reps : 2);
+    fflush(stdout);
+
+    /* Decode, and llama-bench alternating with it. */
+    for (int r = 0; r < (llama ? rounds : 1); r++) {
+        const double dec = run_decode(&b, steps, &err);
+        if (dec < 0)
+            goto fail;
+        printf("decode    %.1f tok/s at batch 1 (%d steps from an empty context) = %.0f%% of the bandwidth roofline\n",
+               dec, steps, roof_tok > 0 ? 100.0 * dec / roof_tok : 0.0);
+        if (llama) {
+            const double lt = run_llama_bench(llama, path, steps, threads);
+            if (lt < 0)
+                printf("llama.cpp llama-bench failed (%s)\n", llama);
+            else
+                printf("llama.cpp %.1f tok/s (llama-bench -p 0 -n %d -t %d)  arbor/llama.cpp = %.2f  [round %d]\n", lt,
+                       steps, threads, dec / lt, r + 1);
+        }
+        fflush(stdout);
+    }
+
+    /* Trees on a 64-token prefix. */
+    if (arb_ctx_truncate(b.c, 0) || run_eval(&b, 64, 0, &err) < 0)
+        goto fail;
+    int32_t path64[64];
+    for (int i = 0; i < 64; i++)
+        path64[i] = i;
+    if (arb_commit(b.c, path64, 64, &err))
+        goto fail;
+    static const int sizes[] = {1, 2, 4, 8, 16, 32, 64};
+    double tt[2][7];
+    for (int wide = 0; wide < 2; wide++)
+        for (int k = 0; k < 7; k++) {
+            double best = 1e30;
+            for (int r = 0; r < reps; r++) {
+                const double t = run_eval(&b, sizes[k], wide, &err);
+                if (t < 0)
+                    goto fail;
+                best = t < best ? t : best;
+            }
+            tt[wide][k] = best;
+        }
+    printf("trees     nodes:        1      2      4      8     16     32     64   (time / time of 1 node, best of %d)\n", reps);
+    for (int wide = 0; wide < 2; wide++) {
+        printf("          %-7s", wide ? "wide" : "chain");
+        for (int k = 0; k < 7; k++)
+            printf(" %6.2f", tt[wide][k] / tt[wide][0]);
+        printf("   (1 node %.2f ms, 64 nodes %.2f ms)\n", 1e3 * tt[wide][0], 1e3 * tt[wide][6]);
+    }
+    printf("          16 nodes = %.2fx one node (goal <= 3);  64 nodes = %.2fx the compute roofline (goal <= 1.5)\n",
+           tt[1][4] / tt[1][0], roof64 > 0 ? tt[1][6] / (roof64 > roof1 ? roof64 : roof1) : 0.0);
+
+    const double kv_tok = 2.0 * b.mi.n_layer * b.mi.n_head_kv * b.mi.head_dim * sizeof(float);
+    printf("memory    RSS %.1f MB after load (+%.1f MB for bench buffers: %.1f MB now, peak %.1f MB); KV %.1f KB/token (f32)\n",
+           (rss_engine - rss0) / 1024.0, (proc_kb("VmRSS") - rss_engine) / 1024.0, proc_kb("VmRSS") / 1024.0,
+           proc_kb("VmHWM") / 1024.0, kv_tok / 1024.0);
+    rc = 0;
+    goto out;
+fail:
+    fprintf(stderr, "arbor bench engine: %s\n", err.msg);
+out:
+    free(b.logits);
+    free(b.tok);
+    free(b.par);
+    arb_ctx_free(b.c);
+    arb_model_free(m);
+    return rc;
+}
+
+int arb_cmd_bench(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "engine"))
+        return arb_cli_wants_help(argc - 1, argv + 1) ? (fputs(usage, stdout), 0) : bench_engine(argc - 1, argv + 1);
+    if (arb_cli_wants_help(argc, argv)) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    fprintf(stderr, "arbor bench: unknown or missing benchmark%s%s (try `arbor bench engine`)\n%s",
+            argc >= 2 ? " " : "", argc >= 2 ? argv[1] : "", usage);
+    return 2;
+}
