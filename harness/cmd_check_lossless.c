@@ -1,0 +1,191 @@
+/* cmd_check_lossless.c — `arbor check-lossless`: every greedy method must emit exactly the
+ * AR token sequence. Runs the first N prompts of HumanEval and GSM8K (default 20 each) at
+ * max-new tokens through AR and each method, reports mismatches (first differing position),
+ * and per method × dataset τ, tok/s, harness overhead and table memory as a Markdown table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "dataset.h"
+#include "decode.h"
+#include "genutil.h"
+#include "method.h"
+
+static const char usage[] =
+    "usage: arbor check-lossless [--data DIR] [--n N] [--max-new N] [--model default|PATH]\n"
+    "                            [--methods LIST] [--datasets LIST] [--no-chat] [--threads N]\n"
+    "\n"
+    "Greedy losslessness check: the first N prompts (default 20) of each dataset (default\n"
+    "humaneval,gsm8k) are generated with AR and with every method in LIST (default\n"
+    "pld,tr,goose,iso3,iso5); each output must equal AR's token for token. Prints one row per\n"
+    "method and dataset (tau, tok/s, harness share of eval time, mismatches) and exits 1 on\n"
+    "any mismatch. Each method's first prompt is run once untimed as a warm-up.\n"
+    "\n"
+    "  --data DIR      dataset directory (default $ARBOR_DATA, then the cache)\n"
+    "  --max-new N     tokens per prompt (default 128)\n"
+    "  --methods LIST  comma-separated presets (see arbor generate --help)\n";
+
+typedef struct agg {
+    long gen, calls, prompts, mismatches;
+    double wall_us, eval_us, harness_us;
+} agg;
+
+static int split_list(char *s, const char **out, int cap)
+{
+    int n = 0;
+    for (char *tok = strtok(s, ","); tok && n < cap; tok = strtok(NULL, ","))
+        out[n++] = tok;
+    return n;
+}
+
+int arb_cmd_check_lossless(int argc, char **argv)
+{
+    if (arb_cli_wants_help(argc, argv)) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    const char *data = NULL, *model = "default";
+    char methods_buf[512] = "pld,tr,goose,iso3,iso5", sets_buf[256] = "humaneval,gsm8k";
+    int n_prompts = 20, max_new = 128, threads = 0;
+    bool chat = true;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--no-chat")) {
+            chat = false;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "arbor check-lossless: %s %s\n%s", a,
+                    a[0] == '-' ? "needs a value or is unknown" : "is not an option", usage);
+            return 2;
+        }
+        char *e;
+        if (!strcmp(a, "--data"))
+            data = v;
+        else if (!strcmp(a, "--model"))
+            model = v;
+        else if (!strcmp(a, "--methods"))
+            snprintf(methods_buf, sizeof methods_buf, "%s", v);
+        else if (!strcmp(a, "--datasets"))
+            snprintf(sets_buf, sizeof sets_buf, "%s", v);
+        else if (!strcmp(a, "--n") || !strcmp(a, "--max-new") || !strcmp(a, "--threads")) {
+            long x = strtol(v, &e, 10);
+            if (e == v || *e || x < (strcmp(a, "--threads") ? 1 : 0) || x > 100000) {
+                fprintf(stderr, "arbor check-lossless: %s: '%s' is not a valid count\n", a, v);
+                return 2;
+            }
+            *(!strcmp(a, "--n") ? &n_prompts : !strcmp(a, "--max-new") ? &max_new : &threads) = (int)x;
+        } else {
+            fprintf(stderr, "arbor check-lossless: unknown option '%s'\n%s", a, usage);
+            return 2;
+        }
+        i++;
+    }
+    const char *mnames[32], *dnames[16];
+    int n_m = split_list(methods_buf, mnames + 1, 31) + 1, n_d = split_list(sets_buf, dnames, 16);
+    mnames[0] = "ar";
+    arb_err err = {0};
+    arb_method_spec specs[32];
+    for (int i = 0; i < n_m; i++)
+        if (arb_method_spec_preset(mnames[i], &specs[i], &err) || arb_method_spec_validate(&specs[i], &err)) {
+            fprintf(stderr, "arbor check-lossless: --methods: %s\n", err.msg);
+            return 2;
+        }
+    char dir[4096];
+    if (arb_dataset_dir(data, dir, sizeof dir, &err)) {
+        fprintf(stderr, "arbor check-lossless: %s\n", err.msg);
+        return 2;
+    }
+    arb_model *m = NULL;
+    arb_ctx *c = NULL;
+    int rc = arb_gen_load(model, threads, 0, &m, &c, &err);
+    if (rc) {
+        fprintf(stderr, "arbor check-lossless: %s\n", err.msg);
+        return 1;
+    }
+    arb_decoder *dec[32] = {0};
+    for (int i = 0; i < n_m && !rc; i++)
+        rc = arb_decoder_new(c, &specs[i], &dec[i], &err);
+    agg tot[32][16];
+    memset(tot, 0, sizeof tot);
+    long total_mismatch = 0;
+    int32_t *ref = malloc((size_t)(max_new + 1) * sizeof *ref);
+    if (!ref && !rc)
+        rc = ARB_ERR(&err, ARB_E_NOMEM, "out of memory");
+    arb_decode_opts o = arb_decode_default_opts();
+    o.max_new = max_new;
+    for (int di = 0; di < n_d && !rc; di++) {
+        arb_dataset *ds = NULL;
+        if ((rc = arb_dataset_open(dir, dnames[di], NULL, &ds, &err)))
+            break;
+        size_t n = arb_dataset_count(ds) < (size_t)n_prompts ? arb_dataset_count(ds) : (size_t)n_prompts;
+        for (size_t pi = 0; pi < n && !rc; pi++) {
+            const arb_record *r = arb_dataset_get(ds, pi);
+            int32_t *ids = NULL;
+            int n_ids = 0, n_ref = 0;
+            if ((rc = arb_gen_prompt(m, r->turns[0], chat, &ids, &n_ids, &err)))
+                break;
+            o.prompt_id = (int)pi;
+            for (int mi = 0; mi < n_m && !rc; mi++) {
+                arb_prompt_result res;
+                if (di == 0 && pi == 0) { /* warm-up, untimed; then start the run afresh */
+                    rc = arb_decoder_generate(dec[mi], ids, n_ids, &o, NULL, &res, &err);
+                    arb_decoder_reset_run(dec[mi]);
+                    if (rc)
+                        break;
+                }
+                if ((rc = arb_decoder_generate(dec[mi], ids, n_ids, &o, NULL, &res, &err)))
+                    break;
+                agg *a = &tot[mi][di];
+                a->gen += res.n_generated;
+                a->calls += res.n_target_calls;
+                a->prompts++;
+                a->wall_us += res.wall_us;
+                a->eval_us += res.eval_us;
+                a->harness_us += res.harness_us;
+                if (mi == 0) {
+                    memcpy(ref, res.ids, (size_t)res.n_generated * sizeof *ref);
+                    n_ref = res.n_generated;
+                    continue;
+                }
+                int k = 0;
+                while (k < n_ref && k < res.n_generated && ref[k] == res.ids[k])
+                    k++;
+                if (k < n_ref || k < res.n_generated) {
+                    a->mismatches++;
+                    total_mismatch++;
+                    fprintf(stderr, "MISMATCH %s %s[%zu] (%s): first difference at token %d of %d/%d\n",
+                            specs[mi].id, dnames[di], pi, r->id, k, n_ref, res.n_generated);
+                }
+            }
+            fprintf(stderr, "\r%s %zu/%zu", dnames[di], pi + 1, n);
+            free(ids);
+        }
+        fputc('\n', stderr);
+        arb_dataset_free(ds);
+    }
+    if (!rc) {
+        printf("| method | dataset | prompts | tokens | target calls | tau | tok/s | speedup | harness/eval | "
+               "tables MB | mismatches |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for (int mi = 0; mi < n_m; mi++)
+            for (int di = 0; di < n_d; di++) {
+                agg *a = &tot[mi][di], *ar = &tot[0][di];
+                double tps = a->gen / (a->wall_us / 1e6), ar_tps = ar->gen / (ar->wall_us / 1e6);
+                printf("| %s | %s | %ld | %ld | %ld | %.3f | %.2f | %.2fx | %.2f%% | %.2f | %ld |\n", specs[mi].id,
+                       dnames[di], a->prompts, a->gen, a->calls, (double)a->gen / a->calls, tps, tps / ar_tps,
+                       a->eval_us > 0 ? 100.0 * a->harness_us / a->eval_us : 0.0,
+                       arb_decoder_table_bytes(dec[mi]) / 1048576.0, a->mismatches);
+            }
+        printf("\n%ld mismatches over %d methods x %d datasets x up to %d prompts at %d new tokens\n", total_mismatch,
+               n_m - 1, n_d, n_prompts, max_new);
+    } else {
+        fprintf(stderr, "arbor check-lossless: %s\n", err.msg);
+    }
+    free(ref);
+    for (int i = 0; i < n_m; i++)
+        arb_decoder_free(dec[i]);
+    arb_ctx_free(c);
+    arb_model_free(m);
+    return rc ? 1 : total_mismatch ? 1 : 0;
+}

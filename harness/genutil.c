@@ -1,0 +1,82 @@
+/* genutil.c — model loading and prompt formatting for the generation commands. */
+#include "genutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "modelfetch.h"
+
+int arb_gen_load(const char *model_spec, int n_threads, int n_ctx, arb_model **m, arb_ctx **c, arb_err *err)
+{
+    *m = NULL;
+    *c = NULL;
+    char path[4096];
+    int rc = arb_model_resolve(model_spec, path, sizeof path, err);
+    if (rc)
+        return rc;
+    arb_load_opts lo = arb_load_default_opts();
+    lo.n_threads = n_threads;
+    if ((rc = arb_model_load(path, &lo, m, err)))
+        return rc;
+    arb_ctx_opts co = arb_ctx_default_opts();
+    if (n_ctx > 0)
+        co.n_ctx = n_ctx;
+    if ((rc = arb_ctx_new(*m, &co, c, err))) {
+        arb_model_free(*m);
+        *m = NULL;
+    }
+    return rc;
+}
+
+int arb_gen_prompt(const arb_model *m, const char *text, bool chat, int32_t **ids, int *n, arb_err *err)
+{
+    *ids = NULL;
+    *n = 0;
+    char *buf = NULL;
+    const char *src = text;
+    int rc = ARB_OK;
+    if (chat) {
+        arb_chat_msg msg = {.role = "user", .content = text};
+        size_t need = 0;
+        rc = arb_chat_apply(m, NULL, &msg, 1, true, NULL, 0, &need, err);
+        if (rc && need == 0)
+            return rc;
+        buf = malloc(need + 1);
+        if (!buf)
+            return ARB_ERR(err, ARB_E_NOMEM, "prompt: out of memory");
+        if ((rc = arb_chat_apply(m, NULL, &msg, 1, true, buf, need + 1, &need, err))) {
+            free(buf);
+            return rc;
+        }
+        src = buf;
+    }
+    size_t len = strlen(src);
+    int cap = (int)len + 16, need = 0;
+    int32_t *out = malloc((size_t)cap * sizeof *out);
+    if (!out) {
+        free(buf);
+        return ARB_ERR(err, ARB_E_NOMEM, "prompt: out of memory");
+    }
+    rc = arb_tokenize(m, src, len, true, chat, out, cap, &need, err);
+    if (!rc && need > cap) { /* more tokens than bytes + 16 cannot happen for BPE; be safe */
+        int32_t *o2 = realloc(out, (size_t)need * sizeof *out);
+        if (!o2)
+            rc = ARB_ERR(err, ARB_E_NOMEM, "prompt: out of memory");
+        else {
+            out = o2;
+            rc = arb_tokenize(m, src, len, true, chat, out, need, &need, err);
+        }
+    }
+    free(buf);
+    if (rc) {
+        free(out);
+        return rc;
+    }
+    if (need < 1) {
+        free(out);
+        return ARB_ERR(err, ARB_E_INVAL, "prompt: empty after tokenization");
+    }
+    *ids = out;
+    *n = need;
+    return ARB_OK;
+}
