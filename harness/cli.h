@@ -15,6 +15,7 @@ int arb_cmd_fetch_model(int argc, char **argv);
 int arb_cmd_report(int argc, char **argv);
 int arb_cmd_compare(int argc, char **argv);
 int arb_cmd_merge(int argc, char **argv);
+int arb_cmd_plot(int argc, char **argv);
 int arb_cmd_inspect(int argc, char **argv);
 int arb_cmd_datasets(int argc, char **argv);
 

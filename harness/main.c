@@ -18,6 +18,7 @@ static const struct arb_cmd cmds[] = {
     {"report", arb_cmd_report, "paper tables (GOOSE Tables 1-3, pivots) from a results database"},
     {"compare", arb_cmd_compare, "regression gate: a metric of two results databases, exit 1 on a drop"},
     {"merge", arb_cmd_merge, "combine shard results databases into one"},
+    {"plot", arb_cmd_plot, "figures (speedup bars, p_s vs p_t, tau sweeps, accepted lengths) via gnuplot"},
     {"datasets", arb_cmd_datasets, "list benchmark datasets, verify them, show their prompts"},
 };
 

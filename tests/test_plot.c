@@ -1,0 +1,164 @@
+/* test_plot.c — figures from the fixture database: the data files carry the metrics, the
+ * scripts embed the templates, gnuplot renders real PNG and SVG files; bad figure names and
+ * a missing template directory are errors. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture_db.h"
+#include "metrics.h"
+#include "plot.h"
+
+static char dir[256], out[300];
+static arb_store *st;
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/arb_test_plot_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    char path[300];
+    snprintf(path, sizeof path, "%s/f.db", dir);
+    snprintf(out, sizeof out, "%s/fig", dir);
+    arb_err err = {0};
+    cr_assert_eq(arb_store_open(path, &st, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(fx_build(st, 0, 1, &err), ARB_OK, "%s", err.msg);
+}
+
+static void teardown(void)
+{
+    arb_store_close(st);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+static const char *templates(void)
+{
+    static char t[1024];
+    const char *root = getenv("ARBOR_SOURCE_ROOT");
+    if (!root)
+        cr_skip("ARBOR_SOURCE_ROOT not set (run through meson test)");
+    snprintf(t, sizeof t, "%s/plots", root);
+    return t;
+}
+
+static bool starts_with_file(const char *path, const void *magic, size_t n)
+{
+    unsigned char buf[64];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    size_t got = fread(buf, 1, n, f);
+    fclose(f);
+    return got == n && !memcmp(buf, magic, n);
+}
+
+Test(plot, speedup_data_matches_metrics_and_renders, .init = setup, .fini = teardown)
+{
+    arb_plot_opts o = arb_plot_default_opts();
+    o.figure = "speedup";
+    o.out_dir = out;
+    o.templates = templates();
+    o.render = system("gnuplot --version >/dev/null 2>&1") == 0;
+    arb_err err = {0};
+    cr_assert_eq(arb_plot_write(arb_store_db(st), &o, &err), ARB_OK, "%s", err.msg);
+    /* tiny-b / mt-bench / GOOSE from the .dat equals the metric */
+    char path[400], line[512];
+    snprintf(path, sizeof path, "%s/speedup.dat", out);
+    FILE *f = fopen(path, "r");
+    cr_assert(f);
+    int block = 0, goose_col = -1;
+    double got = NAN;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '\n') {
+            block += line[0] == '\n';
+            continue;
+        }
+        if (!strncmp(line, "dataset", 7)) {
+            int col = 0;
+            for (char *t = strtok(line, " \n"); t; t = strtok(NULL, " \n"), col++)
+                if (!strcmp(t, "GOOSE"))
+                    goose_col = col;
+            continue;
+        }
+        if (block == 2 && !strncmp(line, "mt-bench", 8)) { /* second model: blocks 0 and 2 */
+            int col = 0;
+            for (char *t = strtok(line, " \n"); t; t = strtok(NULL, " \n"), col++)
+                if (col == goose_col)
+                    got = atof(t);
+        }
+    }
+    fclose(f);
+    arb_run_info *runs;
+    int n;
+    cr_assert_eq(arb_metrics_list_runs(arb_store_db(st), &runs, &n, &err), ARB_OK);
+    char key[17];
+    fx_key(1, 1, 3, key);
+    int i = 0;
+    while (strcmp(runs[i].run_key, key))
+        i++;
+    arb_run_stats s, ar;
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[i], &s, &err), ARB_OK);
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[arb_metrics_find_ar(runs, n, i)], &ar, &err), ARB_OK);
+    arb_ci v;
+    arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP, 0, 0, &v);
+    cr_assert_float_eq(got, v.v, 1e-4, "dat %g vs metric %g", got, v.v);
+    arb_run_stats_release(&s);
+    arb_run_stats_release(&ar);
+    arb_metrics_free_runs(runs, n);
+    snprintf(path, sizeof path, "%s/speedup.gp", out);
+    f = fopen(path, "r");
+    cr_assert(f);
+    char body[8192];
+    size_t nb = fread(body, 1, sizeof body - 1, f);
+    body[nb] = 0;
+    fclose(f);
+    cr_assert(strstr(body, "datafile = 'speedup.dat'") && strstr(body, "nblocks = 2") &&
+              strstr(body, "set style histogram clustered"), "%s", body);
+    if (!o.render)
+        cr_skip("gnuplot not installed: data and script checked, rendering skipped");
+    snprintf(path, sizeof path, "%s/speedup.png", out);
+    cr_assert(starts_with_file(path, "\x89PNG\r\n\x1a\n", 8), "%s is no PNG", path);
+    snprintf(path, sizeof path, "%s/speedup.svg", out);
+    cr_assert(starts_with_file(path, "<?xml", 5), "%s is no SVG", path);
+}
+
+Test(plot, all_figures_render, .init = setup, .fini = teardown)
+{
+    if (system("gnuplot --version >/dev/null 2>&1") != 0)
+        cr_skip("gnuplot not installed");
+    arb_plot_opts o = arb_plot_default_opts();
+    o.out_dir = out;
+    o.templates = templates();
+    arb_err err = {0};
+    cr_assert_eq(arb_plot_write(arb_store_db(st), &o, &err), ARB_OK, "%s", err.msg);
+    const char *names[] = {"speedup", "ps_pt", "tau_sweep", "accept_hist"};
+    for (int i = 0; i < 4; i++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/%s.png", out, names[i]);
+        cr_assert(starts_with_file(path, "\x89PNG", 4), "%s", path);
+        snprintf(path, sizeof path, "%s/%s.log", out, names[i]);
+        cr_assert(!starts_with_file(path, "", 0), "gnuplot left a log: %s", path);
+    }
+}
+
+Test(plot, errors_name_the_problem, .init = setup, .fini = teardown)
+{
+    arb_plot_opts o = arb_plot_default_opts();
+    o.out_dir = out;
+    o.render = false;
+    arb_err err = {0};
+    o.figure = "pie";
+    cr_assert_eq(arb_plot_write(arb_store_db(st), &o, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "pie") != NULL);
+    o.figure = "speedup";
+    o.templates = "/nonexistent/plots";
+    cr_assert_eq(arb_plot_write(arb_store_db(st), &o, &err), ARB_E_NOTFOUND);
+    cr_assert(strstr(err.msg, "/nonexistent/plots/speedup.gp") != NULL, "%s", err.msg);
+    o.templates = templates();
+    o.figure = "tau_sweep";
+    o.param = "colour";
+    cr_assert_eq(arb_plot_write(arb_store_db(st), &o, &err), ARB_E_NOTFOUND);
+    cr_assert(strstr(err.msg, "colour") != NULL, "%s", err.msg);
+}
