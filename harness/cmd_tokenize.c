@@ -1,0 +1,172 @@
+/* cmd_tokenize.c — `arbor tokenize`: show how a model's tokenizer splits a text.
+ *
+ * Loads only the vocabulary (arb_load_opts.vocab_only) and prints one token per
+ * line: id, then the piece's bytes quoted and escaped (\n \t \r \\ \' and \xHH for
+ * bytes that are not part of a complete UTF-8 character).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "engine.h"
+#include "modelfetch.h"
+
+static const char k_usage[] =
+    "usage: arbor tokenize [--model M] [--no-special] [--bos] [--chat [--template NAME]] [--ids]\n"
+    "                      (TEXT | -f FILE)\n"
+    "\n"
+    "Tokenize TEXT (or the contents of FILE, '-' for stdin) with a model's tokenizer and print\n"
+    "one token per line: its id and its piece, quoted and escaped.\n"
+    "\n"
+    "  --model M        GGUF path or 'default' (the fetched SmolLM2-135M-Instruct; default)\n"
+    "  --no-special     treat special-token texts such as <|im_start|> as plain text\n"
+    "  --bos            prepend BOS when the model asks for it (tokenizer.ggml.add_bos_token)\n"
+    "  --chat           render TEXT as one user turn with the model's chat template first\n"
+    "  --template NAME  with --chat: chatml, qwen, smollm, llama3, llama3.1 or vicuna\n"
+    "  --ids            print only the ids, space-separated, on one line\n"
+    "  -h, --help       this help\n";
+
+static int fail_usage(const char *fmt, const char *arg) {
+    fprintf(stderr, "arbor tokenize: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", k_usage);
+    return 2;
+}
+
+static char *read_all(const char *path, size_t *n) {
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) return NULL;
+    size_t cap = 4096, len = 0;
+    char *b = malloc(cap);
+    size_t k;
+    while (b && (k = fread(b + len, 1, cap - len, f)) > 0) {
+        len += k;
+        if (len == cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) free(b);
+            b = nb;
+        }
+    }
+    if (f != stdin) fclose(f);
+    *n = len;
+    return b;
+}
+
+/* Length of a complete, valid UTF-8 sequence at s (>= 2 bytes), else 0. */
+static int utf8_seq(const unsigned char *s, int n) {
+    int k = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : 0;
+    if (s[0] >= 0xF5 || k == 0 || k > n) return 0;
+    for (int i = 1; i < k; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    return k;
+}
+
+static void print_escaped(const char *p, int n) {
+    const unsigned char *s = (const unsigned char *)p;
+    putchar('\'');
+    for (int i = 0; i < n;) {
+        unsigned char c = s[i];
+        int k = c >= 0x80 ? utf8_seq(s + i, n - i) : 0;
+        if (k) { fwrite(s + i, 1, (size_t)k, stdout); i += k; continue; }
+        if (c == '\n') fputs("\\n", stdout);
+        else if (c == '\t') fputs("\\t", stdout);
+        else if (c == '\r') fputs("\\r", stdout);
+        else if (c == '\\' || c == '\'') printf("\\%c", c);
+        else if (c < 0x20 || c >= 0x7F) printf("\\x%02X", c);
+        else putchar(c);
+        i++;
+    }
+    putchar('\'');
+}
+
+int arb_cmd_tokenize(int argc, char **argv) {
+    if (arb_cli_wants_help(argc, argv)) {
+        fputs(k_usage, stdout);
+        return 0;
+    }
+    const char *model = "default", *file = NULL, *text = NULL, *tmpl = NULL;
+    bool special = true, bos = false, chat = false, ids_only = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--model") || !strcmp(a, "-f") || !strcmp(a, "--template")) {
+            if (i + 1 >= argc) return fail_usage("%s needs a value", a);
+            const char **dst = !strcmp(a, "--model") ? &model : !strcmp(a, "-f") ? &file : &tmpl;
+            *dst = argv[++i];
+        } else if (!strcmp(a, "--no-special")) special = false;
+        else if (!strcmp(a, "--bos")) bos = true;
+        else if (!strcmp(a, "--chat")) chat = true;
+        else if (!strcmp(a, "--ids")) ids_only = true;
+        else if (a[0] == '-' && a[1]) return fail_usage("unknown option '%s'", a);
+        else if (text) return fail_usage("more than one TEXT ('%s'); quote the text", a);
+        else text = a;
+    }
+    if (!text == !file) return fail_usage("%s", text ? "give TEXT or -f FILE, not both" : "no TEXT (or -f FILE) given");
+    if (tmpl && !chat) return fail_usage("%s", "--template needs --chat");
+
+    int rc = 1;
+    arb_err err = {0};
+    arb_model *m = NULL;
+    char *owned = NULL, *rendered = NULL;
+    int32_t *ids = NULL;
+    size_t len = text ? strlen(text) : 0;
+    if (file && !(owned = read_all(file, &len))) {
+        fprintf(stderr, "arbor tokenize: %s: cannot read\n", file);
+        return 1;
+    }
+    if (file) text = owned;
+    char path[4096];
+    arb_load_opts lo = arb_load_default_opts();
+    lo.vocab_only = true;
+    if (arb_model_resolve(model, path, sizeof path, &err) || arb_model_load(path, &lo, &m, &err)) {
+        fprintf(stderr, "arbor tokenize: %s\n", err.msg);
+        goto done;
+    }
+    if (chat) {
+        char *msg = strndup(text, len);
+        size_t need = 0;
+        arb_chat_msg cm = {"user", msg};
+        if (!msg || arb_chat_apply(m, tmpl, &cm, 1, true, NULL, 0, &need, &err) ||
+            !(rendered = malloc(need + 1)) || arb_chat_apply(m, tmpl, &cm, 1, true, rendered, need + 1, &need, &err)) {
+            fprintf(stderr, "arbor tokenize: %s\n", msg && err.code ? err.msg : "out of memory");
+            free(msg);
+            goto done;
+        }
+        free(msg);
+        text = rendered, len = need;
+    }
+    int n = 0, cap = (int)(len < 1000000 ? len : 1000000) + 8;
+    if (!(ids = malloc(sizeof *ids * (size_t)cap)) || arb_tokenize(m, text, len, bos, special, ids, cap, &n, &err)) {
+        fprintf(stderr, "arbor tokenize: %s\n", ids ? err.msg : "out of memory");
+        goto done;
+    }
+    if (n > cap) { /* more ids than bytes + 8 cannot happen today; stay correct anyway */
+        int32_t *more = realloc(ids, sizeof *ids * (size_t)n);
+        if (!more || arb_tokenize(m, text, len, bos, special, more, n, &n, &err)) {
+            fprintf(stderr, "arbor tokenize: %s\n", more ? err.msg : "out of memory");
+            if (more) ids = more;
+            goto done;
+        }
+        ids = more;
+    }
+    char piece[4096];
+    for (int i = 0; i < n; i++) {
+        if (ids_only) {
+            printf(i ? " %d" : "%d", ids[i]);
+            continue;
+        }
+        int k = arb_token_piece(m, ids[i], piece, sizeof piece);
+        printf("%7d  ", ids[i]);
+        print_escaped(piece, k < 0 ? 0 : k < (int)sizeof piece ? k : (int)sizeof piece);
+        putchar('\n');
+    }
+    if (ids_only) putchar('\n');
+    fprintf(stderr, "%d tokens, %zu bytes\n", n, len);
+    rc = 0;
+done:
+    free(ids);
+    free(rendered);
+    free(owned);
+    arb_model_free(m);
+    return rc;
+}
