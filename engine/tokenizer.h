@@ -48,9 +48,11 @@ typedef enum arb_tok_kind {
 int arb_tokenizer_new_from_gguf(const arb_gguf *g, arb_tokenizer **out, arb_err *err);
 void arb_tokenizer_free(arb_tokenizer *t); /* NULL-safe */
 
-/* Encode len bytes of UTF-8 text (invalid bytes are tokenized as bytes, not an error).
+/* Encode len bytes of UTF-8 text. Invalid UTF-8 is not an error: byte-level BPE reads
+   each bad byte as U+FFFD (as llama.cpp), SentencePiece falls back to <0xXX> tokens.
    add_bos: prepend BOS if the model's add_bos_token flag says so (and BOS exists).
-   parse_special: match CONTROL/USER_DEFINED token texts ("<|im_start|>") first.
+   parse_special: match CONTROL token texts ("<|im_start|>") in the raw text first;
+   USER_DEFINED tokens are matched either way (as llama.cpp and HF tokenizers).
    Writes min(total, cap) ids to out; *n_out = total needed (retry with a larger
    buffer if > cap). Returns ARB_OK or ARB_E_NOMEM / ARB_E_INVAL. */
 int arb_tokenizer_encode(const arb_tokenizer *t, const char *text, size_t len, bool add_bos,
