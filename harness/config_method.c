@@ -1,0 +1,352 @@
+/* config_method.c — the "methods" section of a config (part of the config module, config.h):
+ * each entry is a preset or a drafter plus topology/verifier/scheduler and parameters from
+ * method.h's table; a list where a parameter expects a value is a sweep, expanded here into
+ * one method per point of the cartesian product. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+#define MAX_POINTS 4096 /* sweep points per method: more is almost surely a typo */
+#define MAX_KEYS 64
+
+int arb_config_methods_parse(arb_config *c, const cJSON *root, arb_err *err);
+
+static const char *type_name(const cJSON *v)
+{
+    if (cJSON_IsBool(v)) return "boolean";
+    if (cJSON_IsNumber(v)) return "number";
+    if (cJSON_IsString(v)) return "string";
+    if (cJSON_IsArray(v)) return "array";
+    if (cJSON_IsObject(v)) return "object";
+    return "null";
+}
+
+static bool is_int(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
+           fabs(v->valuedouble) < 9007199254740992.0;
+}
+
+static void range_text(const arb_method_param *p, char *buf, size_t cap)
+{
+    bool integer = p->type == ARB_PARAM_INT || p->type == ARB_PARAM_U64;
+    const char *what = integer ? "integer" : "number";
+    if (p->hi >= 1e9 && p->lo == 1 && integer)
+        snprintf(buf, cap, "%s > 0", what);
+    else if (p->hi >= 1e9)
+        snprintf(buf, cap, "%s >= %g", what, p->lo);
+    else
+        snprintf(buf, cap, "%s in [%g, %g]", what, p->lo, p->hi);
+}
+
+/* One value of parameter p (not a sweep list). */
+static int check_value(const arb_method_param *p, const cJSON *v, const char *path, arb_err *err)
+{
+    char want[96], got[64];
+    if (cJSON_IsNumber(v))
+        snprintf(got, sizeof got, "%g", v->valuedouble);
+    else if (cJSON_IsString(v))
+        snprintf(got, sizeof got, "\"%.40s\"", v->valuestring);
+    else
+        snprintf(got, sizeof got, "%s", type_name(v));
+    switch (p->type) {
+    case ARB_PARAM_INT:
+    case ARB_PARAM_U64:
+    case ARB_PARAM_DOUBLE: {
+        bool ok = p->type == ARB_PARAM_DOUBLE ? cJSON_IsNumber(v) : is_int(v);
+        if (ok && v->valuedouble >= p->lo && v->valuedouble <= p->hi)
+            return ARB_OK;
+        range_text(p, want, sizeof want);
+        return ARB_ERR(err, ARB_E_INVAL, "%s: expected %s, got %s", path, want, got);
+    }
+    case ARB_PARAM_BOOL:
+        if (cJSON_IsBool(v))
+            return ARB_OK;
+        return ARB_ERR(err, ARB_E_INVAL, "%s: expected boolean, got %s", path, got);
+    case ARB_PARAM_STR:
+        if (cJSON_IsString(v) && strlen(v->valuestring) < 32)
+            return ARB_OK;
+        return ARB_ERR(err, ARB_E_INVAL, "%s: expected string (< 32 bytes), got %s", path, got);
+    case ARB_PARAM_DOUBLE_LIST: {
+        int i = 0;
+        if (!cJSON_IsArray(v))
+            return ARB_ERR(err, ARB_E_INVAL, "%s: expected array of numbers, got %s", path, got);
+        for (const cJSON *e = v->child; e; e = e->next, i++)
+            if (!cJSON_IsNumber(e) || e->valuedouble < p->lo || e->valuedouble > p->hi)
+                return ARB_ERR(err, ARB_E_INVAL, "%s[%d]: expected number in [%g, %g], got %s",
+                               path, i, p->lo, p->hi, type_name(e));
+        return ARB_OK;
+    }
+    }
+    return ARB_ERR(err, ARB_E_INVAL, "%s: unsupported parameter type", path);
+}
+
+/* Text form for arb_method_param_set; `label` uses the short %g form. */
+static void value_text(const arb_method_param *p, const cJSON *v, bool label, char *buf, size_t cap)
+{
+    const char *fmt = label ? "%g" : "%.17g";
+    buf[0] = 0;
+    switch (p->type) {
+    case ARB_PARAM_INT:
+    case ARB_PARAM_U64: snprintf(buf, cap, "%lld", (long long)v->valuedouble); break;
+    case ARB_PARAM_DOUBLE: snprintf(buf, cap, fmt, v->valuedouble); break;
+    case ARB_PARAM_BOOL: snprintf(buf, cap, "%s", cJSON_IsTrue(v) ? "true" : "false"); break;
+    case ARB_PARAM_STR: snprintf(buf, cap, "%s", v->valuestring); break;
+    case ARB_PARAM_DOUBLE_LIST:
+        for (const cJSON *e = v->child; e; e = e->next) {
+            size_t n = strlen(buf);
+            snprintf(buf + n, cap - n, e == v->child ? fmt : label ? "/%g" : ",%.17g",
+                     e->valuedouble);
+        }
+        break;
+    }
+}
+
+typedef struct param_set {       /* one parameter key of a method entry */
+    const char *name;
+    const arb_method_param *p;
+    const cJSON *v;              /* value, or the sweep list */
+    int n;                       /* 1, or the sweep's length */
+    bool sweep;
+} param_set;
+
+static int set_string(char *dst, size_t cap, const cJSON *e, const char *key, const char *path,
+                      arb_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, key);
+    if (!v)
+        return ARB_OK;
+    if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) >= cap)
+        return ARB_ERR(err, ARB_E_INVAL, "%s.%s: expected non-empty string (< %zu bytes), got %s",
+                       path, key, cap, type_name(v));
+    bool registry = !strcmp(key, "topology") || !strcmp(key, "verifier") || !strcmp(key, "scheduler");
+    if (registry && !arb_method_known(key, v->valuestring))
+        return ARB_ERR(err, ARB_E_INVAL, "%s.%s: unknown %s \"%s\"", path, key, key, v->valuestring);
+    snprintf(dst, cap, "%s", v->valuestring);
+    return ARB_OK;
+}
+
+static int add_point(arb_config *c, const arb_method_spec *base, const param_set *ps, int n_ps,
+                     const int *pick, int index, const char *path, arb_err *err)
+{
+    arb_cfg_method *m = &c->methods[c->n_methods];
+    memset(m, 0, sizeof *m);
+    m->spec = *base;
+    m->index = index;
+    char label[512], txt[1024];
+    snprintf(label, sizeof label, "%s", base->id);
+    cJSON *sw = cJSON_CreateObject();
+    if (!sw)
+        return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+    int n_sw = 0, rc = ARB_OK;
+    for (int k = 0; k < n_ps && !rc; k++) {
+        const cJSON *v = ps[k].sweep ? cJSON_GetArrayItem(ps[k].v, pick[k]) : ps[k].v;
+        value_text(ps[k].p, v, false, txt, sizeof txt);
+        if ((rc = arb_method_param_set(&m->spec, ps[k].name, txt, err))) {
+            arb_err_prefix(err, "%s.%s", path, ps[k].name);
+            break;
+        }
+        if (ps[k].sweep) {
+            value_text(ps[k].p, v, true, txt, sizeof txt);
+            size_t n = strlen(label);
+            snprintf(label + n, sizeof label - n, "%s%s=%s", n_sw ? "," : "[", ps[k].name, txt);
+            cJSON_AddItemToObject(sw, ps[k].name, cJSON_Duplicate(v, true));
+            n_sw++;
+        }
+    }
+    if (n_sw)
+        snprintf(label + strlen(label), sizeof label - strlen(label), "]");
+    if (!rc && (rc = arb_method_spec_validate(&m->spec, err)))
+        arb_err_prefix(err, "%s", path);
+    char *swj = rc ? NULL : cJSON_PrintUnformatted(sw);
+    cJSON_Delete(sw);
+    if (rc)
+        return rc;
+    m->label = strdup(label);
+    m->base_id = strdup(base->id);
+    m->sweep_json = swj;
+    if (!m->label || !m->base_id || !swj) {
+        free(m->label), free(m->base_id), free(swj);
+        return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+    }
+    c->n_methods++;
+    return ARB_OK;
+}
+
+static int parse_method(arb_config *c, const cJSON *e, int i, arb_err *err)
+{
+    static const char *const reserved[] = {"id", "preset", "drafter", "topology", "verifier",
+                                           "scheduler", "comment", NULL};
+    static const char *const sampling_keys[] = {"temperature", "top_p", "top_k", "seed", NULL};
+    char path[64];
+    snprintf(path, sizeof path, "methods[%d]", i);
+    arb_method_spec spec;
+    char id[ARB_METHOD_NAME_MAX] = "", preset[32] = "", drafter[32] = "";
+    int rc;
+    if ((rc = set_string(id, sizeof id, e, "id", path, err)) ||
+        (rc = set_string(preset, sizeof preset, e, "preset", path, err)) ||
+        (rc = set_string(drafter, sizeof drafter, e, "drafter", path, err)))
+        return rc;
+    if (!id[0])
+        return ARB_ERR(err, ARB_E_INVAL, "%s: missing required key \"id\"", path);
+    if (preset[0]) {
+        if ((rc = arb_method_spec_preset(preset, &spec, err))) {
+            arb_err_prefix(err, "%s.preset", path);
+            return rc;
+        }
+        if (drafter[0] && strcmp(drafter, spec.drafter))
+            return ARB_ERR(err, ARB_E_INVAL, "%s.drafter: \"%s\" conflicts with preset \"%s\" (%s)",
+                           path, drafter, preset, spec.drafter);
+    } else if ((rc = arb_method_spec_default(drafter[0] ? drafter : "none", &spec, err))) {
+        arb_err_prefix(err, "%s.drafter", path);
+        return rc;
+    }
+    snprintf(spec.id, sizeof spec.id, "%s", id);
+    if ((rc = set_string(spec.topology, sizeof spec.topology, e, "topology", path, err)) ||
+        (rc = set_string(spec.verifier, sizeof spec.verifier, e, "verifier", path, err)) ||
+        (rc = set_string(spec.scheduler, sizeof spec.scheduler, e, "scheduler", path, err)))
+        return rc;
+    param_set ps[MAX_KEYS];
+    int n_ps = 0;
+    long total = 1;
+    for (const cJSON *k = e->child; k; k = k->next) {
+        char kp[128];
+        snprintf(kp, sizeof kp, "%s.%s", path, k->string);
+        for (const cJSON *b = e->child; b != k; b = b->next)
+            if (!strcmp(b->string, k->string))
+                return ARB_ERR(err, ARB_E_INVAL, "%s: duplicate key", kp);
+        bool skip = false;
+        for (const char *const *r = reserved; *r && !skip; r++)
+            skip = !strcmp(*r, k->string);
+        if (skip)
+            continue;
+        for (const char *const *r = sampling_keys; *r; r++)
+            if (!strcmp(*r, k->string))
+                return ARB_ERR(err, ARB_E_INVAL,
+                               "%s: sampling settings go in the top-level \"sampling\" list and "
+                               "seeds in \"seed\", not in a method",
+                               kp);
+        const arb_method_param *p = arb_method_param_find(spec.drafter, k->string);
+        if (!p) {
+            if (arb_method_param_find(NULL, k->string))
+                return ARB_ERR(err, ARB_E_INVAL, "%s: not a parameter of drafter \"%s\"", kp,
+                               spec.drafter);
+            return ARB_ERR(err, ARB_E_INVAL, "%s: unknown key", kp);
+        }
+        if (n_ps == MAX_KEYS)
+            return ARB_ERR(err, ARB_E_INVAL, "%s: too many parameters", kp);
+        param_set *s = &ps[n_ps++];
+        *s = (param_set){k->string, p, k, 1, false};
+        /* A list is a sweep, except for list-valued parameters, where a list of lists is. */
+        s->sweep = cJSON_IsArray(k) &&
+                   (p->type != ARB_PARAM_DOUBLE_LIST || (k->child && cJSON_IsArray(k->child)));
+        if (s->sweep) {
+            s->n = cJSON_GetArraySize(k);
+            if (s->n == 0)
+                return ARB_ERR(err, ARB_E_INVAL, "%s: empty sweep list", kp);
+            int j = 0;
+            for (const cJSON *v = k->child; v; v = v->next, j++) {
+                char ep[160];
+                snprintf(ep, sizeof ep, "%s[%d]", kp, j);
+                if ((rc = check_value(p, v, ep, err)))
+                    return rc;
+            }
+            total *= s->n;
+            if (total > MAX_POINTS)
+                return ARB_ERR(err, ARB_E_INVAL, "%s: sweep has more than %d points", path,
+                               MAX_POINTS);
+        } else if ((rc = check_value(p, k, kp, err))) {
+            return rc;
+        }
+    }
+    arb_cfg_method *nm = realloc(c->methods, (size_t)(c->n_methods + total) * sizeof *nm);
+    if (!nm)
+        return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+    c->methods = nm;
+    int pick[MAX_KEYS] = {0};
+    for (long t = 0; t < total; t++) {
+        long r = t; /* mixed radix, last key fastest */
+        for (int k = n_ps - 1; k >= 0; k--) {
+            pick[k] = (int)(r % ps[k].n);
+            r /= ps[k].n;
+        }
+        if ((rc = add_point(c, &spec, ps, n_ps, pick, i, path, err)))
+            return rc;
+    }
+    return ARB_OK;
+}
+
+int arb_config_methods_parse(arb_config *c, const cJSON *root, arb_err *err)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "methods");
+    if (!arr)
+        return ARB_ERR(err, ARB_E_INVAL, "methods: missing required key");
+    if (!cJSON_IsArray(arr) || !arr->child)
+        return ARB_ERR(err, ARB_E_INVAL, "methods: expected a non-empty array of objects, got %s",
+                       cJSON_IsArray(arr) ? "[]" : type_name(arr));
+    int i = 0, rc;
+    for (const cJSON *e = arr->child; e; e = e->next, i++) {
+        if (!cJSON_IsObject(e))
+            return ARB_ERR(err, ARB_E_INVAL, "methods[%d]: expected object, got %s", i,
+                           type_name(e));
+        if ((rc = parse_method(c, e, i, err)))
+            return rc;
+    }
+    for (int a = 0; a < c->n_methods; a++)
+        for (int b = 0; b < a; b++)
+            if (!strcmp(c->methods[a].label, c->methods[b].label))
+                return ARB_ERR(err, ARB_E_INVAL, "methods[%d].id: duplicate id \"%s\" (also methods[%d])",
+                               c->methods[a].index, c->methods[a].label, c->methods[b].index);
+    /* AR-like methods first: their ids are the reference for the lossless check. */
+    int w = 0;
+    for (int r = 0; r < c->n_methods; r++)
+        if (!strcmp(c->methods[r].spec.drafter, "none")) {
+            arb_cfg_method t = c->methods[r];
+            memmove(&c->methods[w + 1], &c->methods[w], (size_t)(r - w) * sizeof t);
+            c->methods[w++] = t;
+        }
+    return ARB_OK;
+}
+
+char *arb_config_spec_json(const arb_method_spec *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddStringToObject(o, "id", s->id);
+    cJSON_AddStringToObject(o, "drafter", s->drafter);
+    cJSON_AddStringToObject(o, "topology", s->topology);
+    cJSON_AddStringToObject(o, "verifier", s->verifier);
+    cJSON_AddStringToObject(o, "scheduler", s->scheduler);
+    int n;
+    const arb_method_param *tab = arb_method_params(&n);
+    for (int i = 0; i < n; i++) {
+        const arb_method_param *p = &tab[i];
+        if (arb_method_param_find(s->drafter, p->name) != p || cJSON_GetObjectItem(o, p->name) ||
+            !strcmp(p->name, "temperature") || !strcmp(p->name, "top_p") ||
+            !strcmp(p->name, "top_k") || !strcmp(p->name, "seed"))
+            continue;
+        const char *f = (const char *)s + p->offset;
+        switch (p->type) {
+        case ARB_PARAM_INT: cJSON_AddNumberToObject(o, p->name, *(const int *)f); break;
+        case ARB_PARAM_U64: cJSON_AddNumberToObject(o, p->name, (double)*(const uint64_t *)f); break;
+        case ARB_PARAM_DOUBLE: cJSON_AddNumberToObject(o, p->name, *(const double *)f); break;
+        case ARB_PARAM_BOOL: cJSON_AddBoolToObject(o, p->name, *(const bool *)f); break;
+        case ARB_PARAM_STR: cJSON_AddStringToObject(o, p->name, f); break;
+        case ARB_PARAM_DOUBLE_LIST: {
+            cJSON *a = cJSON_AddArrayToObject(o, p->name);
+            const double *d = (const double *)f;
+            for (int j = 0; a && j < ARB_SEQUOIA_K_MAX && d[j] > 0; j++)
+                cJSON_AddItemToArray(a, cJSON_CreateNumber(d[j]));
+            break;
+        }
+        }
+    }
+    char *txt = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return txt;
+}
