@@ -358,3 +358,46 @@ Test(tokenizer, errors) {
     arb_tokenizer_free(t);
     arb_tokenizer_free(NULL);
 }
+
+/* Random valid UTF-8 (all planes, controls, spaces, specials' texts) round-trips
+   through the synthetic BPE vocabulary; random bytes never fail or crash. */
+Test(tokenizer, random_roundtrip) {
+    arb_tokenizer *t = bpe_vocab(-1);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    static char s[4096], dec[4096];
+    static int32_t ids[4096];
+    arb_err err = {0};
+    for (int iter = 0; iter < 100; iter++) {
+        int len = 0;
+        while (len < 4000) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            uint32_t r = (uint32_t)(x >> 33), cp;
+            switch (r % 6) {
+            case 0: cp = r % 0x80; break;                      /* ASCII incl. controls */
+            case 1: cp = " \t\n\r'sl0"[r % 8]; break;          /* separators, contractions, digits */
+            case 2: cp = 0x80 + r % 0x780; break;              /* 2-byte */
+            case 3: cp = 0x800 + r % 0xF800; break;            /* 3-byte */
+            case 4: cp = 0x10000 + r % 0x100000; break;        /* 4-byte */
+            default: cp = "<|x>yu"[r % 6]; break;              /* pieces of special texts */
+            }
+            if (cp >= 0xD800 && cp <= 0xDFFF) cp = 'a';        /* no surrogates */
+            if (cp < 0x80) s[len++] = (char)cp;
+            else if (cp < 0x800) s[len++] = (char)(0xC0 | (cp >> 6)), s[len++] = (char)(0x80 | (cp & 0x3F));
+            else if (cp < 0x10000)
+                s[len++] = (char)(0xE0 | (cp >> 12)), s[len++] = (char)(0x80 | ((cp >> 6) & 0x3F)),
+                s[len++] = (char)(0x80 | (cp & 0x3F));
+            else
+                s[len++] = (char)(0xF0 | (cp >> 18)), s[len++] = (char)(0x80 | ((cp >> 12) & 0x3F)),
+                s[len++] = (char)(0x80 | ((cp >> 6) & 0x3F)), s[len++] = (char)(0x80 | (cp & 0x3F));
+        }
+        int n = 0;
+        bool sp = iter & 1;
+        cr_assert_eq(arb_tokenizer_encode(t, s, (size_t)len, false, sp, ids, 4096, &n, &err), ARB_OK, "%s", err.msg);
+        cr_assert_leq(n, 4096);
+        int dn = arb_tokenizer_decode(t, ids, n, true, dec, sizeof dec);
+        cr_assert(dn == len && !memcmp(dec, s, (size_t)len), "iteration %d does not round-trip", iter);
+        for (int i = 0; i < len; i++) s[i] = (char)(x >> (i % 56)); /* arbitrary bytes */
+        cr_assert_eq(arb_tokenizer_encode(t, s, (size_t)len, true, sp, ids, 4096, &n, &err), ARB_OK, "%s", err.msg);
+    }
+    arb_tokenizer_free(t);
+}
