@@ -227,19 +227,23 @@ static void add_eog(arb_tokenizer *t, int32_t id) {
     t->eog[t->n_eog++] = id;
 }
 
+/* A control-looking token found by its text becomes CONTROL whatever its GGUF type
+   (llama.cpp does the same), so that parse_special governs it. */
+static int32_t find_control(arb_tokenizer *t, const char *text) {
+    int32_t id = arb_tokenizer_find(t, text, strlen(text));
+    if (id >= 0) t->attr[id] = (uint16_t)((t->attr[id] & ~0x7F) | A_CONTROL);
+    return id;
+}
+
 static int build_specials(arb_tokenizer *t, const arb_gguf *g, arb_err *err) {
     if (t->eot < 0)
         for (size_t i = 0; i < sizeof k_eot_texts / sizeof *k_eot_texts && t->eot < 0; i++)
-            t->eot = arb_tokenizer_find(t, k_eot_texts[i], strlen(k_eot_texts[i]));
-    if (t->eom < 0) t->eom = arb_tokenizer_find(t, "<|eom_id|>", 10);
-    for (size_t i = 0; i < sizeof k_eog_texts / sizeof *k_eog_texts; i++)
-        add_eog(t, arb_tokenizer_find(t, k_eog_texts[i], strlen(k_eog_texts[i])));
+            t->eot = find_control(t, k_eot_texts[i]);
+    if (t->eom < 0) t->eom = find_control(t, "<|eom_id|>");
+    for (size_t i = 0; i < sizeof k_eog_texts / sizeof *k_eog_texts; i++) add_eog(t, find_control(t, k_eog_texts[i]));
     add_eog(t, t->eos);
     add_eog(t, t->eot);
     add_eog(t, t->eom);
-    /* tokens found by text are forced to CONTROL (llama.cpp does the same) */
-    for (int i = 0; i < t->n_eog; i++) t->attr[t->eog[i]] = (uint16_t)((t->attr[t->eog[i]] & ~0x7F) | A_CONTROL);
-    if (t->eot >= 0) t->attr[t->eot] = (uint16_t)((t->attr[t->eot] & ~0x7F) | A_CONTROL);
 
     /* longest text first (ties: lower id first; llama.cpp leaves ties unspecified) */
     uint64_t *key = malloc(sizeof(uint64_t) * (size_t)t->n_vocab);
@@ -276,9 +280,10 @@ static int build_specials(arb_tokenizer *t, const arb_gguf *g, arb_err *err) {
 static int build_pieces(arb_tokenizer *t, arb_err *err) {
     size_t cap = 0;
     for (int i = 0; i < t->n_vocab; i++) cap += t->text_len[i];
+    const size_t nv = (uint32_t)t->n_vocab; /* 1..2^24, checked at load */
     t->piece = malloc(cap + 1);
-    t->piece_off = malloc(sizeof(uint32_t) * (size_t)t->n_vocab);
-    t->piece_len = calloc((size_t)t->n_vocab, sizeof(uint32_t));
+    t->piece_off = malloc(sizeof(uint32_t) * nv);
+    t->piece_len = calloc(nv, sizeof(uint32_t));
     if (!t->piece || !t->piece_off || !t->piece_len) return ARB_ERR(err, ARB_E_NOMEM, "tokenizer: out of memory");
     uint32_t off = 0;
     for (int i = 0; i < t->n_vocab; i++) {
