@@ -101,7 +101,7 @@ static void opt_bool(const arb_gguf *g, const char *key, bool *b) {
     if (arb_gguf_find(g, key) && arb_gguf_get_bool(g, key, &v, NULL) == ARB_OK) *b = v;
 }
 
-const char *arb_tok_text(const arb_tokenizer *t, int32_t id) { return t->text + t->text_off[id]; }
+static const char *tok_text(const arb_tokenizer *t, int32_t id) { return t->text + t->text_off[id]; }
 
 static int load_vocab(arb_tokenizer *t, const arb_gguf *g, arb_err *err) {
     const arb_gguf_value *tv = arb_gguf_find(g, "tokenizer.ggml.tokens");
@@ -153,11 +153,11 @@ static int load_vocab(arb_tokenizer *t, const arb_gguf *g, arb_err *err) {
         t->attr[i] = ty_v >= 0 && ty_v <= 6 ? k_attr[ty_v] : A_UNDEF;
         t->score[i] = (float)sc_v;
         /* insert; a duplicate text maps to the later id (llama.cpp's token_to_id[word] = i) */
-        const char *w = arb_tok_text(t, i);
+        const char *w = tok_text(t, i);
         uint32_t j = fnv(FNV0, w, t->text_len[i]) & t->vmask;
         for (;; j = (j + 1) & t->vmask) {
             uint32_t v = t->vslot[j];
-            if (!v || (t->text_len[v - 1] == t->text_len[i] && !memcmp(arb_tok_text(t, v - 1), w, t->text_len[i]))) break;
+            if (!v || (t->text_len[v - 1] == t->text_len[i] && !memcmp(tok_text(t, v - 1), w, t->text_len[i]))) break;
         }
         t->vslot[j] = (uint32_t)i + 1;
     }
@@ -287,7 +287,7 @@ static int build_pieces(arb_tokenizer *t, arb_err *err) {
     if (!t->piece || !t->piece_off || !t->piece_len) return ARB_ERR(err, ARB_E_NOMEM, "tokenizer: out of memory");
     uint32_t off = 0;
     for (int i = 0; i < t->n_vocab; i++) {
-        const char *s = arb_tok_text(t, i);
+        const char *s = tok_text(t, i);
         const uint32_t n = t->text_len[i];
         char *o = t->piece + off;
         uint32_t k = 0;
@@ -421,7 +421,7 @@ int arb_tokenizer_decode(const arb_tokenizer *t, const int32_t *ids, int n, bool
 }
 
 const char *arb_tokenizer_token_text(const arb_tokenizer *t, int32_t id) {
-    return id >= 0 && id < t->n_vocab ? arb_tok_text(t, id) : NULL;
+    return id >= 0 && id < t->n_vocab ? tok_text(t, id) : NULL;
 }
 
 bool arb_tokenizer_is_eog(const arb_tokenizer *t, int32_t id) {

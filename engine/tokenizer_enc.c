@@ -232,7 +232,7 @@ static bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 /* Cut every occurrence of special token id out of the raw fragments of a into b. */
 static bool partition_one(const arb_tokenizer *t, const char *text, const frag *a, size_t na, frag **b, size_t *nb,
                           size_t *cap_b, int32_t id) {
-    const char *st = arb_tok_text(t, id);
+    const char *st = arb_tokenizer_token_text(t, id);
     const size_t sl = t->text_len[id];
     *nb = 0;
     for (size_t i = 0; i < na; i++) {

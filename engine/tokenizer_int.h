@@ -62,9 +62,6 @@ struct arb_tokenizer {
     int16_t byte_dec[324]; /* inverse on code points < 324; -1 = none */
 };
 
-/* text of token id (NUL-terminated; id must be valid) */
-const char *arb_tok_text(const arb_tokenizer *t, int32_t id);
-
 /* rank of the BPE merge (left, right), or -1 */
 int arb_tokenizer_merge_rank(const arb_tokenizer *t, const char *l, size_t nl, const char *r, size_t nr);
 
