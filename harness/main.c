@@ -20,6 +20,7 @@ static const struct arb_cmd cmds[] = {
     {"merge", arb_cmd_merge, "combine shard results databases into one"},
     {"plot", arb_cmd_plot, "figures (speedup bars, p_s vs p_t, tau sweeps, accepted lengths) via gnuplot"},
     {"datasets", arb_cmd_datasets, "list benchmark datasets, verify them, show their prompts"},
+    {"tokenize", arb_cmd_tokenize, "show a model's token ids and pieces for a text (optionally chat-formatted)"},
 };
 
 bool arb_cli_wants_help(int argc, char **argv)
