@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 int arb_cmd_fetch_model(int argc, char **argv);
+int arb_cmd_run(int argc, char **argv);
 int arb_cmd_report(int argc, char **argv);
 int arb_cmd_compare(int argc, char **argv);
 int arb_cmd_merge(int argc, char **argv);

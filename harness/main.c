@@ -15,6 +15,7 @@ struct arb_cmd {
 static const struct arb_cmd cmds[] = {
     {"fetch-model", arb_cmd_fetch_model, "download the default model (SmolLM2-135M Q4_1) into the cache"},
     {"inspect", arb_cmd_inspect, "validate a GGUF file and show its metadata and tensor table"},
+    {"run", arb_cmd_run, "run an experiment config (JSON) into a results database; resumable, shardable"},
     {"report", arb_cmd_report, "paper tables (GOOSE Tables 1-3, pivots) from a results database"},
     {"compare", arb_cmd_compare, "regression gate: a metric of two results databases, exit 1 on a drop"},
     {"merge", arb_cmd_merge, "combine shard results databases into one"},
