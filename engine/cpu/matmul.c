@@ -29,12 +29,14 @@ static mm_layout layout_for(uint32_t type, int n_in)
         return l;
     l.B = is_kquant(type) ? 256 : 32;
     l.G = is_kquant(type) ? 16 : 32;
-    const size_t nb = (size_t)n_in / (size_t)l.B, ng = (size_t)n_in / (size_t)l.G;
+    size_t nb = (size_t)n_in / (size_t)l.B, ng = (size_t)n_in / (size_t)l.G;
+    if (l.B == 32) /* per-block arrays padded with zeros to whole 16-block chunks */
+        nb = ng = (nb + 15) / 16 * 16;
     l.off_d = align64((size_t)n_in);
     l.off_isum = align64(l.off_d + nb * sizeof(float));
     l.off_fsum = align64(l.off_isum + ng * sizeof(int32_t));
-    l.off_d8 = align64(l.off_fsum + nb * sizeof(float));
-    l.stride = align64(l.off_d8 + (l.B == 32 ? nb * 8 * sizeof(float) : 0));
+    l.off_qsi = align64(l.off_fsum + nb * sizeof(float));
+    l.stride = align64(l.off_qsi + (l.B == 32 ? nb * 32 : 0));
     return l;
 }
 
@@ -63,7 +65,6 @@ static void quant_row(const float *x, int n_in, const mm_layout *l, uint8_t *dst
     float *d = (float *)(dst + l->off_d);
     int32_t *isum = (int32_t *)(dst + l->off_isum);
     float *fsum = (float *)(dst + l->off_fsum);
-    float *d8 = (float *)(dst + l->off_d8);
     const int B = l->B, G = l->G;
     for (int b = 0; b < n_in / B; b++) {
         const float *xb = x + (size_t)b * B;
@@ -83,11 +84,8 @@ static void quant_row(const float *x, int n_in, const mm_layout *l, uint8_t *dst
             sb += v;
         }
         d[b] = db;
-        if (B == 32) {
+        if (B == 32)
             fsum[b] = db * (float)sb;
-            for (int k = 0; k < 8; k++)
-                d8[8 * b + k] = db;
-        }
         for (int g = 0; g < B / G; g++) {
             int s = 0;
             for (int i = 0; i < G; i++)
@@ -95,6 +93,20 @@ static void quant_row(const float *x, int n_in, const mm_layout *l, uint8_t *dst
             isum[(b * B) / G + g] = s;
         }
     }
+    if (B != 32)
+        return;
+    /* Zero padding up to a whole chunk, and the interleaved copy (matmul_int.h). */
+    const int nb = n_in / 32, nb16 = (nb + 15) / 16 * 16;
+    for (int b = nb; b < nb16; b++) {
+        d[b] = 0.0f;
+        fsum[b] = 0.0f;
+        isum[b] = 0;
+    }
+    uint8_t *qsi = dst + l->off_qsi;
+    for (int c = 0; c < nb / 16; c++)
+        for (int jj = 0; jj < 8; jj++)
+            for (int ll = 0; ll < 16; ll++)
+                memcpy(qsi + (size_t)c * 512 + jj * 64 + ll * 4, qs + (size_t)(16 * c + ll) * 32 + 4 * jj, 4);
 }
 
 /* ---------------------------------------------------------------- scalar kernels */

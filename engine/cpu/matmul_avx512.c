@@ -1,14 +1,20 @@
 /* matmul_avx512.c — the AVX-512 (F, BW, VL) + VNNI kernel family.
  *
- * Two 32-element blocks fill one zmm: vpdpbusd gives 16 int32 lanes (lanes 0-7
- * belong to the first block, 8-15 to the second), which are converted, scaled by
- * [dw0*dx0 x8 | dw1*dx1 x8] and accumulated into the token's 16 float lanes.
- * Signed weights (Q4_0 as n-8, Q8_0) use |w| as the unsigned operand and negate
- * the activation bytes where w < 0 (a masked subtract), so every integer block sum
- * is exact. An odd last block is processed as a pair whose second half is masked
- * to zero, so the lane layout depends on n_in only. One weight row meets up to 8
- * tokens per pass, each token with its own accumulators and the same instruction
- * sequence as when it is alone (the batch-invariance rule, matmul_int.h).
+ * Block-interleaved dot products. A row is walked in chunks of 16 blocks (512
+ * elements). The 16 blocks' codes are transposed in registers into 8 zmm "steps":
+ * step j holds bytes 4j..4j+3 of block l in int32 lane l. The activation row has
+ * the same interleaving (qsi, built once per token by the quantizer), so 8
+ * vpdpbusd leave the exact integer dot product of block l in lane l — no
+ * horizontal reduction. Then, per chunk and token, one convert, one scale
+ * multiply (16 weight scales x 16 activation scales) and one FMA into 16 float
+ * lanes (lane l accumulates blocks l, l+16, l+32, ... in order), plus the Q4_1 min
+ * term m * (dx * sum q) in a second 16-lane accumulator. Offsets are exact integer
+ * corrections: Q4_0 codes n are used unsigned and 8 * sum(q) subtracted, Q8_0 codes
+ * w are used as w ^ 0x80 = w + 128 and 128 * sum(q) subtracted.
+ *
+ * The float sequence for a (row, token) pair depends on n_in only; one pass over
+ * the row's weights serves up to 8 tokens, each with its own accumulators and
+ * the same instructions as when alone (the batch-invariance rule, matmul_int.h).
  */
 #include "matmul_int.h"
 
@@ -19,17 +25,39 @@
 #define AI static inline __attribute__((always_inline))
 #define NT_MAX 8
 
-/* Fixed reduction of 16 lanes: halves, then the avx2 tree (0+4, 1+5, ...). */
-AI float hsum16(__m512 v)
+/* Fixed reduction of 16 lanes: halves, then (0+4, 1+5, 2+6, 3+7), pairs, the two. */
+AI __m128 hsum16(__m512 v)
 {
     __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+    return _mm_add_ss(s, _mm_movehdup_ps(s));
 }
 
-/* Two Q4 blocks' 16 packed bytes each -> 64 nibbles: [lo0 hi0 lo1 hi1]. */
+/* 4 zmm of [block i, 4+i, 8+i, 12+i] x 16 bytes -> T[j]: dword j of block l in lane l. */
+AI void transpose4(__m512i z0, __m512i z1, __m512i z2, __m512i z3, __m512i T[4])
+{
+    const __m512i t0 = _mm512_unpacklo_epi32(z0, z1), t1 = _mm512_unpackhi_epi32(z0, z1);
+    const __m512i t2 = _mm512_unpacklo_epi32(z2, z3), t3 = _mm512_unpackhi_epi32(z2, z3);
+    T[0] = _mm512_unpacklo_epi64(t0, t2);
+    T[1] = _mm512_unpackhi_epi64(t0, t2);
+    T[2] = _mm512_unpacklo_epi64(t1, t3);
+    T[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* Bytes [off, off+16) of the 16 blocks at p, p + bsz, ..., arranged for transpose4. */
+AI void load16(const uint8_t *p, size_t bsz, int off, __m512i T[4])
+{
+    __m512i z[4];
+    for (int i = 0; i < 4; i++) {
+        z[i] = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p + (size_t)i * bsz + off)));
+        for (int k = 1; k < 4; k++)
+            z[i] = _mm512_inserti32x4(z[i], _mm_loadu_si128((const __m128i *)(p + (size_t)(4 * k + i) * bsz + off)), k);
+    }
+    transpose4(z[0], z[1], z[2], z[3], T);
+}
+
+/* Two Q4 blocks' 16 packed bytes each -> 64 nibbles [lo0 hi0 lo1 hi1] (element order). */
 AI __m512i unpack_pair(const uint8_t *qs0, const uint8_t *qs1, int has1)
 {
     const __m128i a = _mm_loadu_si128((const __m128i *)qs0);
@@ -40,86 +68,114 @@ AI __m512i unpack_pair(const uint8_t *qs0, const uint8_t *qs1, int has1)
     return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
 }
 
-/* [x0 x8 | x1 x8] */
-AI __m512 pair_bcast(float x0, float x1)
-{
-    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_set1_ps(x0)),
-                                               _mm256_castps_pd(_mm256_set1_ps(x1)), 1));
-}
-
-typedef struct tok_ptrs { const int8_t *qs; const float *d8, *fs; } tok_ptrs;
-
-/* kind: 0 = Q4_1, 1 = Q4_0, 2 = Q8_0 */
+/* kind: 0 = Q4_1, 1 = Q4_0, 2 = Q8_0. Computes y for row r, tokens t0..t0+NT. */
 AI void kern(const mm_job *j, int r, int t0, const int NT, const int kind)
 {
+    const size_t bsz = kind == 0 ? 20 : kind == 1 ? 18 : 34; /* block bytes */
+    const int qoff = kind == 0 ? 4 : 2;                      /* codes offset in a block */
     const uint8_t *row = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes;
-    const int nb = j->w->n_in / 32;
-    tok_ptrs tp[NT_MAX];
-    __m512 acc[NT_MAX];
-    __m128 accm[NT_MAX];
+    const int nb = j->w->n_in / 32, nch = nb / 16; /* whole chunks; the rest in pairs */
+    const uint8_t *xi[NT_MAX];
+    const float *xd[NT_MAX], *xf[NT_MAX];
+    const int32_t *xs[NT_MAX];
+    __m512 acc[NT_MAX], accm[NT_MAX];
     for (int k = 0; k < NT; k++) {
-        tp[k] = (tok_ptrs){mm_qs(j, t0 + k), mm_d8(j, t0 + k), mm_fsum(j, t0 + k)};
+        xi[k] = mm_qsi(j, t0 + k);
+        xd[k] = mm_d(j, t0 + k);
+        xf[k] = mm_fsum(j, t0 + k);
+        xs[k] = mm_isum(j, t0 + k);
         acc[k] = _mm512_setzero_ps();
-        accm[k] = _mm_setzero_ps();
+        accm[k] = _mm512_setzero_ps();
     }
-    for (int b = 0; b < nb; b += 2) {
-        const int has1 = b + 1 < nb;
-        __m512i wu;           /* unsigned operand */
-        __mmask64 neg = 0;    /* bytes where the weight is negative */
-        __m512 dwv;
-        __m128 mw2 = _mm_setzero_ps();
-        if (kind == 0) {
-            const arb_block_q4_1 *b0 = (const arb_block_q4_1 *)row + b, *b1 = b0 + 1;
-            wu = unpack_pair(b0->qs, b1->qs, has1);
-            const __m128 f = _mm_cvtph_ps(_mm_setr_epi32((int)(b0->d | (uint32_t)b0->m << 16),
-                                                         has1 ? (int)(b1->d | (uint32_t)b1->m << 16) : 0, 0, 0));
-            dwv = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
-                                        _mm512_castps128_ps512(f));
-            mw2 = _mm_shuffle_ps(f, f, _MM_SHUFFLE(3, 3, 3, 1)); /* m0 m1 (upper lanes unused) */
-            mw2 = _mm_blend_ps(mw2, _mm_setzero_ps(), 0xC);
-        } else if (kind == 1) {
-            const arb_block_q4_0 *b0 = (const arb_block_q4_0 *)row + b, *b1 = b0 + 1;
-            const __m512i n = unpack_pair(b0->qs, b1->qs, has1);
-            const __m512i s = _mm512_sub_epi8(n, _mm512_set1_epi8(8));
-            neg = _mm512_movepi8_mask(s);
-            wu = _mm512_abs_epi8(s);
-            if (!has1) /* masked-off half: zero weights, not |0-8| */
-                wu = _mm512_maskz_mov_epi8(0xFFFFFFFFull, wu);
-            dwv = pair_bcast(_cvtsh_ss(b0->d), has1 ? _cvtsh_ss(b1->d) : 0.0f);
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32((int)bsz));
+    const __m512i nib = _mm512_set1_epi8(0x0F), lo16 = _mm512_set1_epi32(0xFFFF);
+    for (int c = 0; c < nch; c++) {
+        const uint8_t *p = row + (size_t)c * 16 * bsz;
+        __m512i w[8], T[4];
+        load16(p, bsz, qoff, T);
+        if (kind == 2) {
+            const __m512i flip = _mm512_set1_epi8((char)0x80);
+            for (int q = 0; q < 4; q++)
+                w[q] = _mm512_xor_si512(T[q], flip);
+            load16(p, bsz, qoff + 16, T);
+            for (int q = 0; q < 4; q++)
+                w[4 + q] = _mm512_xor_si512(T[q], flip);
         } else {
-            const arb_block_q8_0 *b0 = (const arb_block_q8_0 *)row + b, *b1 = b0 + 1;
-            const __m256i lo = _mm256_loadu_si256((const __m256i *)b0->qs);
-            const __m256i hi = has1 ? _mm256_loadu_si256((const __m256i *)b1->qs) : _mm256_setzero_si256();
-            const __m512i s = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-            neg = _mm512_movepi8_mask(s);
-            wu = _mm512_abs_epi8(s);
-            dwv = pair_bcast(_cvtsh_ss(b0->d), has1 ? _cvtsh_ss(b1->d) : 0.0f);
-        }
-        for (int k = 0; k < NT; k++) {
-            __m512i q;
-            __m512 dx;
-            if (has1) {
-                q = _mm512_loadu_si512((const void *)(tp[k].qs + 32 * b));
-                dx = _mm512_loadu_ps(tp[k].d8 + 8 * b);
-            } else {
-                q = _mm512_maskz_loadu_epi8(0xFFFFFFFFull, tp[k].qs + 32 * b);
-                dx = _mm512_maskz_loadu_ps(0x00FF, tp[k].d8 + 8 * b);
+            for (int q = 0; q < 4; q++) {
+                w[q] = _mm512_and_si512(T[q], nib);
+                w[4 + q] = _mm512_and_si512(_mm512_srli_epi32(T[q], 4), nib);
             }
+        }
+        /* scales: the first 4 bytes of each block are d (and m for Q4_1) */
+        const __m512i g = _mm512_i32gather_epi32(idx, (const void *)p, 1);
+        const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(g, lo16)));
+        const __m512 mw = kind == 0 ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16))) : dw;
+        for (int k = 0; k < NT; k++) {
+            const uint8_t *x = xi[k] + (size_t)c * 512;
+            /* 4 independent chains of 2: a single chain of 8 dependent vpdpbusd is
+               latency-bound (the sum is integer, so the split changes nothing) */
+            __m512i s4[4];
+            for (int q = 0; q < 4; q++)
+                s4[q] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[q], _mm512_loadu_si512((const void *)(x + 64 * q)));
+            for (int q = 0; q < 4; q++)
+                s4[q] = _mm512_dpbusd_epi32(s4[q], w[4 + q], _mm512_loadu_si512((const void *)(x + 256 + 64 * q)));
+            __m512i s = _mm512_add_epi32(_mm512_add_epi32(s4[0], s4[1]), _mm512_add_epi32(s4[2], s4[3]));
+            if (kind == 1)
+                s = _mm512_sub_epi32(s, _mm512_slli_epi32(_mm512_loadu_si512((const void *)(xs[k] + 16 * c)), 3));
+            else if (kind == 2)
+                s = _mm512_sub_epi32(s, _mm512_slli_epi32(_mm512_loadu_si512((const void *)(xs[k] + 16 * c)), 7));
+            const __m512 sc = _mm512_mul_ps(dw, _mm512_loadu_ps(xd[k] + 16 * c));
+            acc[k] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s), acc[k]);
+            if (kind == 0)
+                accm[k] = _mm512_fmadd_ps(mw, _mm512_loadu_ps(xf[k] + 16 * c), accm[k]);
+        }
+    }
+    /* The last nb % 16 blocks, two per zmm (lanes 0-7: block b, 8-15: block b+1),
+       into the same accumulators. Signed codes use |w| and negate x where w < 0. */
+    const __m512i bidx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    for (int b = 16 * nch; b < nb; b += 2) {
+        const int has1 = b + 1 < nb;
+        const uint8_t *p0 = row + (size_t)b * bsz, *p1 = p0 + bsz;
+        __m512i wu;
+        __mmask64 neg = 0;
+        float d0 = _cvtsh_ss(*(const uint16_t *)p0), d1 = has1 ? _cvtsh_ss(*(const uint16_t *)p1) : 0.0f;
+        __m512 mwz = _mm512_setzero_ps(); /* m0 in lane 0, m1 in lane 8 */
+        if (kind == 0) {
+            wu = unpack_pair(p0 + 4, p1 + 4, has1);
+            const float m0 = _cvtsh_ss(*(const uint16_t *)(p0 + 2)), m1 = has1 ? _cvtsh_ss(*(const uint16_t *)(p1 + 2)) : 0.0f;
+            mwz = _mm512_maskz_permutexvar_ps(0x0101, bidx, _mm512_castps128_ps512(_mm_setr_ps(m0, m1, 0, 0)));
+        } else if (kind == 1) {
+            const __m512i sw = _mm512_sub_epi8(unpack_pair(p0 + 2, p1 + 2, has1), _mm512_set1_epi8(8));
+            neg = _mm512_movepi8_mask(sw);
+            wu = _mm512_abs_epi8(sw);
+        } else {
+            const __m256i lo = _mm256_loadu_si256((const __m256i *)(p0 + 2));
+            const __m256i hi = has1 ? _mm256_loadu_si256((const __m256i *)(p1 + 2)) : _mm256_setzero_si256();
+            const __m512i sw = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+            neg = _mm512_movepi8_mask(sw);
+            wu = _mm512_abs_epi8(sw);
+        }
+        const __m512 dwv = _mm512_permutexvar_ps(bidx, _mm512_castps128_ps512(_mm_setr_ps(d0, d1, 0, 0)));
+        for (int k = 0; k < NT; k++) {
+            const int8_t *x = mm_qs(j, t0 + k) + 32 * b;
+            __m512i q = has1 ? _mm512_loadu_si512((const void *)x) : _mm512_maskz_loadu_epi8(0xFFFFFFFFull, x);
             if (kind != 0)
                 q = _mm512_mask_sub_epi8(q, neg, _mm512_setzero_si512(), q);
-            const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wu, q);
-            acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, dx), _mm512_cvtepi32_ps(s), acc[k]);
+            const __m512i sq = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wu, q);
+            /* d and fsum are zero-padded to whole chunks: reading entry b+1 is safe */
+            const __m512 dx = _mm512_permutexvar_ps(bidx, _mm512_castpd_ps(_mm512_castpd128_pd512(_mm_load_sd((const double *)(xd[k] + b)))));
+            acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, dx), _mm512_cvtepi32_ps(sq), acc[k]);
             if (kind == 0) {
-                const __m128 fs = has1 ? _mm_castpd_ps(_mm_load_sd((const double *)(tp[k].fs + b)))
-                                       : _mm_load_ss(tp[k].fs + b);
-                accm[k] = _mm_fmadd_ps(mw2, fs, accm[k]);
+                const __m512 fs = _mm512_permutexvar_ps(bidx, _mm512_castpd_ps(_mm512_castpd128_pd512(_mm_load_sd((const double *)(xf[k] + b)))));
+                accm[k] = _mm512_fmadd_ps(mwz, fs, accm[k]);
             }
         }
     }
     for (int k = 0; k < NT; k++) {
-        __m128 v = _mm_set_ss(hsum16(acc[k]));
-        if (kind == 0) /* + (m0-lane sum + m1-lane sum) */
-            v = _mm_add_ss(v, _mm_add_ss(accm[k], _mm_movehdup_ps(accm[k])));
+        __m128 v = hsum16(acc[k]);
+        if (kind == 0)
+            v = _mm_add_ss(v, hsum16(accm[k]));
         j->y[(size_t)(t0 + k) * j->w->n_out + r] = _mm_cvtss_f32(v);
     }
 }

@@ -6,8 +6,11 @@
  *     float   d[n_in / B]     at off_d          d = max|x| / 127 over the block
  *     int32_t isum[n_in / G]  at off_isum       sum of q over each group of G
  *     float   fsum[n_in / B]  at off_fsum       d * (sum of q over the block), B = 32 only
- *     float   d8[n_in / B][8] at off_d8         d repeated 8 times, B = 32 only: a block's
- *                                               scale as a ready 8-lane vector (AVX-512)
+ *     uint8_t qsi[nb16 * 32]  at off_qsi        B = 32 only: qs interleaved for the AVX-512
+ *                             kernel: whole chunk c (16 blocks) = 8 steps of 64 bytes,
+ *                             step j holding bytes 4j..4j+3 of blocks 16c+0 .. 16c+15
+ * For B = 32, d, isum and fsum are padded with zeros to nb16 = ceil(nb/16)*16 blocks,
+ * so a kernel may read a whole chunk or pair of them.
  * B = 32, G = 32 for Q4_0/Q4_1/Q8_0 weights (the Q8_0 scheme, scale kept in f32);
  * B = 256, G = 16 for Q4_K/Q6_K weights (the Q8_K scheme). F32/F16 weights read x.
  *
@@ -29,7 +32,7 @@ typedef struct mm_layout {
     size_t off_d;     /* byte offsets inside one activation row */
     size_t off_isum;
     size_t off_fsum;
-    size_t off_d8;
+    size_t off_qsi;
     size_t stride;    /* bytes per activation row (multiple of 64) */
 } mm_layout;
 
@@ -59,7 +62,7 @@ extern const mm_impl arb_mm_avx512;
 static inline const int8_t *mm_qs(const mm_job *j, int t) { return (const int8_t *)(j->act + (size_t)t * j->lay.stride); }
 static inline const float *mm_d(const mm_job *j, int t) { return (const float *)(j->act + (size_t)t * j->lay.stride + j->lay.off_d); }
 static inline const int32_t *mm_isum(const mm_job *j, int t) { return (const int32_t *)(j->act + (size_t)t * j->lay.stride + j->lay.off_isum); }
-static inline const float *mm_d8(const mm_job *j, int t) { return (const float *)(j->act + (size_t)t * j->lay.stride + j->lay.off_d8); }
+static inline const uint8_t *mm_qsi(const mm_job *j, int t) { return j->act + (size_t)t * j->lay.stride + j->lay.off_qsi; }
 static inline const float *mm_fsum(const mm_job *j, int t) { return (const float *)(j->act + (size_t)t * j->lay.stride + j->lay.off_fsum); }
 
 /* Q4_K packed 6-bit scale/min of sub-block k (0..7), as ggml's get_scale_min_k4. */
