@@ -411,7 +411,8 @@ int arb_tokenizer_decode(const arb_tokenizer *t, const int32_t *ids, int n, bool
         if (ids[i] < 0 || ids[i] >= t->n_vocab) return ARB_E_RANGE;
         const char *p = t->piece + t->piece_off[ids[i]];
         long k = t->piece_len[ids[i]];
-        if (i == 0 && skip_leading_space && t->add_space_prefix && k > 0 && p[0] == ' ') p++, k--;
+        if (i == 0 && skip_leading_space && t->kind == ARB_TOK_SPM && t->add_space_prefix && k > 0 && p[0] == ' ')
+            p++, k--;
         if (total < cap) memcpy(buf + total, p, (size_t)(total + k <= cap ? k : cap - total));
         total += k;
         if (total > INT32_MAX) return ARB_E_RANGE;
