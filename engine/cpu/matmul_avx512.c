@@ -48,12 +48,15 @@ AI void transpose4(__m512i z0, __m512i z1, __m512i z2, __m512i z3, __m512i T[4])
 /* Bytes [off, off+16) of the 16 blocks at p, p + bsz, ..., arranged for transpose4. */
 AI void load16(const uint8_t *p, size_t bsz, int off, __m512i T[4])
 {
-    __m512i z[4];
+#define LD(l) _mm_loadu_si128((const __m128i *)(p + (size_t)(l) * bsz + off))
+    __m512i z[4]; /* written out: the lane index of inserti32x4 must be an immediate even at -O0 */
     for (int i = 0; i < 4; i++) {
-        z[i] = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p + (size_t)i * bsz + off)));
-        for (int k = 1; k < 4; k++)
-            z[i] = _mm512_inserti32x4(z[i], _mm_loadu_si128((const __m128i *)(p + (size_t)(4 * k + i) * bsz + off)), k);
+        z[i] = _mm512_castsi128_si512(LD(i));
+        z[i] = _mm512_inserti32x4(z[i], LD(4 + i), 1);
+        z[i] = _mm512_inserti32x4(z[i], LD(8 + i), 2);
+        z[i] = _mm512_inserti32x4(z[i], LD(12 + i), 3);
     }
+#undef LD
     transpose4(z[0], z[1], z[2], z[3], T);
 }
 
