@@ -1,15 +1,20 @@
 /* test_engine.c — the engine on the real default model (SmolLM2-135M-Instruct Q4_1):
- * hyperparameters, agreement with llama.cpp (committed oracle fixture), greedy AR
+ * hyperparameters, agreement with llama.cpp (committed oracle fixtures), greedy AR
  * decoding, and the exactness contract on random trees (bitwise vs AR).
  * Model suite: skips cleanly when the GGUF is absent.
  *
- * Oracle: tests/fixtures/smollm2_ref.tsv was produced by a small program linking
- * llama.cpp (c392e5094, CPU, 2 threads; not part of arbor) on the same GGUF: the
- * prompt's token ids, then for 64 greedy steps the argmax and the top-5 (id, logit).
- * arbor quantizes activations to Q8_0 for every weight type, llama.cpp uses Q8_1 for
- * Q4_1 weights and its own summation order, so logits differ by rounding: the test
- * bounds max |Δlogit| over the fixture's top-5 ids (ORACLE_MAX_DLOGIT) and requires
- * all 64 argmaxes to agree.
+ * Oracles: tests/fixtures/smollm2_ref.tsv and smollm2_f32_ref.tsv were produced by a
+ * small program linking llama.cpp (c392e5094, CPU, 2 threads, F32 KV cache; not part of
+ * arbor): the ChatML prompt's token ids, then for 64 greedy steps the argmax and the
+ * top-5 (id, logit). Comparisons are teacher-forced on llama.cpp's sequence.
+ *  - smollm2_ref.tsv: the same Q4_1 GGUF. Both engines quantize activations to 8 bits
+ *    (arbor: Q8_0 blocks with an f32 scale for every weight type; llama.cpp: Q8_1 for
+ *    Q4_1, fp16 scales) and sum in different orders; 30 layers amplify that rounding to
+ *    ~1 logit. Measured: 62-63/64 argmax agree, the others at near-ties (llama.cpp top-2
+ *    margin 0.08 and 0.33), max |dlogit| 0.90-0.97 depending on the SIMD family.
+ *  - smollm2_f32_ref.tsv: the same weights dequantized to F32 (no activation
+ *    quantization on either side): 64/64 argmax, max |dlogit| 2.5e-5. This is the check
+ *    that the forward itself (rope, GQA attention, norms, SwiGLU, tied head) is right.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -18,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
 #include <unistd.h>
 
 #include "engine.h"
@@ -26,11 +30,10 @@
 #include "gguf.h"
 #include "quant.h"
 
-/* Measured max |Δlogit| was 0.0xx over 64 steps x top-5 (see docs/engine.md); the bound
-   leaves room for other SIMD kernel families (scalar / AVX2 / AVX-512 differ in float
-   summation order, not in the Q8 activation rounding). */
+/* Bounds over 64 steps x top-5 ids, about 1.5x the measured maxima above. */
 #define ORACLE_MAX_DLOGIT 1.5
-#define ORACLE_F32_MAX_DLOGIT 1e-3
+#define ORACLE_NEAR_TIE 0.5 /* llama.cpp top-2 margin under which the argmax may differ */
+#define ORACLE_F32_MAX_DLOGIT 2e-4
 
 static char model_path[1024];
 
@@ -132,12 +135,12 @@ Test(engine, smollm2_hyperparameters)
    and how far are our logits for the oracle's top-5 ids. */
 typedef struct oracle_cmp {
     int agree;       /* steps whose argmax equals the oracle's */
-    int near_miss;   /* disagreeing steps where the oracle's top-2 margin < 2 * bound */
+    int near_miss;   /* disagreeing steps where the oracle's top-2 margin < ORACLE_NEAR_TIE */
     double max_d;    /* max |dlogit| over 64 steps x top-5 */
     int worst_step;
 } oracle_cmp;
 
-static oracle_cmp oracle_compare(arb_model *m, const oracle *o, double bound)
+static oracle_cmp oracle_compare(arb_model *m, const oracle *o)
 {
     oracle_cmp r = {.worst_step = -1};
     arb_ctx *c = check_ctx(m, 1024, 512, 0, false);
@@ -150,7 +153,7 @@ static oracle_cmp oracle_compare(arb_model *m, const oracle *o, double bound)
     for (int s = 0; s < 64; s++) {
         if (argmax(cur, V) == o->argmax[s])
             r.agree++;
-        else if (o->top_logit[s][0] - o->top_logit[s][1] < 2 * bound)
+        else if (o->top_logit[s][0] - o->top_logit[s][1] < ORACLE_NEAR_TIE)
             r.near_miss++;
         for (int k = 0; k < 5; k++) {
             double d = fabs((double)cur[o->top_id[s][k]] - o->top_logit[s][k]);
@@ -177,7 +180,7 @@ Test(engine, matches_llama_cpp_q4_1)
     arb_model *m = open_model(2);
     oracle o;
     read_oracle(&o, "smollm2_ref.tsv");
-    oracle_cmp r = oracle_compare(m, &o, ORACLE_MAX_DLOGIT);
+    oracle_cmp r = oracle_compare(m, &o);
     printf("oracle Q4_1: %d/64 argmax agree (%d near-ties differ), max |dlogit| %.5f (step %d)\n", r.agree,
            r.near_miss, r.max_d, r.worst_step);
     cr_expect_eq(r.agree + r.near_miss, 64, "argmax differs from llama.cpp away from near-ties");
@@ -285,9 +288,10 @@ Test(engine, matches_llama_cpp_f32_exact, .timeout = 600)
     cr_assert_eq(rc, ARB_OK, "%s", err.msg);
     oracle o;
     read_oracle(&o, "smollm2_f32_ref.tsv");
-    oracle_cmp r = oracle_compare(m, &o, ORACLE_F32_MAX_DLOGIT);
+    oracle_cmp r = oracle_compare(m, &o);
     printf("oracle F32: %d/64 argmax agree, max |dlogit| %.6f (step %d)\n", r.agree, r.max_d, r.worst_step);
     cr_expect_eq(r.agree, 64);
+    cr_expect_eq(r.near_miss, 0);
     cr_expect_lt(r.max_d, ORACLE_F32_MAX_DLOGIT, "max |dlogit| %.6f at step %d", r.max_d, r.worst_step);
     arb_model_free(m);
 }
