@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# scripts/quickstart.sh — the main job on a fresh Debian machine: install what is missing,
+# build, fetch the default model, run configs/quickstart.json (AR vs PLD vs TR vs GOOSE on a few
+# HumanEval prompts) into results/quickstart.db, and print GOOSE Table 3 for it.
+#   usage: scripts/quickstart.sh [CONFIG]      (ARBOR_DATA defaults to ../shared/datasets if present)
+# Re-running resumes: finished prompts are skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+config=${1:-configs/quickstart.json}
+if [ -z "${ARBOR_DATA:-}" ]; then
+  if [ -d ../shared/datasets ]; then export ARBOR_DATA=$(cd ../shared/datasets && pwd)
+  else
+    export ARBOR_DATA=${ARBOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/arbor}/data
+    [ -f "$ARBOR_DATA/humaneval/HumanEval.jsonl.gz" ] || datasets/fetch --only humaneval
+  fi
+fi
+scripts/setup.sh build >/dev/null
+arbor=build/harness/arbor
+$arbor fetch-model --quiet
+name=$(basename "$config" .json)
+mkdir -p results
+$arbor run "$config" --db "results/$name.db"
+echo
+$arbor report --db "results/$name.db" --table table3 --format md
