@@ -86,32 +86,38 @@ int arb_cmd_bench_harness(int argc, char **argv)
         return 1;
     }
     stream(S, LMAX, V);
-    printf("## n-gram lookups vs context length (ns per lookup, %d lookups each)\n\n", Q);
+    printf("## n-gram lookups vs context length (ns per lookup, best of 7 rounds of %d)\n\n", Q);
     printf("| context | ContextMatch {3,4,5} | Saxena PLD {1,2,3} | append (ns/token) |\n|---:|---:|---:|---:|\n");
     double first = 0, last = 0;
     int filled = 0;
     volatile int sink = 0;
     for (int L = 1024; L <= LMAX; L *= 2) {
+        int from = filled;
         double t0 = now_us();
         for (; filled < L; filled++) {
             arb_ngram_index_append(ix, S[filled]);
             arb_ngram_index_append(ix1, S[filled]);
         }
-        double t_app = now_us() - t0;
-        arb_pld_match m;
-        t0 = now_us();
-        for (int q = 0; q < Q; q++) {
-            arb_pld_context_match(ix, 3, 5, 20, false, &m);
-            sink += m.len;
+        double t_app = (now_us() - t0) * 1e3 / (L - from);
+        double t_cm = 1e30, t_sx = 1e30;
+        for (int round = 0; round < 7; round++) { /* the machine is shared: keep the best round */
+            arb_pld_match m;
+            t0 = now_us();
+            for (int q = 0; q < Q; q++) {
+                arb_pld_context_match(ix, 3, 5, 20, false, &m);
+                sink += m.len;
+            }
+            double a = (now_us() - t0) * 1e3 / Q;
+            t0 = now_us();
+            for (int q = 0; q < Q; q++) {
+                int n;
+                sink += arb_pld_draft(ix1, 1, 3, 10, out, &n);
+            }
+            double b = (now_us() - t0) * 1e3 / Q;
+            t_cm = a < t_cm ? a : t_cm;
+            t_sx = b < t_sx ? b : t_sx;
         }
-        double t_cm = (now_us() - t0) * 1e3 / Q;
-        t0 = now_us();
-        for (int q = 0; q < Q; q++) {
-            int n;
-            sink += arb_pld_draft(ix1, 1, 3, 10, out, &n);
-        }
-        double t_sx = (now_us() - t0) * 1e3 / Q;
-        printf("| %d | %.1f | %.1f | %.1f |\n", L, t_cm, t_sx, t_app * 1e3 / (L - L / 2 * (L > 1024)));
+        printf("| %d | %.1f | %.1f | %.1f |\n", L, t_cm, t_sx, t_app);
         if (L == 1024)
             first = t_cm;
         last = t_cm;
@@ -141,8 +147,8 @@ int arb_cmd_bench_harness(int argc, char **argv)
     printf("## memory\n\nGOOSE adjacency (K = 10, unigram + 2^15 bigram): %.2f MB; n-gram index {3,4,5} at %d "
            "tokens: %.2f MB\n\n",
            arb_adj_bytes(arb_goose_adj(g)) / 1048576.0, LMAX, arb_ngram_index_bytes(ix) / 1048576.0);
-    const int R = 20;
-    double t_topk = 0, t_build = 0, t_walk = 0, t_harv = 0;
+    const int R = 20; /* per-phase minimum over R steps (the machine is shared) */
+    double t_topk = 1e30, t_build = 1e30, t_walk = 1e30, t_harv = 1e30;
     int32_t d[20];
     for (int i = 0; i < 20; i++)
         d[i] = (int32_t)(rnd() % V);
@@ -166,16 +172,16 @@ int arb_cmd_bench_harness(int argc, char **argv)
             arb_adj_write(arb_goose_adj(g), prev[i], t.tok[i], ids + i * 10, sc + i * 10);
         }
         double t4 = now_us();
-        t_build += t1 - t0;
-        t_topk += t2 - t1;
-        t_walk += t3 - t2;
-        t_harv += t4 - t3;
+        t_build = fmin(t_build, t1 - t0);
+        t_topk = fmin(t_topk, t2 - t1);
+        t_walk = fmin(t_walk, t3 - t2);
+        t_harv = fmin(t_harv, t4 - t3);
     }
-    double harness = (t_build + t_topk + t_walk + t_harv) / R;
-    printf("## per-step harness work at B = %d (V = %d, mean of %d steps, microseconds)\n\n", B, V, R);
+    double harness = t_build + t_topk + t_walk + t_harv;
+    printf("## per-step harness work at B = %d (V = %d, best of %d steps, microseconds)\n\n", B, V, R);
     printf("| spine-tree build | top-K softmax of %d rows | greedy walk | table writes | total |\n"
            "|---:|---:|---:|---:|---:|\n| %.1f | %.1f | %.2f | %.1f | %.1f |\n\n",
-           t.n, t_build / R, t_topk / R, t_walk / R, t_harv / R, harness);
+           t.n, t_build, t_topk, t_walk, t_harv, harness);
     int rc = 0;
     if (model) {
         arb_model *m = NULL;
@@ -193,16 +199,16 @@ int arb_cmd_bench_harness(int argc, char **argv)
             rc = lg ? arb_eval(c, chain, par, 256, lg, NULL, &err) : ARB_E_NOMEM;
             if (!rc)
                 rc = arb_commit(c, path, 256, &err);
-            double te = 0;
+            double te = 1e30;
             for (int r = 0; r < 3 && !rc; r++) {
                 double t0 = now_us();
                 rc = arb_eval(c, t.tok, t.parent, t.n, lg, NULL, &err);
-                te += now_us() - t0;
+                te = fmin(te, now_us() - t0);
             }
             if (!rc)
-                printf("## against the model\n\n%d-node tree eval at 256 tokens of context: %.0f us; harness work "
-                       "%.1f us = %.2f%% of eval\n",
-                       t.n, te / 3, harness, 100.0 * harness / (te / 3));
+                printf("## against the model\n\n%d-node tree eval at 256 tokens of context: %.0f us (best of 3); "
+                       "harness work %.1f us = %.2f%% of eval\n",
+                       t.n, te, harness, 100.0 * harness / te);
             free(lg);
         }
         if (rc)

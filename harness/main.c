@@ -22,6 +22,9 @@ static const struct arb_cmd cmds[] = {
     {"plot", arb_cmd_plot, "figures (speedup bars, p_s vs p_t, tau sweeps, accepted lengths) via gnuplot"},
     {"datasets", arb_cmd_datasets, "list benchmark datasets, verify them, show their prompts"},
     {"tokenize", arb_cmd_tokenize, "show a model's token ids and pieces for a text (optionally chat-formatted)"},
+    {"generate", arb_cmd_generate, "generate for one prompt with a method (ar pld tr goose iso3 iso5 ...), streamed"},
+    {"check-lossless", arb_cmd_check_lossless, "greedy methods vs AR token for token on HumanEval/GSM8K prompts"},
+    {"bench-harness", arb_cmd_bench_harness, "harness costs: n-gram lookups vs context, table memory, per-step work"},
 };
 
 bool arb_cli_wants_help(int argc, char **argv)

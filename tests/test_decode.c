@@ -1,0 +1,163 @@
+/* test_decode.c — the decode loop on the real default model: every greedy method emits
+ * exactly the AR tokens (drafting.md §1, GOOSE "lossless"), step records add up, limits
+ * and EOS stop, decoders are reusable across prompts. Skips without the model. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "genutil.h"
+#include "method.h"
+#include "modelfetch.h"
+
+static arb_model *M;
+static arb_ctx *C;
+
+static void setup(void)
+{
+    char path[4096];
+    arb_err err = {0};
+    if (arb_model_resolve("default", path, sizeof path, &err))
+        return;
+    if (arb_gen_load(path, 0, 2048, &M, &C, &err))
+        cr_log_warn("model load failed: %s", err.msg);
+}
+
+static void teardown(void)
+{
+    arb_ctx_free(C);
+    arb_model_free(M);
+}
+
+static const char *prompts[] = {
+    "Write a Python function that returns the n-th Fibonacci number, then call it for n = 1..5.",
+    "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+    "How many clips did Natalia sell altogether in April and May?",
+    "Repeat this list exactly twice: apple, banana, cherry, date, elderberry, fig, grape.",
+};
+
+typedef struct rec_sum {
+    int steps, committed, max_nodes;
+    bool bad_k;
+} rec_sum;
+
+static int on_step(const arb_step_record *r, void *ud)
+{
+    rec_sum *s = ud;
+    s->steps++;
+    s->committed += r->committed;
+    if (r->n_nodes > s->max_nodes)
+        s->max_nodes = r->n_nodes;
+    if (r->accepted_k > r->tree_depth || r->committed > r->accepted_k + 1 || r->committed < 1)
+        s->bad_k = true;
+    return 0;
+}
+
+static void generate(const char *method, const char *prompt, int max_new, int32_t *out, int *n_out,
+                     arb_prompt_result *res, rec_sum *sum)
+{
+    arb_err err = {0};
+    arb_method_spec s;
+    cr_assert_eq(arb_method_spec_preset(method, &s, &err), ARB_OK, "%s", err.msg);
+    arb_decoder *d;
+    cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK, "%s", err.msg);
+    int32_t *ids;
+    int n;
+    cr_assert_eq(arb_gen_prompt(M, prompt, true, &ids, &n, &err), ARB_OK, "%s", err.msg);
+    arb_decode_opts o = arb_decode_default_opts();
+    o.max_new = max_new;
+    memset(sum, 0, sizeof *sum);
+    arb_decode_cb cb = {.on_step = on_step, .ud = sum};
+    cr_assert_eq(arb_decoder_generate(d, ids, n, &o, &cb, res, &err), ARB_OK, "%s: %s", method, err.msg);
+    memcpy(out, res->ids, (size_t)res->n_generated * sizeof *out);
+    *n_out = res->n_generated;
+    free(ids);
+    arb_decoder_free(d);
+}
+
+Test(decode, every_greedy_method_reproduces_ar, .init = setup, .fini = teardown, .timeout = 1500)
+{
+    if (!M)
+        cr_skip_test("default model not available (arbor fetch-model)");
+    static const char *methods[] = {"pld", "tr", "goose", "iso3", "iso5", "sequoia", "goose-nospinebr",
+                                    "goose-unigram", "goose-nobypass", "goose-nospine", "goose-control"};
+    int32_t ref[128], got[128];
+    for (size_t p = 0; p < sizeof prompts / sizeof prompts[0]; p++) {
+        int n_ref, n;
+        arb_prompt_result ar, r;
+        rec_sum s;
+        generate("ar", prompts[p], 64, ref, &n_ref, &ar, &s);
+        cr_assert_eq(ar.n_target_calls, n_ref, "AR: one call per token");
+        cr_assert_eq(s.committed + 1, n_ref);
+        for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
+            generate(methods[m], prompts[p], 64, got, &n, &r, &s);
+            cr_assert_eq(n, n_ref, "%s prompt %zu: %d vs %d tokens", methods[m], p, n, n_ref);
+            for (int i = 0; i < n; i++)
+                cr_assert_eq(got[i], ref[i], "%s prompt %zu: token %d differs", methods[m], p, i);
+            cr_assert_eq(r.hash, ar.hash);
+            cr_assert_leq(r.n_target_calls, ar.n_target_calls, "%s never needs more calls than AR", methods[m]);
+            cr_assert_eq(s.committed + 1, n, "%s: step records add up", methods[m]);
+            cr_assert_eq(s.steps + 1, r.n_target_calls);
+            cr_assert_not(s.bad_k, "%s: k <= depth, 1 <= committed <= k + 1", methods[m]);
+            cr_assert_leq(s.max_nodes, 81);
+            cr_log_info("prompt %zu %-16s tau %.2f", p, methods[m], (double)n / r.n_target_calls);
+        }
+    }
+}
+
+Test(decode, limits_reuse_and_first_match_mode, .init = setup, .fini = teardown, .timeout = 600)
+{
+    if (!M)
+        cr_skip_test("default model not available (arbor fetch-model)");
+    arb_err err = {0};
+    arb_method_spec s;
+    arb_method_spec_preset("goose", &s, &err);
+    arb_decoder *d;
+    cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK, "%s", err.msg);
+    int32_t *ids;
+    int n;
+    cr_assert_eq(arb_gen_prompt(M, prompts[2], true, &ids, &n, &err), ARB_OK);
+    arb_decode_opts o = arb_decode_default_opts();
+    arb_prompt_result r;
+    o.max_new = 5;
+    cr_assert_eq(arb_decoder_generate(d, ids, n, &o, NULL, &r, &err), ARB_OK, "%s", err.msg);
+    cr_assert(r.n_generated == 5 || r.stopped_eos, "max_new truncates");
+    /* reuse the same decoder (hot tables) on two prompts: still AR's tokens */
+    int32_t ref[64], got[64];
+    int n_ref, n_got;
+    arb_prompt_result ar;
+    rec_sum sum;
+    for (int p = 0; p < 2; p++) {
+        generate("ar", prompts[p], 48, ref, &n_ref, &ar, &sum);
+        int32_t *pi;
+        int np;
+        arb_gen_prompt(M, prompts[p], true, &pi, &np, &err);
+        o.max_new = 48;
+        cr_assert_eq(arb_decoder_generate(d, pi, np, &o, NULL, &r, &err), ARB_OK);
+        cr_assert_eq(r.n_generated, n_ref);
+        cr_assert(!memcmp(r.ids, ref, (size_t)n_ref * sizeof *ref), "reused decoder, prompt %d", p);
+        free(pi);
+    }
+    arb_decoder_free(d);
+    /* GOOSE Algorithm 3 literal walk */
+    s.verify_first_match = true;
+    cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK);
+    generate("ar", prompts[0], 48, ref, &n_ref, &ar, &sum);
+    int32_t *pi;
+    int np;
+    arb_gen_prompt(M, prompts[0], true, &pi, &np, &err);
+    cr_assert_eq(arb_decoder_generate(d, pi, np, &o, NULL, &r, &err), ARB_OK);
+    n_got = r.n_generated;
+    memcpy(got, r.ids, (size_t)n_got * sizeof *got);
+    cr_assert_eq(n_got, n_ref);
+    cr_assert(!memcmp(got, ref, (size_t)n_ref * sizeof *ref));
+    free(pi);
+    free(ids);
+    arb_decoder_free(d);
+    /* bad input */
+    arb_method_spec_preset("ar", &s, &err);
+    cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK);
+    cr_assert_eq(arb_decoder_generate(d, ref, 0, &o, NULL, &r, &err), ARB_E_INVAL);
+    arb_decoder_free(d);
+}
