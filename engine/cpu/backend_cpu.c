@@ -12,6 +12,7 @@
  *     (node, head) tasks, so the thread count never changes a result.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,9 +23,14 @@
 
 typedef struct cpu_ctx {
     arb_threadpool *tp; /* owned */
+    bool avx2;          /* attention uses the AVX2 instantiation (same results) */
 } cpu_ctx;
 
-/* Fixed-lane dot product: the association order is a function of n only. */
+/* Fixed-lane dot product: 8 accumulator lanes (lane l sums elements i = l mod 8,
+   each step a separate multiply then add, never fused), combined by a fixed tree,
+   then a sequential tail. The association order is a function of n only. The AVX2
+   version below performs exactly the same operations lane for lane, so both give
+   bit-identical results (arbor compiles in ISO C mode: no implicit FMA contraction). */
 static inline float dot_f32(const float *a, const float *b, int n)
 {
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -37,6 +43,40 @@ static inline float dot_f32(const float *a, const float *b, int n)
         s += a[i] * b[i];
     return s;
 }
+
+/* out[d] += p * v[d], elementwise (no reduction, any vector width gives the same bits). */
+static inline void axpy_f32(float *out, float p, const float *v, int n)
+{
+    for (int d = 0; d < n; d++)
+        out[d] += p * v[d];
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ARB_HAVE_AVX2_PATH 1
+__attribute__((target("avx2"))) static inline float dot_f32_avx2(const float *a, const float *b, int n)
+{
+    __m256 acc = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    float l[8];
+    _mm256_storeu_ps(l, acc);
+    float s = ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]));
+    for (; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+__attribute__((target("avx2"))) static inline void axpy_f32_avx2(float *out, float p, const float *v, int n)
+{
+    const __m256 pp = _mm256_set1_ps(p);
+    int d = 0;
+    for (; d + 8 <= n; d += 8)
+        _mm256_storeu_ps(out + d, _mm256_add_ps(_mm256_loadu_ps(out + d), _mm256_mul_ps(pp, _mm256_loadu_ps(v + d))));
+    for (; d < n; d++)
+        out[d] += p * v[d];
+}
+#endif
 
 static void cpu_free(void *vctx)
 {
@@ -99,65 +139,82 @@ static void cpu_rope(void *vctx, float *x, int n, int n_head, int head_dim, cons
     }
 }
 
-/* One (node, head) task: softmax(q K^T * scale) V over the node's key list. */
-static void attn_one(const arb_attn_args *a, int i, int h, float *scores, int32_t *chain)
-{
-    const int hd = a->head_dim;
-    const int kvh = h / (a->n_head / a->n_head_kv);
-    const float *q = a->q + ((size_t)i * a->n_head + h) * hd;
-    float *out = a->out + ((size_t)i * a->n_head + h) * hd;
+/* One (node, head) task: softmax(q K^T * scale) V over the node's key list.
+   Instantiated once per vector ISA (same operations, same bits). */
+#define ATTN_ONE(NAME, ATTR, DOT, AXPY)                                                                          \
+    ATTR static void NAME(const arb_attn_args *a, int i, int h, float *scores, int32_t *chain)                   \
+    {                                                                                                           \
+        const int hd = a->head_dim;                                                                             \
+        const int kvh = h / (a->n_head / a->n_head_kv);                                                         \
+        const float *q = a->q + ((size_t)i * a->n_head + h) * hd;                                               \
+        float *out = a->out + ((size_t)i * a->n_head + h) * hd;                                                 \
+        /* ancestors root-first, then the node itself, as batch indices */                                      \
+        int depth = 0;                                                                                          \
+        for (int p = i; p >= 0; p = a->parent[p])                                                               \
+            chain[depth++] = p;                                                                                 \
+        for (int l = 0, r = depth - 1; l < r; l++, r--) {                                                       \
+            int32_t tmp = chain[l];                                                                             \
+            chain[l] = chain[r];                                                                                \
+            chain[r] = tmp;                                                                                     \
+        }                                                                                                       \
+        const int n_keys = a->n_prefix + depth;                                                                 \
+        float mx = -INFINITY;                                                                                   \
+        for (int j = 0; j < n_keys; j++) {                                                                      \
+            const int row = j < a->n_prefix ? j : a->n_prefix + chain[j - a->n_prefix];                        \
+            const float s = DOT(q, a->k + (size_t)row * a->kv_stride + (size_t)kvh * hd, hd) * a->scale;        \
+            scores[j] = s;                                                                                      \
+            mx = s > mx ? s : mx;                                                                               \
+        }                                                                                                       \
+        float sum = 0.0f;                                                                                       \
+        for (int j = 0; j < n_keys; j++) {                                                                      \
+            const float e = expf(scores[j] - mx);                                                               \
+            scores[j] = e;                                                                                      \
+            sum += e;                                                                                           \
+        }                                                                                                       \
+        for (int d = 0; d < hd; d++)                                                                            \
+            out[d] = 0.0f;                                                                                      \
+        for (int j = 0; j < n_keys; j++) {                                                                      \
+            const int row = j < a->n_prefix ? j : a->n_prefix + chain[j - a->n_prefix];                        \
+            AXPY(out, scores[j], a->v + (size_t)row * a->kv_stride + (size_t)kvh * hd, hd);                     \
+        }                                                                                                       \
+        const float inv = 1.0f / sum;                                                                           \
+        for (int d = 0; d < hd; d++)                                                                            \
+            out[d] *= inv;                                                                                      \
+    }
 
-    /* ancestors root-first, then the node itself, as batch indices */
-    int depth = 0;
-    for (int p = i; p >= 0; p = a->parent[p])
-        chain[depth++] = p;
-    for (int l = 0, r = depth - 1; l < r; l++, r--) {
-        int32_t tmp = chain[l];
-        chain[l] = chain[r];
-        chain[r] = tmp;
-    }
-    const int n_keys = a->n_prefix + depth;
+ATTN_ONE(attn_one, , dot_f32, axpy_f32)
+#ifdef ARB_HAVE_AVX2_PATH
+ATTN_ONE(attn_one_avx2, __attribute__((target("avx2"))), dot_f32_avx2, axpy_f32_avx2)
+#endif
 
-    float mx = -INFINITY;
-    for (int j = 0; j < n_keys; j++) {
-        const int row = j < a->n_prefix ? j : a->n_prefix + chain[j - a->n_prefix];
-        const float s = dot_f32(q, a->k + (size_t)row * a->kv_stride + (size_t)kvh * hd, hd) * a->scale;
-        scores[j] = s;
-        mx = s > mx ? s : mx;
-    }
-    float sum = 0.0f;
-    for (int j = 0; j < n_keys; j++) {
-        const float e = expf(scores[j] - mx);
-        scores[j] = e;
-        sum += e;
-    }
-    for (int d = 0; d < hd; d++)
-        out[d] = 0.0f;
-    for (int j = 0; j < n_keys; j++) {
-        const int row = j < a->n_prefix ? j : a->n_prefix + chain[j - a->n_prefix];
-        const float *v = a->v + (size_t)row * a->kv_stride + (size_t)kvh * hd;
-        const float p = scores[j];
-        for (int d = 0; d < hd; d++)
-            out[d] += p * v[d];
-    }
-    const float inv = 1.0f / sum;
-    for (int d = 0; d < hd; d++)
-        out[d] *= inv;
-}
+typedef struct attn_job {
+    const arb_attn_args *a;
+    bool avx2;
+} attn_job;
 
 static void attn_task(void *ud, int ith, int nth)
 {
-    const arb_attn_args *a = ud;
+    const attn_job *job = ud;
+    const arb_attn_args *a = job->a;
     float *scores = a->scratch + (size_t)ith * a->scratch_stride;
     int32_t *chain = (int32_t *)(scores + a->n_prefix + a->n);
     const int n_task = a->n * a->n_head;
-    for (int t = ith; t < n_task; t += nth)
+    for (int t = ith; t < n_task; t += nth) {
+#ifdef ARB_HAVE_AVX2_PATH
+        if (job->avx2) {
+            attn_one_avx2(a, t / a->n_head, t % a->n_head, scores, chain);
+            continue;
+        }
+#endif
         attn_one(a, t / a->n_head, t % a->n_head, scores, chain);
+    }
 }
 
 static void cpu_attention(void *vctx, const arb_attn_args *a)
 {
-    arb_threadpool_run(((cpu_ctx *)vctx)->tp, attn_task, (void *)a);
+    const cpu_ctx *c = vctx;
+    attn_job job = {.a = a, .avx2 = c->avx2};
+    arb_threadpool_run(c->tp, attn_task, &job);
 }
 
 static void cpu_swiglu(void *vctx, float *g, const float *u, int n, int dim)
@@ -206,6 +263,9 @@ int arb_backend_cpu_init(int n_threads, arb_backend *be, arb_err *err)
         free(c);
         return rc;
     }
+#ifdef ARB_HAVE_AVX2_PATH
+    c->avx2 = __builtin_cpu_supports("avx2") && !getenv("ARBOR_ATTN_SCALAR");
+#endif
     be->iface = &cpu_iface;
     be->ctx = c;
     return ARB_OK;
