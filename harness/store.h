@@ -13,8 +13,7 @@
  *     if (!done) arb_store_prompt_put(st, run.run_key, &prompt, steps, n_steps, &err);
  *     arb_store_close(st);
  *
- * Thread-safety: one arb_store per thread. Several processes may share a file (WAL, busy
- * timeout), but shards normally write their own file and `arbor merge` combines them.
+ * Thread-safety: one arb_store per thread; processes may share a file (WAL, busy timeout).
  */
 #ifndef ARB_STORE_H
 #define ARB_STORE_H
@@ -36,18 +35,15 @@ typedef struct arb_store_run {   /* strings may be NULL (stored as NULL) */
     const char *drafter, *topology, *verifier, *scheduler;
     const char *params_json;     /* fully resolved method spec */
     const char *sweep_json;      /* swept parameters of this cell, {} if none */
-    const char *model_id, *model_path, *model_sha256;
-    const char *dataset, *split;
-    int max_new_tokens;
+    const char *model_id, *model_path, *model_sha256, *dataset, *split;
+    int max_new_tokens, top_k;
     double temperature, top_p;
-    int top_k;
     int64_t seed;
     const char *cell_json;       /* the canonical cell config the key hashes */
 } arb_store_run;
 
-typedef struct arb_store_session {
-    const char *session;         /* unique id of this invocation */
-    const char *run_key, *shard; /* "0/1" */
+typedef struct arb_store_session { /* one run in one invocation: where it was measured */
+    const char *session, *run_key, *shard; /* unique id, run, "i/N" */
     const char *hostname, *cpu_model, *cpu_flags, *gpu, *compiler, *build_type, *git_rev, *version;
     int n_cores;
     int64_t mem_bytes;
@@ -80,7 +76,7 @@ typedef struct arb_store_prompt {
     const int32_t *ids;          /* generated ids (n_gen) */
 } arb_store_prompt;
 
-int arb_store_open(const char *path, arb_store **out, arb_err *err);
+int arb_store_open(const char *path, arb_store **out, arb_err *err); /* creates or opens */
 void arb_store_close(arb_store *s);             /* NULL-safe */
 sqlite3 *arb_store_db(arb_store *s);            /* for queries (report, metrics) */
 const char *arb_store_path(const arb_store *s);
@@ -89,22 +85,19 @@ int arb_store_run_put(arb_store *s, const arb_store_run *r, arb_err *err);
 int arb_store_session_put(arb_store *s, const arb_store_session *x, arb_err *err); /* upsert */
 int arb_store_prompt_done(arb_store *s, const char *run_key, const char *prompt_id, bool *done,
                           arb_err *err);
-/* One transaction: steps, tokens, prompt row. A duplicate (run_key, prompt_id) is
-   ARB_E_DB and changes nothing. */
+/* One transaction: steps, tokens, prompt row; a duplicate is ARB_E_DB and changes nothing. */
 int arb_store_prompt_put(arb_store *s, const char *run_key, const arb_store_prompt *p,
                          const arb_store_step *steps, int n_steps, arb_err *err);
 /* Generated ids of a finished prompt; *ids = NULL, *n = 0 when absent. Caller frees. */
 int arb_store_tokens_get(arb_store *s, const char *run_key, const char *prompt_id, int32_t **ids,
                          int *n, arb_err *err);
 
-/* Copy every row of the database at src_path into s (INSERT OR IGNORE on the unique keys);
-   *n_prompts gets the prompts added. A prompt present in both with different tokens is an
-   error naming it. */
+/* Copy every row of the database at src_path into s; *n_prompts = prompts added. A prompt in
+   both with different tokens is an error naming it. */
 int arb_store_merge_from(arb_store *s, const char *src_path, int *n_prompts, arb_err *err);
 
 /* sha256 of a model file, cached in the database by (path, size, mtime). */
 int arb_store_model_sha256(arb_store *s, const char *path, char hex[65], arb_err *err);
-/* Test hook: fail the n-th SQLite write step from now (0 = off). */
-void arb_store_fail_after(arb_store *s, int n);
+void arb_store_fail_after(arb_store *s, int n); /* test hook: fail the n-th write from now (0 off) */
 
 #endif
