@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "cli.h"
 #include "dataset.h"
 #include "decode.h"
@@ -29,7 +30,14 @@ static const char usage[] =
 typedef struct agg {
     long gen, calls, prompts, mismatches;
     double wall_us, eval_us, harness_us;
+    arb_e4 e4; /* GOOSE Appendix E.4 inputs from the step records */
 } agg;
+
+static int on_step(const arb_step_record *r, void *ud)
+{
+    arb_e4_add(ud, r);
+    return 0;
+}
 
 static int split_list(char *s, const char **out, int cap)
 {
@@ -135,9 +143,10 @@ int arb_cmd_check_lossless(int argc, char **argv)
                     if (rc)
                         break;
                 }
-                if ((rc = arb_decoder_generate(dec[mi], ids, n_ids, &o, NULL, &res, &err)))
-                    break;
                 agg *a = &tot[mi][di];
+                arb_decode_cb cb = {.on_step = on_step, .ud = &a->e4};
+                if ((rc = arb_decoder_generate(dec[mi], ids, n_ids, &o, &cb, &res, &err)))
+                    break;
                 a->gen += res.n_generated;
                 a->calls += res.n_target_calls;
                 a->prompts++;
@@ -176,6 +185,18 @@ int arb_cmd_check_lossless(int argc, char **argv)
                        dnames[di], a->prompts, a->gen, a->calls, (double)a->gen / a->calls, tps, tps / ar_tps,
                        a->eval_us > 0 ? 100.0 * a->harness_us / a->eval_us : 0.0,
                        arb_decoder_table_bytes(dec[mi]) / 1048576.0, a->mismatches);
+            }
+        printf("\nGOOSE Appendix E.4 (Prop. 1 with Prop. 2 widths vs measured tau; Iso(3) yield at p_t):\n\n"
+               "| method | dataset | p_s | p_t | m | tau_eq1 | tau_iso | tau_meas | eq1 <= meas | eq1 > iso |\n"
+               "|---|---|---:|---:|---:|---:|---:|---:|---|---|\n");
+        for (int mi = 0; mi < n_m; mi++)
+            for (int di = 0; di < n_d && !strcmp(specs[mi].drafter, "goose") && !specs[mi].topology[0]; di++) {
+                agg *a = &tot[mi][di];
+                arb_e4_finish(&a->e4, specs[mi].budget, specs[mi].max_depth, (int)a->gen, (int)a->calls);
+                printf("| %s | %s | %.3f | %.3f | %.2f | %.3f | %.3f | %.3f | %s | %s |\n", specs[mi].id, dnames[di],
+                       a->e4.p_s, a->e4.p_t, a->e4.m_mean, a->e4.tau_eq1, a->e4.tau_iso, a->e4.tau_meas,
+                       a->e4.valid ? (a->e4.lower_ok ? "yes" : "NO") : "n/a",
+                       a->e4.valid ? (a->e4.above_iso ? "yes" : "no") : "n/a");
             }
         printf("\n%ld mismatches over %d methods x %d datasets x up to %d prompts at %d new tokens\n", total_mismatch,
                n_m - 1, n_d, n_prompts, max_new);
