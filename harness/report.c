@@ -434,6 +434,8 @@ static int pivot(rctx *c, arb_grid *g, arb_err *err)
         if (r == g->nr && (r = arb_grid_add_row(g, lp)) < 0)
             rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
         arb_rcell *x = rc ? NULL : arb_grid_at(g, r, col_of[i]);
+        if (x)
+            x->count = c->o->metric == ARB_METRIC_N_PROMPTS;
         if (x && !x->has && !(rc = metric_cell(c, i, c->o->metric, x, err)) && c->o->paper_model)
             x->paper = paper_get(c, c->o->paper_model, c->runs[i].method, c->runs[i].dataset, mname);
     }
@@ -463,6 +465,7 @@ static int summary(rctx *c, arb_grid *g, arb_err *err)
         for (int k = 0; k < nm; k++)
             if ((rc = metric_cell(c, i, ms[k], arb_grid_at(g, r, k), err)))
                 return rc;
+        arb_grid_at(g, r, 0)->count = true;
     }
     return ARB_OK;
 }
@@ -492,7 +495,7 @@ static int synergy(rctx *c, arb_grid *g, arb_err *err)
             arb_ci ci;
             arb_metrics_synergy(stats(c, i, err), stats(c, ip, err), stats(c, it, err),
                                 c->o->n_boot, (uint64_t)i, &ci);
-            *arb_grid_at(g, r, 3) = (arb_rcell){true, ci.v, ci.lo, ci.hi, NAN, false, false};
+            *arb_grid_at(g, r, 3) = (arb_rcell){true, ci.v, ci.lo, ci.hi, NAN, false, false, false};
         }
         const arb_metric ms[3] = {ARB_METRIC_SPINE_SHARE, ARB_METRIC_P_S, ARB_METRIC_P_T};
         for (int k = 0; k < 3 && !rc; k++)

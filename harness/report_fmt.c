@@ -57,7 +57,7 @@ int arb_grid_add_row(arb_grid *g, const char *const *labels)
             return -1;
         }
     for (int j = 0; j < g->nc; j++)
-        g->c[r * g->nc + j] = (arb_rcell){false, NAN, NAN, NAN, NAN, false, false};
+        g->c[r * g->nc + j] = (arb_rcell){false, NAN, NAN, NAN, NAN, false, false, false};
     g->rule[r] = false;
     g->nr++;
     return r;
@@ -119,7 +119,7 @@ static void fmt_cell(const arb_grid *g, const arb_rcell *c, bool tex, char *buf,
         snprintf(buf, cap, "%s", none);
         return;
     }
-    fmt_num(c->v, c->pct, g->prec, none, v, sizeof v);
+    fmt_num(c->v, c->pct, c->count ? 0 : g->prec, none, v, sizeof v);
     if (tex && c->pct && !isnan(c->v)) /* escape the percent sign */
         snprintf(v + strlen(v) - 1, sizeof v - strlen(v) + 1, "\\%%");
     const char *b0 = c->bold ? (tex ? "\\textbf{" : "**") : "", *b1 = c->bold ? (tex ? "}" : "**") : "";

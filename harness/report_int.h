@@ -14,6 +14,7 @@ typedef struct arb_rcell {
     double paper;        /* published value (NAN when none) */
     bool bold;           /* best in its column (group) */
     bool pct;            /* a relative change, printed as a signed percentage */
+    bool count;          /* an integer count, printed without decimals */
 } arb_rcell;
 
 typedef struct arb_grid {

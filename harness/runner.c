@@ -336,8 +336,9 @@ static int run_group(runner *R, const arb_model *m, arb_ctx *ctx, const char *mo
             }
             g.record = false;
             g.goose = !strcmp(c->methods[k].spec.drafter, "goose");
+            /* warm-up: code paths, caches, allocator; 16 tokens touch all of it */
             for (int w = 0; !ms[k].used && w < c->warmup && !rc; w++)
-                rc = gen_record(R, m, ms[k].d, r, p, cd->max_new_tokens, &g, err);
+                rc = gen_record(R, m, ms[k].d, r, p, cd->max_new_tokens < 16 ? cd->max_new_tokens : 16, &g, err);
             if (!ms[k].used && ms[k].hot)
                 arb_decoder_reset_run(ms[k].d); /* warm-up must not seed the tables */
             ms[k].used = true;

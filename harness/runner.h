@@ -7,7 +7,8 @@
  * transaction; prompts already in the database are skipped, so re-running the same config
  * resumes. Hot-start methods (TR keeps its table across prompts) replay the skipped prompts
  * untimed to rebuild their state, so a resumed run stores what an uninterrupted one would.
- * `warmup` untimed generations precede each method's first one in a process (not stored).
+ * `warmup` untimed generations (16 new tokens at most) precede each method's first one in a
+ * process; they are not stored.
  *
  *     arb_config *c; arb_config_load("configs/ci.json", &c, &err);
  *     arb_run_opts o = arb_run_default_opts();
