@@ -6,6 +6,9 @@
  *
  * The models are random (seeded) weights in Q8_0 / Q4_1 / F32 with 2 layers,
  * n_embd 64, 4 heads / 2 KV heads (GQA), head_dim 16, vocab 300.
+ * The all-F32 llama and qwen2 variants were also run through llama.cpp (c392e5094,
+ * F32 KV; it predates qwen3): tests/fixtures/synth_{llama,qwen2}_f32_ref.tsv hold its
+ * logits, which arbor matches to ~2e-6 (float summation order only).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -87,6 +90,7 @@ typedef struct synth_opts {
     bool tied;         /* no output.weight */
     const char *skip;  /* a tensor name to leave out (missing-tensor test), or NULL */
     uint64_t seed;
+    bool all_f32;      /* every tensor F32 (the llama.cpp comparison: no quantization) */
 } synth_opts;
 
 enum { S_EMBD = 64, S_LAYER = 2, S_HEAD = 4, S_HEAD_KV = 2, S_HD = 16, S_FF = 128, S_VOCAB = 300, S_CTX = 512 };
@@ -135,6 +139,9 @@ static char *write_synth(const synth_opts *o)
 #undef TL
     }
 #undef T
+    if (o->all_f32)
+        for (int i = 0; i < nt; i++)
+            ts[i].type = ARB_TYPE_F32;
     if (o->skip)
         for (int i = 0; i < nt; i++)
             if (!strcmp(ts[i].name, o->skip))
@@ -144,10 +151,11 @@ static char *write_synth(const synth_opts *o)
     put_u32(&h, 0x46554747u); /* "GGUF" */
     put_u32(&h, 3);
     put_u64(&h, (uint64_t)nt);
-    put_u64(&h, 10);
+    put_u64(&h, 12);
     char k[96];
     kv_str(&h, "general.architecture", o->arch);
     kv_str(&h, "general.name", "synth");
+    kv_str(&h, "tokenizer.ggml.model", "none"); /* lets llama.cpp load the file (no vocab) */
 #define KU(s, v) (snprintf(k, sizeof k, "%s.%s", o->arch, s), kv_u32(&h, k, v))
     KU("embedding_length", S_EMBD);
     KU("block_count", S_LAYER);
@@ -155,6 +163,7 @@ static char *write_synth(const synth_opts *o)
     KU("attention.head_count", S_HEAD);
     KU("attention.head_count_kv", S_HEAD_KV);
     KU("context_length", S_CTX);
+    KU("vocab_size", S_VOCAB);
 #undef KU
     snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", o->arch);
     kv_f32(&h, k, 1e-5f);
@@ -416,3 +425,46 @@ Test(model_synth, attention_isa_paths_agree)
     free(b);
     arb_model_free(m);
 }
+
+/* llama.cpp's logits for the all-F32 synthetic models (see the file comment). */
+static void compare_llama_cpp(const char *arch)
+{
+    synth_opts o = {.arch = arch, .tied = true, .seed = 7, .all_f32 = true};
+    arb_model *m = load_synth(&o, 1);
+    char path[1024];
+    const char *root = getenv("ARBOR_SOURCE_ROOT");
+    snprintf(path, sizeof path, "%s/tests/fixtures/synth_%s_f32_ref.tsv", root ? root : ".", arch);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot open %s", path);
+    static char line[16384];
+    int32_t tok[64], par[64];
+    int n = 0, nl = 0;
+    float ref[S_VOCAB];
+    while (fgets(line, sizeof line, f)) {
+        char *p = line;
+        if (!strncmp(line, "tokens\t", 7))
+            for (p += 7; n < 64 && *p && *p != '\n'; n++, p += *p == ',') {
+                tok[n] = (int32_t)strtol(p, &p, 10);
+                par[n] = n - 1;
+            }
+        else if (!strncmp(line, "logits\t", 7))
+            for (p += 7; nl < S_VOCAB && *p && *p != '\n'; nl++, p += *p == ',')
+                ref[nl] = strtof(p, &p);
+    }
+    fclose(f);
+    cr_assert(n > 0 && nl == S_VOCAB, "%s: %d tokens, %d logits", path, n, nl);
+    arb_ctx *c = new_ctx(m, 64, 64, 0, false);
+    float *lg = malloc(sizeof(float) * S_VOCAB * n);
+    check_eval(c, tok, par, n, lg, NULL);
+    double md = 0;
+    for (int j = 0; j < S_VOCAB; j++)
+        md = fmax(md, fabs((double)lg[(size_t)(n - 1) * S_VOCAB + j] - ref[j]));
+    cr_log_info("%s vs llama.cpp: max |dlogit| %.3g", arch, md);
+    cr_assert_lt(md, 2e-5, "%s: max |dlogit| %.3g vs llama.cpp", arch, md);
+    free(lg);
+    arb_ctx_free(c);
+    arb_model_free(m);
+}
+
+Test(model_synth, llama_matches_llama_cpp_f32) { compare_llama_cpp("llama"); }
+Test(model_synth, qwen2_matches_llama_cpp_f32) { compare_llama_cpp("qwen2"); }
