@@ -468,3 +468,69 @@ static void compare_llama_cpp(const char *arch)
 
 Test(model_synth, llama_matches_llama_cpp_f32) { compare_llama_cpp("llama"); }
 Test(model_synth, qwen2_matches_llama_cpp_f32) { compare_llama_cpp("qwen2"); }
+
+/* ---------------- no allocation in the decode loop ----------------
+   Test-only malloc interposition (glibc's __libc_* entry points) counting calls while
+   armed; skipped under ASan, which owns malloc. */
+#if !defined(__SANITIZE_ADDRESS__)
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t a, size_t b);
+extern void *__libc_realloc(void *p, size_t n);
+static _Atomic long alloc_count;
+static _Atomic int alloc_armed;
+void *malloc(size_t n)
+{
+    if (alloc_armed)
+        alloc_count++;
+    return __libc_malloc(n);
+}
+void *calloc(size_t a, size_t b)
+{
+    if (alloc_armed)
+        alloc_count++;
+    return __libc_calloc(a, b);
+}
+void *realloc(void *p, size_t n)
+{
+    if (alloc_armed)
+        alloc_count++;
+    return __libc_realloc(p, n);
+}
+
+Test(model_synth, eval_and_commit_allocate_nothing)
+{
+    synth_opts o = {.arch = "qwen3", .seed = 71};
+    arb_model *m = load_synth(&o, 2);
+    arb_ctx *c = new_ctx(m, 256, 16, 0, true);
+    float *lg = malloc(sizeof(float) * S_VOCAB * 100), *hid = malloc(sizeof(float) * S_EMBD * 100);
+    int32_t tok[100], par[100], path[100];
+    uint64_t s = 9;
+    for (int i = 0; i < 100; i++) {
+        tok[i] = rnd(&s, S_VOCAB);
+        par[i] = i - 1;
+        path[i] = i;
+    }
+    arb_err err = {0};
+    alloc_count = 0;
+    alloc_armed = 1;
+    int rc = arb_eval(c, tok, par, 40, lg, hid, &err); /* chunked prefill */
+    rc |= arb_commit(c, path, 40, &err);
+    for (int step = 0; step < 10; step++) {
+        random_tree(&s, 16, S_VOCAB, tok, par);
+        rc |= arb_eval(c, tok, par, 16, lg, hid, &err);
+        rc |= arb_commit(c, path, 1, &err);
+    }
+    alloc_armed = 0;
+    cr_assert_eq(rc, ARB_OK, "%s", err.msg);
+    cr_assert_eq(alloc_count, 0, "%ld allocations in eval/commit", (long)alloc_count);
+    alloc_armed = 1; /* the hook is live: creating a context does allocate */
+    arb_ctx *c2 = new_ctx(m, 64, 8, 0, false);
+    alloc_armed = 0;
+    cr_assert_gt(alloc_count, 0);
+    arb_ctx_free(c2);
+    free(lg);
+    free(hid);
+    arb_ctx_free(c);
+    arb_model_free(m);
+}
+#endif
