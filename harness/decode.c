@@ -10,6 +10,7 @@
 #include "sample.h"
 #include "tree.h"
 #include "verifiers/greedy.h"
+#include "verifiers/verifier.h"
 
 #define PREFILL_CHUNK 64
 
@@ -35,6 +36,9 @@ struct arb_decoder {
     int S_cap, n_S;
     int32_t *gen;             /* generated ids */
     int gen_cap;
+    /* sampling verification (drafter with q_rows, T > 0): verification.md §0.5 */
+    arb_verifier *vf;         /* NULL: greedy walk / AR sampling */
+    double *P;                /* [tree cap * V] processed target laws */
 };
 
 static double now_us(void)
@@ -80,6 +84,8 @@ void arb_decoder_free(arb_decoder *d)
     free(d->pidx);
     free(d->S);
     free(d->gen);
+    arb_verifier_free(d->vf);
+    free(d->P);
     free(d);
 }
 
@@ -125,6 +131,16 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
         if (!d->logits || !d->y || !d->best || !d->path || !d->prev || !d->chain_parent || !d->chain_path ||
             !d->topk_ids || !d->topk_sc || (s->temperature > 0 && (!d->pi || !d->pidx)))
             rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate buffers for %d rows x %d vocab", d->rows, d->V);
+    }
+    if (!rc && d->dr->bind)
+        rc = d->dr->bind(d->dst, target, err);
+    if (!rc && d->dr->q_rows && s->temperature > 0) { /* speculative sampling */
+        arb_verifier_opts vo = arb_verifier_default_opts();
+        vo.V = d->V;
+        vo.n_nodes_max = cap;
+        rc = arb_verifier_new(s->verifier, &vo, &d->vf, err);
+        if (!rc && !(d->P = malloc((size_t)cap * d->V * sizeof *d->P)))
+            rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate %d x %d target laws", cap, d->V);
     }
     if (rc) {
         arb_decoder_free(d);
@@ -312,6 +328,8 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         rec.spine_break_depth = -1;
         double t0 = now_us();
         arb_tree_reset(t, d->S[d->n_S - 1]);
+        if (d->dr->set_step)
+            d->dr->set_step(d->dst, (uint32_t)o->prompt_id, step + 1);
         d->dr->propose(d->dst, d->S, d->n_S, t, &rec);
         arb_tree_finalize(t);
         double t1 = now_us();
@@ -321,7 +339,17 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         double t2 = now_us();
         /* verify: argmax per node (from the top-K rows when the drafter harvests) + walk */
         arb_verify_out vo;
-        if (d->spec.temperature > 0) { /* AR sampling (validated: drafter none) */
+        if (d->vf) { /* speculative sampling: p rows processed like q, then the verifier */
+            arb_sampling sm = {.temperature = d->spec.temperature, .top_k = d->spec.top_k, .top_p = d->spec.top_p};
+            for (int i = 0; i < t->n; i++)
+                arb_sample_process(d->logits + (size_t)i * d->V, d->V, &sm, d->P + (size_t)i * d->V, d->pidx);
+            arb_rng vr;
+            arb_rng_init(&vr, d->spec.seed, (uint32_t)o->prompt_id, (uint32_t)(step + 1), ARB_STREAM_VERIFY);
+            arb_verify_in in = {.tree = t, .p = d->P, .q = d->dr->q_rows(d->dst), .logits = d->logits,
+                                .V = d->V, .rng = &vr};
+            if ((rc = arb_verifier_verify(d->vf, &in, &vo)))
+                return ARB_ERR(err, rc, "generate: verifier %s rejected the step's tree", d->spec.verifier);
+        } else if (d->spec.temperature > 0) { /* AR sampling (validated: drafter none) */
             vo = (arb_verify_out){.node = 0, .depth = 0, .extra = pick_token(d, d->logits, o->prompt_id, step + 1),
                                   .extra_is_bonus = 1};
         } else {

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "drafters/drafter.h"
+#include "verifiers/verifier.h"
 
 /* ---- registries (STYLE practice 11): one row per plug-in ---- */
 static int none_create(const arb_method_spec *s, int n_vocab, void **st, arb_err *err)
@@ -33,9 +34,10 @@ const arb_drafter_i arb_drafter_none = {
 };
 
 static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_pld, &arb_drafter_tr,
-                                                &arb_drafter_goose};
+                                                &arb_drafter_goose, &arb_drafter_draft};
 static const char *const topologies[] = {"", "iso", "sequoia"};
-static const char *const verifiers[] = {"greedy"};
+static const char *const verifiers[] = {"greedy", "nss", "naive", "naivetree", "bv", "spectr",
+                                        "specinfer", "khisti", "traversal"}; /* verifiers/verifier.h */
 static const char *const schedulers[] = {"goose_tiers", "fixed", "none"};
 
 const arb_drafter_i *arb_drafter_find(const char *name)
@@ -119,6 +121,11 @@ static const arb_method_param params[] = {
     {"top_p", ARB_PARAM_DOUBLE, OFF(top_p), "*", 1e-9, 1, "nucleus mass"},
     {"top_k", ARB_PARAM_INT, OFF(top_k), "*", 0, 1 << 20, "top-k filter, 0 = off"},
     {"seed", ARB_PARAM_U64, OFF(seed), "*", 0, 1.8e19, "run seed"},
+    {"draft_model", ARB_PARAM_STR, OFF(draft_model), "draft", 0, 0, "self | path of a GGUF with the target's vocabulary"},
+    {"draft_layers", ARB_PARAM_INT, OFF(draft_layers), "draft", 1, 1024, "self-draft: target blocks evaluated"},
+    {"paths", ARB_PARAM_INT, OFF(dte_k), "draft", 1, 16, "k: i.i.d. draft paths (branching factor)"},
+    {"trunk", ARB_PARAM_INT, OFF(dte_l), "draft", 0, 32, "l: trunk length before the branch point"},
+    {"branch_len", ARB_PARAM_INT, OFF(dte_b), "draft", 0, 32, "b: length of each branch (single chain: paths 1, trunk 0)"},
 };
 
 const arb_method_param *arb_method_params(int *n)
@@ -204,9 +211,18 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
         snprintf(s->scheduler, sizeof s->scheduler, "none");
         s->budget = 81;
         s->hot_start = true;
+    } else if (d == &arb_drafter_draft) { /* draft model, i.i.d. paths by default (DTE §4 baseline) */
+        snprintf(s->id, sizeof s->id, "Draft");
+        snprintf(s->scheduler, sizeof s->scheduler, "none");
+        snprintf(s->verifier, sizeof s->verifier, "traversal");
     } else {
         snprintf(s->id, sizeof s->id, "GOOSE");
     }
+    snprintf(s->draft_model, sizeof s->draft_model, "self");
+    s->draft_layers = 24;
+    s->dte_k = 2;
+    s->dte_l = 0;
+    s->dte_b = 4;
     return ARB_OK;
 }
 
@@ -220,6 +236,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
         {"goose-nobypass", "goose", "GOOSE w/o consensus bypass"},
         {"goose-nospine", "goose", "GOOSE w/o context-match spine"},
         {"goose-control", "goose", "GOOSE control (TR spine)"},
+        {"draft", "draft", "Draft"},
     };
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
         if (strcasecmp(name, base[i].name))
@@ -262,6 +279,8 @@ int arb_method_max_nodes(const arb_method_spec *s)
         return 1 + s->max_draft;
     if (d == &arb_drafter_tr)
         return 81;
+    if (d == &arb_drafter_draft)
+        return 1 + s->dte_l + s->dte_k * s->dte_b;
     int n = s->budget;
     if (!s->topology[0] && 1 + s->max_draft > n)
         n = 1 + s->max_draft; /* bypass chain */
@@ -308,7 +327,20 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: fixed_r: scheduler fixed needs fixed_r in [0,1]", s->id);
     if (!strcmp(s->drafter, "tr") && s->topk < 8)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: topk: TR template 2.2.2 needs topk >= 8", s->id);
-    if (s->temperature > 0 && strcmp(s->drafter, "none"))
+    if (!strcmp(s->drafter, "draft")) { /* sampling verifiers: validity matrix (verification.md §0.6) */
+        arb_regime rg = s->dte_l > 0 ? ARB_REGIME_DELAYED : s->dte_k > 1 ? ARB_REGIME_IID : ARB_REGIME_SINGLE;
+        if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss naive naivetree "
+                           "bv spectr specinfer khisti traversal)", s->id);
+        arb_err ve = {0};
+        if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, rg, &ve))
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);
+        if (s->dte_k * s->dte_b + s->dte_l < 1)
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: branch_len: the draft tree is empty", s->id);
+    } else if (strcmp(s->verifier, "greedy"))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s needs drafter draft (sampled trees)", s->id,
+                       s->verifier);
+    if (s->temperature > 0 && strcmp(s->drafter, "none") && strcmp(s->drafter, "draft"))
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
                        "method %s: temperature: speculative sampling is not implemented yet for drafter %s "
                        "(greedy only; use ar)", s->id, s->drafter);

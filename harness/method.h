@@ -76,6 +76,10 @@ typedef struct arb_method_spec {
     double top_p;         /* 1 = off */
     int top_k;            /* 0 = off */
     uint64_t seed;        /* run seed; RNG keyed by (seed, prompt id, step, stream) */
+    /* ---- draft model and delayed trees (drafter "draft", drafting.md §11) ---- */
+    char draft_model[32]; /* "self" (the target cut after draft_layers blocks) or a GGUF path */
+    int draft_layers;     /* self-draft depth (24) */
+    int dte_k, dte_l, dte_b; /* k i.i.d. paths of length b after a trunk of l (single chain: 1, 0, L) */
 } arb_method_spec;
 
 typedef enum arb_param_type { ARB_PARAM_INT, ARB_PARAM_DOUBLE, ARB_PARAM_BOOL, ARB_PARAM_STR,

@@ -1,0 +1,328 @@
+/* draft_model.c — single / i.i.d. / delayed drafting with a draft arb_ctx (see draft_model.h). */
+#include "draft_model.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct arb_draft_model {
+    arb_model *own;          /* a separate draft GGUF (NULL for self-draft) */
+    arb_ctx *ctx;            /* draft context */
+    int V, n_max, n_batch;
+    int n_done;              /* S tokens committed in ctx (prefix of the sequence) */
+    float *logits;           /* n_batch x V */
+    int32_t *btok, *bpar, *chain; /* n_batch: batch tokens/parents, chain scratch */
+    int32_t *idx;            /* V: PROCESS scratch */
+    int32_t *pos;            /* n_max: current node of each path */
+    double *q_root;          /* V: law at the anchor of the last propose */
+};
+
+arb_draft_model_opts arb_draft_model_default_opts(void)
+{
+    return (arb_draft_model_opts){.path = NULL, .self_layers = 24, .n_ctx = 0, .n_threads = 0};
+}
+
+int arb_draft_shape_nodes(arb_draft_shape s) { return 1 + s.l + s.k * s.b; }
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+void arb_draft_model_free(arb_draft_model *d)
+{
+    if (!d)
+        return;
+    arb_ctx_free(d->ctx);
+    arb_model_free(d->own);
+    free(d->logits); free(d->btok); free(d->bpar); free(d->chain); free(d->idx); free(d->pos);
+    free(d->q_root);
+    free(d);
+}
+
+int arb_draft_model_new(arb_model *target, const arb_draft_model_opts *o, int n_nodes_max,
+                        arb_draft_model **out, arb_err *err)
+{
+    *out = NULL;
+    arb_draft_model_opts dflt = arb_draft_model_default_opts();
+    if (!o)
+        o = &dflt;
+    if (n_nodes_max < 1)
+        return ARB_ERR(err, ARB_E_INVAL, "draft model: n_nodes_max %d", n_nodes_max);
+    arb_draft_model *d = calloc(1, sizeof *d);
+    if (!d)
+        return ARB_ERR(err, ARB_E_NOMEM, "draft model: out of memory");
+    arb_model_info ti, di;
+    arb_model_get_info(target, &ti);
+    arb_model *m = target;
+    arb_ctx_opts co = arb_ctx_default_opts();
+    co.n_ctx = o->n_ctx;
+    int rc = ARB_OK;
+    if (o->path && o->path[0]) {
+        arb_load_opts lo = arb_load_default_opts();
+        lo.n_threads = o->n_threads;
+        if ((rc = arb_model_load(o->path, &lo, &d->own, err)))
+            goto fail;
+        arb_model_get_info(d->own, &di);
+        if (di.n_vocab != ti.n_vocab) {
+            rc = ARB_ERR(err, ARB_E_INVAL, "%s: draft vocabulary %d != target vocabulary %d", o->path,
+                         di.n_vocab, ti.n_vocab);
+            goto fail;
+        }
+        m = d->own;
+    } else {
+        if (o->self_layers < 1 || o->self_layers > ti.n_layer) {
+            rc = ARB_ERR(err, ARB_E_INVAL, "draft model: self_layers %d outside 1..%d", o->self_layers, ti.n_layer);
+            goto fail;
+        }
+        co.n_layer = o->self_layers; /* same weights, first L blocks, then the output head */
+    }
+    d->n_batch = n_nodes_max > 64 ? n_nodes_max : 64;
+    co.n_batch_max = d->n_batch;
+    if ((rc = arb_ctx_new(m, &co, &d->ctx, err)))
+        goto fail;
+    d->V = ti.n_vocab;
+    d->n_max = n_nodes_max;
+    size_t V = (size_t)d->V, nb = (size_t)d->n_batch;
+    d->logits = malloc(sizeof(float) * nb * V);
+    d->btok = malloc(sizeof(int32_t) * nb);
+    d->bpar = malloc(sizeof(int32_t) * nb);
+    d->chain = malloc(sizeof(int32_t) * nb);
+    d->idx = malloc(sizeof(int32_t) * V);
+    d->pos = malloc(sizeof(int32_t) * (size_t)n_nodes_max);
+    d->q_root = malloc(sizeof(double) * V);
+    if (!d->logits || !d->btok || !d->bpar || !d->chain || !d->idx || !d->pos || !d->q_root) {
+        rc = ARB_ERR(err, ARB_E_NOMEM, "draft model: out of memory (%zu x %zu logits)", nb, V);
+        goto fail;
+    }
+    for (int i = 0; i < d->n_batch; i++)
+        d->chain[i] = i;
+    *out = d;
+    return ARB_OK;
+fail:
+    arb_draft_model_free(d);
+    return rc;
+}
+
+void arb_draft_model_reset(arb_draft_model *d)
+{
+    arb_ctx_truncate(d->ctx, 0);
+    d->n_done = 0;
+}
+
+const double *arb_draft_model_q_root(const arb_draft_model *d) { return d->q_root; }
+int arb_draft_model_n_vocab(const arb_draft_model *d) { return d->V; }
+
+/* Evaluate S[from..to) as a chain on top of the committed prefix and commit it, in chunks of
+   n_batch; the last row's logits stay in d->logits[0]. */
+static int catch_up(arb_draft_model *d, const int32_t *S, int from, int to, arb_draft_stats *st, arb_err *err)
+{
+    while (from < to) {
+        int n = to - from < d->n_batch ? to - from : d->n_batch;
+        for (int i = 0; i < n; i++)
+            d->bpar[i] = i - 1;
+        int rc = arb_eval(d->ctx, S + from, d->bpar, n, d->logits, NULL, err);
+        if (!rc)
+            rc = arb_commit(d->ctx, d->chain, n, err);
+        if (rc)
+            return rc;
+        if (n > 1) /* keep the last row first */
+            memmove(d->logits, d->logits + (size_t)(n - 1) * d->V, sizeof(float) * (size_t)d->V);
+        st->n_evals++;
+        st->n_tokens += n;
+        from += n;
+    }
+    return ARB_OK;
+}
+
+static int add_child(arb_tree *t, int v, int32_t x, const double *qv)
+{
+    int c = arb_tree_find_child(t, v, x);
+    if (c < 0)
+        c = arb_tree_add(t, v, x, ARB_SRC_DRAFT, -1, (float)qv[x]);
+    if (c >= 0 && arb_tree_push_seq(t, v, c))
+        return -1;
+    return c;
+}
+
+int arb_draft_model_propose(arb_draft_model *d, const int32_t *S, int n_S, arb_draft_shape sh,
+                            const arb_sampling *smp, arb_rng *rng, arb_tree *t, double *q,
+                            arb_draft_stats *st, arb_err *err)
+{
+    double t0 = now_us();
+    arb_draft_stats dummy;
+    if (!st)
+        st = &dummy;
+    memset(st, 0, sizeof *st);
+    if (sh.k < 1 || sh.l < 0 || sh.b < 0 || arb_draft_shape_nodes(sh) > t->cap || arb_draft_shape_nodes(sh) > d->n_max ||
+        sh.k * sh.b > d->n_batch)
+        return ARB_ERR(err, ARB_E_INVAL, "draft model: shape (l=%d, k=%d, b=%d) exceeds the tree capacity %d",
+                       sh.l, sh.k, sh.b, t->cap);
+    if (n_S < 1)
+        return ARB_ERR(err, ARB_E_INVAL, "draft model: empty sequence");
+    if (n_S <= d->n_done || d->n_done > arb_ctx_n_past(d->ctx)) { /* new prompt (or anchor reused) */
+        arb_draft_model_reset(d);
+    }
+    int rc = catch_up(d, S, d->n_done, n_S, st, err); /* the anchor is always evaluated here */
+    if (rc)
+        return rc;
+    d->n_done = n_S;
+    const size_t V = (size_t)d->V;
+    arb_sample_process(d->logits, d->V, smp, q, d->idx);
+    memcpy(d->q_root, q, sizeof(double) * V);
+    /* trunk: l tokens, committed tentatively so that each next law is one eval away */
+    int cur = 0, rc2 = ARB_OK;
+    for (int i = 0; i < sh.l; i++) {
+        int32_t x = arb_sample_w(rng, q + (size_t)cur * V, d->V);
+        int c = add_child(t, cur, x, q + (size_t)cur * V);
+        if (c < 0)
+            return ARB_ERR(err, ARB_E_RANGE, "draft model: tree full");
+        cur = c;
+        if (i + 1 == sh.l && sh.b == 0)
+            break; /* last trunk node is a leaf: no law needed */
+        d->bpar[0] = -1;
+        if ((rc2 = arb_eval(d->ctx, &x, d->bpar, 1, d->logits, NULL, err)) ||
+            (rc2 = arb_commit(d->ctx, d->chain, 1, err)))
+            break;
+        st->n_evals++;
+        st->n_tokens++;
+        arb_sample_process(d->logits, d->V, smp, q + (size_t)cur * V, d->idx);
+    }
+    /* branches: k i.i.d. paths of length b from the trunk end, level by level */
+    int e = cur;
+    for (int j = 0; j < sh.k && !rc2; j++)
+        d->pos[j] = e;
+    for (int lev = 0; lev < sh.b && !rc2; lev++) {
+        int first_new = t->n;
+        for (int j = 0; j < sh.k; j++) {
+            const double *qv = q + (size_t)d->pos[j] * V;
+            int32_t x = arb_sample_w(rng, qv, d->V);
+            int c = add_child(t, d->pos[j], x, qv);
+            if (c < 0)
+                return ARB_ERR(err, ARB_E_RANGE, "draft model: tree full");
+            d->pos[j] = c;
+        }
+        if (lev + 1 == sh.b)
+            break; /* leaves: no law needed */
+        int nb = t->n - (e + 1); /* the branch trie so far, in index order */
+        for (int i = 0; i < nb; i++) {
+            int v = e + 1 + i;
+            d->btok[i] = t->tok[v];
+            d->bpar[i] = t->parent[v] == e ? -1 : t->parent[v] - (e + 1);
+        }
+        if ((rc2 = arb_eval(d->ctx, d->btok, d->bpar, nb, d->logits, NULL, err)))
+            break;
+        st->n_evals++;
+        st->n_tokens += nb;
+        for (int v = first_new; v < t->n; v++)
+            arb_sample_process(d->logits + (size_t)(v - (e + 1)) * V, d->V, smp, q + (size_t)v * V, d->idx);
+    }
+    /* drop the tentative trunk rows: the draft context holds exactly S again */
+    int rc3 = arb_ctx_truncate(d->ctx, n_S);
+    st->us = now_us() - t0;
+    if (rc2)
+        return rc2;
+    return rc3 ? ARB_ERR(err, rc3, "draft model: cannot truncate the draft context") : ARB_OK;
+}
+
+/* ---------------- the "draft" drafter (drafter.h vtable) ---------------- */
+#include "drafter.h"
+
+typedef struct dm_state {
+    arb_method_spec spec;
+    int V, n_nodes;
+    arb_draft_model *dm;  /* created by bind (needs the target) */
+    double *q;            /* n_nodes x V */
+    uint32_t prompt_id;
+    int step;
+} dm_state;
+
+static int dm_create(const arb_method_spec *s, int n_vocab, void **st, arb_err *err)
+{
+    *st = NULL;
+    dm_state *d = calloc(1, sizeof *d);
+    if (!d)
+        return ARB_ERR(err, ARB_E_NOMEM, "drafter draft: out of memory");
+    d->spec = *s;
+    d->V = n_vocab;
+    d->n_nodes = arb_method_max_nodes(s);
+    d->q = malloc(sizeof(double) * (size_t)d->n_nodes * (size_t)n_vocab);
+    if (!d->q) {
+        int n = d->n_nodes;
+        free(d);
+        return ARB_ERR(err, ARB_E_NOMEM, "drafter draft: cannot allocate %d x %d draft laws", n, n_vocab);
+    }
+    *st = d;
+    return ARB_OK;
+}
+
+static void dm_destroy(void *st)
+{
+    dm_state *d = st;
+    if (!d)
+        return;
+    arb_draft_model_free(d->dm);
+    free(d->q);
+    free(d);
+}
+
+static int dm_bind(void *st, arb_ctx *target, arb_err *err)
+{
+    dm_state *d = st;
+    arb_draft_model_opts o = arb_draft_model_default_opts();
+    o.path = strcmp(d->spec.draft_model, "self") ? d->spec.draft_model : NULL;
+    o.self_layers = d->spec.draft_layers;
+    arb_draft_model_free(d->dm);
+    d->dm = NULL;
+    /* the target model is read-only after load; a self-draft context only reads its weights */
+    return arb_draft_model_new((arb_model *)arb_ctx_model(target), &o, d->n_nodes, &d->dm, err);
+}
+
+static int dm_begin(void *st, int n_tokens, bool new_run, arb_err *err)
+{
+    dm_state *d = st;
+    if (!d->dm)
+        return ARB_ERR(err, ARB_E_INVAL, "drafter draft: not bound to a target context");
+    arb_draft_model_reset(d->dm);
+    return ARB_OK;
+}
+
+static void dm_append(void *st, const int32_t *tok, int n) { (void)st; (void)tok; (void)n; }
+
+static void dm_set_step(void *st, uint32_t prompt_id, int step)
+{
+    dm_state *d = st;
+    d->prompt_id = prompt_id;
+    d->step = step;
+}
+
+static void dm_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_step_record *rec)
+{
+    dm_state *d = st;
+    arb_rng r;
+    arb_rng_init(&r, d->spec.seed, d->prompt_id, (uint32_t)d->step, ARB_STREAM_DRAFT);
+    arb_sampling sm = {.temperature = d->spec.temperature, .top_k = d->spec.top_k, .top_p = d->spec.top_p};
+    arb_draft_shape sh = {.k = d->spec.dte_k, .l = d->spec.dte_l, .b = d->spec.dte_b};
+    arb_draft_stats ds;
+    arb_err err = {0};
+    rec->mode = ARB_MODE_TREE;
+    if (arb_draft_model_propose(d->dm, S, n_S, sh, &sm, &r, t, d->q, &ds, &err)) {
+        arb_tree_reset(t, S[n_S - 1]); /* drafting failed (context full): an AR step */
+        rec->mode = ARB_MODE_AR;
+    }
+}
+
+static const double *dm_q_rows(void *st) { return ((dm_state *)st)->q; }
+
+static size_t dm_bytes(const void *st)
+{
+    const dm_state *d = st;
+    return sizeof(double) * (size_t)d->n_nodes * (size_t)d->V;
+}
+
+const arb_drafter_i arb_drafter_draft = {
+    .name = "draft", .create = dm_create, .destroy = dm_destroy, .begin = dm_begin, .append = dm_append,
+    .propose = dm_propose, .bytes = dm_bytes, .bind = dm_bind, .q_rows = dm_q_rows, .set_step = dm_set_step,
+};
