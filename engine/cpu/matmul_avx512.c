@@ -7,13 +7,13 @@
  * vpdpbusd leave the exact integer dot product of block l in lane l — no
  * horizontal reduction. Then, per chunk and token, one convert, one scale
  * multiply (16 weight scales x 16 activation scales) and one FMA into 16 float
- * lanes (lane l accumulates blocks l, l+16, l+32, ... in order), plus the Q4_1 min
- * term m * (dx * sum q) in a second 16-lane accumulator. Offsets are exact integer
+ * lanes (lane l accumulates blocks l, l+16, l+32, ... in order), then the Q4_1 min
+ * term m * (dx * sum q) by a second FMA into the same lanes. Offsets are exact integer
  * corrections: Q4_0 codes n are used unsigned and 8 * sum(q) subtracted, Q8_0 codes
  * w are used as w ^ 0x80 = w + 128 and 128 * sum(q) subtracted.
  *
  * The float sequence for a (row, token) pair depends on n_in only; one pass over
- * the row's weights serves up to 8 tokens, each with its own accumulators and
+ * the row's weights serves up to 16 tokens, each with its own accumulators and
  * the same instructions as when alone (the batch-invariance rule, matmul_int.h).
  */
 #include "matmul_int.h"
@@ -23,7 +23,7 @@
 #include <immintrin.h>
 
 #define AI static inline __attribute__((always_inline))
-#define NT_MAX 8
+#define NT_MAX 16
 
 /* Fixed reduction of 16 lanes: halves, then (0+4, 1+5, 2+6, 3+7), pairs, the two. */
 AI __m128 hsum16(__m512 v)
@@ -81,14 +81,13 @@ AI void kern(const mm_job *j, int r, int t0, const int NT, const int kind)
     const uint8_t *xi[NT_MAX];
     const float *xd[NT_MAX], *xf[NT_MAX];
     const int32_t *xs[NT_MAX];
-    __m512 acc[NT_MAX], accm[NT_MAX];
+    __m512 acc[NT_MAX]; /* one accumulator per token: scale terms and min terms alike */
     for (int k = 0; k < NT; k++) {
         xi[k] = mm_qsi(j, t0 + k);
         xd[k] = mm_d(j, t0 + k);
         xf[k] = mm_fsum(j, t0 + k);
         xs[k] = mm_isum(j, t0 + k);
         acc[k] = _mm512_setzero_ps();
-        accm[k] = _mm512_setzero_ps();
     }
     const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                            _mm512_set1_epi32((int)bsz));
@@ -131,7 +130,7 @@ AI void kern(const mm_job *j, int r, int t0, const int NT, const int kind)
             const __m512 sc = _mm512_mul_ps(dw, _mm512_loadu_ps(xd[k] + 16 * c));
             acc[k] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s), acc[k]);
             if (kind == 0)
-                accm[k] = _mm512_fmadd_ps(mw, _mm512_loadu_ps(xf[k] + 16 * c), accm[k]);
+                acc[k] = _mm512_fmadd_ps(mw, _mm512_loadu_ps(xf[k] + 16 * c), acc[k]);
         }
     }
     /* The last nb % 16 blocks, two per zmm (lanes 0-7: block b, 8-15: block b+1),
@@ -171,26 +170,27 @@ AI void kern(const mm_job *j, int r, int t0, const int NT, const int kind)
             acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, dx), _mm512_cvtepi32_ps(sq), acc[k]);
             if (kind == 0) {
                 const __m512 fs = _mm512_permutexvar_ps(bidx, _mm512_castpd_ps(_mm512_castpd128_pd512(_mm_load_sd((const double *)(xf[k] + b)))));
-                accm[k] = _mm512_fmadd_ps(mwz, fs, accm[k]);
+                acc[k] = _mm512_fmadd_ps(mwz, fs, acc[k]);
             }
         }
     }
-    for (int k = 0; k < NT; k++) {
-        __m128 v = hsum16(acc[k]);
-        if (kind == 0)
-            v = _mm_add_ss(v, hsum16(accm[k]));
-        j->y[(size_t)(t0 + k) * j->w->n_out + r] = _mm_cvtss_f32(v);
-    }
+    for (int k = 0; k < NT; k++)
+        j->y[(size_t)(t0 + k) * j->w->n_out + r] = _mm_cvtss_f32(hsum16(acc[k]));
 }
 
-/* Row blocks x token groups of 8 (then one group of 1-7). */
+/* Row blocks x token groups of 16, then 8, then one group of 1-7. */
 #define ROWS_LOOP(KIND)                                                         \
     for (int rb = r0; rb < r1; rb += MM_ROW_BLOCK) {                            \
         const int re = rb + MM_ROW_BLOCK < r1 ? rb + MM_ROW_BLOCK : r1;         \
         int t = 0;                                                              \
-        for (; t + 8 <= j->n_tok; t += 8)                                       \
+        for (; t + 16 <= j->n_tok; t += 16)                                     \
+            for (int r = rb; r < re; r++)                                       \
+                kern(j, r, t, 16, KIND);                                        \
+        if (t + 8 <= j->n_tok) {                                                \
             for (int r = rb; r < re; r++)                                       \
                 kern(j, r, t, 8, KIND);                                         \
+            t += 8;                                                             \
+        }                                                                       \
         const int rest = j->n_tok - t;                                          \
         for (int r = rb; r < re; r++) {                                         \
             switch (rest) {                                                     \
