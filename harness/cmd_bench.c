@@ -188,7 +188,6 @@ static int bench_engine(int argc, char **argv)
     if (!threads)
         threads = mach.n_cores;
 
-    const long rss0 = proc_kb("VmRSS");
     arb_load_opts lo = arb_load_default_opts();
     lo.n_threads = threads;
     arb_model *m = NULL;
@@ -207,7 +206,6 @@ static int bench_engine(int argc, char **argv)
     co.n_batch_max = b.n_max;
     if (arb_ctx_new(m, &co, &b.c, &err))
         goto fail;
-    const long rss_engine = proc_kb("VmRSS");
     b.logits = malloc(sizeof(float) * (size_t)b.n_max * (size_t)b.mi.n_vocab);
     b.tok = malloc(sizeof(int32_t) * (size_t)b.n_max);
     b.par = malloc(sizeof(int32_t) * (size_t)b.n_max);
@@ -299,9 +297,10 @@ static int bench_engine(int argc, char **argv)
            tt[1][4] / tt[1][0], roof64 > 0 ? tt[1][6] / (roof64 > roof1 ? roof64 : roof1) : 0.0);
 
     const double kv_tok = 2.0 * b.mi.n_layer * b.mi.n_head_kv * b.mi.head_dim * sizeof(float);
-    printf("memory    RSS %.1f MB after load (+%.1f MB for bench buffers: %.1f MB now, peak %.1f MB); KV %.1f KB/token (f32)\n",
-           (rss_engine - rss0) / 1024.0, (proc_kb("VmRSS") - rss_engine) / 1024.0, proc_kb("VmRSS") / 1024.0,
-           proc_kb("VmHWM") / 1024.0, kv_tok / 1024.0);
+    const double buf_mb = (double)sizeof(float) * b.n_max * b.mi.n_vocab / 1e6;
+    printf("memory    RSS %.1f MB at the end, peak %.1f MB (weights are mmapped; includes %.1f MB of bench\n"
+           "          logits buffers); KV cache %.1f KB per token (f32)\n",
+           proc_kb("VmRSS") / 1024.0, proc_kb("VmHWM") / 1024.0, buf_mb, kv_tok / 1024.0);
     rc = 0;
     goto out;
 fail:

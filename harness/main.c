@@ -24,6 +24,7 @@ static const struct arb_cmd cmds[] = {
     {"tokenize", arb_cmd_tokenize, "show a model's token ids and pieces for a text (optionally chat-formatted)"},
     {"generate", arb_cmd_generate, "generate for one prompt with a method (ar pld tr goose iso3 iso5 ...), streamed"},
     {"check-lossless", arb_cmd_check_lossless, "greedy methods vs AR token for token on HumanEval/GSM8K prompts"},
+    {"bench", arb_cmd_bench, "engine speed: decode/prefill tok/s, tree costs, roofline, vs llama-bench"},
     {"bench-harness", arb_cmd_bench_harness, "harness costs: n-gram lookups vs context, table memory, per-step work"},
 };
 
