@@ -121,7 +121,7 @@ static const arb_method_param params[] = {
     {"top_p", ARB_PARAM_DOUBLE, OFF(top_p), "*", 1e-9, 1, "nucleus mass"},
     {"top_k", ARB_PARAM_INT, OFF(top_k), "*", 0, 1 << 20, "top-k filter, 0 = off"},
     {"seed", ARB_PARAM_U64, OFF(seed), "*", 0, 1.8e19, "run seed"},
-    {"draft_model", ARB_PARAM_STR, OFF(draft_model), "draft", 0, 0, "self | path of a GGUF with the target's vocabulary"},
+    {"draft_model", ARB_PARAM_STR, OFF(draft_model), "draft", 0, 0, "self (target cut) | target (same GGUF, q = p) | GGUF path"},
     {"draft_layers", ARB_PARAM_INT, OFF(draft_layers), "draft", 1, 1024, "self-draft: target blocks evaluated"},
     {"paths", ARB_PARAM_INT, OFF(dte_k), "draft", 1, 16, "k: i.i.d. draft paths (branching factor)"},
     {"trunk", ARB_PARAM_INT, OFF(dte_l), "draft", 0, 32, "l: trunk length before the branch point"},

@@ -77,7 +77,7 @@ typedef struct arb_method_spec {
     int top_k;            /* 0 = off */
     uint64_t seed;        /* run seed; RNG keyed by (seed, prompt id, step, stream) */
     /* ---- draft model and delayed trees (drafter "draft", drafting.md §11) ---- */
-    char draft_model[32]; /* "self" (the target cut after draft_layers blocks) or a GGUF path */
+    char draft_model[32]; /* "self" (target cut after draft_layers), "target" (its GGUF again), a path */
     int draft_layers;     /* self-draft depth (24) */
     int dte_k, dte_l, dte_b; /* k i.i.d. paths of length b after a trunk of l (single chain: 1, 0, L) */
 } arb_method_spec;

@@ -272,12 +272,15 @@ static int dm_bind(void *st, arb_ctx *target, arb_err *err)
 {
     dm_state *d = st;
     arb_draft_model_opts o = arb_draft_model_default_opts();
-    o.path = strcmp(d->spec.draft_model, "self") ? d->spec.draft_model : NULL;
+    const arb_model *tm = arb_ctx_model(target);
+    o.path = !strcmp(d->spec.draft_model, "self")     ? NULL
+             : !strcmp(d->spec.draft_model, "target") ? arb_model_path(tm) /* q = p control */
+                                                      : d->spec.draft_model;
     o.self_layers = d->spec.draft_layers;
     arb_draft_model_free(d->dm);
     d->dm = NULL;
     /* the target model is read-only after load; a self-draft context only reads its weights */
-    return arb_draft_model_new((arb_model *)arb_ctx_model(target), &o, d->n_nodes, &d->dm, err);
+    return arb_draft_model_new((arb_model *)tm, &o, d->n_nodes, &d->dm, err);
 }
 
 static int dm_begin(void *st, int n_tokens, bool new_run, arb_err *err)
