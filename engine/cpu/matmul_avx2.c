@@ -140,6 +140,104 @@ AI void kern_raw(const mm_job *j, int r, int t0, const int NT)
     }
 }
 
+/* Q4_K x Q8_K. Per 256-block: integer sum of sc_s * (codes . q) over the 8
+   sub-blocks in 8 int32 lanes, and the scalar min sum m_s * (sum of q over the
+   sub-block), from the activation's 16-element group sums. y = sum d*dx*isum -
+   sum dmin*dx*msum. */
+AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT)
+{
+    const arb_block_q4_k *row = (const arb_block_q4_k *)((const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes);
+    const int nb = j->w->n_in / 256;
+    __m256 acc[4];
+    __m128 accm[4];
+    for (int k = 0; k < NT; k++) {
+        acc[k] = _mm256_setzero_ps();
+        accm[k] = _mm_setzero_ps();
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int b = 0; b < nb; b++) {
+        uint8_t sc[8], mn[8];
+        for (int s = 0; s < 8; s++)
+            mm_q4k_scale_min(s, row[b].scales, &sc[s], &mn[s]);
+        const float d = f16(row[b].d), dmin = f16(row[b].dmin);
+        __m256i wl[4], wh[4];
+        for (int c = 0; c < 4; c++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(row[b].qs + 32 * c));
+            wl[c] = _mm256_and_si256(q, m4);
+            wh[c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        }
+        for (int k = 0; k < NT; k++) {
+            const int8_t *x = mm_qs(j, t0 + k) + 256 * b;
+            const int32_t *gs = mm_isum(j, t0 + k) + 16 * b;
+            __m256i is = _mm256_setzero_si256();
+            for (int c = 0; c < 4; c++) {
+                const __m256i pl = _mm256_maddubs_epi16(wl[c], _mm256_loadu_si256((const __m256i *)(x + 64 * c)));
+                const __m256i ph = _mm256_maddubs_epi16(wh[c], _mm256_loadu_si256((const __m256i *)(x + 64 * c + 32)));
+                is = _mm256_add_epi32(is, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * c])));
+                is = _mm256_add_epi32(is, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * c + 1])));
+            }
+            int32_t ms = 0;
+            for (int s = 0; s < 8; s++)
+                ms += mn[s] * (gs[2 * s] + gs[2 * s + 1]);
+            const float dx = mm_d(j, t0 + k)[b];
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(is), acc[k]);
+            accm[k] = _mm_fmadd_ss(_mm_set_ss(dmin * dx), _mm_set_ss((float)ms), accm[k]);
+        }
+    }
+    for (int k = 0; k < NT; k++)
+        j->y[(size_t)(t0 + k) * j->w->n_out + r] = _mm_cvtss_f32(_mm_sub_ss(_mm_set_ss(hsum8(acc[k])), accm[k]));
+}
+
+/* Q6_K x Q8_K: 6-bit codes u (value u - 32), 16 int8 scales per 256-block. The
+   integer block sum is sum_g sc_g * (u . q)_g - 32 * sum_g sc_g * (sum q)_g. */
+AI void kern_q6_k(const mm_job *j, int r, int t0, const int NT)
+{
+    const arb_block_q6_k *row = (const arb_block_q6_k *)((const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes);
+    const int nb = j->w->n_in / 256;
+    __m256 acc[4];
+    for (int k = 0; k < NT; k++)
+        acc[k] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    for (int b = 0; b < nb; b++) {
+        const float d = f16(row[b].d);
+        __m256i u[8], scv[8]; /* part i of half h at 4h+i: 32 codes, and their 2 scales */
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = row[b].ql + 64 * h, *qh = row[b].qh + 32 * h;
+            const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            const __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
+            u[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4));
+            u[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4));
+            u[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4));
+            u[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
+            for (int i = 0; i < 4; i++) {
+                const int16_t sa = row[b].scales[8 * h + 2 * i], sb = row[b].scales[8 * h + 2 * i + 1];
+                scv[4 * h + i] = _mm256_setr_epi16(sa, sa, sa, sa, sa, sa, sa, sa, sb, sb, sb, sb, sb, sb, sb, sb);
+            }
+        }
+        for (int k = 0; k < NT; k++) {
+            const int8_t *x = mm_qs(j, t0 + k) + 256 * b;
+            const int32_t *gs = mm_isum(j, t0 + k) + 16 * b;
+            __m256i is = _mm256_setzero_si256();
+            for (int h = 0; h < 2; h++)
+                for (int i = 0; i < 4; i++) {
+                    const __m256i p = _mm256_maddubs_epi16(u[4 * h + i], _mm256_loadu_si256((const __m256i *)(x + 128 * h + 32 * i)));
+                    is = _mm256_add_epi32(is, _mm256_madd_epi16(p, scv[4 * h + i]));
+                }
+            int32_t corr = 0;
+            for (int g = 0; g < 16; g++)
+                corr += row[b].scales[g] * gs[g];
+            is = _mm256_sub_epi32(is, _mm256_setr_epi32(32 * corr, 0, 0, 0, 0, 0, 0, 0));
+            const float dx = mm_d(j, t0 + k)[b];
+            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(is), acc[k]);
+        }
+    }
+    for (int k = 0; k < NT; k++)
+        j->y[(size_t)(t0 + k) * j->w->n_out + r] = hsum8(acc[k]);
+}
+
 /* Row blocks x token groups of 4 (then a group of 1-3). */
 #define ROWS_LOOP(KCALL)                                                        \
     for (int rb = r0; rb < r1; rb += MM_ROW_BLOCK) {                            \
@@ -163,16 +261,20 @@ AI void kern_raw(const mm_job *j, int r, int t0, const int NT)
 #define K_Q4_1(r, t, n) kern_q4(j, r, t, n, 0)
 #define K_Q8_0(r, t, n) kern_q8_0(j, r, t, n)
 #define K_RAW(r, t, n) kern_raw(j, r, t, n)
+#define K_Q4_K(r, t, n) kern_q4_k(j, r, t, n)
+#define K_Q6_K(r, t, n) kern_q6_k(j, r, t, n)
 
 static void rows_q4_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q4_0) }
 static void rows_q4_1(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q4_1) }
 static void rows_q8_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q8_0) }
 static void rows_raw(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_RAW) }
+static void rows_q4_k(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q4_K) }
+static void rows_q6_k(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q6_K) }
 
 const mm_impl arb_mm_avx2 = {
     .name = "avx2",
     .q4_0 = rows_q4_0, .q4_1 = rows_q4_1, .q8_0 = rows_q8_0,
-    .f16 = rows_raw, .f32 = rows_raw,
+    .q4_k = rows_q4_k, .q6_k = rows_q6_k, .f16 = rows_raw, .f32 = rows_raw,
 };
 
 #else
