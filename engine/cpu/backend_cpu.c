@@ -44,16 +44,39 @@ static inline float dot_f32(const float *a, const float *b, int n)
     return s;
 }
 
-/* out[d] += p * v[d], elementwise (no reduction, any vector width gives the same bits). */
-static inline void axpy_f32(float *out, float p, const float *v, int n)
+/* The two attention inner loops, per (node, head), over the key rows rows[0..n_keys):
+     scores: s[j] = dot(q, K[rows[j]]) * scale      (dot_f32's lane layout)
+     wsum:   out[d] = sum_j p[j] * V[rows[j]][d]     (sequential in j from 0.0f)
+   k and v point at this KV head's first row; rows are in units of `stride` floats. */
+typedef void (*scores_fn)(const float *q, const float *k, int stride, const int32_t *rows, int n_keys, int hd,
+                          float scale, float *s);
+typedef void (*wsum_fn)(const float *v, int stride, const int32_t *rows, const float *p, int n_keys, int hd,
+                        float *out);
+
+static void scores_scalar(const float *q, const float *k, int stride, const int32_t *rows, int n_keys, int hd,
+                          float scale, float *s)
 {
-    for (int d = 0; d < n; d++)
-        out[d] += p * v[d];
+    for (int j = 0; j < n_keys; j++)
+        s[j] = dot_f32(q, k + (size_t)rows[j] * stride, hd) * scale;
+}
+
+static void wsum_scalar(const float *v, int stride, const int32_t *rows, const float *p, int n_keys, int hd,
+                        float *out)
+{
+    for (int d = 0; d < hd; d++)
+        out[d] = 0.0f;
+    for (int j = 0; j < n_keys; j++) {
+        const float *vr = v + (size_t)rows[j] * stride;
+        for (int d = 0; d < hd; d++)
+            out[d] += p[j] * vr[d];
+    }
 }
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define ARB_HAVE_AVX2_PATH 1
+/* dot_f32 with one 8-lane register: the same multiplies and adds per lane, then the
+   same combining tree ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)). */
 __attribute__((target("avx2"))) static inline float dot_f32_avx2(const float *a, const float *b, int n)
 {
     __m256 acc = _mm256_setzero_ps();
@@ -67,14 +90,71 @@ __attribute__((target("avx2"))) static inline float dot_f32_avx2(const float *a,
         s += a[i] * b[i];
     return s;
 }
-__attribute__((target("avx2"))) static inline void axpy_f32_avx2(float *out, float p, const float *v, int n)
+
+/* Four keys at a time when hd % 8 == 0: m = lo + hi gives (l0+l4, l1+l5, l2+l6, l3+l7),
+   and hadd(hadd(m0, m1), hadd(m2, m3)) yields (m[0]+m[1]) + (m[2]+m[3]) per key —
+   exactly dot_f32's tree, so the scores are bit-identical to the scalar path. */
+__attribute__((target("avx2"))) static void scores_avx2(const float *q, const float *k, int stride,
+                                                        const int32_t *rows, int n_keys, int hd, float scale,
+                                                        float *s)
 {
-    const __m256 pp = _mm256_set1_ps(p);
-    int d = 0;
-    for (; d + 8 <= n; d += 8)
-        _mm256_storeu_ps(out + d, _mm256_add_ps(_mm256_loadu_ps(out + d), _mm256_mul_ps(pp, _mm256_loadu_ps(v + d))));
-    for (; d < n; d++)
-        out[d] += p * v[d];
+    int j = 0;
+    if (hd % 8 == 0) {
+        for (; j + 4 <= n_keys; j += 4) {
+            const float *k0 = k + (size_t)rows[j] * stride, *k1 = k + (size_t)rows[j + 1] * stride;
+            const float *k2 = k + (size_t)rows[j + 2] * stride, *k3 = k + (size_t)rows[j + 3] * stride;
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            for (int d = 0; d < hd; d += 8) {
+                const __m256 qv = _mm256_loadu_ps(q + d);
+                a0 = _mm256_add_ps(a0, _mm256_mul_ps(qv, _mm256_loadu_ps(k0 + d)));
+                a1 = _mm256_add_ps(a1, _mm256_mul_ps(qv, _mm256_loadu_ps(k1 + d)));
+                a2 = _mm256_add_ps(a2, _mm256_mul_ps(qv, _mm256_loadu_ps(k2 + d)));
+                a3 = _mm256_add_ps(a3, _mm256_mul_ps(qv, _mm256_loadu_ps(k3 + d)));
+            }
+            const __m128 m0 = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
+            const __m128 m1 = _mm_add_ps(_mm256_castps256_ps128(a1), _mm256_extractf128_ps(a1, 1));
+            const __m128 m2 = _mm_add_ps(_mm256_castps256_ps128(a2), _mm256_extractf128_ps(a2, 1));
+            const __m128 m3 = _mm_add_ps(_mm256_castps256_ps128(a3), _mm256_extractf128_ps(a3, 1));
+            const __m128 r = _mm_hadd_ps(_mm_hadd_ps(m0, m1), _mm_hadd_ps(m2, m3));
+            _mm_storeu_ps(s + j, _mm_mul_ps(r, _mm_set1_ps(scale)));
+        }
+    }
+    for (; j < n_keys; j++)
+        s[j] = dot_f32_avx2(q, k + (size_t)rows[j] * stride, hd) * scale;
+}
+
+/* Columns in register blocks (64, then 8, then single floats); per element the sum
+   over keys runs in the same order from 0.0f as the scalar path. */
+__attribute__((target("avx2"))) static void wsum_avx2(const float *v, int stride, const int32_t *rows,
+                                                      const float *p, int n_keys, int hd, float *out)
+{
+    int d0 = 0;
+    for (; d0 + 64 <= hd; d0 += 64) {
+        __m256 o[8];
+        for (int r = 0; r < 8; r++)
+            o[r] = _mm256_setzero_ps();
+        for (int j = 0; j < n_keys; j++) {
+            const float *vr = v + (size_t)rows[j] * stride + d0;
+            const __m256 pp = _mm256_set1_ps(p[j]);
+            for (int r = 0; r < 8; r++)
+                o[r] = _mm256_add_ps(o[r], _mm256_mul_ps(pp, _mm256_loadu_ps(vr + 8 * r)));
+        }
+        for (int r = 0; r < 8; r++)
+            _mm256_storeu_ps(out + d0 + 8 * r, o[r]);
+    }
+    for (; d0 + 8 <= hd; d0 += 8) {
+        __m256 o = _mm256_setzero_ps();
+        for (int j = 0; j < n_keys; j++)
+            o = _mm256_add_ps(o, _mm256_mul_ps(_mm256_set1_ps(p[j]),
+                                               _mm256_loadu_ps(v + (size_t)rows[j] * stride + d0)));
+        _mm256_storeu_ps(out + d0, o);
+    }
+    for (; d0 < hd; d0++) {
+        float o = 0.0f;
+        for (int j = 0; j < n_keys; j++)
+            o += p[j] * v[(size_t)rows[j] * stride + d0];
+        out[d0] = o;
+    }
 }
 #endif
 
@@ -139,81 +219,65 @@ static void cpu_rope(void *vctx, float *x, int n, int n_head, int head_dim, cons
     }
 }
 
-/* One (node, head) task: softmax(q K^T * scale) V over the node's key list.
-   Instantiated once per vector ISA (same operations, same bits). */
-#define ATTN_ONE(NAME, ATTR, DOT, AXPY)                                                                          \
-    ATTR static void NAME(const arb_attn_args *a, int i, int h, float *scores, int32_t *chain)                   \
-    {                                                                                                           \
-        const int hd = a->head_dim;                                                                             \
-        const int kvh = h / (a->n_head / a->n_head_kv);                                                         \
-        const float *q = a->q + ((size_t)i * a->n_head + h) * hd;                                               \
-        float *out = a->out + ((size_t)i * a->n_head + h) * hd;                                                 \
-        /* ancestors root-first, then the node itself, as batch indices */                                      \
-        int depth = 0;                                                                                          \
-        for (int p = i; p >= 0; p = a->parent[p])                                                               \
-            chain[depth++] = p;                                                                                 \
-        for (int l = 0, r = depth - 1; l < r; l++, r--) {                                                       \
-            int32_t tmp = chain[l];                                                                             \
-            chain[l] = chain[r];                                                                                \
-            chain[r] = tmp;                                                                                     \
-        }                                                                                                       \
-        const int n_keys = a->n_prefix + depth;                                                                 \
-        float mx = -INFINITY;                                                                                   \
-        for (int j = 0; j < n_keys; j++) {                                                                      \
-            const int row = j < a->n_prefix ? j : a->n_prefix + chain[j - a->n_prefix];                        \
-            const float s = DOT(q, a->k + (size_t)row * a->kv_stride + (size_t)kvh * hd, hd) * a->scale;        \
-            scores[j] = s;                                                                                      \
-            mx = s > mx ? s : mx;                                                                               \
-        }                                                                                                       \
-        float sum = 0.0f;                                                                                       \
-        for (int j = 0; j < n_keys; j++) {                                                                      \
-            const float e = expf(scores[j] - mx);                                                               \
-            scores[j] = e;                                                                                      \
-            sum += e;                                                                                           \
-        }                                                                                                       \
-        for (int d = 0; d < hd; d++)                                                                            \
-            out[d] = 0.0f;                                                                                      \
-        for (int j = 0; j < n_keys; j++) {                                                                      \
-            const int row = j < a->n_prefix ? j : a->n_prefix + chain[j - a->n_prefix];                        \
-            AXPY(out, scores[j], a->v + (size_t)row * a->kv_stride + (size_t)kvh * hd, hd);                     \
-        }                                                                                                       \
-        const float inv = 1.0f / sum;                                                                           \
-        for (int d = 0; d < hd; d++)                                                                            \
-            out[d] *= inv;                                                                                      \
-    }
-
-ATTN_ONE(attn_one, , dot_f32, axpy_f32)
-#ifdef ARB_HAVE_AVX2_PATH
-ATTN_ONE(attn_one_avx2, __attribute__((target("avx2"))), dot_f32_avx2, axpy_f32_avx2)
-#endif
-
 typedef struct attn_job {
     const arb_attn_args *a;
-    bool avx2;
+    scores_fn scores;
+    wsum_fn wsum;
 } attn_job;
 
+/* Tasks are (node, head) pairs, dealt round-robin; a thread rebuilds the key-row list
+   only when its next task is for another node. */
 static void attn_task(void *ud, int ith, int nth)
 {
     const attn_job *job = ud;
     const arb_attn_args *a = job->a;
+    const int hd = a->head_dim, group = a->n_head / a->n_head_kv;
     float *scores = a->scratch + (size_t)ith * a->scratch_stride;
-    int32_t *chain = (int32_t *)(scores + a->n_prefix + a->n);
+    int32_t *rows = (int32_t *)(scores + a->n_prefix + a->n);
+    int last_i = -1, n_keys = 0;
     const int n_task = a->n * a->n_head;
     for (int t = ith; t < n_task; t += nth) {
-#ifdef ARB_HAVE_AVX2_PATH
-        if (job->avx2) {
-            attn_one_avx2(a, t / a->n_head, t % a->n_head, scores, chain);
-            continue;
+        const int i = t / a->n_head, h = t % a->n_head, kvh = h / group;
+        if (i != last_i) {
+            /* prefix rows, then ancestors root first, then the node itself */
+            for (int j = 0; j < a->n_prefix; j++)
+                rows[j] = j;
+            int depth = 0;
+            for (int p = i; p >= 0; p = a->parent[p])
+                depth++;
+            n_keys = a->n_prefix + depth;
+            for (int p = i, j = n_keys - 1; p >= 0; p = a->parent[p], j--)
+                rows[j] = a->n_prefix + p;
+            last_i = i;
         }
-#endif
-        attn_one(a, t / a->n_head, t % a->n_head, scores, chain);
+        const float *q = a->q + ((size_t)i * a->n_head + h) * hd;
+        float *out = a->out + ((size_t)i * a->n_head + h) * hd;
+        job->scores(q, a->k + (size_t)kvh * hd, a->kv_stride, rows, n_keys, hd, a->scale, scores);
+        float mx = -INFINITY;
+        for (int j = 0; j < n_keys; j++)
+            mx = scores[j] > mx ? scores[j] : mx;
+        float sum = 0.0f;
+        for (int j = 0; j < n_keys; j++) {
+            scores[j] = expf(scores[j] - mx);
+            sum += scores[j];
+        }
+        job->wsum(a->v + (size_t)kvh * hd, a->kv_stride, rows, scores, n_keys, hd, out);
+        const float inv = 1.0f / sum;
+        for (int d = 0; d < hd; d++)
+            out[d] *= inv;
     }
 }
 
 static void cpu_attention(void *vctx, const arb_attn_args *a)
 {
     const cpu_ctx *c = vctx;
-    attn_job job = {.a = a, .avx2 = c->avx2};
+    attn_job job = {.a = a, .scores = scores_scalar, .wsum = wsum_scalar};
+#ifdef ARB_HAVE_AVX2_PATH
+    if (c->avx2) {
+        job.scores = scores_avx2;
+        job.wsum = wsum_avx2;
+    }
+#endif
     arb_threadpool_run(c->tp, attn_task, &job);
 }
 
