@@ -26,6 +26,7 @@ static const struct arb_cmd cmds[] = {
     {"check-lossless", arb_cmd_check_lossless, "greedy methods vs AR token for token on HumanEval/GSM8K prompts"},
     {"bench", arb_cmd_bench, "engine speed: decode/prefill tok/s, tree costs, roofline, vs llama-bench"},
     {"bench-harness", arb_cmd_bench_harness, "harness costs: n-gram lookups vs context, table memory, per-step work"},
+    {"dte-depth", arb_cmd_dte_depth, "per-depth OT acceptance rates and L1(p,q) along draft paths (DTE Fig. 1)"},
 };
 
 bool arb_cli_wants_help(int argc, char **argv)

@@ -1,0 +1,207 @@
+/* cmd_dte_depth.c — `arbor dte-depth`: per-depth OTLP acceptance rates and L1(p, q) along
+ * draft paths (DTE paper Fig. 1; verification.md §10.2). For each prompt a target trajectory
+ * is sampled (T, top-p); every --every tokens the draft model drafts one path of --depth
+ * tokens from the current root, one target pass scores it, and at each depth d the rates of
+ * the OT solvers for n = --paths i.i.d. draws and ||p_v - q_v||_1 are averaged.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "dataset.h"
+#include "drafters/draft_model.h"
+#include "genutil.h"
+#include "sample.h"
+#include "verifiers/otanalysis.h"
+
+static const char usage[] =
+    "usage: arbor dte-depth [--dataset NAME[,NAME]] [--limit N] [--max-new N] [--every N]\n"
+    "                       [--depth D] [--paths K] [--draft-layers L] [--temperature T]\n"
+    "                       [--top-p P] [--seed S] [--data DIR] [--threads N] [--model M]\n"
+    "\n"
+    "Per-depth acceptance rate of each OT verifier (NSS NaiveTree SpecInfer SpecTr Khisti;\n"
+    "Khisti: the DTE lower bound) for K i.i.d. draws, and L1(p, q), along draft paths from\n"
+    "roots every N tokens of sampled target trajectories (DTE Fig. 1). Defaults: math500,\n"
+    "limit 3, max-new 96, every 16, depth 6, paths 3, self-draft 24 layers, T 1, top-p 1.\n";
+
+#define MAXD 16
+
+int arb_cmd_dte_depth(int argc, char **argv)
+{
+    if (arb_cli_wants_help(argc, argv)) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    const char *datasets = "math500", *data = NULL, *model = "default";
+    int limit = 3, max_new = 96, every = 16, D = 6, K = 3, layers = 24, threads = 0;
+    double T = 1.0, top_p = 1.0;
+    unsigned long long seed = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = v != NULL;
+        if (!strcmp(a, "--dataset") && ok) datasets = v;
+        else if (!strcmp(a, "--data") && ok) data = v;
+        else if (!strcmp(a, "--model") && ok) model = v;
+        else if (!strcmp(a, "--limit") && ok) limit = atoi(v);
+        else if (!strcmp(a, "--max-new") && ok) max_new = atoi(v);
+        else if (!strcmp(a, "--every") && ok) every = atoi(v);
+        else if (!strcmp(a, "--depth") && ok) D = atoi(v);
+        else if (!strcmp(a, "--paths") && ok) K = atoi(v);
+        else if (!strcmp(a, "--draft-layers") && ok) layers = atoi(v);
+        else if (!strcmp(a, "--threads") && ok) threads = atoi(v);
+        else if (!strcmp(a, "--temperature") && ok) T = atof(v);
+        else if (!strcmp(a, "--top-p") && ok) top_p = atof(v);
+        else if (!strcmp(a, "--seed") && ok) seed = strtoull(v, NULL, 10);
+        else {
+            fprintf(stderr, "arbor dte-depth: unknown or incomplete option '%s'\n%s", a, usage);
+            return 2;
+        }
+        i++;
+    }
+    if (limit < 1 || max_new < 1 || every < 1 || D < 1 || D > MAXD || K < 1 || K > 8 || !(T > 0) ||
+        !(top_p > 0 && top_p <= 1)) {
+        fprintf(stderr, "arbor dte-depth: need limit, max-new, every >= 1, depth in 1..%d, paths in 1..8, "
+                        "temperature > 0, top-p in (0, 1]\n", MAXD);
+        return 2;
+    }
+    arb_err err = {0};
+    char dir[4096];
+    arb_model *m = NULL;
+    arb_ctx *c = NULL;
+    arb_draft_model *dm = NULL;
+    arb_otan *an = NULL;
+    int rc = arb_dataset_dir(data, dir, sizeof dir, &err);
+    if (!rc)
+        rc = arb_gen_load(model, threads, 4096, &m, &c, &err);
+    arb_model_info mi = {0};
+    if (!rc) {
+        arb_model_get_info(m, &mi);
+        arb_draft_model_opts o = arb_draft_model_default_opts();
+        o.self_layers = layers;
+        rc = arb_draft_model_new(m, &o, D + 1, &dm, &err);
+    }
+    const int V = mi.n_vocab;
+    arb_verifier_opts vo = arb_verifier_default_opts();
+    vo.V = V > 0 ? V : 1;
+    vo.n_nodes_max = D + 1;
+    if (!rc)
+        rc = arb_otan_new(&vo, &an, &err);
+    double *q = malloc(sizeof(double) * (size_t)(D + 1) * (size_t)vo.V);
+    double *p = malloc(sizeof(double) * (size_t)(D + 1) * (size_t)vo.V);
+    float *lg = malloc(sizeof(float) * (size_t)(D + 1) * (size_t)vo.V);
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)vo.V);
+    int32_t *S = malloc(sizeof(int32_t) * 8192);
+    arb_tree t;
+    memset(&t, 0, sizeof t);
+    if (!rc)
+        rc = arb_tree_init(&t, D + 1, &err);
+    if (!rc && (!q || !p || !lg || !idx || !S))
+        rc = ARB_ERR(&err, ARB_E_NOMEM, "dte-depth: out of memory");
+    double sum_l1[MAXD] = {0}, sum_acc[ARB_OT_COUNT][MAXD] = {{0}};
+    long cnt[MAXD] = {0};
+    int n_roots = 0;
+    arb_sampling sm = {.temperature = T, .top_k = 0, .top_p = top_p};
+    char names[512];
+    snprintf(names, sizeof names, "%s", datasets);
+    for (char *tokp = NULL, *name = strtok_r(names, ",", &tokp); !rc && name; name = strtok_r(NULL, ",", &tokp)) {
+        arb_dataset *ds = NULL;
+        if ((rc = arb_dataset_open(dir, name, NULL, &ds, &err)))
+            break;
+        for (size_t pi = 0; !rc && pi < arb_dataset_count(ds) && pi < (size_t)limit; pi++) {
+            int32_t *ids;
+            int n;
+            if ((rc = arb_gen_prompt(m, arb_dataset_get(ds, pi)->turns[0], true, &ids, &n, &err)))
+                break;
+            if (n + max_new + 2 > 4000) {
+                free(ids);
+                continue;
+            }
+            memcpy(S, ids, sizeof(int32_t) * (size_t)n);
+            free(ids);
+            arb_ctx_truncate(c, 0);
+            arb_draft_model_reset(dm);
+            /* prefill all but the last prompt token; the last one is the first anchor */
+            int32_t *par = malloc(sizeof(int32_t) * (size_t)n), *path = malloc(sizeof(int32_t) * (size_t)n);
+            for (int i = 0; i < n; i++)
+                par[i] = i - 1, path[i] = i;
+            for (int at = 0; !rc && at < n - 1; at += 64) {
+                int nb = n - 1 - at < 64 ? n - 1 - at : 64;
+                float *big = malloc(sizeof(float) * (size_t)nb * (size_t)V);
+                rc = arb_eval(c, S + at, par, nb, big, NULL, &err);
+                if (!rc)
+                    rc = arb_commit(c, path, nb, &err);
+                free(big);
+            }
+            free(par);
+            free(path);
+            int n_S = n;
+            for (int g = 0; !rc && g < max_new; g++) {
+                bool root = g % every == every - 1;
+                arb_tree_reset(&t, S[n_S - 1]);
+                if (root) {
+                    arb_rng r;
+                    arb_rng_init(&r, seed, (uint32_t)pi, (uint32_t)g, ARB_STREAM_DRAFT);
+                    arb_draft_shape sh = {1, 0, D};
+                    if ((rc = arb_draft_model_propose(dm, S, n_S, sh, &sm, &r, &t, q, NULL, &err)))
+                        break;
+                }
+                arb_tree_finalize(&t);
+                if ((rc = arb_eval(c, t.tok, t.parent, t.n, lg, NULL, &err)))
+                    break;
+                for (int v = 0; v < t.n; v++)
+                    arb_sample_process(lg + (size_t)v * V, V, &sm, p + (size_t)v * V, idx);
+                for (int v = 0; root && v + 1 < t.n; v++) { /* node v at depth v has one child */
+                    const double *pv = p + (size_t)v * V, *qv = q + (size_t)v * V;
+                    double l1 = 0;
+                    for (int x = 0; x < V; x++)
+                        l1 += pv[x] > qv[x] ? pv[x] - qv[x] : qv[x] - pv[x];
+                    sum_l1[v] += l1;
+                    for (int mth = 0; mth < ARB_OT_COUNT; mth++)
+                        sum_acc[mth][v] += arb_otan_accept_rate(an, (arb_ot_method)mth, pv, qv, K, V);
+                    cnt[v]++;
+                }
+                n_roots += root;
+                int32_t zero = 0;
+                if ((rc = arb_commit(c, &zero, 1, &err)))
+                    break;
+                arb_rng sr;
+                arb_rng_init(&sr, seed, (uint32_t)pi, (uint32_t)g, ARB_STREAM_SAMPLE);
+                S[n_S++] = arb_sample_w(&sr, p, V);
+                if (arb_token_is_eog(m, S[n_S - 1]))
+                    break;
+            }
+        }
+        arb_dataset_free(ds);
+    }
+    if (!rc) {
+        static const char *mn[ARB_OT_COUNT] = {"NSS", "NaiveTree", "SpecInfer", "SpecTr", "Khisti(bound)"};
+        printf("# DTE Fig. 1: per-depth OTLP acceptance rate (n = %d i.i.d. draws) and L1(p,q)\n", K);
+        printf("# target %s, self-draft %d/%d layers, T %.2f, top-p %.2f, datasets %s, %d roots\n\n",
+               mi.name, layers, mi.n_layer, T, top_p, datasets, n_roots);
+        printf("| depth | nodes | L1(p,q) |");
+        for (int mth = 0; mth < ARB_OT_COUNT; mth++)
+            printf(" %s |", mn[mth]);
+        printf("\n|---|---|---|");
+        for (int mth = 0; mth < ARB_OT_COUNT; mth++)
+            printf("---|");
+        printf("\n");
+        for (int d = 0; d < D; d++) {
+            if (!cnt[d])
+                continue;
+            printf("| %d | %ld | %.4f |", d, cnt[d], sum_l1[d] / cnt[d]);
+            for (int mth = 0; mth < ARB_OT_COUNT; mth++)
+                printf(" %.4f |", sum_acc[mth][d] / cnt[d]);
+            printf("\n");
+        }
+    } else {
+        fprintf(stderr, "arbor dte-depth: %s\n", err.msg);
+    }
+    arb_tree_release(&t);
+    free(q); free(p); free(lg); free(idx); free(S);
+    arb_otan_free(an);
+    arb_draft_model_free(dm);
+    arb_ctx_free(c);
+    arb_model_free(m);
+    return rc ? 1 : 0;
+}
