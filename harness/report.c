@@ -556,7 +556,11 @@ int arb_report_write(sqlite3 *db, const arb_report_opts *o, FILE *out, arb_err *
     if (!fn)
         return ARB_ERR(err, ARB_E_INVAL, "unknown table '%s' (table1 table2 table3 pivot summary "
                        "synergy depth)", o->table);
-    rctx c = {.db = db, .o = o};
+    /* Intervals cost n_boot resamples per cell: compute them only where they are printed. */
+    arb_report_opts eo = *o;
+    if (!o->ci && strcmp(o->table, "summary") && strcmp(o->table, "synergy"))
+        eo.n_boot = 0;
+    rctx c = {.db = db, .o = &eo};
     arb_grid g = {0};
     int rc = arb_metrics_list_runs(db, &c.runs, &c.n, err);
     if (!rc && c.n == 0)

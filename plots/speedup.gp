@@ -7,7 +7,7 @@ set style fill solid 0.85 border -1
 set boxwidth 0.9
 set grid ytics lc rgb '#dddddd'
 set ylabel 'speedup over AR (x)'
-set yrange [0:*]
+set yrange [0:1.15<*]   # the AR line (1x) always in view
 set key below horizontal font ',9'
 set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb '#888888'
 set xtics font ',9'
