@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "method.h"
 #include "verifiers/otanalysis.h"
 #include "verifiers/verifier.h"
 #include "verifiers/vf_int.h"
@@ -339,4 +340,33 @@ Test(verifiers, negative_controls_fail, .timeout = 200)
            s.tv[2], s.tv_bound[2], s.x2[2], s.crit[2]);
     cr_expect_not(passes(&s), "SpecTr on WOR trees must be detected (exact TV 0.056)");
     vm_free(&m);
+}
+
+/* Method validation uses the §0.6 matrix: sampling verifiers need sampled trees. */
+Test(verifiers, method_validation)
+{
+    arb_err err = {0};
+    arb_method_spec s;
+    cr_assert_eq(arb_method_spec_preset("draft", &s, &err), 0, "%s", err.msg);
+    s.temperature = 0.8;
+    cr_assert_eq(arb_method_spec_validate(&s, &err), 0, "%s", err.msg);
+    for (int i = 0; i < 8; i++) {
+        snprintf(s.verifier, sizeof s.verifier, "%s", ALL8[i]);
+        cr_assert_eq(arb_method_spec_validate(&s, &err), 0, "%s: %s", ALL8[i], err.msg);
+    }
+    snprintf(s.verifier, sizeof s.verifier, "greedy");
+    cr_assert_eq(arb_method_spec_validate(&s, &err), ARB_E_INVAL, "greedy at T > 0");
+    s.temperature = 0;
+    cr_assert_eq(arb_method_spec_validate(&s, &err), 0, "%s", err.msg);
+    snprintf(s.verifier, sizeof s.verifier, "nosuch");
+    cr_assert_eq(arb_method_spec_validate(&s, &err), ARB_E_INVAL);
+    cr_assert_eq(arb_method_spec_preset("goose", &s, &err), 0);
+    snprintf(s.verifier, sizeof s.verifier, "traversal");
+    cr_assert_eq(arb_method_spec_validate(&s, &err), ARB_E_INVAL, "traversal on a deterministic GOOSE tree");
+    cr_assert(strstr(err.msg, "traversal"), "%s", err.msg);
+    cr_assert_eq(arb_method_spec_preset("draft", &s, &err), 0);
+    s.dte_b = 0;
+    s.dte_l = 0;
+    cr_assert_eq(arb_method_spec_validate(&s, &err), ARB_E_INVAL, "empty draft tree");
+    cr_assert_eq(arb_method_max_nodes(&(arb_method_spec){.drafter = "draft", .dte_k = 3, .dte_l = 2, .dte_b = 4}), 15);
 }
