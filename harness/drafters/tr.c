@@ -195,69 +195,74 @@ size_t arb_adj_bytes(const arb_adj *a)
            cap * (sizeof(uint64_t) + sizeof(uint32_t) + 1 + (size_t)a->K * (sizeof(int32_t) + sizeof(uint16_t)));
 }
 
-/* exp(x - m) summed over a row, 4 lanes at a time with GCC/Clang vector extensions (one
-   SSE register on baseline x86-64), so this never depends on the auto-vectoriser.
-   Cephes-style polynomial, relative error ~2e-7. Blocks whose maximum is more than 24
-   below the row maximum are skipped: each of their terms is < e^-24, so the sum changes
-   by < V e^-24 / 1 ≈ 2e-6 relative at V = 49152. The scores only weight branch widths and
-   the 0.01 pruning; the top-K order and the argmax are exact. */
-typedef float v4f __attribute__((vector_size(16)));
-typedef int32_t v4i __attribute__((vector_size(16)));
+/* exp(x - m) summed over a row, 8 lanes at a time with GCC/Clang vector extensions, so this
+   never depends on the auto-vectoriser; arb_topk_softmax is compiled twice (AVX2 and the
+   baseline, picked at load time) and both do the same elementwise operations in the same
+   order, so scores are bit-identical across CPUs. Cephes-style polynomial, relative error
+   ~2e-7. Blocks whose maximum is more than 24 below the row maximum are skipped: each term
+   is < e^-24, so the sum changes by < V e^-24 ≈ 2e-6 relative at V = 49152. The scores only
+   weight branch widths and the 0.01 pruning; the top-K order and the argmax are exact. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+#define INL static inline __attribute__((always_inline))
 
-static inline v4f v4_blend(v4i mask, v4f a, v4f b) /* mask ? a : b */
+INL v8f v8_blend(v8i mask, v8f a, v8f b) /* mask ? a : b */
 {
-    return (v4f)((mask & (v4i)a) | (~mask & (v4i)b));
+    return (v8f)((mask & (v8i)a) | (~mask & (v8i)b));
 }
 
-static inline v4f v4_exp_neg(v4f x)
+INL v8f v8_exp_neg(v8f x)
 {
-    const v4f lo = {-87, -87, -87, -87};
-    x = v4_blend(x < lo, lo, x);
-    v4f n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
-    v4f r = x - n * 0.693359375f + n * 2.12194440e-4f;
-    v4f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    const v8f lo = {-87, -87, -87, -87, -87, -87, -87, -87};
+    x = v8_blend(x < lo, lo, x);
+    v8f n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    v8f r = x - n * 0.693359375f + n * 2.12194440e-4f;
+    v8f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    v4i e = (__builtin_convertvector(n, v4i) + 127) << 23; /* 2^n, n >= -126 */
-    return p * (v4f)e;
+    v8i e = (__builtin_convertvector(n, v8i) + 127) << 23; /* 2^n, n >= -126 */
+    return p * (v8f)e;
 }
 
-static float exp_neg1(float x)
+INL float exp_neg1(float x)
 {
-    v4f v = {x, x, x, x};
-    return v4_exp_neg(v)[0];
+    v8f v = {x, x, x, x, x, x, x, x};
+    return v8_exp_neg(v)[0];
 }
 
-static inline v4f v4_load(const float *p)
+INL v8f v8_load(const float *p)
 {
-    v4f v;
+    v8f v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-static float block_max(const float *row, int b0, int b1)
+INL float block_max(const float *row, int b0, int b1)
 {
     float bm = row[b0];
     int i = b0;
     if (b1 - b0 >= 8) {
-        v4f m0 = v4_load(row + b0), m1 = v4_load(row + b0 + 4);
+        v8f mx = v8_load(row + b0);
         for (i = b0 + 8; i + 8 <= b1; i += 8) {
-            v4f x0 = v4_load(row + i), x1 = v4_load(row + i + 4);
-            m0 = v4_blend(x0 > m0, x0, m0);
-            m1 = v4_blend(x1 > m1, x1, m1);
+            v8f x = v8_load(row + i);
+            mx = v8_blend(x > mx, x, mx);
         }
-        m0 = v4_blend(m1 > m0, m1, m0);
-        for (int j = 0; j < 4; j++)
-            bm = m0[j] > bm ? m0[j] : bm;
+        for (int j = 0; j < 8; j++)
+            bm = mx[j] > bm ? mx[j] : bm;
     }
     for (; i < b1; i++)
         bm = row[i] > bm ? row[i] : bm;
     return bm;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 void arb_topk_softmax(const float *row, int V, int K, int32_t *ids, float *scores)
 {
     enum { BLK = 64, NBLK_MAX = 8192 };
@@ -289,21 +294,18 @@ void arb_topk_softmax(const float *row, int V, int K, int32_t *ids, float *score
         }
     }
     float m = top[0], s = 0.0f;
-    v4f acc0 = {0}, acc1 = {0};
+    v8f acc = {0};
     for (int b = 0, b0 = 0; b0 < V; b0 += BLK, b++) {
         int b1 = b0 + BLK < V ? b0 + BLK : V, i = b0;
         if (keep && bmax[b] < m - 24.0f)
             continue;
-        for (; i + 8 <= b1; i += 8) {
-            acc0 += v4_exp_neg(v4_load(row + i) - m);
-            acc1 += v4_exp_neg(v4_load(row + i + 4) - m);
-        }
+        for (; i + 8 <= b1; i += 8)
+            acc += v8_exp_neg(v8_load(row + i) - m);
         for (; i < b1; i++)
             s += exp_neg1(row[i] - m);
     }
-    acc0 += acc1;
-    for (int j = 0; j < 4; j++)
-        s += acc0[j];
+    for (int j = 0; j < 8; j++)
+        s += acc[j];
     for (int j = 0; j < cnt; j++)
         scores[j] = exp_neg1(top[j] - m) / s;
     for (int j = cnt; j < K; j++) { /* V < K: pad (never happens for real vocabularies) */
@@ -311,6 +313,7 @@ void arb_topk_softmax(const float *row, int V, int K, int32_t *ids, float *score
         scores[j] = 0.0f;
     }
 }
+/* -Wpsabi stays off to the end of the file: GCC reports the clones' ABI note there */
 
 /* ---- index-path templates ---- */
 static const char tr_222[] =
