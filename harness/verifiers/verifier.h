@@ -77,7 +77,7 @@ typedef struct arb_verifier_i {
 
 typedef struct arb_verifier { const arb_verifier_i *iface; void *ctx; } arb_verifier;
 
-extern const arb_verifier_i arb_verifier_nss, arb_verifier_naive, arb_verifier_naivetree,
+extern const arb_verifier_i arb_verifier_greedy, arb_verifier_nss, arb_verifier_naive, arb_verifier_naivetree,
     arb_verifier_bv, arb_verifier_spectr, arb_verifier_specinfer, arb_verifier_khisti,
     arb_verifier_traversal;
 
