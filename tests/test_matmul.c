@@ -211,3 +211,37 @@ Test(matmul, work_bytes)
     cr_assert(one >= 576 + 18 * 8);
     cr_assert(arb_matmul_work_bytes(ARB_TYPE_Q4_1, 576, 8) >= 8 * (one - 64));
 }
+
+/* The SIMD activation quantizer must give the scalar one's bytes exactly (both
+   families' tests above rely on the documented formula). Includes exact ties
+   (x = k/2 * d), zeros and a zero block. */
+#include "cpu/matmul_int.h"
+#include "cpu/cpuinfo.h"
+
+Test(matmul, simd_quantizer_matches_scalar)
+{
+    arb_cpuinfo ci;
+    arb_cpuinfo_get(&ci);
+    if (!(ci.avx2 && ci.fma && ci.f16c))
+        cr_skip("no AVX2 on this CPU");
+    rng_state = 3;
+    static const uint32_t qt[] = {ARB_TYPE_Q4_1, ARB_TYPE_Q4_K};
+    for (int k = 0; k < 2; k++) {
+        const int n = 1536;
+        const mm_layout l = arb_mm_layout(qt[k], n);
+        float *x = malloc(sizeof(float) * n);
+        uint8_t *a = calloc(1, l.stride), *b = calloc(1, l.stride);
+        for (int rep = 0; rep < 20; rep++) {
+            for (int i = 0; i < n; i++)
+                x[i] = rndf() * (float)(1 + rep);
+            for (int i = 0; i < 64; i++) /* ties: multiples of d/2 in a block whose max is 127 d */
+                x[i] = i == 0 ? 127.0f : (float)((int)(rnd() % 255) - 127) * 0.5f;
+            for (int i = 256; i < 512; i++)
+                x[i] = 0.0f;
+            arb_mm_quant_scalar(x, n, &l, a);
+            arb_mm_quant_avx2(x, n, &l, b);
+            cr_assert(!memcmp(a, b, l.off_qsi ? l.off_qsi : l.stride), "type %u rep %d", qt[k], rep);
+        }
+        free(x); free(a); free(b);
+    }
+}

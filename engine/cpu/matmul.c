@@ -22,7 +22,7 @@ static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 static int is_kquant(uint32_t t) { return t == ARB_TYPE_Q4_K || t == ARB_TYPE_Q6_K; }
 static int is_raw(uint32_t t) { return t == ARB_TYPE_F32 || t == ARB_TYPE_F16; }
 
-static mm_layout layout_for(uint32_t type, int n_in)
+mm_layout arb_mm_layout(uint32_t type, int n_in)
 {
     mm_layout l = {0};
     if (is_raw(type))
@@ -44,7 +44,7 @@ size_t arb_matmul_work_bytes(uint32_t type, int n_in, int n_tok)
 {
     if (n_in <= 0 || n_tok <= 0)
         return 0;
-    mm_layout l = layout_for(type, n_in);
+    mm_layout l = arb_mm_layout(type, n_in);
     return l.stride ? l.stride * (size_t)n_tok + 64 : 0; /* +64: we align the base */
 }
 
@@ -57,9 +57,10 @@ static inline int round_q(float v)
     return (int)((v + magic) - magic);
 }
 
-/* Quantize one activation row into the layout; the same code for every ISA, so
-   the activations of a token never depend on how the kernels were chosen. */
-static void quant_row(const float *x, int n_in, const mm_layout *l, uint8_t *dst)
+/* Quantize one activation row into the layout (qs, d, isum, fsum of the real
+   blocks). arb_mm_quant_avx2 computes the same bits with SIMD: max is exact, and
+   x * (1/d) rounded half-to-even is the same IEEE operation in both. */
+void arb_mm_quant_scalar(const float *x, int n_in, const mm_layout *l, uint8_t *dst)
 {
     int8_t *qs = (int8_t *)dst;
     float *d = (float *)(dst + l->off_d);
@@ -93,15 +94,26 @@ static void quant_row(const float *x, int n_in, const mm_layout *l, uint8_t *dst
             isum[(b * B) / G + g] = s;
         }
     }
-    if (B != 32)
+}
+
+/* Zero padding up to a whole chunk and, for the AVX-512 kernels, the
+   interleaved copy qsi (matmul_int.h). */
+static void quant_finish(int n_in, const mm_layout *l, uint8_t *dst, int want_qsi)
+{
+    if (l->B != 32)
         return;
-    /* Zero padding up to a whole chunk, and the interleaved copy (matmul_int.h). */
+    const int8_t *qs = (const int8_t *)dst;
+    float *d = (float *)(dst + l->off_d);
+    int32_t *isum = (int32_t *)(dst + l->off_isum);
+    float *fsum = (float *)(dst + l->off_fsum);
     const int nb = n_in / 32, nb16 = (nb + 15) / 16 * 16;
     for (int b = nb; b < nb16; b++) {
         d[b] = 0.0f;
         fsum[b] = 0.0f;
         isum[b] = 0;
     }
+    if (!want_qsi)
+        return;
     uint8_t *qsi = dst + l->off_qsi;
     for (int c = 0; c < nb / 16; c++)
         for (int jj = 0; jj < 8; jj++)
@@ -371,6 +383,8 @@ typedef struct mm_run {
     mm_job job;
     mm_rows_fn rows;
     uint8_t *act;
+    int simd_quant;  /* family is avx2 or avx512: SIMD quantizer (same bits) */
+    int want_qsi;    /* family is avx512: build the interleaved copy */
 } mm_run;
 
 static void quant_task(void *ud, int ith, int nth)
@@ -378,7 +392,15 @@ static void quant_task(void *ud, int ith, int nth)
     mm_run *m = ud;
     const int n = m->job.n_tok, t0 = (int)((long long)n * ith / nth), t1 = (int)((long long)n * (ith + 1) / nth);
     for (int t = t0; t < t1; t++)
-        quant_row(m->job.x + (size_t)t * m->job.w->n_in, m->job.w->n_in, &m->job.lay, m->act + (size_t)t * m->job.lay.stride);
+    {
+        const float *x = m->job.x + (size_t)t * m->job.w->n_in;
+        uint8_t *dst = m->act + (size_t)t * m->job.lay.stride;
+        if (m->simd_quant)
+            arb_mm_quant_avx2(x, m->job.w->n_in, &m->job.lay, dst);
+        else
+            arb_mm_quant_scalar(x, m->job.w->n_in, &m->job.lay, dst);
+        quant_finish(m->job.w->n_in, &m->job.lay, dst, m->want_qsi);
+    }
 }
 
 static void rows_task(void *ud, int ith, int nth)
@@ -399,8 +421,10 @@ void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok
     if (n_tok <= 0 || w->n_out <= 0)
         return;
     const mm_impl *p = impl();
-    mm_run m = {.job = {.w = w, .x = x, .lay = layout_for(w->type, w->n_in), .n_tok = n_tok, .y = y}};
+    mm_run m = {.job = {.w = w, .x = x, .lay = arb_mm_layout(w->type, w->n_in), .n_tok = n_tok, .y = y}};
     m.rows = rows_for(p, w->type);
+    m.simd_quant = p != &arb_mm_scalar;
+    m.want_qsi = p == &arb_mm_avx512;
     ARB_ASSERT(m.rows != NULL);
     ARB_ASSERT(w->n_in % (m.job.lay.B ? m.job.lay.B : 1) == 0);
     if (m.job.lay.B) {

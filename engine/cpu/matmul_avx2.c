@@ -238,6 +238,62 @@ AI void kern_q6_k(const mm_job *j, int r, int t0, const int NT)
         j->y[(size_t)(t0 + k) * j->w->n_out + r] = hsum8(acc[k]);
 }
 
+/* Activation quantisation, bit-identical to arb_mm_quant_scalar (matmul.c): the
+   block max is exact, d = amax / 127 and 1/d are the same scalar operations, and
+   cvtps rounds x * (1/d) half-to-even as the scalar magic-number rounding does. */
+void arb_mm_quant_avx2(const float *x, int n_in, const mm_layout *l, uint8_t *dst)
+{
+    int8_t *qs = (int8_t *)dst;
+    float *d = (float *)(dst + l->off_d);
+    int32_t *isum = (int32_t *)(dst + l->off_isum);
+    float *fsum = (float *)(dst + l->off_fsum);
+    const int B = l->B, G = l->G;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int b = 0; b < n_in / B; b++) {
+        const float *xb = x + (size_t)b * B;
+        __m256 mx = _mm256_setzero_ps();
+        for (int i = 0; i < B; i += 8)
+            mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + i)));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        const float db = amax / 127.0f;
+        const float id = db != 0.0f ? 1.0f / db : 0.0f;
+        const __m256 vid = _mm256_set1_ps(id);
+        int sb = 0;
+        for (int i = 0; i < B; i += 32) {
+            __m256i v[4];
+            for (int k = 0; k < 4; k++) {
+                v[k] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + i + 8 * k), vid));
+                v[k] = _mm256_min_epi32(_mm256_max_epi32(v[k], lo), hi);
+            }
+            const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+            _mm256_storeu_si256((__m256i *)(qs + (size_t)b * B + i), _mm256_permutevar8x32_epi32(p, perm));
+            int32_t s8[8];
+            if (G == 32) {
+                _mm256_storeu_si256((__m256i *)s8, _mm256_add_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3])));
+                const int s = s8[0] + s8[1] + s8[2] + s8[3] + s8[4] + s8[5] + s8[6] + s8[7];
+                isum[(b * B + i) / 32] = s;
+                sb += s;
+            } else { /* G == 16: elements i..i+15 are v[0], v[1]; i+16..i+31 are v[2], v[3] */
+                _mm256_storeu_si256((__m256i *)s8, _mm256_add_epi32(v[0], v[1]));
+                const int s0 = s8[0] + s8[1] + s8[2] + s8[3] + s8[4] + s8[5] + s8[6] + s8[7];
+                _mm256_storeu_si256((__m256i *)s8, _mm256_add_epi32(v[2], v[3]));
+                const int s1 = s8[0] + s8[1] + s8[2] + s8[3] + s8[4] + s8[5] + s8[6] + s8[7];
+                isum[(b * B + i) / 16] = s0;
+                isum[(b * B + i) / 16 + 1] = s1;
+                sb += s0 + s1;
+            }
+        }
+        d[b] = db;
+        if (B == 32)
+            fsum[b] = db * (float)sb;
+    }
+}
+
 /* Row blocks x token groups of 4 (then a group of 1-3). */
 #define ROWS_LOOP(KCALL)                                                        \
     for (int rb = r0; rb < r1; rb += MM_ROW_BLOCK) {                            \
@@ -279,4 +335,5 @@ const mm_impl arb_mm_avx2 = {
 
 #else
 const mm_impl arb_mm_avx2 = {.name = "avx2"}; /* not x86-64: never selected */
+void arb_mm_quant_avx2(const float *x, int n_in, const mm_layout *l, uint8_t *dst) { (void)x, (void)n_in, (void)l, (void)dst; }
 #endif

@@ -58,6 +58,12 @@ extern const mm_impl arb_mm_scalar;
 extern const mm_impl arb_mm_avx2;
 extern const mm_impl arb_mm_avx512;
 
+/* SIMD activation quantizer (matmul_avx2.c): the same bytes as the scalar one for
+   the real blocks (padding and qsi are added by matmul.c). */
+void arb_mm_quant_avx2(const float *x, int n_in, const mm_layout *l, uint8_t *dst);
+void arb_mm_quant_scalar(const float *x, int n_in, const mm_layout *l, uint8_t *dst);
+mm_layout arb_mm_layout(uint32_t type, int n_in); /* the layout arb_matmul uses */
+
 /* Rows of the activation for token t. */
 static inline const int8_t *mm_qs(const mm_job *j, int t) { return (const int8_t *)(j->act + (size_t)t * j->lay.stride); }
 static inline const float *mm_d(const mm_job *j, int t) { return (const float *)(j->act + (size_t)t * j->lay.stride + j->lay.off_d); }
