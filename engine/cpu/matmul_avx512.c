@@ -78,17 +78,12 @@ AI void kern(const mm_job *j, int r, int t0, const int NT, const int kind)
     const int qoff = kind == 0 ? 4 : 2;                      /* codes offset in a block */
     const uint8_t *row = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes;
     const int nb = j->w->n_in / 32, nch = nb / 16; /* whole chunks; the rest in pairs */
-    const uint8_t *xi[NT_MAX];
-    const float *xd[NT_MAX], *xf[NT_MAX];
-    const int32_t *xs[NT_MAX];
+    /* token k's activation row is a0 + k * st (one base, few live registers) */
+    const uint8_t *a0 = j->act + (size_t)t0 * j->lay.stride;
+    const size_t st = j->lay.stride;
     __m512 acc[NT_MAX]; /* one accumulator per token: scale terms and min terms alike */
-    for (int k = 0; k < NT; k++) {
-        xi[k] = mm_qsi(j, t0 + k);
-        xd[k] = mm_d(j, t0 + k);
-        xf[k] = mm_fsum(j, t0 + k);
-        xs[k] = mm_isum(j, t0 + k);
+    for (int k = 0; k < NT; k++)
         acc[k] = _mm512_setzero_ps();
-    }
     const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                            _mm512_set1_epi32((int)bsz));
     const __m512i nib = _mm512_set1_epi8(0x0F), lo16 = _mm512_set1_epi32(0xFFFF);
@@ -113,8 +108,10 @@ AI void kern(const mm_job *j, int r, int t0, const int NT, const int kind)
         const __m512i g = _mm512_i32gather_epi32(idx, (const void *)p, 1);
         const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(g, lo16)));
         const __m512 mw = kind == 0 ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16))) : dw;
+        const size_t oq = j->lay.off_qsi + (size_t)c * 512, od = j->lay.off_d + (size_t)c * 64;
+        const size_t of = j->lay.off_fsum + (size_t)c * 64, os = j->lay.off_isum + (size_t)c * 64;
         for (int k = 0; k < NT; k++) {
-            const uint8_t *x = xi[k] + (size_t)c * 512;
+            const uint8_t *ak = a0 + (size_t)k * st, *x = ak + oq;
             /* 4 independent chains of 2: a single chain of 8 dependent vpdpbusd is
                latency-bound (the sum is integer, so the split changes nothing) */
             __m512i s4[4];
@@ -124,13 +121,13 @@ AI void kern(const mm_job *j, int r, int t0, const int NT, const int kind)
                 s4[q] = _mm512_dpbusd_epi32(s4[q], w[4 + q], _mm512_loadu_si512((const void *)(x + 256 + 64 * q)));
             __m512i s = _mm512_add_epi32(_mm512_add_epi32(s4[0], s4[1]), _mm512_add_epi32(s4[2], s4[3]));
             if (kind == 1)
-                s = _mm512_sub_epi32(s, _mm512_slli_epi32(_mm512_loadu_si512((const void *)(xs[k] + 16 * c)), 3));
+                s = _mm512_sub_epi32(s, _mm512_slli_epi32(_mm512_loadu_si512((const void *)(ak + os)), 3));
             else if (kind == 2)
-                s = _mm512_sub_epi32(s, _mm512_slli_epi32(_mm512_loadu_si512((const void *)(xs[k] + 16 * c)), 7));
-            const __m512 sc = _mm512_mul_ps(dw, _mm512_loadu_ps(xd[k] + 16 * c));
+                s = _mm512_sub_epi32(s, _mm512_slli_epi32(_mm512_loadu_si512((const void *)(ak + os)), 7));
+            const __m512 sc = _mm512_mul_ps(dw, _mm512_loadu_ps((const float *)(ak + od)));
             acc[k] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s), acc[k]);
             if (kind == 0)
-                acc[k] = _mm512_fmadd_ps(mw, _mm512_loadu_ps(xf[k] + 16 * c), acc[k]);
+                acc[k] = _mm512_fmadd_ps(mw, _mm512_loadu_ps((const float *)(ak + of)), acc[k]);
         }
     }
     /* The last nb % 16 blocks, two per zmm (lanes 0-7: block b, 8-15: block b+1),
@@ -160,16 +157,16 @@ AI void kern(const mm_job *j, int r, int t0, const int NT, const int kind)
         }
         const __m512 dwv = _mm512_permutexvar_ps(bidx, _mm512_castps128_ps512(_mm_setr_ps(d0, d1, 0, 0)));
         for (int k = 0; k < NT; k++) {
-            const int8_t *x = mm_qs(j, t0 + k) + 32 * b;
+            const uint8_t *ak = a0 + (size_t)k * st, *x = ak + 32 * (size_t)b;
             __m512i q = has1 ? _mm512_loadu_si512((const void *)x) : _mm512_maskz_loadu_epi8(0xFFFFFFFFull, x);
             if (kind != 0)
                 q = _mm512_mask_sub_epi8(q, neg, _mm512_setzero_si512(), q);
             const __m512i sq = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wu, q);
             /* d and fsum are zero-padded to whole chunks: reading entry b+1 is safe */
-            const __m512 dx = _mm512_permutexvar_ps(bidx, _mm512_castpd_ps(_mm512_castpd128_pd512(_mm_load_sd((const double *)(xd[k] + b)))));
+            const __m512 dx = _mm512_permutexvar_ps(bidx, _mm512_castpd_ps(_mm512_castpd128_pd512(_mm_load_sd((const double *)(ak + j->lay.off_d + 4 * (size_t)b)))));
             acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, dx), _mm512_cvtepi32_ps(sq), acc[k]);
             if (kind == 0) {
-                const __m512 fs = _mm512_permutexvar_ps(bidx, _mm512_castpd_ps(_mm512_castpd128_pd512(_mm_load_sd((const double *)(xf[k] + b)))));
+                const __m512 fs = _mm512_permutexvar_ps(bidx, _mm512_castpd_ps(_mm512_castpd128_pd512(_mm_load_sd((const double *)(ak + j->lay.off_fsum + 4 * (size_t)b)))));
                 acc[k] = _mm512_fmadd_ps(mwz, fs, acc[k]);
             }
         }
