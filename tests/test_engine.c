@@ -11,7 +11,7 @@
  *    (arbor: Q8_0 blocks with an f32 scale for every weight type; llama.cpp: Q8_1 for
  *    Q4_1, fp16 scales) and sum in different orders; 30 layers amplify that rounding to
  *    ~1 logit. Measured over kernel revisions: 62-64/64 argmax agree, the others at
- *    near-ties (llama.cpp top-2 margin 0.08 and 0.33), max |dlogit| 0.80-0.97.
+ *    near-ties (llama.cpp top-2 margin 0.08 and 0.33), max |dlogit| 0.80-1.08.
  *  - smollm2_f32_ref.tsv: the same weights dequantized to F32 (no activation
  *    quantization on either side): 64/64 argmax, max |dlogit| 2.5e-5. This is the check
  *    that the forward itself (rope, GQA attention, norms, SwiGLU, tied head) is right.
@@ -30,8 +30,9 @@
 #include "gguf.h"
 #include "quant.h"
 
-/* Bounds over 64 steps x top-5 ids, about 1.5x the measured maxima above. */
-#define ORACLE_MAX_DLOGIT 1.5
+/* Bounds over 64 steps x top-5 ids: about 2x the measured maxima above (the Q4_1 figure
+   moves with every kernel revision, the F32 one does not). */
+#define ORACLE_MAX_DLOGIT 2.0
 #define ORACLE_NEAR_TIE 0.5 /* llama.cpp top-2 margin under which the argmax may differ */
 #define ORACLE_F32_MAX_DLOGIT 2e-4
 
@@ -361,4 +362,29 @@ Test(engine, commit_chunked_prefill_threads)
     check_hidden_and_layers(m2, &s, 49152, 576);
     arb_model_free(m1);
     arb_model_free(m2);
+}
+
+/* vocab_only: metadata + tokenizer, no tensors; tokenizing works, contexts do not. */
+Test(engine, vocab_only_load)
+{
+    arb_model *full = open_model(1); /* resolves model_path, skips when absent */
+    arb_model_free(full);
+    arb_load_opts lo = arb_load_default_opts();
+    lo.vocab_only = true;
+    arb_model *m = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_model_load(model_path, &lo, &m, &err), ARB_OK, "%s", err.msg);
+    int32_t ids[16];
+    int n = 0;
+    cr_assert_eq(arb_tokenize(m, "<|im_start|>user", 16, false, true, ids, 16, &n, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(ids[0], 1); /* <|im_start|> */
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    cr_assert_eq(mi.n_vocab, 49152);
+    cr_assert(arb_token_is_eog(m, 2)); /* <|im_end|> */
+    arb_ctx *c = NULL;
+    cr_assert_eq(arb_ctx_new(m, NULL, &c, &err), ARB_E_INVAL);
+    cr_assert_null(c);
+    arb_model_free(m);
 }
