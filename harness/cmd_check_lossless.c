@@ -15,7 +15,7 @@
 
 static const char usage[] =
     "usage: arbor check-lossless [--data DIR] [--n N] [--max-new N] [--model default|PATH]\n"
-    "                            [--methods LIST] [--datasets LIST] [--no-chat] [--threads N]\n"
+    "                            [--methods LIST] [--datasets LIST] [--no-chat] [--threads N] [-v]\n"
     "\n"
     "Greedy losslessness check: the first N prompts (default 20) of each dataset (default\n"
     "humaneval,gsm8k) are generated with AR and with every method in LIST (default\n"
@@ -25,7 +25,8 @@ static const char usage[] =
     "\n"
     "  --data DIR      dataset directory (default $ARBOR_DATA, then the cache)\n"
     "  --max-new N     tokens per prompt (default 128)\n"
-    "  --methods LIST  comma-separated presets (see arbor generate --help)\n";
+    "  --methods LIST  comma-separated presets (see arbor generate --help)\n"
+    "  -v, --verbose   one line per generation on stderr (method, prompt, tau, tok/s, same/DIFF)\n";
 
 typedef struct agg {
     long gen, calls, prompts, mismatches;
@@ -56,11 +57,15 @@ int arb_cmd_check_lossless(int argc, char **argv)
     const char *data = NULL, *model = "default";
     char methods_buf[512] = "pld,tr,goose,iso3,iso5", sets_buf[256] = "humaneval,gsm8k";
     int n_prompts = 20, max_new = 128, threads = 0;
-    bool chat = true;
+    bool chat = true, verbose = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--no-chat")) {
             chat = false;
+            continue;
+        }
+        if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            verbose = true;
             continue;
         }
         if (!v) {
@@ -156,19 +161,25 @@ int arb_cmd_check_lossless(int argc, char **argv)
                 if (mi == 0) {
                     memcpy(ref, res.ids, (size_t)res.n_generated * sizeof *ref);
                     n_ref = res.n_generated;
-                    continue;
                 }
                 int k = 0;
                 while (k < n_ref && k < res.n_generated && ref[k] == res.ids[k])
                     k++;
-                if (k < n_ref || k < res.n_generated) {
+                bool same = k == n_ref && k == res.n_generated;
+                if (verbose) /* one line per generation, so an interrupted run still reports */
+                    fprintf(stderr, "%-10s %-9s %3zu  %4d tokens %4d calls  tau %.3f  %7.2f tok/s  harness %.2f%%  %s\n",
+                            specs[mi].id, dnames[di], pi, res.n_generated, res.n_target_calls,
+                            (double)res.n_generated / res.n_target_calls, res.n_generated / (res.wall_us / 1e6),
+                            res.eval_us > 0 ? 100.0 * res.harness_us / res.eval_us : 0.0, same ? "same" : "DIFF");
+                if (!same) {
                     a->mismatches++;
                     total_mismatch++;
                     fprintf(stderr, "MISMATCH %s %s[%zu] (%s): first difference at token %d of %d/%d\n",
                             specs[mi].id, dnames[di], pi, r->id, k, n_ref, res.n_generated);
                 }
             }
-            fprintf(stderr, "\r%s %zu/%zu", dnames[di], pi + 1, n);
+            if (!verbose)
+                fprintf(stderr, "\r%s %zu/%zu", dnames[di], pi + 1, n);
             free(ids);
         }
         fputc('\n', stderr);
