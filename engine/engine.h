@@ -88,6 +88,12 @@ int arb_eval(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n,
    parent[path[i]] == path[i-1]). n == 0 is allowed. */
 int arb_commit(arb_ctx *c, const int32_t *path, int n, arb_err *err);
 
+/* Prefill: evaluate the chain tok[0..n) on top of the committed prefix and commit all of
+   it, computing the output head for the last token only (n_vocab floats into last_logits;
+   NULL = none). Equal to arb_eval of the chain + arb_commit, bit for bit, without an
+   n x n_vocab buffer or the other rows' head. Chunked by n_batch_max; allocates nothing. */
+int arb_prefill(arb_ctx *c, const int32_t *tok, int n, float *last_logits, arb_err *err);
+
 int arb_ctx_n_past(const arb_ctx *c);          /* committed prefix length */
 int arb_ctx_truncate(arb_ctx *c, int n_past);  /* drop committed tokens beyond n_past */
 const arb_model *arb_ctx_model(const arb_ctx *c);

@@ -176,9 +176,10 @@ int arb_ctx_truncate(arb_ctx *c, int n_past)
     return ARB_OK;
 }
 
-/* One batch of n <= n_batch_max nodes; KV rows at n_prefix + i. */
+/* One batch of n <= n_batch_max nodes; KV rows at n_prefix + i. The final norm and
+   output head run for rows head_from..n-1 only (logits/hidden receive those rows). */
 static void forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, int n_prefix, float *logits,
-                    float *hidden)
+                    float *hidden, int head_from)
 {
     const arb_model *m = c->m;
     const arb_backend *be = &c->be;
@@ -227,10 +228,13 @@ static void forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n
         arb_backend_matmul(be, &L->w_down, c->hg, n, c->xb, c->work);
         arb_backend_add(be, c->x, c->xb, (size_t)n * E);
     }
-    arb_backend_rmsnorm(be, c->x, m->output_norm, n, E, m->eps, c->xb);
+    const int nh = n - head_from;
+    if (nh <= 0)
+        return;
+    arb_backend_rmsnorm(be, c->x + (size_t)head_from * E, m->output_norm, nh, E, m->eps, c->xb);
     if (hidden)
-        memcpy(hidden, c->xb, (size_t)n * E * sizeof(float));
-    arb_backend_matmul(be, &m->output, c->xb, n, logits, c->work);
+        memcpy(hidden, c->xb, (size_t)nh * E * sizeof(float));
+    arb_backend_matmul(be, &m->output, c->xb, nh, logits, c->work);
 }
 
 int arb_eval(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, float *logits, float *hidden,
@@ -259,13 +263,13 @@ int arb_eval(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, float
                        c->n_batch_max);
 
     if (n <= c->n_batch_max) {
-        forward(c, tok, parent, n, c->kv.n_past, logits, hidden);
+        forward(c, tok, parent, n, c->kv.n_past, logits, hidden, 0);
         memcpy(c->last_parent, parent, (size_t)n * sizeof(int32_t));
     } else {
         for (int off = 0; off < n; off += c->n_batch_max) {
             const int k = n - off < c->n_batch_max ? n - off : c->n_batch_max;
             forward(c, tok + off, c->chain, k, c->kv.n_past + off, logits + (size_t)off * m->n_vocab,
-                    hidden ? hidden + (size_t)off * m->n_embd : NULL);
+                    hidden ? hidden + (size_t)off * m->n_embd : NULL, 0);
         }
     }
     c->last_n = n;
@@ -292,5 +296,27 @@ int arb_commit(arb_ctx *c, const int32_t *path, int n, arb_err *err)
     }
     arb_kv_commit(&c->kv, path, n);
     c->last_n = 0; /* scratch rows moved: the last eval can no longer be committed from */
+    return ARB_OK;
+}
+
+int arb_prefill(arb_ctx *c, const int32_t *tok, int n, float *last_logits, arb_err *err)
+{
+    const arb_model *m = c->m;
+    c->last_n = 0;
+    if (n < 1 || !tok)
+        return ARB_ERR(err, ARB_E_INVAL, "prefill: n = %d%s", n, tok ? "" : " with NULL tokens");
+    if (n > c->n_ctx - c->kv.n_past)
+        return ARB_ERR(err, ARB_E_RANGE, "prefill: %d tokens on %d committed tokens exceed n_ctx %d", n,
+                       c->kv.n_past, c->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (tok[i] < 0 || tok[i] >= m->n_vocab)
+            return ARB_ERR(err, ARB_E_INVAL, "prefill: token[%d] = %d outside vocabulary [0, %d)", i, tok[i],
+                           m->n_vocab);
+    for (int off = 0; off < n; off += c->n_batch_max) {
+        const int k = n - off < c->n_batch_max ? n - off : c->n_batch_max;
+        const bool last = off + k == n;
+        forward(c, tok + off, c->chain, k, c->kv.n_past, last_logits, NULL, last && last_logits ? k - 1 : k);
+        c->kv.n_past += k; /* a chain's rows are already in place: committing is just this */
+    }
     return ARB_OK;
 }

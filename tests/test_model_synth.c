@@ -534,3 +534,35 @@ Test(model_synth, eval_and_commit_allocate_nothing)
     arb_model_free(m);
 }
 #endif
+
+/* arb_prefill = chain eval + commit, bit for bit (last row's logits, and what follows). */
+Test(model_synth, prefill_equals_eval_commit)
+{
+    synth_opts o = {.arch = "llama", .seed = 81};
+    arb_model *m = load_synth(&o, 1);
+    enum { N = 100 };
+    int32_t tok[N + 1];
+    uint64_t s = 4;
+    for (int i = 0; i <= N; i++)
+        tok[i] = rnd(&s, S_VOCAB);
+    arb_ctx *a = new_ctx(m, 256, 16, 0, false), *b = new_ctx(m, 256, 128, 0, false);
+    float *la = malloc(sizeof(float) * S_VOCAB), *lb = malloc(sizeof(float) * S_VOCAB * N);
+    arb_err err = {0};
+    cr_assert_eq(arb_prefill(a, tok, 7, NULL, &err), ARB_OK, "%s", err.msg); /* no logits wanted */
+    cr_assert_eq(arb_prefill(a, tok + 7, N - 7, la, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_ctx_n_past(a), N);
+    check_prefill(b, tok, N, lb);
+    cr_assert(memcmp(la, lb + (size_t)(N - 1) * S_VOCAB, sizeof(float) * S_VOCAB) == 0);
+    const int32_t root = -1;
+    check_eval(a, tok + N, &root, 1, la, NULL);
+    check_eval(b, tok + N, &root, 1, lb, NULL);
+    cr_assert(memcmp(la, lb, sizeof(float) * S_VOCAB) == 0);
+    cr_assert_eq(arb_prefill(a, tok, 200, la, &err), ARB_E_RANGE);
+    int32_t bad = S_VOCAB;
+    cr_assert_eq(arb_prefill(a, &bad, 1, la, &err), ARB_E_INVAL);
+    free(la);
+    free(lb);
+    arb_ctx_free(a);
+    arb_ctx_free(b);
+    arb_model_free(m);
+}
