@@ -53,6 +53,36 @@ typedef void (*scores_fn)(const float *q, const float *k, int stride, const int3
 typedef void (*wsum_fn)(const float *v, int stride, const int32_t *rows, const float *p, int n_keys, int hd,
                         float *out);
 
+/* exp for the softmax, Cephes-style (range reduction by ln 2, degree-5 polynomial,
+   ~1 ulp), written with plain multiplies and adds so that the AVX2 version below is
+   bit-identical; round-to-nearest-even via the 1.5 * 2^23 trick. x <= 0 here. */
+#define EXP_LO (-87.3f)
+#define EXP_MAGIC 12582912.0f
+static inline float exp_f32(float x)
+{
+    x = x < EXP_LO ? EXP_LO : x;
+    const float n = (x * 1.44269504088896341f + EXP_MAGIC) - EXP_MAGIC;
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float y = 1.9875691500e-4f;
+    y = y * r + 1.3981999507e-3f;
+    y = y * r + 8.3334519073e-3f;
+    y = y * r + 4.1665795894e-2f;
+    y = y * r + 1.6666665459e-1f;
+    y = y * r + 5.0000001201e-1f;
+    y = (y * (r * r) + r) + 1.0f;
+    union { uint32_t u; float f; } e = {.u = (uint32_t)((int32_t)n + 127) << 23};
+    return y * e.f;
+}
+
+/* s[j] = exp(s[j] - mx) in place */
+typedef void (*exp_fn)(float *s, int n, float mx);
+static void exp_scalar(float *s, int n, float mx)
+{
+    for (int j = 0; j < n; j++)
+        s[j] = exp_f32(s[j] - mx);
+}
+
 static void scores_scalar(const float *q, const float *k, int stride, const int32_t *rows, int n_keys, int hd,
                           float scale, float *s)
 {
@@ -121,6 +151,30 @@ __attribute__((target("avx2"))) static void scores_avx2(const float *q, const fl
     }
     for (; j < n_keys; j++)
         s[j] = dot_f32_avx2(q, k + (size_t)rows[j] * stride, hd) * scale;
+}
+
+__attribute__((target("avx2"))) static void exp_avx2(float *s, int n, float mx)
+{
+    const __m256 vmx = _mm256_set1_ps(mx), lo = _mm256_set1_ps(EXP_LO), magic = _mm256_set1_ps(EXP_MAGIC);
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 x = _mm256_sub_ps(_mm256_loadu_ps(s + j), vmx);
+        x = _mm256_max_ps(x, lo); /* same as the scalar clamp (x is never NaN) */
+        const __m256 nf = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), magic), magic);
+        __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(nf, _mm256_set1_ps(0.693359375f)));
+        r = _mm256_sub_ps(r, _mm256_mul_ps(nf, _mm256_set1_ps(-2.12194440e-4f)));
+        __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+        y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(1.3981999507e-3f));
+        y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(8.3334519073e-3f));
+        y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(4.1665795894e-2f));
+        y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(1.6666665459e-1f));
+        y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(5.0000001201e-1f));
+        y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(y, _mm256_mul_ps(r, r)), r), _mm256_set1_ps(1.0f));
+        const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nf), _mm256_set1_epi32(127)), 23);
+        _mm256_storeu_ps(s + j, _mm256_mul_ps(y, _mm256_castsi256_ps(e)));
+    }
+    for (; j < n; j++)
+        s[j] = exp_f32(s[j] - mx);
 }
 
 /* Columns in register blocks (64, then 8, then single floats); per element the sum
@@ -222,6 +276,7 @@ static void cpu_rope(void *vctx, float *x, int n, int n_head, int head_dim, cons
 typedef struct attn_job {
     const arb_attn_args *a;
     scores_fn scores;
+    exp_fn exp;
     wsum_fn wsum;
 } attn_job;
 
@@ -256,11 +311,10 @@ static void attn_task(void *ud, int ith, int nth)
         float mx = -INFINITY;
         for (int j = 0; j < n_keys; j++)
             mx = scores[j] > mx ? scores[j] : mx;
+        job->exp(scores, n_keys, mx);
         float sum = 0.0f;
-        for (int j = 0; j < n_keys; j++) {
-            scores[j] = expf(scores[j] - mx);
+        for (int j = 0; j < n_keys; j++)
             sum += scores[j];
-        }
         job->wsum(a->v + (size_t)kvh * hd, a->kv_stride, rows, scores, n_keys, hd, out);
         const float inv = 1.0f / sum;
         for (int d = 0; d < hd; d++)
@@ -271,10 +325,11 @@ static void attn_task(void *ud, int ith, int nth)
 static void cpu_attention(void *vctx, const arb_attn_args *a)
 {
     const cpu_ctx *c = vctx;
-    attn_job job = {.a = a, .scores = scores_scalar, .wsum = wsum_scalar};
+    attn_job job = {.a = a, .scores = scores_scalar, .exp = exp_scalar, .wsum = wsum_scalar};
 #ifdef ARB_HAVE_AVX2_PATH
     if (c->avx2) {
         job.scores = scores_avx2;
+        job.exp = exp_avx2;
         job.wsum = wsum_avx2;
     }
 #endif
