@@ -10,6 +10,10 @@
  *     position order: scores, max, exp, sum and the weighted V sum are each
  *     sequential over that list. Work is split across threads by whole
  *     (node, head) tasks, so the thread count never changes a result.
+ * The attention kernels (scores, exp, weighted sum) exist in a scalar and an AVX2
+ * version that perform the same float operations in the same order lane for lane
+ * (multiplies and adds, never fused), so the ISA never changes a result either;
+ * ARBOR_ATTN_SCALAR=1 forces the scalar one (tests compare them).
  */
 #include <math.h>
 #include <stdbool.h>
