@@ -44,6 +44,9 @@ static int check_keys(const cJSON *obj, const char *path, const char *const *all
             if (!strcmp(a->string, b->string))
                 return ARB_ERR(err, ARB_E_INVAL, "%s%s%s: duplicate key", path, *path ? "." : "",
                                a->string);
+        if ((!strcmp(a->string, "comment") || !strcmp(a->string, "description")) && !cJSON_IsString(a))
+            return ARB_ERR(err, ARB_E_INVAL, "%s%s%s: expected string, got %s", path, *path ? "." : "",
+                           a->string, type_name(a));
         if (!allowed)
             continue;
         bool ok = false;

@@ -186,6 +186,7 @@ static const struct { const char *json, *want; } bad[] = {
     {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA "," BASE_METH ",\"chat\":\"yes\"}", "chat: expected boolean, got string"},
     {"{\"name\":\"x\",\n\"models\": [\n  {\"id\": \"m\" \"path\": \"p\"}]}", "t.json:3:14: malformed JSON"},
     {"[1, 2]", "top level: expected an object, got array"},
+    {"{\"name\":\"x\",\"comment\":7," BASE_MODELS "," BASE_DATA "," BASE_METH "}", "comment: expected string, got number"},
     {"", "t.json:1:1: malformed JSON"},
 };
 
