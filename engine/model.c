@@ -85,6 +85,13 @@ static const arb_gguf_tensor *find_t(const arb_model *m, const char *name, bool 
     return t;
 }
 
+/* The weight types engine/cpu/matmul.h takes. */
+static bool matmul_type(uint32_t t)
+{
+    return t == ARB_TYPE_F32 || t == ARB_TYPE_F16 || t == ARB_TYPE_Q4_0 || t == ARB_TYPE_Q4_1 ||
+           t == ARB_TYPE_Q8_0 || t == ARB_TYPE_Q4_K || t == ARB_TYPE_Q6_K;
+}
+
 /* A matrix of n_out rows x n_in, in a type the matmul supports. */
 static int bind_mat(const arb_model *m, const char *name, int n_in, int n_out, arb_qmat *out, arb_err *err)
 {
@@ -95,9 +102,10 @@ static int bind_mat(const arb_model *m, const char *name, int n_in, int n_out, a
         return ARB_ERR(err, ARB_E_FORMAT, "%s: tensor '%s': shape [%llu, %llu], expected [%d, %d]", m->path, name,
                        (unsigned long long)t->ne[0], (unsigned long long)(t->n_dims > 1 ? t->ne[1] : 1), n_in,
                        n_out);
-    if (!arb_type_supported(t->type))
-        return ARB_ERR(err, ARB_E_UNSUPPORTED, "%s: tensor '%s': type %s not supported", m->path, name,
-                       arb_type_name(t->type));
+    if (!matmul_type(t->type))
+        return ARB_ERR(err, ARB_E_UNSUPPORTED,
+                       "%s: tensor '%s': type %s not supported for matrices (F32 F16 Q4_0 Q4_1 Q8_0 Q4_K Q6_K)",
+                       m->path, name, arb_type_name(t->type));
     out->type = t->type;
     out->n_in = n_in;
     out->n_out = n_out;

@@ -72,6 +72,11 @@ static void gen_tensor(buf *d, const tdesc *t, uint64_t *s)
                 put(d, &q, 1);
             }
         }
+    } else if (t->type != ARB_TYPE_Q4_1) { /* only for rejection tests: random bytes */
+        for (uint64_t i = 0; i < arb_type_row_bytes(t->type, t->ne0) * t->ne1; i++) {
+            uint8_t q = (uint8_t)rng_next(s);
+            put(d, &q, 1);
+        }
     } else { /* Q4_1 */
         for (uint64_t i = 0; i < n / 32; i++) {
             float dd = sd / 4.6f * (0.8f + 0.4f * rng_unif(s));
@@ -91,6 +96,10 @@ typedef struct synth_opts {
     const char *skip;  /* a tensor name to leave out (missing-tensor test), or NULL */
     uint64_t seed;
     bool all_f32;      /* every tensor F32 (the llama.cpp comparison: no quantization) */
+    const char *retype; /* a tensor stored as retype_to instead (bytes are random) */
+    uint32_t retype_to;
+    const char *reshape; /* a tensor whose second dimension is doubled */
+    const char *drop_key; /* an <arch>.<key> written under another name */
 } synth_opts;
 
 enum { S_EMBD = 64, S_LAYER = 2, S_HEAD = 4, S_HEAD_KV = 2, S_HD = 16, S_FF = 128, S_VOCAB = 300, S_CTX = 512 };
@@ -142,6 +151,12 @@ static char *write_synth(const synth_opts *o)
     if (o->all_f32)
         for (int i = 0; i < nt; i++)
             ts[i].type = ARB_TYPE_F32;
+    for (int i = 0; i < nt; i++) {
+        if (o->retype && !strcmp(ts[i].name, o->retype))
+            ts[i].type = o->retype_to;
+        if (o->reshape && !strcmp(ts[i].name, o->reshape))
+            ts[i].ne1 *= 2;
+    }
     if (o->skip)
         for (int i = 0; i < nt; i++)
             if (!strcmp(ts[i].name, o->skip))
@@ -156,7 +171,9 @@ static char *write_synth(const synth_opts *o)
     kv_str(&h, "general.architecture", o->arch);
     kv_str(&h, "general.name", "synth");
     kv_str(&h, "tokenizer.ggml.model", "none"); /* lets llama.cpp load the file (no vocab) */
-#define KU(s, v) (snprintf(k, sizeof k, "%s.%s", o->arch, s), kv_u32(&h, k, v))
+#define KU(s, v) \
+    (snprintf(k, sizeof k, "%s.%s%s", o->arch, s, o->drop_key && !strcmp(o->drop_key, s) ? "_absent" : ""), \
+     kv_u32(&h, k, v))
     KU("embedding_length", S_EMBD);
     KU("block_count", S_LAYER);
     KU("feed_forward_length", S_FF);
@@ -277,6 +294,30 @@ Test(model_synth, qwen2_requires_biases)
     cr_assert(strstr(err.msg, "blk.0.attn_k.bias"), "%s", err.msg);
     unlink(path);
     free(path);
+}
+
+static void expect_load_error(const synth_opts *o, int code, const char *needle)
+{
+    char *path = write_synth(o);
+    arb_model *m = NULL;
+    arb_err err = {0};
+    cr_expect_eq(arb_model_load(path, NULL, &m, &err), code, "%s", err.msg);
+    cr_expect_null(m);
+    cr_expect(strstr(err.msg, needle) && strstr(err.msg, path), "'%s' lacks '%s' or the path", err.msg, needle);
+    unlink(path);
+    free(path);
+}
+
+Test(model_synth, bad_files_are_named)
+{
+    synth_opts o = {.arch = "llama", .seed = 5, .drop_key = "block_count"};
+    expect_load_error(&o, ARB_E_NOTFOUND, "llama.block_count");
+    synth_opts o2 = {.arch = "llama", .seed = 5, .reshape = "blk.0.attn_k.weight"};
+    expect_load_error(&o2, ARB_E_FORMAT, "blk.0.attn_k.weight");
+    synth_opts o3 = {.arch = "llama", .seed = 5, .retype = "blk.1.ffn_down.weight", .retype_to = ARB_TYPE_Q8_1};
+    expect_load_error(&o3, ARB_E_UNSUPPORTED, "blk.1.ffn_down.weight");
+    synth_opts o4 = {.arch = "llama", .seed = 5, .retype = "output_norm.weight", .retype_to = ARB_TYPE_F16};
+    expect_load_error(&o4, ARB_E_UNSUPPORTED, "output_norm.weight");
 }
 
 Test(model_synth, unknown_architecture_is_rejected)
