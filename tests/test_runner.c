@@ -231,3 +231,20 @@ Test(runner, bad_invocations_fail_cleanly, .init = setup, .fini = teardown)
     snprintf(cmd, sizeof cmd, "%s run %s --check | grep -q '4 methods'", bin, cfg);
     cr_assert_eq(system(cmd), 0);
 }
+
+#include "runner.h"
+
+Test(runner, shard_syntax)
+{
+    int i = -1, n = -1;
+    arb_err err = {0};
+    cr_assert_eq(arb_runner_parse_shard("0/4", &i, &n, &err), ARB_OK);
+    cr_assert(i == 0 && n == 4);
+    cr_assert_eq(arb_runner_parse_shard("3/4", &i, &n, &err), ARB_OK);
+    cr_assert(i == 3 && n == 4);
+    const char *bad[] = {"4/4", "-1/4", "1/0", "1", "a/b", "1/4x", "/4", "1/"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        cr_assert_eq(arb_runner_parse_shard(bad[k], &i, &n, &err), ARB_E_INVAL, "%s accepted", bad[k]);
+        cr_assert(strstr(err.msg, bad[k]) != NULL, "%s", err.msg);
+    }
+}
