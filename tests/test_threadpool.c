@@ -2,6 +2,7 @@
  * pools are reusable, thousands of tiny runs complete, sleeping workers wake. */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <time.h>
 
 #include "cpu/threadpool.h"
@@ -93,4 +94,37 @@ Test(threadpool, bad_size_and_null_free)
     counts c = {.want_nth = 1};
     arb_threadpool_run(NULL, count_task, &c); /* NULL pool = run inline */
     cr_assert_eq(atomic_load(&c.calls), 1);
+}
+
+typedef struct chunk_job { _Atomic int hits[1000]; _Atomic int bad; int n; } chunk_job;
+
+static void chunk_task(void *ud, int c, int n)
+{
+    chunk_job *j = ud;
+    if (n != j->n || c < 0 || c >= n)
+        atomic_fetch_add(&j->bad, 1);
+    else
+        atomic_fetch_add(&j->hits[c], 1);
+}
+
+/* Every chunk runs exactly once, for chunk counts below, equal to and far above
+   the thread count, many times in a row (late workers must not run stale runs). */
+Test(threadpool, run_chunks_each_once)
+{
+    arb_threadpool *tp = NULL;
+    cr_assert_eq(arb_threadpool_new(3, &tp, NULL), ARB_OK);
+    static chunk_job j;
+    static const int ns[] = {1, 2, 3, 7, 64, 1000};
+    for (int rep = 0; rep < 300; rep++) {
+        const int n = ns[rep % 6];
+        memset(&j, 0, sizeof j);
+        j.n = n;
+        arb_threadpool_run_chunks(tp, chunk_task, &j, n);
+        cr_assert_eq(atomic_load(&j.bad), 0);
+        for (int c = 0; c < n; c++)
+            cr_assert_eq(atomic_load(&j.hits[c]), 1, "rep %d n %d chunk %d", rep, n, c);
+    }
+    arb_threadpool_run_chunks(tp, chunk_task, &j, 0); /* no chunks: no call */
+    arb_threadpool_run_chunks(NULL, chunk_task, &j, j.n);
+    arb_threadpool_free(tp);
 }

@@ -2,10 +2,10 @@
  *
  * arb_matmul quantizes each activation row once (Q8_0-style blocks of 32 with an
  * f32 scale, or Q8_K-style blocks of 256 for K-quant weights, see matmul_int.h),
- * then splits the output rows across the pool in a fixed partition. Each
+ * then splits the output rows into fixed chunks that pool threads claim. Each
  * (row, token) pair is reduced by the same sequence of float operations whatever
- * n_tok, the tiling or the thread count, which is what makes the engine batch
- * invariant. The kernel family is chosen once per process from cpuid
+ * n_tok, the tiling, the thread count or which thread computes it, which is what
+ * makes the engine batch invariant. The kernel family is chosen once per process from cpuid
  * (ARBOR_ISA=scalar|avx2|avx512 forces one); SIMD families live in
  * matmul_avx2.c / matmul_avx512.c and may fall back to the scalar kernel per type.
  */
@@ -403,10 +403,11 @@ static void quant_task(void *ud, int ith, int nth)
     }
 }
 
+/* Chunk c of nth: a fixed range of 16-row units (y cache lines are not shared).
+   Any thread may run any chunk; a row's result never depends on which. */
 static void rows_task(void *ud, int ith, int nth)
 {
     mm_run *m = ud;
-    /* Fixed partition in units of 16 rows (y cache lines are not shared). */
     const int units = (m->job.w->n_out + 15) / 16;
     const int u0 = (int)((long long)units * ith / nth), u1 = (int)((long long)units * (ith + 1) / nth);
     int r0 = u0 * 16, r1 = u1 * 16;
@@ -436,5 +437,8 @@ void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok
         else
             arb_threadpool_run(tp, quant_task, &m);
     }
-    arb_threadpool_run(tp, rows_task, &m);
+    /* A few chunks per thread, so a slow or descheduled thread's share is taken
+       over by the others (results do not depend on who computes a row). */
+    const int units = (w->n_out + 15) / 16, nth = arb_threadpool_size(tp);
+    arb_threadpool_run_chunks(tp, rows_task, &m, units < 4 * nth ? units : 4 * nth);
 }

@@ -1,14 +1,25 @@
-/* threadpool.c — N-1 persistent workers plus the caller, fork/join per run().
+/* threadpool.c — N-1 persistent workers plus the caller; a run is a set of
+ * numbered chunks that any thread may claim.
  *
- * A run publishes (fn, ud) and bumps a generation counter. Workers spin on the
- * counter for a short while (decode issues hundreds of runs per token, a few
- * microseconds apart, so waking a sleeping thread each time would cost more than
- * the kernels) and then sleep on a condition variable so that an idle pool uses
- * no CPU. The caller runs share 0 itself and then waits for the n-1 workers to
- * report done. Nothing is allocated after arb_threadpool_new.
+ * A run publishes its task in one of two slots and bumps a generation counter.
+ * The chunks are claimed through one 64-bit word holding (generation, next
+ * chunk): a compare-and-swap succeeds only while the word still carries the
+ * claimer's generation, so a worker that wakes up late can never run a chunk of
+ * a finished run nor read a half-written task. The caller claims chunks too and
+ * returns when every chunk is done, so a worker that the OS has descheduled (a
+ * busy machine) delays a run by at most the chunk it is in, instead of holding a
+ * barrier. Which thread runs a chunk never matters to results: kernels give each
+ * chunk a fixed piece of work.
+ *
+ * Idle workers spin (pause, then sched_yield so an oversubscribed machine still
+ * makes progress) for ~2 ms — decode issues hundreds of runs per token a few
+ * microseconds apart — then sleep on a condition variable. Nothing is allocated
+ * after arb_threadpool_new.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -18,7 +29,6 @@
 #else
 #define CPU_RELAX() ((void)0)
 #endif
-#include <sched.h>
 
 #include "threadpool.h"
 
@@ -27,17 +37,24 @@
 
 typedef struct worker {
     struct arb_threadpool *tp; /* owner */
-    int ith;                   /* 1..n-1 (0 is the caller) */
     pthread_t thread;
 } worker;
+
+/* Atomic fields: a late worker may read a slot while the caller rewrites it for
+   a later run; its claim then fails, but the read itself must not be a race. */
+typedef struct task {
+    _Atomic(arb_task_fn) fn;
+    _Atomic(void *) ud;
+    _Atomic int n; /* chunks */
+} task;
 
 struct arb_threadpool {
     int n;                         /* threads, including the caller */
     worker *workers;               /* n-1 */
-    arb_task_fn fn;                /* current task, valid while a run is in flight */
-    void *ud;
-    _Atomic unsigned gen;          /* bumped once per run (and once at shutdown) */
-    _Atomic int n_done;            /* workers finished with the current generation */
+    task slot[2];                  /* run g uses slot[g & 1] */
+    _Atomic uint32_t gen;          /* bumped once per run (and once at shutdown) */
+    _Atomic uint64_t claim;        /* gen << 32 | next chunk to claim */
+    _Atomic int n_done;            /* chunks finished in the current run */
     _Atomic int n_sleeping;        /* workers waiting on cv */
     _Atomic int stop;              /* set at free */
     pthread_mutex_t mu;
@@ -51,15 +68,12 @@ static long long now_ns(void)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Wait until gen differs from seen: spin, then yield, then sleep. Yielding early
-   matters when threads outnumber free cores (other processes, or a pool larger
-   than the machine): a spinning waiter would otherwise hold the core that the
-   thread it waits for needs. Returns the new generation. */
-static unsigned wait_gen(struct arb_threadpool *tp, unsigned seen)
+/* Wait until gen differs from seen: spin, then yield, then sleep. */
+static uint32_t wait_gen(struct arb_threadpool *tp, uint32_t seen)
 {
     long long t0 = 0;
     for (unsigned i = 1;; i++) {
-        unsigned g = atomic_load_explicit(&tp->gen, memory_order_acquire);
+        uint32_t g = atomic_load(&tp->gen);
         if (g != seen)
             return g;
         if (i < 512) {
@@ -76,8 +90,10 @@ static unsigned wait_gen(struct arb_threadpool *tp, unsigned seen)
         }
     }
     pthread_mutex_lock(&tp->mu);
+    /* seq_cst here and in publish() (the Dekker pattern): either the publisher sees
+       this increment and broadcasts, or we see its new generation. */
     atomic_fetch_add(&tp->n_sleeping, 1);
-    unsigned g;
+    uint32_t g;
     while ((g = atomic_load(&tp->gen)) == seen)
         pthread_cond_wait(&tp->cv, &tp->mu);
     atomic_fetch_sub(&tp->n_sleeping, 1);
@@ -85,17 +101,38 @@ static unsigned wait_gen(struct arb_threadpool *tp, unsigned seen)
     return g;
 }
 
+/* Claim and run chunks of run g until none is left (or the run is gone). */
+static void work(struct arb_threadpool *tp, uint32_t g)
+{
+    task *t = &tp->slot[g & 1];
+    for (;;) {
+        uint64_t w = atomic_load(&tp->claim);
+        if ((uint32_t)(w >> 32) != g)
+            return;
+        /* t->n may be read before the CAS: slot g & 1 is rewritten only for run
+           g + 2, after claim moved on, and then the CAS below fails. */
+        const int c = (int)(uint32_t)w, n = atomic_load_explicit(&t->n, memory_order_relaxed);
+        if (c >= n)
+            return;
+        if (!atomic_compare_exchange_weak(&tp->claim, &w, w + 1))
+            continue;
+        /* the claim succeeded, so the slot still holds run g (acquired via claim) */
+        const arb_task_fn fn = atomic_load_explicit(&t->fn, memory_order_relaxed);
+        fn(atomic_load_explicit(&t->ud, memory_order_relaxed), c, n);
+        atomic_fetch_add(&tp->n_done, 1);
+    }
+}
+
 static void *worker_main(void *arg)
 {
-    worker *w = arg;
-    struct arb_threadpool *tp = w->tp;
-    unsigned seen = 0;
+    worker *wk = arg;
+    struct arb_threadpool *tp = wk->tp;
+    uint32_t seen = 0;
     for (;;) {
         seen = wait_gen(tp, seen);
-        if (atomic_load_explicit(&tp->stop, memory_order_acquire))
+        if (atomic_load(&tp->stop))
             return NULL;
-        tp->fn(tp->ud, w->ith, tp->n);
-        atomic_fetch_add_explicit(&tp->n_done, 1, memory_order_acq_rel);
+        work(tp, seen);
     }
 }
 
@@ -118,10 +155,9 @@ int arb_threadpool_new(int n_threads, arb_threadpool **out, arb_err *err)
         }
     }
     for (int i = 1; i < n_threads; i++) {
-        worker *w = &tp->workers[i - 1];
-        w->tp = tp;
-        w->ith = i;
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        worker *wk = &tp->workers[i - 1];
+        wk->tp = tp;
+        if (pthread_create(&wk->thread, NULL, worker_main, wk) != 0) {
             tp->n = i; /* only i-1 workers exist: free joins exactly those */
             arb_threadpool_free(tp);
             return ARB_ERR(err, ARB_E_NOMEM, "threadpool: cannot start thread %d of %d", i, n_threads);
@@ -129,18 +165,6 @@ int arb_threadpool_new(int n_threads, arb_threadpool **out, arb_err *err)
     }
     *out = tp;
     return ARB_OK;
-}
-
-static void publish(struct arb_threadpool *tp)
-{
-    /* seq_cst on both sides (here and in wait_gen) is the Dekker pattern: either we
-       see the worker's n_sleeping increment, or it sees our new gen. */
-    atomic_fetch_add(&tp->gen, 1);
-    if (atomic_load(&tp->n_sleeping) > 0) {
-        pthread_mutex_lock(&tp->mu);
-        pthread_cond_broadcast(&tp->cv);
-        pthread_mutex_unlock(&tp->mu);
-    }
 }
 
 void arb_threadpool_free(arb_threadpool *tp)
@@ -166,22 +190,39 @@ void arb_threadpool_free(arb_threadpool *tp)
 
 int arb_threadpool_size(const arb_threadpool *tp) { return tp ? tp->n : 1; }
 
-void arb_threadpool_run(arb_threadpool *tp, arb_task_fn fn, void *ud)
+void arb_threadpool_run_chunks(arb_threadpool *tp, arb_task_fn fn, void *ud, int n_chunks)
 {
+    if (n_chunks <= 0)
+        return;
     if (!tp || tp->n == 1) {
-        fn(ud, 0, 1);
+        for (int c = 0; c < n_chunks; c++)
+            fn(ud, c, n_chunks);
         return;
     }
-    tp->fn = fn;
-    tp->ud = ud;
-    atomic_store_explicit(&tp->n_done, 0, memory_order_relaxed);
-    publish(tp);
-    fn(ud, 0, tp->n);
-    const int want = tp->n - 1;
-    for (unsigned i = 1; atomic_load_explicit(&tp->n_done, memory_order_acquire) != want; i++) {
+    const uint32_t g = atomic_load(&tp->gen) + 1; /* the caller is the only publisher */
+    task *t = &tp->slot[g & 1];
+    atomic_store_explicit(&t->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&t->ud, ud, memory_order_relaxed);
+    atomic_store_explicit(&t->n, n_chunks, memory_order_relaxed); /* published by the claim store */
+    atomic_store(&tp->n_done, 0);
+    atomic_store(&tp->claim, (uint64_t)g << 32);
+    atomic_store(&tp->gen, g);
+    if (atomic_load(&tp->n_sleeping) > 0) {
+        pthread_mutex_lock(&tp->mu);
+        pthread_cond_broadcast(&tp->cv);
+        pthread_mutex_unlock(&tp->mu);
+    }
+    work(tp, g);
+    /* All chunks are claimed; wait for those still running on workers. */
+    for (unsigned i = 1; atomic_load(&tp->n_done) != n_chunks; i++) {
         if (i < 512)
             CPU_RELAX();
         else
-            sched_yield(); /* a worker may be descheduled on a busy machine */
+            sched_yield(); /* the worker holding a chunk may be descheduled */
     }
+}
+
+void arb_threadpool_run(arb_threadpool *tp, arb_task_fn fn, void *ud)
+{
+    arb_threadpool_run_chunks(tp, fn, ud, arb_threadpool_size(tp));
 }

@@ -22,4 +22,12 @@ void arb_threadpool_free(arb_threadpool *tp);                               /* N
 int arb_threadpool_size(const arb_threadpool *tp);
 void arb_threadpool_run(arb_threadpool *tp, arb_task_fn fn, void *ud);
 
+/* Run fn(ud, c, n_chunks) once for every chunk c in [0, n_chunks), on whichever
+   threads claim them (the caller included); returns when all are done. run() is
+   run_chunks(tp, fn, ud, size): each ith in [0, size) runs exactly once, though
+   not necessarily on thread ith (a descheduled worker's share is taken over), so
+   kernels must key work and scratch on ith, never on thread identity.
+   tp may be NULL (everything runs on the caller). Allocates nothing. */
+void arb_threadpool_run_chunks(arb_threadpool *tp, arb_task_fn fn, void *ud, int n_chunks);
+
 #endif
