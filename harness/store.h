@@ -50,7 +50,7 @@ typedef struct arb_store_session { /* one run in one invocation: where it was me
     const char *status;          /* "running" | "done" | "interrupted" | "failed" */
 } arb_store_session;
 
-typedef struct arb_store_step {
+typedef struct arb_store_step { /* one decoding step (drafting.md §1.8) */
     int step, l_cache, n_nodes, tree_depth;
     int accepted;                /* k: accepted draft tokens, bonus excluded */
     int committed;               /* tokens committed this step (k + 1 unless truncated) */
@@ -61,7 +61,7 @@ typedef struct arb_store_step {
     int n_spine, acc_spine;      /* spine nodes proposed / accepted */
     int acc_src[ARB_STORE_NSRC], prop_src[ARB_STORE_NSRC]; /* per arb_src */
     int64_t draft_us, eval_us, verify_us, update_us, commit_us;
-    const char *extra_json;      /* method-specific fields, or NULL */
+    const char *extra_json;      /* method-specific fields (JSON), or NULL */
 } arb_store_step;
 
 typedef struct arb_store_prompt {
@@ -71,7 +71,7 @@ typedef struct arb_store_prompt {
     int n_prompt, n_gen, n_calls; /* n_calls counts the prefill */
     int64_t wall_us, prefill_us;  /* median over repeats, prefill included */
     int n_repeats;
-    const char *stop;            /* "eos" | "limit" | "ctx" */
+    const char *stop;            /* "eos" | "limit" */
     int lossless;                /* 1/0 vs the AR run's ids, -1 unknown */
     const int32_t *ids;          /* generated ids (n_gen) */
 } arb_store_prompt;
@@ -80,7 +80,6 @@ int arb_store_open(const char *path, arb_store **out, arb_err *err); /* creates 
 void arb_store_close(arb_store *s);             /* NULL-safe */
 sqlite3 *arb_store_db(arb_store *s);            /* for queries (report, metrics) */
 const char *arb_store_path(const arb_store *s);
-
 int arb_store_run_put(arb_store *s, const arb_store_run *r, arb_err *err);
 int arb_store_session_put(arb_store *s, const arb_store_session *x, arb_err *err); /* upsert */
 int arb_store_prompt_done(arb_store *s, const char *run_key, const char *prompt_id, bool *done,
@@ -91,11 +90,9 @@ int arb_store_prompt_put(arb_store *s, const char *run_key, const arb_store_prom
 /* Generated ids of a finished prompt; *ids = NULL, *n = 0 when absent. Caller frees. */
 int arb_store_tokens_get(arb_store *s, const char *run_key, const char *prompt_id, int32_t **ids,
                          int *n, arb_err *err);
-
 /* Copy every row of the database at src_path into s; *n_prompts = prompts added. A prompt in
    both with different tokens is an error naming it. */
 int arb_store_merge_from(arb_store *s, const char *src_path, int *n_prompts, arb_err *err);
-
 /* sha256 of a model file, cached in the database by (path, size, mtime). */
 int arb_store_model_sha256(arb_store *s, const char *path, char hex[65], arb_err *err);
 void arb_store_fail_after(arb_store *s, int n); /* test hook: fail the n-th write from now (0 off) */
