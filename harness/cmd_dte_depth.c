@@ -14,16 +14,21 @@
 #include "genutil.h"
 #include "sample.h"
 #include "verifiers/otanalysis.h"
+#include "verifiers/verifier.h"
 
 static const char usage[] =
     "usage: arbor dte-depth [--dataset NAME[,NAME]] [--limit N] [--max-new N] [--every N]\n"
     "                       [--depth D] [--paths K] [--draft-layers L] [--temperature T]\n"
     "                       [--top-p P] [--seed S] [--data DIR] [--threads N] [--model M]\n"
+    "                       [--shape K,L,B]\n"
     "\n"
     "Per-depth acceptance rate of each OT verifier (NSS NaiveTree SpecInfer SpecTr Khisti;\n"
     "Khisti: the DTE lower bound) for K i.i.d. draws, and L1(p, q), along draft paths from\n"
     "roots every N tokens of sampled target trajectories (DTE Fig. 1). Defaults: math500,\n"
-    "limit 3, max-new 96, every 16, depth 6, paths 3, self-draft 24 layers, T 1, top-p 1.\n";
+    "limit 3, max-new 96, every 16, depth 6, paths 3, self-draft 24 layers, T 1, top-p 1.\n"
+    "With --shape K,L,B it also drafts one (k, l, b) delayed tree per root and prints each\n"
+    "verifier's exact expected block efficiency 1 + E[accepted | tree] on the same trees\n"
+    "(DTE Eq. 3; no verification randomness; naive and bv use path 1).\n";
 
 #define MAXD 16
 
@@ -36,6 +41,8 @@ int arb_cmd_dte_depth(int argc, char **argv)
     const char *datasets = "math500", *data = NULL, *model = "default";
     int limit = 3, max_new = 96, every = 16, D = 6, K = 3, layers = 24, threads = 0;
     double T = 1.0, top_p = 1.0;
+    arb_draft_shape sh2 = {3, 0, 4};
+    bool be_on = false;
     unsigned long long seed = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -53,6 +60,7 @@ int arb_cmd_dte_depth(int argc, char **argv)
         else if (!strcmp(a, "--temperature") && ok) T = atof(v);
         else if (!strcmp(a, "--top-p") && ok) top_p = atof(v);
         else if (!strcmp(a, "--seed") && ok) seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--shape") && ok && sscanf(v, "%d,%d,%d", &sh2.k, &sh2.l, &sh2.b) == 3) be_on = true;
         else {
             fprintf(stderr, "arbor dte-depth: unknown or incomplete option '%s'\n%s", a, usage);
             return 2;
@@ -60,7 +68,7 @@ int arb_cmd_dte_depth(int argc, char **argv)
         i++;
     }
     if (limit < 1 || max_new < 1 || every < 1 || D < 1 || D > MAXD || K < 1 || K > 8 || !(T > 0) ||
-        !(top_p > 0 && top_p <= 1)) {
+        !(top_p > 0 && top_p <= 1) || sh2.k < 1 || sh2.l < 0 || sh2.b < 0 || arb_draft_shape_nodes(sh2) > 64) {
         fprintf(stderr, "arbor dte-depth: need limit, max-new, every >= 1, depth in 1..%d, paths in 1..8, "
                         "temperature > 0, top-p in (0, 1]\n", MAXD);
         return 2;
@@ -79,23 +87,28 @@ int arb_cmd_dte_depth(int argc, char **argv)
         arb_model_get_info(m, &mi);
         arb_draft_model_opts o = arb_draft_model_default_opts();
         o.self_layers = layers;
-        rc = arb_draft_model_new(m, &o, D + 1, &dm, &err);
+        rc = arb_draft_model_new(m, &o, 64, &dm, &err);
     }
     const int V = mi.n_vocab;
     arb_verifier_opts vo = arb_verifier_default_opts();
     vo.V = V > 0 ? V : 1;
-    vo.n_nodes_max = D + 1;
+    vo.n_nodes_max = 64;
     if (!rc)
         rc = arb_otan_new(&vo, &an, &err);
-    double *q = malloc(sizeof(double) * (size_t)(D + 1) * (size_t)vo.V);
-    double *p = malloc(sizeof(double) * (size_t)(D + 1) * (size_t)vo.V);
-    float *lg = malloc(sizeof(float) * (size_t)(D + 1) * (size_t)vo.V);
+    double *q = malloc(sizeof(double) * 64 * (size_t)vo.V);
+    double *p = malloc(sizeof(double) * 64 * (size_t)vo.V);
+    float *lg = malloc(sizeof(float) * 64 * (size_t)vo.V);
+    static const char *vn[8] = {"nss", "naive", "bv", "naivetree", "spectr", "specinfer", "khisti", "traversal"};
+    arb_verifier *vf[8] = {0};
+    double sum_be[8] = {0};
+    for (int i = 0; !rc && be_on && i < 8; i++)
+        rc = arb_verifier_new(vn[i], &vo, &vf[i], &err);
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)vo.V);
     int32_t *S = malloc(sizeof(int32_t) * 8192);
     arb_tree t;
     memset(&t, 0, sizeof t);
     if (!rc)
-        rc = arb_tree_init(&t, D + 1, &err);
+        rc = arb_tree_init(&t, 64, &err);
     if (!rc && (!q || !p || !lg || !idx || !S))
         rc = ARB_ERR(&err, ARB_E_NOMEM, "dte-depth: out of memory");
     double sum_l1[MAXD] = {0}, sum_acc[ARB_OT_COUNT][MAXD] = {{0}};
@@ -138,6 +151,24 @@ int arb_cmd_dte_depth(int argc, char **argv)
             int n_S = n;
             for (int g = 0; !rc && g < max_new; g++) {
                 bool root = g % every == every - 1;
+                if (root && be_on) { /* one (k, l, b) tree, one target pass, 8 exact expectations */
+                    arb_rng r;
+                    arb_rng_init(&r, seed, (uint32_t)pi, (uint32_t)g, ARB_STREAM_AUX);
+                    arb_tree_reset(&t, S[n_S - 1]);
+                    if ((rc = arb_draft_model_propose(dm, S, n_S, sh2, &sm, &r, &t, q, NULL, &err)))
+                        break;
+                    arb_tree_finalize(&t);
+                    if ((rc = arb_eval(c, t.tok, t.parent, t.n, lg, NULL, &err)))
+                        break;
+                    for (int v = 0; v < t.n; v++)
+                        arb_sample_process(lg + (size_t)v * V, V, &sm, p + (size_t)v * V, idx);
+                    arb_verify_in in = {.tree = &t, .p = p, .q = q, .V = V, .rng = &r};
+                    for (int i = 0; i < 8; i++) {
+                        double e = 0;
+                        arb_otan_expected_accepted(an, vf[i], &in, &e);
+                        sum_be[i] += 1 + e;
+                    }
+                }
                 arb_tree_reset(&t, S[n_S - 1]);
                 if (root) {
                     arb_rng r;
@@ -194,12 +225,21 @@ int arb_cmd_dte_depth(int argc, char **argv)
                 printf(" %.4f |", sum_acc[mth][d] / cnt[d]);
             printf("\n");
         }
+        if (be_on && n_roots > 0) {
+            printf("\n# expected block efficiency 1 + E[accepted | tree], (k, l, b) = (%d, %d, %d), %d trees\n\n",
+                   sh2.k, sh2.l, sh2.b, n_roots);
+            printf("| verifier | BE |\n|---|---|\n");
+            for (int i = 0; i < 8; i++)
+                printf("| %s | %.4f |\n", vn[i], sum_be[i] / n_roots);
+        }
     } else {
         fprintf(stderr, "arbor dte-depth: %s\n", err.msg);
     }
     arb_tree_release(&t);
     free(q); free(p); free(lg); free(idx); free(S);
     arb_otan_free(an);
+    for (int i = 0; i < 8; i++)
+        arb_verifier_free(vf[i]);
     arb_draft_model_free(dm);
     arb_ctx_free(c);
     arb_model_free(m);
