@@ -11,9 +11,9 @@
  *    (arbor: Q8_0 blocks with an f32 scale for every weight type; llama.cpp: Q8_1 for
  *    Q4_1, fp16 scales) and sum in different orders; 30 layers amplify that rounding to
  *    ~1 logit. Measured over kernel revisions: 62-64/64 argmax agree, the others at
- *    near-ties (llama.cpp top-2 margin 0.08 and 0.33), max |dlogit| 0.80-1.08.
+ *    near-ties (llama.cpp top-2 margin 0.08 and 0.33), max |dlogit| 0.70-1.08.
  *  - smollm2_f32_ref.tsv: the same weights dequantized to F32 (no activation
- *    quantization on either side): 64/64 argmax, max |dlogit| 2.5e-5. This is the check
+ *    quantization on either side): 64/64 argmax, max |dlogit| 2.5e-5 or less. The check
  *    that the forward itself (rope, GQA attention, norms, SwiGLU, tied head) is right.
  */
 #include <criterion/criterion.h>

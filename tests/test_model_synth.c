@@ -8,7 +8,7 @@
  * n_embd 64, 4 heads / 2 KV heads (GQA), head_dim 16, vocab 300.
  * The all-F32 llama and qwen2 variants were also run through llama.cpp (c392e5094,
  * F32 KV; it predates qwen3): tests/fixtures/synth_{llama,qwen2}_f32_ref.tsv hold its
- * logits, which arbor matches to ~2e-6 (float summation order only).
+ * logits, which arbor matches to ~2e-6 (float summation order, exp polynomial).
  */
 #include <criterion/criterion.h>
 #include <math.h>
