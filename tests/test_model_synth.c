@@ -6,8 +6,9 @@
  *
  * The models are random (seeded) weights in Q8_0 / Q4_1 / F32 with 2 layers,
  * n_embd 64, 4 heads / 2 KV heads (GQA), head_dim 16, vocab 300.
- * The all-F32 llama and qwen2 variants were also run through llama.cpp (c392e5094,
- * F32 KV; it predates qwen3): tests/fixtures/synth_{llama,qwen2}_f32_ref.tsv hold its
+ * The all-F32 llama (with and without rope_freqs.weight) and qwen2 variants were also
+ * run through llama.cpp (c392e5094, F32 KV; it predates qwen3):
+ * tests/fixtures/synth_{llama,llama_ropefreqs,qwen2}_f32_ref.tsv hold its
  * logits, which arbor matches to ~2e-6 (float summation order, exp polynomial).
  */
 #include <criterion/criterion.h>
@@ -58,9 +59,11 @@ static void gen_tensor(buf *d, const tdesc *t, uint64_t *s)
     const uint64_t n = t->ne0 * t->ne1;
     const float sd = 1.0f / sqrtf((float)t->ne0);
     if (t->type == ARB_TYPE_F32) {
-        bool norm = strstr(t->name, "norm") != NULL;
+        bool norm = strstr(t->name, "norm") != NULL, freqs = strstr(t->name, "rope_freqs") != NULL;
         for (uint64_t i = 0; i < n; i++) {
-            float v = norm ? 1.0f + 0.2f * (rng_unif(s) - 0.5f) : sd * 3.4f * (rng_unif(s) - 0.5f);
+            float v = freqs ? 1.0f + 3.0f * rng_unif(s)
+                    : norm  ? 1.0f + 0.2f * (rng_unif(s) - 0.5f)
+                            : sd * 3.4f * (rng_unif(s) - 0.5f);
             put(d, &v, 4);
         }
     } else if (t->type == ARB_TYPE_Q8_0) {
@@ -100,6 +103,7 @@ typedef struct synth_opts {
     uint32_t retype_to;
     const char *reshape; /* a tensor whose second dimension is doubled */
     const char *drop_key; /* an <arch>.<key> written under another name */
+    bool rope_freqs;   /* add rope_freqs.weight (Llama-3.1 frequency factors, 1..4) */
 } synth_opts;
 
 enum { S_EMBD = 64, S_LAYER = 2, S_HEAD = 4, S_HEAD_KV = 2, S_HD = 16, S_FF = 128, S_VOCAB = 300, S_CTX = 512 };
@@ -124,6 +128,8 @@ static char *write_synth(const synth_opts *o)
     T("output_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
     if (!o->tied)
         T("output.weight", ARB_TYPE_Q4_1, S_EMBD, S_VOCAB, 2);
+    if (o->rope_freqs)
+        T("rope_freqs.weight", ARB_TYPE_F32, S_HD / 2, 1, 1);
     for (int l = 0; l < S_LAYER; l++) {
         char nm[64];
 #define TL(s, ty, a, b, nd) (snprintf(nm, sizeof nm, "blk.%d.%s", l, s), T(nm, ty, a, b, nd))
@@ -468,13 +474,14 @@ Test(model_synth, attention_isa_paths_agree)
 }
 
 /* llama.cpp's logits for the all-F32 synthetic models (see the file comment). */
-static void compare_llama_cpp(const char *arch)
+static void compare_llama_cpp(const char *arch, bool rope_freqs)
 {
-    synth_opts o = {.arch = arch, .tied = true, .seed = 7, .all_f32 = true};
+    synth_opts o = {.arch = arch, .tied = true, .seed = 7, .all_f32 = true, .rope_freqs = rope_freqs};
     arb_model *m = load_synth(&o, 1);
     char path[1024];
     const char *root = getenv("ARBOR_SOURCE_ROOT");
-    snprintf(path, sizeof path, "%s/tests/fixtures/synth_%s_f32_ref.tsv", root ? root : ".", arch);
+    snprintf(path, sizeof path, "%s/tests/fixtures/synth_%s%s_f32_ref.tsv", root ? root : ".", arch,
+             rope_freqs ? "_ropefreqs" : "");
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "cannot open %s", path);
     static char line[16384];
@@ -507,8 +514,10 @@ static void compare_llama_cpp(const char *arch)
     arb_model_free(m);
 }
 
-Test(model_synth, llama_matches_llama_cpp_f32) { compare_llama_cpp("llama"); }
-Test(model_synth, qwen2_matches_llama_cpp_f32) { compare_llama_cpp("qwen2"); }
+Test(model_synth, llama_matches_llama_cpp_f32) { compare_llama_cpp("llama", false); }
+Test(model_synth, qwen2_matches_llama_cpp_f32) { compare_llama_cpp("qwen2", false); }
+/* Llama-3.1-style rope frequency factors (rope_freqs.weight) */
+Test(model_synth, llama_rope_freqs_matches_llama_cpp_f32) { compare_llama_cpp("llama", true); }
 
 /* ---------------- no allocation in the decode loop ----------------
    Test-only malloc interposition (glibc's __libc_* entry points) counting calls while
