@@ -22,7 +22,7 @@
 
 static const char usage[] =
     "usage: arbor bench engine [--model M] [--threads N] [--steps N] [--prefill N] [--reps N]\n"
-    "                          [--llama-bench PATH] [--rounds N] [--quick]\n"
+    "                          [--llama-bench PATH] [--llama-reps R] [--rounds N] [--quick]\n"
     "\n"
     "Benchmarks the CPU engine on model M (default: the default model):\n"
     "  decode    tok/s at batch 1, --steps AR steps (default 128) from an empty context\n"
@@ -32,8 +32,8 @@ static const char usage[] =
     "  roofline  measured read bandwidth / weight bytes (batch-1 tok/s bound) and the\n"
     "            int8 dot rate (compute bound for 64 nodes)\n"
     "  memory    RSS and KV-cache bytes per token\n"
-    "--llama-bench PATH runs `PATH -m M -p 0 -n STEPS -t N` right after arbor's decode,\n"
-    "--rounds times (default 2), and prints both rates and their ratio.\n"
+    "--llama-bench PATH runs `PATH -m M -p 0 -n STEPS -t N -r R` (R = --llama-reps, default 2)\n"
+    "right after arbor's decode, --rounds times (default 2), and prints both rates and their ratio.\n"
     "--threads N: kernel threads (default: all cores). --quick: fewer steps and reps.\n";
 
 static double now_s(void)
@@ -119,12 +119,12 @@ static double run_eval(bench *b, int n, int wide, arb_err *err)
 }
 
 /* llama-bench's tg rate (avg_ts of the CSV row); < 0 if it failed. */
-static double run_llama_bench(const char *exe, const char *model, int steps, int threads)
+static double run_llama_bench(const char *exe, const char *model, int steps, int threads, int reps)
 {
     if (strchr(exe, '\'') || strchr(model, '\''))
         return -1;
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' -m '%s' -p 0 -n %d -t %d -o csv 2>/dev/null", exe, model, steps, threads);
+    snprintf(cmd, sizeof cmd, "'%s' -m '%s' -p 0 -n %d -t %d -r %d -o csv 2>/dev/null", exe, model, steps, threads, reps);
     FILE *p = popen(cmd, "r");
     if (!p)
         return -1;
@@ -152,7 +152,7 @@ static double run_llama_bench(const char *exe, const char *model, int steps, int
 static int bench_engine(int argc, char **argv)
 {
     const char *model = "default", *llama = NULL;
-    int threads = 0, steps = 128, prefill = 512, reps = 5, rounds = 2;
+    int threads = 0, steps = 128, prefill = 512, reps = 5, rounds = 2, llama_reps = 2;
     bool quick = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -164,6 +164,7 @@ static int bench_engine(int argc, char **argv)
         else if (!strcmp(a, "--prefill")) rc = parse_int(a, v, 1, 100000, &prefill), i++;
         else if (!strcmp(a, "--reps")) rc = parse_int(a, v, 1, 1000, &reps), i++;
         else if (!strcmp(a, "--rounds")) rc = parse_int(a, v, 1, 100, &rounds), i++;
+        else if (!strcmp(a, "--llama-reps")) rc = parse_int(a, v, 1, 100, &llama_reps), i++;
         else if (!strcmp(a, "--quick")) quick = true;
         else {
             fprintf(stderr, "arbor bench engine: unknown or incomplete option '%s'\n%s", a, usage);
@@ -254,13 +255,14 @@ static int bench_engine(int argc, char **argv)
             goto fail;
         printf("decode    %.1f tok/s at batch 1 (%d steps from an empty context) = %.0f%% of the bandwidth roofline\n",
                dec, steps, roof_tok > 0 ? 100.0 * dec / roof_tok : 0.0);
+        fflush(stdout);
         if (llama) {
-            const double lt = run_llama_bench(llama, path, steps, threads);
+            const double lt = run_llama_bench(llama, path, steps, threads, llama_reps);
             if (lt < 0)
                 printf("llama.cpp llama-bench failed (%s)\n", llama);
             else
-                printf("llama.cpp %.1f tok/s (llama-bench -p 0 -n %d -t %d)  arbor/llama.cpp = %.2f  [round %d]\n", lt,
-                       steps, threads, dec / lt, r + 1);
+                printf("llama.cpp %.1f tok/s (llama-bench -p 0 -n %d -t %d -r %d, mean)  arbor/llama.cpp = %.2f  [round %d]\n",
+                       lt, steps, threads, llama_reps, dec / lt, r + 1);
         }
         fflush(stdout);
     }
