@@ -15,7 +15,7 @@
 
 static const char usage[] =
     "usage: arbor check-lossless [--data DIR] [--n N] [--max-new N] [--model default|PATH]\n"
-    "                            [--methods LIST] [--datasets LIST] [--no-chat] [--threads N] [-v]\n"
+    "                            [--methods LIST] [--datasets LIST] [--skip N] [--no-chat] [--threads N] [-v]\n"
     "\n"
     "Greedy losslessness check: the first N prompts (default 20) of each dataset (default\n"
     "humaneval,gsm8k) are generated with AR and with every method in LIST (default\n"
@@ -25,6 +25,7 @@ static const char usage[] =
     "\n"
     "  --data DIR      dataset directory (default $ARBOR_DATA, then the cache)\n"
     "  --max-new N     tokens per prompt (default 128)\n"
+    "  --skip N        start at prompt N of each dataset (shard a long check)\n"
     "  --methods LIST  comma-separated presets (see arbor generate --help)\n"
     "  -v, --verbose   one line per generation on stderr (method, prompt, tau, tok/s, same/DIFF)\n";
 
@@ -56,7 +57,7 @@ int arb_cmd_check_lossless(int argc, char **argv)
     }
     const char *data = NULL, *model = "default";
     char methods_buf[512] = "pld,tr,goose,iso3,iso5", sets_buf[256] = "humaneval,gsm8k";
-    int n_prompts = 20, max_new = 128, threads = 0;
+    int n_prompts = 20, max_new = 128, threads = 0, skip = 0;
     bool chat = true, verbose = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -82,13 +83,16 @@ int arb_cmd_check_lossless(int argc, char **argv)
             snprintf(methods_buf, sizeof methods_buf, "%s", v);
         else if (!strcmp(a, "--datasets"))
             snprintf(sets_buf, sizeof sets_buf, "%s", v);
-        else if (!strcmp(a, "--n") || !strcmp(a, "--max-new") || !strcmp(a, "--threads")) {
+        else if (!strcmp(a, "--n") || !strcmp(a, "--max-new") || !strcmp(a, "--threads") || !strcmp(a, "--skip")) {
             long x = strtol(v, &e, 10);
-            if (e == v || *e || x < (strcmp(a, "--threads") ? 1 : 0) || x > 100000) {
+            bool zero_ok = !strcmp(a, "--threads") || !strcmp(a, "--skip");
+            if (e == v || *e || x < (zero_ok ? 0 : 1) || x > 100000) {
                 fprintf(stderr, "arbor check-lossless: %s: '%s' is not a valid count\n", a, v);
                 return 2;
             }
-            *(!strcmp(a, "--n") ? &n_prompts : !strcmp(a, "--max-new") ? &max_new : &threads) = (int)x;
+            int *dst = !strcmp(a, "--n") ? &n_prompts : !strcmp(a, "--max-new") ? &max_new
+                     : !strcmp(a, "--skip") ? &skip : &threads;
+            *dst = (int)x;
         } else {
             fprintf(stderr, "arbor check-lossless: unknown option '%s'\n%s", a, usage);
             return 2;
@@ -132,8 +136,9 @@ int arb_cmd_check_lossless(int argc, char **argv)
         arb_dataset *ds = NULL;
         if ((rc = arb_dataset_open(dir, dnames[di], NULL, &ds, &err)))
             break;
-        size_t n = arb_dataset_count(ds) < (size_t)n_prompts ? arb_dataset_count(ds) : (size_t)n_prompts;
-        for (size_t pi = 0; pi < n && !rc; pi++) {
+        size_t n = arb_dataset_count(ds) < (size_t)(skip + n_prompts) ? arb_dataset_count(ds)
+                                                                        : (size_t)(skip + n_prompts);
+        for (size_t pi = (size_t)skip; pi < n && !rc; pi++) {
             const arb_record *r = arb_dataset_get(ds, pi);
             int32_t *ids = NULL;
             int n_ids = 0, n_ref = 0;
@@ -142,7 +147,7 @@ int arb_cmd_check_lossless(int argc, char **argv)
             o.prompt_id = (int)pi;
             for (int mi = 0; mi < n_m && !rc; mi++) {
                 arb_prompt_result res;
-                if (di == 0 && pi == 0) { /* warm-up, untimed; then start the run afresh */
+                if (di == 0 && pi == (size_t)skip) { /* warm-up, untimed; then start the run afresh */
                     rc = arb_decoder_generate(dec[mi], ids, n_ids, &o, NULL, &res, &err);
                     arb_decoder_reset_run(dec[mi]);
                     if (rc)
