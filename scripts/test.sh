@@ -10,11 +10,12 @@ if [ -z "${ARBOR_DATA:-}" ] && [ -d ../shared/datasets ]; then
 fi
 status=0
 summary=()
-stage() {  # stage NAME CMD...
+log=$(mktemp); trap 'rm -f "$log"' EXIT
+stage() {  # stage NAME CMD...   (output also goes to $log, for the totals at the end)
   local name=$1; shift
   echo "=== $name"
   local t0=$SECONDS
-  if "$@"; then summary+=("| $name | ok | $((SECONDS - t0)) s |")
+  if "$@" 2>&1 | tee -a "$log"; then summary+=("| $name | ok | $((SECONDS - t0)) s |")
   else summary+=("| $name | FAILED | $((SECONDS - t0)) s |"); status=1; fi
 }
 werror=(-Dwerror=true)
@@ -28,4 +29,10 @@ echo
 echo "| stage | result | time |"
 echo "|---|---|---|"
 printf '%s\n' "${summary[@]}"
+# One plain closing line over every test stage (meson prints "Ok: N" / "Fail: N" per run).
+passed=$(awk '/^Ok:/ {n += $2} END {print n + 0}' "$log")
+failed=$(awk '/^(Fail|Timeout|Unexpected Pass):/ {n += $NF} END {print n + 0}' "$log")
+skipped=$(awk '/^Skipped:/ {n += $2} END {print n + 0}' "$log")
+echo
+echo "tests: $passed passed, $failed failed, $skipped skipped"
 exit $status
