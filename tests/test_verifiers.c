@@ -3,7 +3,7 @@
  * verifier from the registry, plain target sampling to complete H = 2 tokens. For each
  * configuration the first token and the first two tokens are compared with the exact
  * target law by Pearson X² (cells with expected count < 20 merged, α = 1e-9) and by TV
- * against 3x its expectation at N draws; the paired acceptance-length check ties each
+ * against its expectation + 6 standard deviations at N draws; the paired acceptance-length check ties each
  * draw's realised accepted length to its exact conditional mean (otanalysis.c).
  * Negative control: NaiveTree with children sorted by token id must FAIL the same tests.
  */
@@ -46,12 +46,16 @@ static double chi2_crit(int df)
 
 static void score(const double *law, const long *cnt, int cells, long N, int h, mc_stats *s)
 {
-    double tv = 0, etv = 0, x2 = 0, mexp = 0, mobs = 0;
+    double tv = 0, etv = 0, vtv = 0, x2 = 0, mexp = 0, mobs = 0;
     int used = 0;
     for (int c = 0; c < cells; c++) {
         double e = law[c] * (double)N;
         tv += fabs((double)cnt[c] / (double)N - law[c]);
-        etv += sqrt(2 * law[c] * (1 - law[c]) / (M_PI * (double)N));
+        /* |obs/N - p| ~ half-normal with sigma^2 = p(1-p)/N: mean sqrt(2/pi) sigma,
+           variance (1 - 2/pi) sigma^2 (cells treated as independent) */
+        double s2 = law[c] * (1 - law[c]) / (double)N;
+        etv += sqrt(2 * s2 / M_PI);
+        vtv += (1 - 2 / M_PI) * s2;
         if (e < 20) {
             mexp += e;
             mobs += (double)cnt[c];
@@ -68,7 +72,7 @@ static void score(const double *law, const long *cnt, int cells, long N, int h, 
         used++;
     }
     s->tv[h] = tv / 2;
-    s->tv_bound[h] = 3 * etv / 2 + 1e-4;
+    s->tv_bound[h] = etv / 2 + 6 * sqrt(vtv) / 2 + 1e-4; /* E[TV] + 6 sd */
     s->x2[h] = x2;
     s->df[h] = used > 1 ? used - 1 : 1;
     s->crit[h] = chi2_crit(s->df[h]);
