@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "dataset.h"
@@ -20,17 +21,26 @@ static const char usage[] =
     "usage: arbor dte-depth [--dataset NAME[,NAME]] [--limit N] [--max-new N] [--every N]\n"
     "                       [--depth D] [--paths K] [--draft-layers L] [--temperature T]\n"
     "                       [--top-p P] [--seed S] [--data DIR] [--threads N] [--model M]\n"
-    "                       [--shape K,L,B]\n"
+    "                       [--shape K,L,B[;K,L,B...]]\n"
     "\n"
     "Per-depth acceptance rate of each OT verifier (NSS NaiveTree SpecInfer SpecTr Khisti;\n"
     "Khisti: the DTE lower bound) for K i.i.d. draws, and L1(p, q), along draft paths from\n"
     "roots every N tokens of sampled target trajectories (DTE Fig. 1). Defaults: math500,\n"
     "limit 3, max-new 96, every 16, depth 6, paths 3, self-draft 24 layers, T 1, top-p 1.\n"
-    "With --shape K,L,B it also drafts one (k, l, b) delayed tree per root and prints each\n"
+    "With --shape it also drafts one (k, l, b) delayed tree per shape and root and prints each\n"
     "verifier's exact expected block efficiency 1 + E[accepted | tree] on the same trees\n"
-    "(DTE Eq. 3; no verification randomness; naive and bv use path 1).\n";
+    "(DTE Eq. 3; no verification randomness; naive and bv use path 1), the draft + target\n"
+    "time per tree, and per verifier the best shape for BE and for tokens/s (DTE Tables 2/3).\n";
 
 #define MAXD 16
+#define MAXSH 16
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
 
 int arb_cmd_dte_depth(int argc, char **argv)
 {
@@ -41,8 +51,9 @@ int arb_cmd_dte_depth(int argc, char **argv)
     const char *datasets = "math500", *data = NULL, *model = "default";
     int limit = 3, max_new = 96, every = 16, D = 6, K = 3, layers = 24, threads = 0;
     double T = 1.0, top_p = 1.0;
-    arb_draft_shape sh2 = {3, 0, 4};
-    bool be_on = false;
+    arb_draft_shape shp[MAXSH];
+    int n_sh = 0;
+    bool be_on = false, shape_ok = true;
     unsigned long long seed = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -60,7 +71,16 @@ int arb_cmd_dte_depth(int argc, char **argv)
         else if (!strcmp(a, "--temperature") && ok) T = atof(v);
         else if (!strcmp(a, "--top-p") && ok) top_p = atof(v);
         else if (!strcmp(a, "--seed") && ok) seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--shape") && ok && sscanf(v, "%d,%d,%d", &sh2.k, &sh2.l, &sh2.b) == 3) be_on = true;
+        else if (!strcmp(a, "--shape") && ok) { /* K,L,B[;K,L,B...] */
+            for (const char *sp = v; sp && *sp && shape_ok; sp = strchr(sp, ';') ? strchr(sp, ';') + 1 : NULL) {
+                arb_draft_shape x;
+                shape_ok = n_sh < MAXSH && sscanf(sp, "%d,%d,%d", &x.k, &x.l, &x.b) == 3 && x.k >= 1 &&
+                           x.l >= 0 && x.b >= 0 && x.k * x.b + x.l >= 1 && arb_draft_shape_nodes(x) <= 64;
+                if (shape_ok)
+                    shp[n_sh++] = x;
+            }
+            be_on = true;
+        }
         else {
             fprintf(stderr, "arbor dte-depth: unknown or incomplete option '%s'\n%s", a, usage);
             return 2;
@@ -68,9 +88,9 @@ int arb_cmd_dte_depth(int argc, char **argv)
         i++;
     }
     if (limit < 1 || max_new < 1 || every < 1 || D < 1 || D > MAXD || K < 1 || K > 8 || !(T > 0) ||
-        !(top_p > 0 && top_p <= 1) || sh2.k < 1 || sh2.l < 0 || sh2.b < 0 || arb_draft_shape_nodes(sh2) > 64) {
+        !(top_p > 0 && top_p <= 1) || !shape_ok) {
         fprintf(stderr, "arbor dte-depth: need limit, max-new, every >= 1, depth in 1..%d, paths in 1..8, "
-                        "temperature > 0, top-p in (0, 1]\n", MAXD);
+                        "temperature > 0, top-p in (0, 1], shapes K,L,B with 1 + L + K*B <= 64 (at most %d)\n", MAXD, MAXSH);
         return 2;
     }
     arb_err err = {0};
@@ -100,7 +120,7 @@ int arb_cmd_dte_depth(int argc, char **argv)
     float *lg = malloc(sizeof(float) * 64 * (size_t)vo.V);
     static const char *vn[8] = {"nss", "naive", "bv", "naivetree", "spectr", "specinfer", "khisti", "traversal"};
     arb_verifier *vf[8] = {0};
-    double sum_be[8] = {0};
+    double sum_be[MAXSH][8] = {{0}}, sum_us[MAXSH] = {0};
     for (int i = 0; !rc && be_on && i < 8; i++)
         rc = arb_verifier_new(vn[i], &vo, &vf[i], &err);
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)vo.V);
@@ -140,33 +160,34 @@ int arb_cmd_dte_depth(int argc, char **argv)
                 par[i] = i - 1, path[i] = i;
             for (int at = 0; !rc && at < n - 1; at += 64) {
                 int nb = n - 1 - at < 64 ? n - 1 - at : 64;
-                float *big = malloc(sizeof(float) * (size_t)nb * (size_t)V);
-                rc = arb_eval(c, S + at, par, nb, big, NULL, &err);
+                rc = arb_eval(c, S + at, par, nb, lg, NULL, &err); /* lg holds 64 rows */
                 if (!rc)
                     rc = arb_commit(c, path, nb, &err);
-                free(big);
             }
             free(par);
             free(path);
             int n_S = n;
             for (int g = 0; !rc && g < max_new; g++) {
                 bool root = g % every == every - 1;
-                if (root && be_on) { /* one (k, l, b) tree, one target pass, 8 exact expectations */
+                for (int si = 0; root && si < n_sh && !rc; si++) {
+                    /* one (k, l, b) tree, one target pass, 8 exact expectations */
                     arb_rng r;
-                    arb_rng_init(&r, seed, (uint32_t)pi, (uint32_t)g, ARB_STREAM_AUX);
+                    arb_rng_init(&r, seed, (uint32_t)pi, (uint32_t)(g * MAXSH + si), ARB_STREAM_AUX);
                     arb_tree_reset(&t, S[n_S - 1]);
-                    if ((rc = arb_draft_model_propose(dm, S, n_S, sh2, &sm, &r, &t, q, NULL, &err)))
+                    double t0 = now_us();
+                    if ((rc = arb_draft_model_propose(dm, S, n_S, shp[si], &sm, &r, &t, q, NULL, &err)))
                         break;
                     arb_tree_finalize(&t);
                     if ((rc = arb_eval(c, t.tok, t.parent, t.n, lg, NULL, &err)))
                         break;
+                    sum_us[si] += now_us() - t0; /* draft + target pass (verification excluded) */
                     for (int v = 0; v < t.n; v++)
                         arb_sample_process(lg + (size_t)v * V, V, &sm, p + (size_t)v * V, idx);
                     arb_verify_in in = {.tree = &t, .p = p, .q = q, .V = V, .rng = &r};
                     for (int i = 0; i < 8; i++) {
                         double e = 0;
                         arb_otan_expected_accepted(an, vf[i], &in, &e);
-                        sum_be[i] += 1 + e;
+                        sum_be[si][i] += 1 + e;
                     }
                 }
                 arb_tree_reset(&t, S[n_S - 1]);
@@ -226,11 +247,33 @@ int arb_cmd_dte_depth(int argc, char **argv)
             printf("\n");
         }
         if (be_on && n_roots > 0) {
-            printf("\n# expected block efficiency 1 + E[accepted | tree], (k, l, b) = (%d, %d, %d), %d trees\n\n",
-                   sh2.k, sh2.l, sh2.b, n_roots);
-            printf("| verifier | BE |\n|---|---|\n");
+            printf("\n# expected block efficiency 1 + E[accepted | tree] (%d trees per shape; naive, bv: path 1)\n"
+                   "# and tokens/s = BE / (draft + target time of the tree) on this machine\n\n| shape (k,l,b) | ms |",
+                   n_roots);
             for (int i = 0; i < 8; i++)
-                printf("| %s | %.4f |\n", vn[i], sum_be[i] / n_roots);
+                printf(" %s |", vn[i]);
+            printf("\n|---|---|");
+            for (int i = 0; i < 8; i++)
+                printf("---|");
+            printf("\n");
+            for (int si = 0; si < n_sh; si++) {
+                printf("| (%d,%d,%d) | %.0f |", shp[si].k, shp[si].l, shp[si].b, sum_us[si] / n_roots / 1e3);
+                for (int i = 0; i < 8; i++)
+                    printf(" %.4f |", sum_be[si][i] / n_roots);
+                printf("\n");
+            }
+            printf("\n| verifier | best BE | at (k,l,b) | best tok/s | at (k,l,b) |\n|---|---|---|---|---|\n");
+            for (int i = 0; i < 8; i++) {
+                int bb = 0, bt = 0;
+                for (int si = 1; si < n_sh; si++) {
+                    if (sum_be[si][i] > sum_be[bb][i])
+                        bb = si;
+                    if (sum_be[si][i] / sum_us[si] > sum_be[bt][i] / sum_us[bt])
+                        bt = si;
+                }
+                printf("| %s | %.4f | (%d,%d,%d) | %.2f | (%d,%d,%d) |\n", vn[i], sum_be[bb][i] / n_roots, shp[bb].k,
+                       shp[bb].l, shp[bb].b, sum_be[bt][i] / sum_us[bt] * 1e6, shp[bt].k, shp[bt].l, shp[bt].b);
+            }
         }
     } else {
         fprintf(stderr, "arbor dte-depth: %s\n", err.msg);
