@@ -216,8 +216,8 @@ static int bench_engine(int argc, char **argv)
     }
 
     printf("arbor bench engine: %s\n", path);
-    printf("machine   %s, %d cores, kernels %s, %d threads\n          flags: %s\n", mach.cpu_model,
-           mach.n_cores, mach.matmul_isa, threads, mach.cpu_flags);
+    printf("machine   %s, %d cores, kernels %s, %d thread%s\n          flags: %s\n", mach.cpu_model,
+           mach.n_cores, mach.matmul_isa, threads, threads == 1 ? "" : "s", mach.cpu_flags);
     printf("model     %s (%s), %d layers, n_embd %d, vocab %d, %.1f M params, %.1f MB weights\n", b.mi.name,
            b.mi.arch, b.mi.n_layer, b.mi.n_embd, b.mi.n_vocab, b.mi.n_params / 1e6, b.mi.weight_bytes / 1e6);
     fflush(stdout);
