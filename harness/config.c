@@ -6,6 +6,7 @@
  * added there is accepted by configs without touching this file.
  */
 #include "config.h"
+#include "config_int.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -19,7 +20,7 @@
 
 #define PATH_MAX_ 256
 
-static const char *type_name(const cJSON *v)
+const char *arb_config_json_type(const cJSON *v)
 {
     if (cJSON_IsBool(v)) return "boolean";
     if (cJSON_IsNumber(v)) return "number";
@@ -29,7 +30,7 @@ static const char *type_name(const cJSON *v)
     return "null";
 }
 
-static bool is_int(const cJSON *v)
+bool arb_config_json_is_int(const cJSON *v)
 {
     return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
            fabs(v->valuedouble) < 9007199254740992.0;
@@ -46,7 +47,7 @@ static int check_keys(const cJSON *obj, const char *path, const char *const *all
                                a->string);
         if ((!strcmp(a->string, "comment") || !strcmp(a->string, "description")) && !cJSON_IsString(a))
             return ARB_ERR(err, ARB_E_INVAL, "%s%s%s: expected string, got %s", path, *path ? "." : "",
-                           a->string, type_name(a));
+                           a->string, arb_config_json_type(a));
         if (!allowed)
             continue;
         bool ok = false;
@@ -76,7 +77,7 @@ static int get_str(const cJSON *o, const char *path, const char *key, bool requi
     }
     if (!cJSON_IsString(v) || !v->valuestring[0])
         return ARB_ERR(err, ARB_E_INVAL, "%s.%s: expected non-empty string, got %s", path, key,
-                       cJSON_IsString(v) ? "\"\"" : type_name(v));
+                       cJSON_IsString(v) ? "\"\"" : arb_config_json_type(v));
     if (!(*out = strdup(v->valuestring)))
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     return ARB_OK;
@@ -90,12 +91,12 @@ static int get_int(const cJSON *o, const char *path, const char *key, long long 
     *out = def;
     if (!v)
         return ARB_OK;
-    if (!is_int(v) || v->valuedouble < (double)lo || v->valuedouble > (double)hi) {
+    if (!arb_config_json_is_int(v) || v->valuedouble < (double)lo || v->valuedouble > (double)hi) {
         char got[64];
         if (cJSON_IsNumber(v))
             snprintf(got, sizeof got, "%g", v->valuedouble);
         else
-            snprintf(got, sizeof got, "%s", type_name(v));
+            snprintf(got, sizeof got, "%s", arb_config_json_type(v));
         if (hi >= (1LL << 40))
             return ARB_ERR(err, ARB_E_INVAL, "%s.%s: expected integer >= %lld, got %s", path, key,
                            lo, got);
@@ -117,12 +118,12 @@ static int get_list(const cJSON *root, const char *key, bool one_ok, const cJSON
         return ARB_OK;
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0)
         return ARB_ERR(err, ARB_E_INVAL, "%s: expected a non-empty array of objects, got %s", key,
-                       cJSON_IsArray(v) ? "[]" : type_name(v));
+                       cJSON_IsArray(v) ? "[]" : arb_config_json_type(v));
     int i = 0;
     for (const cJSON *e = v->child; e; e = e->next, i++)
         if (!cJSON_IsObject(e))
             return ARB_ERR(err, ARB_E_INVAL, "%s[%d]: expected object, got %s", key, i,
-                           type_name(e));
+                           arb_config_json_type(e));
     return ARB_OK;
 }
 
@@ -242,12 +243,12 @@ static int parse_sampling(arb_config *c, const cJSON *root, arb_err *err)
             if (cJSON_IsArray(v) && !it)
                 return ARB_ERR(err, ARB_E_INVAL, "%s.%s: empty sweep list", p, names[k]);
             for (int j = 0; it; it = cJSON_IsArray(v) ? it->next : NULL, j++) {
-                bool ok = k == 2 ? is_int(it) : cJSON_IsNumber(it);
+                bool ok = k == 2 ? arb_config_json_is_int(it) : cJSON_IsNumber(it);
                 if (!ok || it->valuedouble < lo[k] || it->valuedouble > hi[k] || nv[k] == 64)
                     return ARB_ERR(err, ARB_E_INVAL, "%s.%s%s: expected %s in [%g, %g], got %s", p,
                                    names[k], cJSON_IsArray(v) ? "[]" : "",
                                    k == 2 ? "integer" : "number", k == 1 ? 0.0 : lo[k], hi[k],
-                                   type_name(it));
+                                   arb_config_json_type(it));
                 vals[k][nv[k]++] = it->valuedouble;
             }
         }
@@ -276,15 +277,14 @@ static int parse_seeds(arb_config *c, const cJSON *root, arb_err *err)
     c->n_seeds = n;
     const cJSON *it = v && cJSON_IsArray(v) ? v->child : v;
     for (int i = 0; it && i < n; i++, it = cJSON_IsArray(v) ? it->next : NULL) {
-        if (!is_int(it) || it->valuedouble < 0)
+        if (!arb_config_json_is_int(it) || it->valuedouble < 0)
             return ARB_ERR(err, ARB_E_INVAL, "seed%s: expected integer >= 0, got %s",
-                           cJSON_IsArray(v) ? "[]" : "", type_name(it));
+                           cJSON_IsArray(v) ? "[]" : "", arb_config_json_type(it));
         c->seeds[i] = (int64_t)it->valuedouble;
     }
     return ARB_OK;
 }
 
-int arb_config_methods_parse(arb_config *c, const cJSON *root, arb_err *err); /* config_method.c */
 
 static int parse_root(arb_config *c, const cJSON *root, arb_err *err)
 {
@@ -292,7 +292,7 @@ static int parse_root(arb_config *c, const cJSON *root, arb_err *err)
                                        "datasets", "methods",     "sampling", "seed",
                                        "warmup",   "repeats",     "chat",    NULL};
     if (!cJSON_IsObject(root))
-        return ARB_ERR(err, ARB_E_INVAL, "top level: expected an object, got %s", type_name(root));
+        return ARB_ERR(err, ARB_E_INVAL, "top level: expected an object, got %s", arb_config_json_type(root));
     int rc;
     long long v;
     if ((rc = check_keys(root, "", keys, err)) ||
@@ -307,7 +307,7 @@ static int parse_root(arb_config *c, const cJSON *root, arb_err *err)
     c->repeats = (int)v;
     const cJSON *ch = cJSON_GetObjectItemCaseSensitive(root, "chat");
     if (ch && !cJSON_IsBool(ch))
-        return ARB_ERR(err, ARB_E_INVAL, "chat: expected boolean, got %s", type_name(ch));
+        return ARB_ERR(err, ARB_E_INVAL, "chat: expected boolean, got %s", arb_config_json_type(ch));
     c->chat = !ch || cJSON_IsTrue(ch);
     return ARB_OK;
 }

@@ -9,27 +9,11 @@
 #include <string.h>
 
 #include "config.h"
+#include "config_int.h"
 
 #define MAX_POINTS 4096 /* sweep points per method: more is almost surely a typo */
 #define MAX_KEYS 64
 
-int arb_config_methods_parse(arb_config *c, const cJSON *root, arb_err *err);
-
-static const char *type_name(const cJSON *v)
-{
-    if (cJSON_IsBool(v)) return "boolean";
-    if (cJSON_IsNumber(v)) return "number";
-    if (cJSON_IsString(v)) return "string";
-    if (cJSON_IsArray(v)) return "array";
-    if (cJSON_IsObject(v)) return "object";
-    return "null";
-}
-
-static bool is_int(const cJSON *v)
-{
-    return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
-           fabs(v->valuedouble) < 9007199254740992.0;
-}
 
 static void range_text(const arb_method_param *p, char *buf, size_t cap)
 {
@@ -52,12 +36,12 @@ static int check_value(const arb_method_param *p, const cJSON *v, const char *pa
     else if (cJSON_IsString(v))
         snprintf(got, sizeof got, "\"%.40s\"", v->valuestring);
     else
-        snprintf(got, sizeof got, "%s", type_name(v));
+        snprintf(got, sizeof got, "%s", arb_config_json_type(v));
     switch (p->type) {
     case ARB_PARAM_INT:
     case ARB_PARAM_U64:
     case ARB_PARAM_DOUBLE: {
-        bool ok = p->type == ARB_PARAM_DOUBLE ? cJSON_IsNumber(v) : is_int(v);
+        bool ok = p->type == ARB_PARAM_DOUBLE ? cJSON_IsNumber(v) : arb_config_json_is_int(v);
         if (ok && v->valuedouble >= p->lo && v->valuedouble <= p->hi)
             return ARB_OK;
         range_text(p, want, sizeof want);
@@ -78,7 +62,7 @@ static int check_value(const arb_method_param *p, const cJSON *v, const char *pa
         for (const cJSON *e = v->child; e; e = e->next, i++)
             if (!cJSON_IsNumber(e) || e->valuedouble < p->lo || e->valuedouble > p->hi)
                 return ARB_ERR(err, ARB_E_INVAL, "%s[%d]: expected number in [%g, %g], got %s",
-                               path, i, p->lo, p->hi, type_name(e));
+                               path, i, p->lo, p->hi, arb_config_json_type(e));
         return ARB_OK;
     }
     }
@@ -122,7 +106,7 @@ static int set_string(char *dst, size_t cap, const cJSON *e, const char *key, co
         return ARB_OK;
     if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) >= cap)
         return ARB_ERR(err, ARB_E_INVAL, "%s.%s: expected non-empty string (< %zu bytes), got %s",
-                       path, key, cap, type_name(v));
+                       path, key, cap, arb_config_json_type(v));
     bool registry = !strcmp(key, "topology") || !strcmp(key, "verifier") || !strcmp(key, "scheduler");
     if (registry && !arb_method_known(key, v->valuestring))
         return ARB_ERR(err, ARB_E_INVAL, "%s.%s: unknown %s \"%s\"", path, key, key, v->valuestring);
@@ -287,12 +271,12 @@ int arb_config_methods_parse(arb_config *c, const cJSON *root, arb_err *err)
         return ARB_ERR(err, ARB_E_INVAL, "methods: missing required key");
     if (!cJSON_IsArray(arr) || !arr->child)
         return ARB_ERR(err, ARB_E_INVAL, "methods: expected a non-empty array of objects, got %s",
-                       cJSON_IsArray(arr) ? "[]" : type_name(arr));
+                       cJSON_IsArray(arr) ? "[]" : arb_config_json_type(arr));
     int i = 0, rc;
     for (const cJSON *e = arr->child; e; e = e->next, i++) {
         if (!cJSON_IsObject(e))
             return ARB_ERR(err, ARB_E_INVAL, "methods[%d]: expected object, got %s", i,
-                           type_name(e));
+                           arb_config_json_type(e));
         if ((rc = parse_method(c, e, i, err)))
             return rc;
     }
