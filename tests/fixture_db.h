@@ -10,6 +10,7 @@
 #define ARB_FIXTURE_DB_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store.h"
@@ -82,6 +83,27 @@ static inline int fx_build(arb_store *st, int shard_i, int shard_n, arb_err *err
                     return rc;
             }
     return ARB_OK;
+}
+
+/* A fresh temp directory "/tmp/arb_test_<tag>_XXXXXX" (written into dir) holding f.db with the
+   unsharded fixture; fx_tmp_close closes the store and removes the directory. */
+static inline int fx_tmp_open(const char *tag, char dir[256], arb_store **st, arb_err *err)
+{
+    snprintf(dir, 256, "/tmp/arb_test_%s_XXXXXX", tag);
+    if (!mkdtemp(dir))
+        return ARB_ERR(err, ARB_E_IO, "mkdtemp %s failed", dir);
+    char path[300];
+    snprintf(path, sizeof path, "%s/f.db", dir);
+    int rc = arb_store_open(path, st, err);
+    return rc ? rc : fx_build(*st, 0, 1, err);
+}
+
+static inline int fx_tmp_close(const char *dir, arb_store *st)
+{
+    arb_store_close(st);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd);
 }
 
 #endif

@@ -16,23 +16,15 @@ static int n_runs;
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/arb_test_metrics_XXXXXX");
-    cr_assert(mkdtemp(dir));
-    char path[300];
-    snprintf(path, sizeof path, "%s/f.db", dir);
     arb_err err = {0};
-    cr_assert_eq(arb_store_open(path, &st, &err), ARB_OK, "%s", err.msg);
-    cr_assert_eq(fx_build(st, 0, 1, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(fx_tmp_open("metrics", dir, &st, &err), ARB_OK, "%s", err.msg);
     cr_assert_eq(arb_metrics_list_runs(arb_store_db(st), &runs, &n_runs, &err), ARB_OK);
 }
 
 static void teardown(void)
 {
     arb_metrics_free_runs(runs, n_runs);
-    arb_store_close(st);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_expect_eq(system(cmd), 0);
+    cr_expect_eq(fx_tmp_close(dir, st), 0);
 }
 
 static int run_index(int mdl, int d, int m)

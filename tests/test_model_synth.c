@@ -236,19 +236,6 @@ static arb_model *load_synth(const synth_opts *o, int n_threads)
     return m;
 }
 
-static arb_ctx *new_ctx(arb_model *m, int n_ctx, int n_batch_max, int n_layer, bool want_hidden)
-{
-    arb_ctx_opts co = arb_ctx_default_opts();
-    co.n_ctx = n_ctx;
-    co.n_batch_max = n_batch_max;
-    co.n_layer = n_layer;
-    co.want_hidden = want_hidden;
-    arb_ctx *c = NULL;
-    arb_err err = {0};
-    cr_assert_eq(arb_ctx_new(m, &co, &c, &err), ARB_OK, "%s", err.msg);
-    return c;
-}
-
 #include "engine_check.h"
 
 /* ---------------- loading ---------------- */
@@ -342,7 +329,7 @@ Test(model_synth, bad_arguments_are_rejected)
 {
     synth_opts o = {.arch = "llama", .tied = true, .seed = 4};
     arb_model *m = load_synth(&o, 1);
-    arb_ctx *c = new_ctx(m, 32, 8, 0, false);
+    arb_ctx *c = check_ctx(m, 32, 8, 0, false);
     float *lg = malloc(sizeof(float) * S_VOCAB * 64);
     arb_err err = {0};
     int32_t tok[4] = {1, 2, 3, 4}, par[4] = {-1, 0, 0, 1};
@@ -455,7 +442,7 @@ Test(model_synth, attention_isa_paths_agree)
     for (int pass = 0; pass < 2; pass++) {
         if (pass)
             setenv("ARBOR_ATTN_SCALAR", "1", 1);
-        arb_ctx *c = new_ctx(m, 256, 64, 0, false);
+        arb_ctx *c = check_ctx(m, 256, 64, 0, false);
         int32_t pre[100], pp[100];
         for (int i = 0; i < 100; i++) {
             pre[i] = (i * 37) % S_VOCAB;
@@ -501,7 +488,7 @@ static void compare_llama_cpp(const char *arch, bool rope_freqs)
     }
     fclose(f);
     cr_assert(n > 0 && nl == S_VOCAB, "%s: %d tokens, %d logits", path, n, nl);
-    arb_ctx *c = new_ctx(m, 64, 64, 0, false);
+    arb_ctx *c = check_ctx(m, 64, 64, 0, false);
     float *lg = malloc(sizeof(float) * S_VOCAB * n);
     check_eval(c, tok, par, n, lg, NULL);
     double md = 0;
@@ -551,7 +538,7 @@ Test(model_synth, eval_and_commit_allocate_nothing)
 {
     synth_opts o = {.arch = "qwen3", .seed = 71};
     arb_model *m = load_synth(&o, 2);
-    arb_ctx *c = new_ctx(m, 256, 16, 0, true);
+    arb_ctx *c = check_ctx(m, 256, 16, 0, true);
     float *lg = malloc(sizeof(float) * S_VOCAB * 100), *hid = malloc(sizeof(float) * S_EMBD * 100);
     int32_t tok[100], par[100], path[100];
     uint64_t s = 9;
@@ -574,7 +561,7 @@ Test(model_synth, eval_and_commit_allocate_nothing)
     cr_assert_eq(rc, ARB_OK, "%s", err.msg);
     cr_assert_eq(alloc_count, 0, "%ld allocations in eval/commit", (long)alloc_count);
     alloc_armed = 1; /* the hook is live: creating a context does allocate */
-    arb_ctx *c2 = new_ctx(m, 64, 8, 0, false);
+    arb_ctx *c2 = check_ctx(m, 64, 8, 0, false);
     alloc_armed = 0;
     cr_assert_gt(alloc_count, 0);
     arb_ctx_free(c2);
@@ -595,7 +582,7 @@ Test(model_synth, prefill_equals_eval_commit)
     uint64_t s = 4;
     for (int i = 0; i <= N; i++)
         tok[i] = rnd(&s, S_VOCAB);
-    arb_ctx *a = new_ctx(m, 256, 16, 0, false), *b = new_ctx(m, 256, 128, 0, false);
+    arb_ctx *a = check_ctx(m, 256, 16, 0, false), *b = check_ctx(m, 256, 128, 0, false);
     float *la = malloc(sizeof(float) * S_VOCAB), *lb = malloc(sizeof(float) * S_VOCAB * N);
     arb_err err = {0};
     cr_assert_eq(arb_prefill(a, tok, 7, NULL, &err), ARB_OK, "%s", err.msg); /* no logits wanted */

@@ -15,22 +15,14 @@ static arb_store *st;
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/arb_test_plot_XXXXXX");
-    cr_assert(mkdtemp(dir));
-    char path[300];
-    snprintf(path, sizeof path, "%s/f.db", dir);
-    snprintf(out, sizeof out, "%s/fig", dir);
     arb_err err = {0};
-    cr_assert_eq(arb_store_open(path, &st, &err), ARB_OK, "%s", err.msg);
-    cr_assert_eq(fx_build(st, 0, 1, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(fx_tmp_open("plot", dir, &st, &err), ARB_OK, "%s", err.msg);
+    snprintf(out, sizeof out, "%s/fig", dir);
 }
 
 static void teardown(void)
 {
-    arb_store_close(st);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_expect_eq(system(cmd), 0);
+    cr_expect_eq(fx_tmp_close(dir, st), 0);
 }
 
 static const char *templates(void)
