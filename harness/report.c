@@ -8,18 +8,8 @@
 #include "arb_config.h"
 #include "report_int.h"
 
-typedef struct paper_row { char *model, *method, *dataset, *metric; double v; } paper_row;
-
-typedef struct rctx {
-    sqlite3 *db;
-    const arb_report_opts *o;
-    arb_run_info *runs;
-    int n;
-    arb_run_stats *st;   /* lazily loaded, one per run */
-    bool *loaded;
-    paper_row *paper;
-    int n_paper;
-} rctx;
+typedef arb_paper_row paper_row;
+typedef arb_rctx rctx;
 
 typedef struct strlist { const char *v[256]; int n; } strlist;
 
@@ -34,7 +24,7 @@ static void uniq_add(strlist *l, const char *s)
 
 arb_report_opts arb_report_default_opts(void)
 {
-    return (arb_report_opts){.table = "table3", .fmt = ARB_FMT_MD, .rows = "model,method",
+    return (arb_report_opts){.table = "auto", .fmt = ARB_FMT_MD, .rows = "model,method",
                              .cols = "dataset", .metric = ARB_METRIC_TAU, .spine = "GOOSE",
                              .iso3 = "Iso3", .iso5 = "Iso5", .ref = "GOOSE", .pld = "PLD",
                              .tr = "TR", .n_boot = 1000};
@@ -51,13 +41,14 @@ int arb_report_parse_fmt(const char *s, arb_report_fmt *out, arb_err *err)
     return ARB_ERR(err, ARB_E_INVAL, "unknown format '%s' (md, csv, tex, json)", s);
 }
 
-/* Paper-style dataset names (the GOOSE tables' headers); others print as they are. */
-static const char *ds_title(const char *id)
+/* Paper-style dataset names (the GOOSE and DTE tables' headers); others print as they are. */
+const char *arb_report_ds_title(const char *id)
 {
     static const char *const map[][2] = {{"humaneval", "HumanEval"}, {"gsm8k", "GSM8K"},
                                          {"mbpp", "MBPP"},           {"classeval", "ClassEval"},
                                          {"mt-bench", "MT-Bench"},   {"math500", "MATH500"},
-                                         {"spec-bench", "Spec-Bench"}};
+                                         {"spec-bench", "Spec-Bench"}, {"olympiadbench", "OlympiadBench"},
+                                         {"livecodebench", "LiveCodeBench"}};
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (!strcmp(map[i][0], id))
             return map[i][1];
@@ -76,7 +67,7 @@ static const arb_run_stats *stats(rctx *c, int i, arb_err *err)
     return &c->st[i];
 }
 
-static int metric_cell(rctx *c, int i, arb_metric m, arb_rcell *out, arb_err *err)
+int arb_report_cell(rctx *c, int i, arb_metric m, arb_rcell *out, arb_err *err)
 {
     const arb_run_stats *s = stats(c, i, err), *ar = NULL;
     if (!s)
@@ -147,13 +138,16 @@ static int load_paper(rctx *c, arb_err *err)
     return rc;
 }
 
-static bool model_ok(const rctx *c, int i) { return !c->o->model || !strcmp(c->runs[i].model, c->o->model); }
+bool arb_report_model_ok(const rctx *c, int i)
+{
+    return !c->o->model || !strcmp(c->runs[i].model, c->o->model);
+}
 
 static void lists(const rctx *c, strlist *models, strlist *datasets, strlist *methods)
 {
     models->n = datasets->n = methods->n = 0;
     for (int i = 0; i < c->n; i++)
-        if (model_ok(c, i)) {
+        if (arb_report_model_ok(c, i)) {
             uniq_add(models, c->runs[i].model);
             uniq_add(datasets, c->runs[i].dataset);
             uniq_add(methods, c->runs[i].method);
@@ -203,13 +197,13 @@ static int table1(rctx *c, arb_grid *g, arb_err *err)
             int s = find_run(c, models.v[m], dss.v[d], names[0]);
             if (s < 0)
                 continue;
-            const char *lab[2] = {models.v[m], ds_title(dss.v[d])};
+            const char *lab[2] = {models.v[m], arb_report_ds_title(dss.v[d])};
             int r = arb_grid_add_row(g, lab);
             if (r < 0)
                 return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
             for (int k = 0; k < 3; k++) {
                 int i = k ? arb_metrics_find_sibling(c->runs, c->n, s, names[k]) : s;
-                int rc = i >= 0 ? metric_cell(c, i, ARB_METRIC_TAU, arb_grid_at(g, r, k), err) : 0;
+                int rc = i >= 0 ? arb_report_cell(c, i, ARB_METRIC_TAU, arb_grid_at(g, r, k), err) : 0;
                 if (rc)
                     return rc;
                 if (pm)
@@ -249,7 +243,7 @@ static int table2(rctx *c, arb_grid *g, arb_err *err)
     if (arb_grid_init(g, 1, rh, dss.n + 1))
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     for (int d = 0; d < dss.n; d++)
-        arb_grid_set_col(g, d, NULL, ds_title(dss.v[d]));
+        arb_grid_set_col(g, d, NULL, arb_report_ds_title(dss.v[d]));
     arb_grid_set_col(g, dss.n, NULL, "Δ");
     const char *pm = c->o->paper_model;
     for (int m = 0; m < meths.n; m++) {
@@ -262,7 +256,7 @@ static int table2(rctx *c, arb_grid *g, arb_err *err)
         for (int d = 0; d < dss.n; d++) {
             int i = find_run(c, model, dss.v[d], meths.v[m]);
             int ref = find_run(c, model, dss.v[d], c->o->ref);
-            int rc = i >= 0 ? metric_cell(c, i, ARB_METRIC_TAU, arb_grid_at(g, r, d), err) : 0;
+            int rc = i >= 0 ? arb_report_cell(c, i, ARB_METRIC_TAU, arb_grid_at(g, r, d), err) : 0;
             if (rc)
                 return rc;
             any |= i >= 0;
@@ -270,7 +264,7 @@ static int table2(rctx *c, arb_grid *g, arb_err *err)
                 arb_grid_at(g, r, d)->paper = paper_get(c, pm, meths.v[m], dss.v[d], "tau");
             arb_rcell ref_c = {0};
             if (i >= 0 && ref >= 0 && strcmp(meths.v[m], c->o->ref)) {
-                if ((rc = metric_cell(c, ref, ARB_METRIC_TAU, &ref_c, err)))
+                if ((rc = arb_report_cell(c, ref, ARB_METRIC_TAU, &ref_c, err)))
                     return rc;
                 sum += arb_grid_at(g, r, d)->v / ref_c.v - 1, k++;
             }
@@ -296,7 +290,7 @@ static int table3(rctx *c, arb_grid *g, arb_err *err)
     if (arb_grid_init(g, 2, rh, nc))
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     for (int d = 0; d <= dss.n; d++) {
-        const char *t = d < dss.n ? ds_title(dss.v[d]) : "Avg.";
+        const char *t = d < dss.n ? arb_report_ds_title(dss.v[d]) : "Avg.";
         arb_grid_set_col(g, 2 * d, t, "Spd");
         arb_grid_set_col(g, 2 * d + 1, t, "τ");
     }
@@ -316,8 +310,8 @@ static int table3(rctx *c, arb_grid *g, arb_err *err)
             g->rule[r] = r == r0 && r > 0;
             for (int d = 0; d < dss.n; d++) {
                 int i = find_run(c, models.v[m], dss.v[d], meths.v[k]);
-                if (i >= 0 && ((rc = metric_cell(c, i, ARB_METRIC_SPEEDUP, arb_grid_at(g, r, 2 * d), err)) ||
-                               (rc = metric_cell(c, i, ARB_METRIC_TAU, arb_grid_at(g, r, 2 * d + 1), err))))
+                if (i >= 0 && ((rc = arb_report_cell(c, i, ARB_METRIC_SPEEDUP, arb_grid_at(g, r, 2 * d), err)) ||
+                               (rc = arb_report_cell(c, i, ARB_METRIC_TAU, arb_grid_at(g, r, 2 * d + 1), err))))
                     return rc;
                 if (pm) {
                     arb_grid_at(g, r, 2 * d)->paper = paper_get(c, pm, meths.v[k], dss.v[d], "speedup");
@@ -351,19 +345,22 @@ static void key_of(const arb_run_info *r, const char *key, char *buf, size_t cap
     if (!strcmp(key, "model")) snprintf(buf, cap, "%s", r->model);
     else if (!strcmp(key, "method")) snprintf(buf, cap, "%s", r->method);
     else if (!strcmp(key, "base_method")) snprintf(buf, cap, "%s", r->base_method);
-    else if (!strcmp(key, "dataset")) snprintf(buf, cap, "%s", ds_title(r->dataset));
+    else if (!strcmp(key, "dataset")) snprintf(buf, cap, "%s", arb_report_ds_title(r->dataset));
     else if (!strcmp(key, "drafter")) snprintf(buf, cap, "%s", r->drafter);
     else if (!strcmp(key, "topology")) snprintf(buf, cap, "%s", r->topology);
     else if (!strcmp(key, "sweep")) snprintf(buf, cap, "%s", r->sweep_json);
     else if (!strcmp(key, "seed")) snprintf(buf, cap, "%lld", (long long)r->seed);
     else if (!strcmp(key, "temperature")) snprintf(buf, cap, "%g", r->temperature);
+    else if (!strcmp(key, "top_p")) snprintf(buf, cap, "%g", r->top_p);
+    else if (!strcmp(key, "sampling")) arb_report_setting(r, buf, cap);
     else snprintf(buf, cap, "%s", r->config_name);
 }
 
 static int split_keys(const char *spec, char keys[4][32], int *n, arb_err *err)
 {
     static const char *const known[] = {"model", "method", "base_method", "dataset", "drafter",
-                                        "topology", "sweep", "seed", "temperature", "config"};
+                                        "topology", "sweep", "seed", "temperature", "top_p",
+                                        "sampling", "config"};
     *n = 0;
     for (const char *p = spec; *p;) {
         size_t l = strcspn(p, ",");
@@ -376,7 +373,7 @@ static int split_keys(const char *spec, char keys[4][32], int *n, arb_err *err)
             ok |= !strcmp(known[i], keys[*n]);
         if (!ok)
             return ARB_ERR(err, ARB_E_INVAL, "unknown pivot key '%s' (model method base_method "
-                           "dataset drafter topology sweep seed temperature config)", keys[*n]);
+                           "dataset drafter topology sweep seed temperature top_p sampling config)", keys[*n]);
         (*n)++;
         p += l + (p[l] == ',');
     }
@@ -417,7 +414,7 @@ static int pivot(rctx *c, arb_grid *g, arb_err *err)
         arb_grid_set_col(g, j, NULL, cols[j]);
     const char *mname = arb_metric_name(c->o->metric);
     for (int i = 0; i < c->n && !rc; i++) {
-        if (!model_ok(c, i) || col_of[i] < 0)
+        if (!arb_report_model_ok(c, i) || col_of[i] < 0)
             continue;
         char lab[4][128];
         const char *lp[4];
@@ -436,7 +433,7 @@ static int pivot(rctx *c, arb_grid *g, arb_err *err)
         arb_rcell *x = rc ? NULL : arb_grid_at(g, r, col_of[i]);
         if (x)
             x->count = c->o->metric == ARB_METRIC_N_PROMPTS;
-        if (x && !x->has && !(rc = metric_cell(c, i, c->o->metric, x, err)) && c->o->paper_model)
+        if (x && !x->has && !(rc = arb_report_cell(c, i, c->o->metric, x, err)) && c->o->paper_model)
             x->paper = paper_get(c, c->o->paper_model, c->runs[i].method, c->runs[i].dataset, mname);
     }
     free(col_of);
@@ -456,14 +453,14 @@ static int summary(rctx *c, arb_grid *g, arb_err *err)
     for (int k = 0; k < nm; k++)
         arb_grid_set_col(g, k, NULL, arb_metric_name(ms[k]));
     for (int i = 0; i < c->n; i++) {
-        if (!model_ok(c, i))
+        if (!arb_report_model_ok(c, i))
             continue;
-        const char *lab[3] = {c->runs[i].model, ds_title(c->runs[i].dataset), c->runs[i].method};
+        const char *lab[3] = {c->runs[i].model, arb_report_ds_title(c->runs[i].dataset), c->runs[i].method};
         int r = arb_grid_add_row(g, lab), rc;
         if (r < 0)
             return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
         for (int k = 0; k < nm; k++)
-            if ((rc = metric_cell(c, i, ms[k], arb_grid_at(g, r, k), err)))
+            if ((rc = arb_report_cell(c, i, ms[k], arb_grid_at(g, r, k), err)))
                 return rc;
         arb_grid_at(g, r, 0)->count = true;
     }
@@ -479,27 +476,27 @@ static int synergy(rctx *c, arb_grid *g, arb_err *err)
     for (int j = 0; j < 7; j++)
         arb_grid_set_col(g, j, NULL, cn[j]);
     for (int i = 0; i < c->n; i++) {
-        if (!model_ok(c, i) || strcmp(c->runs[i].method, c->o->spine))
+        if (!arb_report_model_ok(c, i) || strcmp(c->runs[i].method, c->o->spine))
             continue;
         int ip = arb_metrics_find_sibling(c->runs, c->n, i, c->o->pld);
         int it = arb_metrics_find_sibling(c->runs, c->n, i, c->o->tr);
-        const char *lab[2] = {c->runs[i].model, ds_title(c->runs[i].dataset)};
+        const char *lab[2] = {c->runs[i].model, arb_report_ds_title(c->runs[i].dataset)};
         int r = arb_grid_add_row(g, lab), rc = 0;
         if (r < 0)
             return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
         int idx[3] = {i, ip, it};
         for (int k = 0; k < 3 && !rc; k++)
             if (idx[k] >= 0)
-                rc = metric_cell(c, idx[k], ARB_METRIC_TAU, arb_grid_at(g, r, k), err);
+                rc = arb_report_cell(c, idx[k], ARB_METRIC_TAU, arb_grid_at(g, r, k), err);
         if (!rc && ip >= 0 && it >= 0) {
             arb_ci ci;
             arb_metrics_synergy(stats(c, i, err), stats(c, ip, err), stats(c, it, err),
                                 c->o->n_boot, (uint64_t)i, &ci);
-            *arb_grid_at(g, r, 3) = (arb_rcell){true, ci.v, ci.lo, ci.hi, NAN, false, false, false};
+            *arb_grid_at(g, r, 3) = (arb_rcell){.has = true, .v = ci.v, .lo = ci.lo, .hi = ci.hi, .paper = NAN};
         }
         const arb_metric ms[3] = {ARB_METRIC_SPINE_SHARE, ARB_METRIC_P_S, ARB_METRIC_P_T};
         for (int k = 0; k < 3 && !rc; k++)
-            rc = metric_cell(c, i, ms[k], arb_grid_at(g, r, 4 + k), err);
+            rc = arb_report_cell(c, i, ms[k], arb_grid_at(g, r, 4 + k), err);
         if (rc)
             return rc;
     }
@@ -511,8 +508,8 @@ static int depth(rctx *c, arb_grid *g, arb_err *err)
     static const char *const rh[] = {"Model", "Dataset", "Method"};
     int dmax = 1;
     for (int i = 0; i < c->n; i++) {
-        const arb_run_stats *s = model_ok(c, i) ? stats(c, i, err) : NULL;
-        if (model_ok(c, i) && !s)
+        const arb_run_stats *s = arb_report_model_ok(c, i) ? stats(c, i, err) : NULL;
+        if (arb_report_model_ok(c, i) && !s)
             return err->code;
         for (int d = 1; s && d <= ARB_METRICS_DMAX && d <= 16; d++)
             if (s->depth_reach[d] > 0 && d > dmax)
@@ -526,10 +523,10 @@ static int depth(rctx *c, arb_grid *g, arb_err *err)
         arb_grid_set_col(g, d - 1, NULL, t);
     }
     for (int i = 0; i < c->n; i++) {
-        if (!model_ok(c, i))
+        if (!arb_report_model_ok(c, i))
             continue;
         const arb_run_stats *s = stats(c, i, err);
-        const char *lab[3] = {c->runs[i].model, ds_title(c->runs[i].dataset), c->runs[i].method};
+        const char *lab[3] = {c->runs[i].model, arb_report_ds_title(c->runs[i].dataset), c->runs[i].method};
         int r = arb_grid_add_row(g, lab);
         if (r < 0)
             return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
@@ -544,27 +541,30 @@ static int depth(rctx *c, arb_grid *g, arb_err *err)
 
 static const struct { const char *name; int (*fn)(rctx *, arb_grid *, arb_err *); } tables[] = {
     {"table1", table1}, {"table2", table2}, {"table3", table3}, {"pivot", pivot},
-    {"summary", summary}, {"synergy", synergy}, {"depth", depth},
+    {"summary", summary}, {"synergy", synergy}, {"depth", depth}, {"dte", arb_report_dte},
 };
 
 int arb_report_write(sqlite3 *db, const arb_report_opts *o, FILE *out, arb_err *err)
 {
     int (*fn)(rctx *, arb_grid *, arb_err *) = NULL;
+    bool autot = !o->table || !strcmp(o->table, "auto");
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
-        if (!strcmp(o->table, tables[i].name))
+        if (!autot && !strcmp(o->table, tables[i].name))
             fn = tables[i].fn;
-    if (!fn)
-        return ARB_ERR(err, ARB_E_INVAL, "unknown table '%s' (table1 table2 table3 pivot summary "
-                       "synergy depth)", o->table);
+    if (!fn && !autot)
+        return ARB_ERR(err, ARB_E_INVAL, "unknown table '%s' (auto table1 table2 table3 pivot "
+                       "summary synergy depth dte)", o->table);
     /* Intervals cost n_boot resamples per cell: compute them only where they are printed. */
     arb_report_opts eo = *o;
-    if (!o->ci && strcmp(o->table, "summary") && strcmp(o->table, "synergy"))
+    if (!o->ci && (autot || (strcmp(o->table, "summary") && strcmp(o->table, "synergy"))))
         eo.n_boot = 0;
     rctx c = {.db = db, .o = &eo};
     arb_grid g = {0};
     int rc = arb_metrics_list_runs(db, &c.runs, &c.n, err);
     if (!rc && c.n == 0)
         rc = ARB_ERR(err, ARB_E_NOTFOUND, "no runs in the database");
+    if (!rc && autot) /* draft-model (verifier) configs get the DTE layout, the others table3 */
+        fn = arb_report_is_dte(&c) ? arb_report_dte : table3;
     if (!rc && !((c.st = calloc((size_t)c.n, sizeof *c.st)) && (c.loaded = calloc((size_t)c.n, 1))))
         rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     if (!rc && o->paper_model)

@@ -8,6 +8,9 @@
  *   summary one row per run with every metric and its bootstrap 95% interval
  *   synergy τ_GOOSE / max(τ_PLD, τ_TR) and the spine-continuation share per model × dataset
  *   depth   acceptance rate by tree depth per run
+ *   dte     τ and tok/s per verifier × sampling setting at the best (k, b) per dataset and
+ *           setting, averaged over datasets; winners as cell notes (DTE Tables 2/3, Appendix F)
+ *   auto    (the default) dte when every speculative run is a draft-model run, else table3
  * With paper_model set, each value column gets a neighbour with the published figure for that
  * paper model (results/paper/goose.tsv).
  *
@@ -31,7 +34,7 @@ typedef struct arb_report_opts {
     const char *table;        /* see above */
     arb_report_fmt fmt;
     const char *rows, *cols;  /* pivot keys, comma-separated: model method base_method dataset
-                                 drafter topology sweep seed temperature config */
+                                 drafter topology sweep seed temperature top_p sampling config */
     arb_metric metric;        /* pivot metric */
     const char *model;        /* only this model id (table2: which model; default the first) */
     const char *paper_model;  /* print the published value of this paper model beside ours */

@@ -57,7 +57,7 @@ int arb_grid_add_row(arb_grid *g, const char *const *labels)
             return -1;
         }
     for (int j = 0; j < g->nc; j++)
-        g->c[r * g->nc + j] = (arb_rcell){false, NAN, NAN, NAN, NAN, false, false, false};
+        g->c[r * g->nc + j] = (arb_rcell){.v = NAN, .lo = NAN, .hi = NAN, .paper = NAN};
     g->rule[r] = false;
     g->nr++;
     return r;
@@ -132,6 +132,8 @@ static void fmt_cell(const arb_grid *g, const arb_rcell *c, bool tex, char *buf,
     } else {
         snprintf(buf, cap, "%s%s%s", b0, v, b1);
     }
+    if (c->note[0]) /* the note names what produced the value (e.g. the winning shape) */
+        snprintf(buf + strlen(buf), cap - strlen(buf), tex ? " {\\scriptsize (%s)}" : " (%s)", c->note);
 }
 
 static void col_title(const arb_grid *g, int j, char *buf, size_t cap)
@@ -179,6 +181,8 @@ static void csv_field(const char *s, FILE *f)
 static void write_md(const arb_grid *g, FILE *f)
 {
     char t[256];
+    if (g->caption[0])
+        fprintf(f, "_%s_\n\n", g->caption);
     fputs("|", f);
     for (int i = 0; i < g->n_rh; i++)
         fprintf(f, " %s |", g->rh_name[i]);
@@ -225,6 +229,12 @@ static void write_csv(const arb_grid *g, FILE *f)
             fprintf(f, ",%s lo,%s hi", t, t);
         if (g->paper)
             fprintf(f, ",%s paper", t);
+        if (g->notes) {
+            char n[300];
+            snprintf(n, sizeof n, "%s at", t);
+            fputc(',', f);
+            csv_field(n, f);
+        }
     }
     fputc('\n', f);
     for (int r = 0; r < g->nr; r++) {
@@ -241,6 +251,10 @@ static void write_csv(const arb_grid *g, FILE *f)
                 isnan(vals[k]) ? fputs(",", f) : fprintf(f, ",%.6g", vals[k]);
             if (g->paper)
                 isnan(vals[3]) ? fputs(",", f) : fprintf(f, ",%.6g", vals[3]);
+            if (g->notes) {
+                fputc(',', f);
+                csv_field(c->note, f);
+            }
         }
         fputc('\n', f);
     }
@@ -249,6 +263,8 @@ static void write_csv(const arb_grid *g, FILE *f)
 static void write_tex(const arb_grid *g, FILE *f)
 {
     int per = g->paper ? 2 : 1;
+    if (g->caption[0])
+        fprintf(f, "%% %s\n", g->caption);
     fputs("\\begin{tabular}{", f);
     for (int i = 0; i < g->n_rh; i++)
         fputc('l', f);
@@ -337,6 +353,8 @@ static int write_json(const arb_grid *g, FILE *f, arb_err *err)
                 cJSON_AddItemToObject(o, "paper", num_or_null(c->paper));
             if (c->bold)
                 cJSON_AddTrueToObject(o, "best");
+            if (c->note[0])
+                cJSON_AddStringToObject(o, "at", c->note);
         }
     }
     char *txt = root ? cJSON_Print(root) : NULL;
