@@ -4,15 +4,18 @@
  * tokens from the current root, one target pass scores it, and at each depth d the rates of
  * the OT solvers for n = --paths i.i.d. draws and ||p_v - q_v||_1 are averaged.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
 #include "dataset.h"
 #include "drafters/draft_model.h"
 #include "genutil.h"
+#include "plot.h"
 #include "sample.h"
 #include "verifiers/otanalysis.h"
 #include "verifiers/verifier.h"
@@ -21,7 +24,7 @@ static const char usage[] =
     "usage: arbor dte-depth [--dataset NAME[,NAME]] [--limit N] [--max-new N] [--every N]\n"
     "                       [--depth D] [--paths K] [--draft-layers L] [--temperature T]\n"
     "                       [--top-p P] [--seed S] [--data DIR] [--threads N] [--model M]\n"
-    "                       [--shape K,L,B[;K,L,B...]]\n"
+    "                       [--shape K,L,B[;K,L,B...]] [--plot DIR] [--templates DIR]\n"
     "\n"
     "Per-depth acceptance rate of each OT verifier (NSS NaiveTree SpecInfer SpecTr Khisti;\n"
     "Khisti: the DTE lower bound) for K i.i.d. draws, and L1(p, q), along draft paths from\n"
@@ -30,10 +33,76 @@ static const char usage[] =
     "With --shape it also drafts one (k, l, b) delayed tree per shape and root and prints each\n"
     "verifier's exact expected block efficiency 1 + E[accepted | tree] on the same trees\n"
     "(DTE Eq. 3; no verification randomness; naive and bv use path 1), the draft + target\n"
-    "time per tree, and per verifier the best shape for BE and for tokens/s (DTE Tables 2/3).\n";
+    "time per tree, and per verifier the best shape for BE and for tokens/s (DTE Tables 2/3).\n"
+    "With --plot DIR it also writes the per-depth table as DIR/dte_depth.{dat,md} and the\n"
+    "figure DIR/dte_depth.{gp,png,svg} (gnuplot; template plots/dte_depth.gp or --templates).\n";
 
 #define MAXD 16
 #define MAXSH 16
+
+typedef struct depth_tab {   /* what the per-depth table and figure show */
+    int D, K, n_roots;
+    const double *l1, (*acc)[MAXD];
+    const long *cnt;
+} depth_tab;
+
+static const char *const ot_names[ARB_OT_COUNT] = {"NSS", "NaiveTree", "SpecInfer", "SpecTr", "Khisti(bound)"};
+
+static void print_depth_table(FILE *f, const depth_tab *t)
+{
+    fprintf(f, "| depth | nodes | L1(p,q) |");
+    for (int mth = 0; mth < ARB_OT_COUNT; mth++)
+        fprintf(f, " %s |", ot_names[mth]);
+    fprintf(f, "\n|---|---|---|");
+    for (int mth = 0; mth < ARB_OT_COUNT; mth++)
+        fprintf(f, "---|");
+    fprintf(f, "\n");
+    for (int d = 0; d < t->D; d++) {
+        if (!t->cnt[d])
+            continue;
+        fprintf(f, "| %d | %ld | %.4f |", d, t->cnt[d], t->l1[d] / t->cnt[d]);
+        for (int mth = 0; mth < ARB_OT_COUNT; mth++)
+            fprintf(f, " %.4f |", t->acc[mth][d] / t->cnt[d]);
+        fprintf(f, "\n");
+    }
+}
+
+/* DIR/dte_depth.{dat,md,gp} and, through gnuplot, .png/.svg (DTE Fig. 1). */
+static int write_plot(const char *dir, const char *templates, const depth_tab *t, const char *head,
+                      const char *setting, arb_err *err)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return ARB_ERR(err, ARB_E_IO, "%s: %s", dir, strerror(errno));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/dte_depth.dat", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return ARB_ERR(err, ARB_E_IO, "%s: %s", path, strerror(errno));
+    fprintf(f, "%sdepth nodes L1 NSS NaiveTree SpecInfer SpecTr Khisti-LB\n", head);
+    for (int d = 0; d < t->D; d++) {
+        if (!t->cnt[d])
+            continue;
+        fprintf(f, "%d %ld %.6f", d, t->cnt[d], t->l1[d] / t->cnt[d]);
+        for (int mth = 0; mth < ARB_OT_COUNT; mth++)
+            fprintf(f, " %.6f", t->acc[mth][d] / t->cnt[d]);
+        fputc('\n', f);
+    }
+    if (fclose(f) != 0)
+        return ARB_ERR(err, ARB_E_IO, "%s: write error", path);
+    snprintf(path, sizeof path, "%s/dte_depth.md", dir);
+    if (!(f = fopen(path, "w")))
+        return ARB_ERR(err, ARB_E_IO, "%s: %s", path, strerror(errno));
+    fputs(head, f);
+    fputc('\n', f);
+    print_depth_table(f, t);
+    if (fclose(f) != 0)
+        return ARB_ERR(err, ARB_E_IO, "%s: write error", path);
+    char vars[1024];
+    snprintf(vars, sizeof vars, "ncols = %d\ntitle_text = 'Per-depth acceptance rate (n = %d i.i.d. draws) "
+             "and L1(p,q): %s, %d roots'\n", 3 + ARB_OT_COUNT, t->K, setting, t->n_roots);
+    int rc = arb_plot_script(dir, templates, "dte_depth", vars, 1000, 420, err);
+    return rc ? rc : arb_plot_render(dir, "dte_depth", err);
+}
 
 static double now_us(void)
 {
@@ -48,7 +117,7 @@ int arb_cmd_dte_depth(int argc, char **argv)
         fputs(usage, stdout);
         return 0;
     }
-    const char *datasets = "math500", *data = NULL, *model = "default";
+    const char *datasets = "math500", *data = NULL, *model = "default", *plot_dir = NULL, *templates = NULL;
     int limit = 3, max_new = 96, every = 16, D = 6, K = 3, layers = 24, threads = 0;
     double T = 1.0, top_p = 1.0;
     arb_draft_shape shp[MAXSH];
@@ -61,6 +130,8 @@ int arb_cmd_dte_depth(int argc, char **argv)
         if (!strcmp(a, "--dataset") && ok) datasets = v;
         else if (!strcmp(a, "--data") && ok) data = v;
         else if (!strcmp(a, "--model") && ok) model = v;
+        else if (!strcmp(a, "--plot") && ok) plot_dir = v;
+        else if (!strcmp(a, "--templates") && ok) templates = v;
         else if (!strcmp(a, "--limit") && ok) limit = atoi(v);
         else if (!strcmp(a, "--max-new") && ok) max_new = atoi(v);
         else if (!strcmp(a, "--every") && ok) every = atoi(v);
@@ -227,25 +298,22 @@ int arb_cmd_dte_depth(int argc, char **argv)
         arb_dataset_free(ds);
     }
     if (!rc) {
-        static const char *mn[ARB_OT_COUNT] = {"NSS", "NaiveTree", "SpecInfer", "SpecTr", "Khisti(bound)"};
-        printf("# DTE Fig. 1: per-depth OTLP acceptance rate (n = %d i.i.d. draws) and L1(p,q)\n", K);
-        printf("# target %s, self-draft %d/%d layers, T %.2f, top-p %.2f, datasets %s, %d roots\n\n",
-               mi.name, layers, mi.n_layer, T, top_p, datasets, n_roots);
-        printf("| depth | nodes | L1(p,q) |");
-        for (int mth = 0; mth < ARB_OT_COUNT; mth++)
-            printf(" %s |", mn[mth]);
-        printf("\n|---|---|---|");
-        for (int mth = 0; mth < ARB_OT_COUNT; mth++)
-            printf("---|");
-        printf("\n");
-        for (int d = 0; d < D; d++) {
-            if (!cnt[d])
-                continue;
-            printf("| %d | %ld | %.4f |", d, cnt[d], sum_l1[d] / cnt[d]);
-            for (int mth = 0; mth < ARB_OT_COUNT; mth++)
-                printf(" %.4f |", sum_acc[mth][d] / cnt[d]);
-            printf("\n");
-        }
+        char head[1024];
+        snprintf(head, sizeof head,
+                 "# DTE Fig. 1: per-depth OTLP acceptance rate (n = %d i.i.d. draws) and L1(p,q)\n"
+                 "# target %s, self-draft %d/%d layers, T %.2f, top-p %.2f, datasets %s, %d roots\n",
+                 K, mi.name, layers, mi.n_layer, T, top_p, datasets, n_roots);
+        depth_tab tab = {D, K, n_roots, sum_l1, sum_acc, cnt};
+        printf("%s\n", head);
+        print_depth_table(stdout, &tab);
+        char setting[600];
+        snprintf(setting, sizeof setting, "T %.2g, top-p %.2g, %s", T, top_p, datasets);
+        for (char *sc = setting; *sc; sc++) /* a gnuplot string in single quotes */
+            *sc = *sc == '\'' ? ' ' : *sc;
+        if (plot_dir && (rc = write_plot(plot_dir, templates, &tab, head, setting, &err)))
+            fprintf(stderr, "arbor dte-depth: %s\n", err.msg);
+        else if (plot_dir)
+            fprintf(stderr, "arbor dte-depth: figure in %s/dte_depth.{png,svg}\n", plot_dir);
         if (be_on && n_roots > 0) {
             printf("\n# expected block efficiency 1 + E[accepted | tree] (%d trees per shape; naive, bv: path 1)\n"
                    "# and tokens/s = BE / (draft + target time of the tree) on this machine\n\n| shape (k,l,b) | ms |",

@@ -91,21 +91,23 @@ static double metric(const pctx *c, int i, arb_metric m, int n_boot, arb_ci *ci,
 }
 
 /* Write <name>.gp: variables, then the template once per terminal. */
-static int write_script(const pctx *c, const char *name, const char *vars, int w, int h, arb_err *err)
+int arb_plot_script(const char *out_dir, const char *templates, const char *name, const char *vars,
+                    int w, int h, arb_err *err)
 {
-    char tpath[4096];
+    char tpath[4096], opath[4096];
     const char *root = getenv("ARBOR_SOURCE_ROOT") ? getenv("ARBOR_SOURCE_ROOT") : ARB_SOURCE_ROOT;
-    if (c->o->templates)
-        snprintf(tpath, sizeof tpath, "%s/%s.gp", c->o->templates, name);
+    if (templates)
+        snprintf(tpath, sizeof tpath, "%s/%s.gp", templates, name);
     else
         snprintf(tpath, sizeof tpath, "%s/plots/%s.gp", root, name);
     FILE *t = fopen(tpath, "r");
     if (!t)
         return ARB_ERR(err, ARB_E_NOTFOUND, "%s: gnuplot template not found (--templates DIR)", tpath);
-    FILE *f = open_out(c, name, "gp", err);
+    snprintf(opath, sizeof opath, "%s/%s.gp", out_dir, name);
+    FILE *f = fopen(opath, "w");
     if (!f) {
         fclose(t);
-        return err->code;
+        return ARB_ERR(err, ARB_E_IO, "%s: %s", opath, strerror(errno));
     }
     fprintf(f, "# %s.gp — written by `arbor plot` from %s; rerun: gnuplot %s.gp\n", name, tpath, name);
     fprintf(f, "datafile = '%s.dat'\n%s", name, vars);
@@ -120,30 +122,38 @@ static int write_script(const pctx *c, const char *name, const char *vars, int w
     fputs("unset output\n}\n", f);
     fclose(t);
     if (fclose(f) != 0)
-        return ARB_ERR(err, ARB_E_IO, "%s/%s.gp: write error", c->o->out_dir, name);
+        return ARB_ERR(err, ARB_E_IO, "%s: write error", opath);
+    return ARB_OK;
+}
+
+static int write_script(const pctx *c, const char *name, const char *vars, int w, int h, arb_err *err)
+{
+    return arb_plot_script(c->o->out_dir, c->o->templates, name, vars, w, h, err);
+}
+
+int arb_plot_render(const char *out_dir, const char *name, arb_err *err)
+{
+    if (strchr(out_dir, '\''))
+        return ARB_ERR(err, ARB_E_INVAL, "%s: output directory name must not contain a quote", out_dir);
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot '%s.gp' 2>'%s.log'", out_dir, name, name);
+    int st = system(cmd);
+    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+            return ARB_ERR(err, ARB_E_EXTERNAL, "gnuplot not found (apt-get install gnuplot-nox); "
+                           "%s/%s.{dat,gp} are written", out_dir, name);
+        return ARB_ERR(err, ARB_E_EXTERNAL, "gnuplot failed on %s/%s.gp (see %s.log)", out_dir,
+                       name, name);
+    }
+    char log[4200];
+    snprintf(log, sizeof log, "%s/%s.log", out_dir, name);
+    remove(log);
     return ARB_OK;
 }
 
 static int render(const pctx *c, const char *name, arb_err *err)
 {
-    if (!c->o->render)
-        return ARB_OK;
-    if (strchr(c->o->out_dir, '\''))
-        return ARB_ERR(err, ARB_E_INVAL, "%s: output directory name must not contain a quote", c->o->out_dir);
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot '%s.gp' 2>'%s.log'", c->o->out_dir, name, name);
-    int st = system(cmd);
-    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
-            return ARB_ERR(err, ARB_E_EXTERNAL, "gnuplot not found (apt-get install gnuplot-nox); "
-                           "%s/%s.{dat,gp} are written", c->o->out_dir, name);
-        return ARB_ERR(err, ARB_E_EXTERNAL, "gnuplot failed on %s/%s.gp (see %s.log)", c->o->out_dir,
-                       name, name);
-    }
-    char log[4200];
-    snprintf(log, sizeof log, "%s/%s.log", c->o->out_dir, name);
-    remove(log);
-    return ARB_OK;
+    return c->o->render ? arb_plot_render(c->o->out_dir, name, err) : ARB_OK;
 }
 
 static int fig_speedup(pctx *c, arb_err *err)

@@ -14,6 +14,10 @@
  *
  * Without gnuplot the .dat and .gp files are still written and the call returns
  * ARB_E_EXTERNAL naming the missing program.
+ *
+ * Figures whose data is computed live rather than read from a database (`arbor dte-depth
+ * --plot DIR`: DTE Fig. 1, template plots/dte_depth.gp) write DIR/<name>.dat themselves and
+ * then call arb_plot_script + arb_plot_render.
  */
 #ifndef ARB_PLOT_H
 #define ARB_PLOT_H
@@ -36,5 +40,12 @@ typedef struct arb_plot_opts {
 
 arb_plot_opts arb_plot_default_opts(void);
 int arb_plot_write(sqlite3 *db, const arb_plot_opts *o, arb_err *err);
+
+/* out_dir/<name>.gp = `vars` (gnuplot assignments, datafile = '<name>.dat' is set) + the template
+   <templates or source root/plots>/<name>.gp once per terminal (PNG w×h, SVG). */
+int arb_plot_script(const char *out_dir, const char *templates, const char *name, const char *vars,
+                    int w, int h, arb_err *err);
+/* Run gnuplot on out_dir/<name>.gp (in out_dir): <name>.png and <name>.svg. */
+int arb_plot_render(const char *out_dir, const char *name, arb_err *err);
 
 #endif

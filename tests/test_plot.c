@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fixture_db.h"
 #include "metrics.h"
@@ -153,4 +154,42 @@ Test(plot, errors_name_the_problem, .init = setup, .fini = teardown)
     o.param = "colour";
     cr_assert_eq(arb_plot_write(arb_store_db(st), &o, &err), ARB_E_NOTFOUND);
     cr_assert(strstr(err.msg, "colour") != NULL, "%s", err.msg);
+}
+
+/* The helpers `arbor dte-depth --plot` uses: a .dat written by the caller, the dte_depth
+   template (DTE Fig. 1: acceptance per depth and L1(p,q)) rendered to PNG and SVG. */
+Test(plot, dte_depth_script_and_render_helpers, .init = setup, .fini = teardown)
+{
+    cr_assert_eq(mkdir(out, 0777), 0);
+    char path[400];
+    snprintf(path, sizeof path, "%s/dte_depth.dat", out);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("# test\ndepth nodes L1 NSS NaiveTree SpecInfer SpecTr Khisti-LB\n", f);
+    for (int d = 0; d < 6; d++)
+        fprintf(f, "%d 10 %.3f %.3f %.3f %.3f %.3f %.3f\n", d, 0.5 + 0.1 * d, 0.6 - 0.05 * d, 0.65 - 0.05 * d,
+                0.7 - 0.05 * d, 0.7 - 0.05 * d, 0.72 - 0.05 * d);
+    cr_assert_eq(fclose(f), 0);
+    arb_err err = {0};
+    cr_assert_eq(arb_plot_script(out, "/nonexistent/plots", "dte_depth", "", 800, 400, &err), ARB_E_NOTFOUND);
+    cr_assert(strstr(err.msg, "/nonexistent/plots/dte_depth.gp"), "%s", err.msg);
+    cr_assert_eq(arb_plot_script(out, templates(), "dte_depth", "ncols = 8\ntitle_text = 't'\n", 800, 400, &err),
+                 ARB_OK, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/dte_depth.gp", out);
+    f = fopen(path, "r");
+    cr_assert(f);
+    char body[8192];
+    size_t nb = fread(body, 1, sizeof body - 1, f);
+    body[nb] = 0;
+    fclose(f);
+    cr_assert(strstr(body, "datafile = 'dte_depth.dat'\nncols = 8\n") && strstr(body, "set multiplot") &&
+              strstr(body, "set output 'dte_depth.png'"), "%s", body);
+    cr_assert_eq(arb_plot_render("/tmp/it's", "dte_depth", &err), ARB_E_INVAL);
+    if (system("gnuplot --version >/dev/null 2>&1") != 0)
+        cr_skip("gnuplot not installed: script checked, rendering skipped");
+    cr_assert_eq(arb_plot_render(out, "dte_depth", &err), ARB_OK, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/dte_depth.png", out);
+    cr_assert(starts_with_file(path, "\x89PNG\r\n\x1a\n", 8), "%s is no PNG", path);
+    snprintf(path, sizeof path, "%s/dte_depth.svg", out);
+    cr_assert(starts_with_file(path, "<?xml", 5), "%s is no SVG", path);
 }
