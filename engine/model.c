@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "chat.h"
@@ -232,6 +233,67 @@ static int load_tensors(arb_model *m, const arch_row *ar, arb_err *err)
     return ARB_OK;
 }
 
+/* The matrices the forward multiplies (not tok_embd, which is only gathered). */
+static int model_mats(arb_model *m, arb_qmat **out)
+{
+    int n = 0;
+    for (int l = 0; l < m->n_layer; l++) {
+        arb_layer *L = &m->layers[l];
+        arb_qmat *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+            out[n++] = ws[i];
+    }
+    out[n++] = &m->output;
+    return n;
+}
+
+/* Drop the mapping's pages of a packed tensor: clean private file pages, re-read
+   from the file should a non-AVX-512 kernel ever touch them (ARBOR_ISA, tests). */
+static void drop_pages(const void *data, size_t bytes)
+{
+    const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = ((uintptr_t)data + pg - 1) & ~(pg - 1);
+    const uintptr_t e = ((uintptr_t)data + bytes) & ~(pg - 1);
+    if (e > a)
+        madvise((void *)a, e - a, MADV_DONTNEED); /* advisory: failure only costs memory */
+}
+
+/* With the AVX-512 kernels (CPU backend), repack every Q4_0/Q4_1/Q8_0 matrix once
+   (engine/cpu/matmul_pack.c): a decode step then reads each chunk with aligned
+   loads instead of a transposition. ARBOR_NO_PACK=1 keeps the GGUF layout (the
+   results are bit-identical either way; tests compare). */
+static int pack_weights(arb_model *m, arb_err *err)
+{
+    const char *no = getenv("ARBOR_NO_PACK");
+    if (m->opts.backend != ARB_BACKEND_CPU || strcmp(arb_matmul_isa(), "avx512vnni") || (no && *no && *no != '0'))
+        return ARB_OK;
+    arb_qmat **mats = malloc(sizeof *mats * (size_t)(7 * m->n_layer + 1));
+    if (!mats)
+        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", m->path);
+    const int n = model_mats(m, mats);
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += (arb_matmul_pack_bytes(mats[i]) + 63) & ~(size_t)63;
+    if (total && posix_memalign(&m->packed, 64, total)) {
+        m->packed = NULL;
+        free(mats);
+        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory for %zu bytes of packed weights", m->path, total);
+    }
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        const size_t b = arb_matmul_pack_bytes(mats[i]);
+        if (!b)
+            continue;
+        uint8_t *dst = (uint8_t *)m->packed + off;
+        arb_matmul_pack(mats[i], dst);
+        mats[i]->packed = dst;
+        if (mats[i]->data != m->tok_embd.data) /* a tied head is also the embedding table */
+            drop_pages(mats[i]->data, b);
+        off += (b + 63) & ~(size_t)63;
+    }
+    free(mats);
+    return ARB_OK;
+}
+
 int arb_model_load(const char *path, const arb_load_opts *o, arb_model **out, arb_err *err)
 {
     *out = NULL;
@@ -288,7 +350,7 @@ int arb_model_load(const char *path, const arb_load_opts *o, arb_model **out, ar
     }
     m->arch = ar->arch;
     m->rope_neox = ar->neox;
-    if ((rc = load_hparams(m, err)) || (rc = load_tensors(m, ar, err)))
+    if ((rc = load_hparams(m, err)) || (rc = load_tensors(m, ar, err)) || (rc = pack_weights(m, err)))
         goto fail;
     *out = m;
     return ARB_OK;
@@ -304,6 +366,7 @@ void arb_model_free(arb_model *m)
     arb_tokenizer_free(m->tok);
     arb_gguf_close(m->g);
     free(m->layers);
+    free(m->packed);
     free(m->path);
     free(m);
 }

@@ -58,6 +58,7 @@ struct arb_model {
     const float *output_norm; /* [n_embd] */
     arb_qmat output;        /* n_vocab rows of n_embd (= tok_embd when tied) */
     arb_layer *layers;      /* n_layer */
+    void *packed;           /* owned: repacked weights for the AVX-512 kernels, or NULL */
     uint64_t n_params, weight_bytes;
 };
 

@@ -60,6 +60,20 @@ static void *random_weights(uint32_t type, int n_in, int n_out, size_t *row_byte
     return w;
 }
 
+/* The load-time packed copy the AVX-512 kernels read (matmul_pack.c), when the
+   type and shape have one; other families ignore it. Free with free(). */
+static void *attach_packed(arb_qmat *m)
+{
+    const size_t pb = arb_matmul_pack_bytes(m);
+    if (!pb)
+        return NULL;
+    void *pk = aligned_alloc(64, (pb + 63) & ~(size_t)63);
+    cr_assert(pk);
+    arb_matmul_pack(m, pk);
+    m->packed = pk;
+    return pk;
+}
+
 /* The activation quantisation the kernels document (matmul_int.h). */
 static void quant_ref(const float *x, int n, int B, double *xq)
 {
@@ -90,6 +104,7 @@ static void check_accuracy(uint32_t type, int n_in, int n_out, int n_tok)
     size_t rb;
     void *w = random_weights(type, n_in, n_out, &rb);
     arb_qmat m = {.type = type, .n_in = n_in, .n_out = n_out, .row_bytes = rb, .data = w};
+    void *pk = attach_packed(&m);
     float *x = malloc(sizeof(float) * (size_t)n_in * (size_t)n_tok);
     float *y = malloc(sizeof(float) * (size_t)n_out * (size_t)n_tok);
     float *wf = malloc(sizeof(float) * (size_t)n_in);
@@ -123,7 +138,7 @@ static void check_accuracy(uint32_t type, int n_in, int n_out, int n_tok)
         }
     }
     arb_matmul_force_isa("auto");
-    free(w); free(x); free(y); free(wf); free(xq); free(work);
+    free(w); free(pk); free(x); free(y); free(wf); free(xq); free(work);
 }
 
 static const uint32_t types[] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1, ARB_TYPE_Q8_0, ARB_TYPE_Q4_K,
@@ -139,6 +154,11 @@ Test(matmul, accuracy_vs_double_reference)
         check_accuracy(types[k], B == 8 ? 40 : B, 5, 3);      /* a single block per row */
         check_accuracy(types[k], big, 37, 4);                 /* model-like sizes, odd n_out */
         check_accuracy(types[k], 3 * (B == 8 ? 32 : B), 17, 2);
+        if (B == 32) { /* packed shapes: whole chunks only, 1 + 2 and 2 + 15 tail blocks */
+            check_accuracy(types[k], 512, 19, 17);
+            check_accuracy(types[k], 1056, 33, 5);
+            check_accuracy(types[k], 1504, 16, 3);
+        }
     }
 }
 
@@ -160,6 +180,7 @@ static void check_invariance(uint32_t type, int n_in, int n_out)
     size_t rb;
     void *w = random_weights(type, n_in, n_out, &rb);
     arb_qmat m = {.type = type, .n_in = n_in, .n_out = n_out, .row_bytes = rb, .data = w};
+    void *pk = attach_packed(&m);
     float *x = malloc(sizeof(float) * (size_t)n_in * NT);
     float *y1 = malloc(sizeof(float) * (size_t)n_out * NT);
     float *yb = malloc(sizeof(float) * (size_t)n_out * NT);
@@ -190,7 +211,7 @@ static void check_invariance(uint32_t type, int n_in, int n_out)
     arb_matmul_force_isa("auto");
     for (int i = 0; i < 3; i++)
         arb_threadpool_free(tp[i]);
-    free(w); free(x); free(y1); free(yb); free(work);
+    free(w); free(pk); free(x); free(y1); free(yb); free(work);
 }
 
 Test(matmul, batch_and_thread_invariance)
@@ -200,6 +221,10 @@ Test(matmul, batch_and_thread_invariance)
         const int B = block_of(types[k]) ? block_of(types[k]) : 32;
         check_invariance(types[k], B, 19);
         check_invariance(types[k], B == 256 ? 768 : 576, 53);
+        if (B == 32) { /* packed: no tail, and a 15-block tail over a partial row group */
+            check_invariance(types[k], 512, 21);
+            check_invariance(types[k], 1504, 35);
+        }
     }
 }
 
@@ -244,4 +269,43 @@ Test(matmul, simd_quantizer_matches_scalar)
         }
         free(x); free(a); free(b);
     }
+}
+
+/* A matrix without a packed copy goes, under the AVX-512 family, to the AVX2
+   kernel: its results are the AVX2 family's bit for bit (a per-matrix choice). */
+Test(matmul, unpacked_matrix_uses_avx2_kernel)
+{
+    rng_state = 5;
+    if (arb_matmul_force_isa("avx512") != ARB_OK) {
+        arb_matmul_force_isa("auto");
+        cr_skip("no AVX-512 VNNI: the packed layout is never read on this CPU");
+    }
+    enum { NT = 20, NOUT = 35, NIN = 576 };
+    static const uint32_t pt[] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1, ARB_TYPE_Q8_0};
+    for (int a = 0; a < 3; a++) {
+        size_t rb;
+        void *w = random_weights(pt[a], NIN, NOUT, &rb);
+        arb_qmat m = {.type = pt[a], .n_in = NIN, .n_out = NOUT, .row_bytes = rb, .data = w};
+        float *x = malloc(sizeof(float) * NIN * NT);
+        float *y0 = malloc(sizeof(float) * NOUT * NT), *y1 = malloc(sizeof(float) * NOUT * NT);
+        void *work = malloc(arb_matmul_work_bytes(pt[a], NIN, NT) + 1);
+        for (int i = 0; i < NIN * NT; i++)
+            x[i] = rndf() * 2.0f;
+        arb_matmul_force_isa("avx512");
+        arb_matmul(NULL, &m, x, NT, y0, work);
+        arb_matmul_force_isa("avx2");
+        arb_matmul(NULL, &m, x, NT, y1, work);
+        cr_assert(!memcmp(y0, y1, sizeof(float) * NOUT * NT), "%s: unpacked avx512 != avx2", arb_type_name(pt[a]));
+        /* packed: 16 rows of tail group per row group, the regions as documented */
+        const size_t corr = pt[a] == ARB_TYPE_Q4_1 ? 0 : 64;
+        const size_t cb = pt[a] == ARB_TYPE_Q8_0 ? 512 : 256;
+        cr_assert_eq(arb_matmul_pack_bytes(&m), NOUT * (cb + 64 + corr) + 3 * 2 * (cb + 64 + corr));
+        free(w); free(x); free(y0); free(y1); free(work);
+    }
+    arb_qmat small = {.type = ARB_TYPE_Q4_1, .n_in = 480, .n_out = 2, .row_bytes = 300, .data = NULL};
+    cr_assert_eq(arb_matmul_pack_bytes(&small), 0, "fewer than 16 blocks: no packed form");
+    small.type = ARB_TYPE_Q4_K;
+    small.n_in = 512;
+    cr_assert_eq(arb_matmul_pack_bytes(&small), 0, "K-quants: no packed form");
+    arb_matmul_force_isa("auto");
 }

@@ -428,7 +428,7 @@ Test(model_synth, vocab_only_needs_a_tokenizer)
     free(path);
 }
 
-/* The attention's AVX2 instantiation does the scalar code's operations lane for lane:
+/* The attention and SwiGLU AVX2 instantiations do the scalar code's operations lane for lane:
    logits are bit-identical with ARBOR_ATTN_SCALAR set (the scalar path). */
 Test(model_synth, attention_isa_paths_agree)
 {

@@ -25,6 +25,10 @@
 #include "matmul.h"
 #include "threadpool.h"
 
+/* Below this many elements an elementwise op runs on the caller: a pool round trip
+   costs more than the work. Results never depend on the split. */
+#define EW_PAR_MIN 8192
+
 typedef struct cpu_ctx {
     arb_threadpool *tp; /* owned */
     bool avx2;          /* attention uses the AVX2 instantiation (same results) */
@@ -157,26 +161,31 @@ __attribute__((target("avx2"))) static void scores_avx2(const float *q, const fl
         s[j] = dot_f32_avx2(q, k + (size_t)rows[j] * stride, hd) * scale;
 }
 
+/* exp_f32 of 8 lanes, the same operations lane for lane. */
+__attribute__((target("avx2"))) static inline __m256 exp8_avx2(__m256 x)
+{
+    const __m256 magic = _mm256_set1_ps(EXP_MAGIC);
+    x = _mm256_max_ps(x, _mm256_set1_ps(EXP_LO)); /* same as the scalar clamp (x is never NaN) */
+    const __m256 nf = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), magic), magic);
+    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(nf, _mm256_set1_ps(0.693359375f)));
+    r = _mm256_sub_ps(r, _mm256_mul_ps(nf, _mm256_set1_ps(-2.12194440e-4f)));
+    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+    y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(1.3981999507e-3f));
+    y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(8.3334519073e-3f));
+    y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(4.1665795894e-2f));
+    y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(1.6666665459e-1f));
+    y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(5.0000001201e-1f));
+    y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(y, _mm256_mul_ps(r, r)), r), _mm256_set1_ps(1.0f));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nf), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
 __attribute__((target("avx2"))) static void exp_avx2(float *s, int n, float mx)
 {
-    const __m256 vmx = _mm256_set1_ps(mx), lo = _mm256_set1_ps(EXP_LO), magic = _mm256_set1_ps(EXP_MAGIC);
+    const __m256 vmx = _mm256_set1_ps(mx);
     int j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m256 x = _mm256_sub_ps(_mm256_loadu_ps(s + j), vmx);
-        x = _mm256_max_ps(x, lo); /* same as the scalar clamp (x is never NaN) */
-        const __m256 nf = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), magic), magic);
-        __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(nf, _mm256_set1_ps(0.693359375f)));
-        r = _mm256_sub_ps(r, _mm256_mul_ps(nf, _mm256_set1_ps(-2.12194440e-4f)));
-        __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-        y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(1.3981999507e-3f));
-        y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(8.3334519073e-3f));
-        y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(4.1665795894e-2f));
-        y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(1.6666665459e-1f));
-        y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(5.0000001201e-1f));
-        y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(y, _mm256_mul_ps(r, r)), r), _mm256_set1_ps(1.0f));
-        const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nf), _mm256_set1_epi32(127)), 23);
-        _mm256_storeu_ps(s + j, _mm256_mul_ps(y, _mm256_castsi256_ps(e)));
-    }
+    for (; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(s + j, exp8_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), vmx)));
     for (; j < n; j++)
         s[j] = exp_f32(s[j] - mx);
 }
@@ -244,18 +253,37 @@ static void cpu_get_rows(void *vctx, const arb_qmat *w, const int32_t *ids, int 
                         out + (size_t)i * w->n_in, (size_t)w->n_in);
 }
 
+typedef struct norm_job {
+    const float *x, *g;
+    int n, dim;
+    float eps;
+    float *out;
+} norm_job;
+
+/* Rows t = ith, ith + nth, ...: a row is always normalized whole by one thread. */
+static void rmsnorm_task(void *ud, int ith, int nth)
+{
+    const norm_job *j = ud;
+    for (int t = ith; t < j->n; t += nth) {
+        const float *xr = j->x + (size_t)t * j->dim;
+        float *o = j->out + (size_t)t * j->dim;
+        double sum = 0.0;
+        for (int k = 0; k < j->dim; k++)
+            sum += (double)(xr[k] * xr[k]);
+        const float scale = 1.0f / sqrtf((float)(sum / j->dim) + j->eps);
+        for (int k = 0; k < j->dim; k++)
+            o[k] = (xr[k] * scale) * j->g[k];
+    }
+}
+
 static void cpu_rmsnorm(void *vctx, const float *x, const float *g, int n, int dim, float eps, float *out)
 {
-    for (int t = 0; t < n; t++) {
-        const float *xr = x + (size_t)t * dim;
-        float *o = out + (size_t)t * dim;
-        double sum = 0.0;
-        for (int j = 0; j < dim; j++)
-            sum += (double)(xr[j] * xr[j]);
-        const float scale = 1.0f / sqrtf((float)(sum / dim) + eps);
-        for (int j = 0; j < dim; j++)
-            o[j] = (xr[j] * scale) * g[j];
-    }
+    const cpu_ctx *c = vctx;
+    norm_job j = {.x = x, .g = g, .n = n, .dim = dim, .eps = eps, .out = out};
+    if ((size_t)n * (size_t)dim < EW_PAR_MIN)
+        rmsnorm_task(&j, 0, 1);
+    else
+        arb_threadpool_run(c->tp, rmsnorm_task, &j);
 }
 
 static void cpu_rope(void *vctx, float *x, int n, int n_head, int head_dim, const int32_t *pos, const float *cs,
@@ -340,11 +368,62 @@ static void cpu_attention(void *vctx, const arb_attn_args *a)
     arb_threadpool_run(c->tp, attn_task, &job);
 }
 
+/* SiLU(g) * u with exp_f32 on -|g| (never overflows): g / (1 + e) for g >= 0, g e / (1 + e)
+   below. Elementwise, the same operations in the scalar and AVX2 versions, so neither
+   the batch, the ISA nor the thread split changes a bit. */
+static void swiglu_scalar(float *g, const float *u, size_t i0, size_t i1)
+{
+    for (size_t i = i0; i < i1; i++) {
+        const float x = g[i], e = exp_f32(x < 0 ? x : -x);
+        g[i] = ((x >= 0 ? x : x * e) / (1.0f + e)) * u[i];
+    }
+}
+
+#ifdef ARB_HAVE_AVX2_PATH
+__attribute__((target("avx2"))) static void swiglu_avx2(float *g, const float *u, size_t i0, size_t i1)
+{
+    size_t i = i0;
+    for (; i + 8 <= i1; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        /* -|x| exactly as the scalar x < 0 ? x : -x (minps returns -x for +-0) */
+        const __m256 ax = _mm256_min_ps(x, _mm256_sub_ps(_mm256_setzero_ps(), x));
+        const __m256 e = exp8_avx2(ax);
+        const __m256 num = _mm256_blendv_ps(_mm256_mul_ps(x, e), x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
+        const __m256 r = _mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(r, _mm256_loadu_ps(u + i)));
+    }
+    swiglu_scalar(g, u, i, i1);
+}
+#endif
+
+typedef struct ew_job {
+    const cpu_ctx *c;
+    float *g;
+    const float *u;
+    size_t n;
+} ew_job;
+
+static void swiglu_task(void *ud, int ith, int nth)
+{
+    const ew_job *j = ud;
+    const size_t i0 = j->n * (size_t)ith / (size_t)nth, i1 = j->n * (size_t)(ith + 1) / (size_t)nth;
+#ifdef ARB_HAVE_AVX2_PATH
+    if (j->c->avx2) {
+        swiglu_avx2(j->g, j->u, i0, i1);
+        return;
+    }
+#endif
+    swiglu_scalar(j->g, j->u, i0, i1);
+}
+
 static void cpu_swiglu(void *vctx, float *g, const float *u, int n, int dim)
 {
-    const size_t total = (size_t)n * dim;
-    for (size_t i = 0; i < total; i++)
-        g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    const cpu_ctx *c = vctx;
+    ew_job j = {.c = c, .g = g, .u = u, .n = (size_t)n * (size_t)dim};
+    if (j.n < EW_PAR_MIN)
+        swiglu_task(&j, 0, 1);
+    else
+        arb_threadpool_run(c->tp, swiglu_task, &j);
 }
 
 static void cpu_add_bias(void *vctx, float *x, const float *b, int n, int dim)

@@ -115,10 +115,22 @@ static void quant_finish(int n_in, const mm_layout *l, uint8_t *dst, int want_qs
     if (!want_qsi)
         return;
     uint8_t *qsi = dst + l->off_qsi;
-    for (int c = 0; c < nb / 16; c++)
+    const uint32_t flip = want_qsi == 2 ? 0x80808080u : 0; /* 2: unsigned q + 128 (packed Q4_0/Q8_0) */
+    const int nch = nb / 16;
+    for (int c = 0; c < nch; c++)
         for (int jj = 0; jj < 8; jj++)
-            for (int ll = 0; ll < 16; ll++)
-                memcpy(qsi + (size_t)c * 512 + jj * 64 + ll * 4, qs + (size_t)(16 * c + ll) * 32 + 4 * jj, 4);
+            for (int ll = 0; ll < 16; ll++) {
+                uint32_t v;
+                memcpy(&v, qs + (size_t)(16 * c + ll) * 32 + 4 * jj, 4);
+                v ^= flip;
+                memcpy(qsi + (size_t)c * 512 + jj * 64 + ll * 4, &v, 4);
+            }
+    for (int i = 16 * nch * 32; i < nb * 32; i += 4) { /* the tail blocks, in element order */
+        uint32_t v;
+        memcpy(&v, qs + i, 4);
+        v ^= flip;
+        memcpy(qsi + (size_t)nch * 512 + (size_t)(i - 16 * nch * 32), &v, 4);
+    }
 }
 
 /* ---------------------------------------------------------------- scalar kernels */
@@ -369,11 +381,13 @@ static mm_rows_fn rows_of(const mm_impl *p, uint32_t type)
     }
 }
 
-/* The family's kernel for this type, else the next family down (avx512 -> avx2
-   -> scalar). A function of (family, type) only, never of n_tok. */
-static mm_rows_fn rows_for(const mm_impl *p, uint32_t type)
+/* The family's kernel for this matrix, else the next family down (avx512 -> avx2
+   -> scalar); the AVX-512 kernels read only packed matrices. A function of the
+   family and the matrix, never of n_tok. */
+static mm_rows_fn rows_for(const mm_impl *p, const arb_qmat *w)
 {
-    mm_rows_fn f = rows_of(p, type);
+    const uint32_t type = w->type;
+    mm_rows_fn f = p == &arb_mm_avx512 && !w->packed ? NULL : rows_of(p, type);
     if (!f && p == &arb_mm_avx512)
         f = rows_of(&arb_mm_avx2, type);
     return f ? f : rows_of(&arb_mm_scalar, type);
@@ -384,7 +398,7 @@ typedef struct mm_run {
     mm_rows_fn rows;
     uint8_t *act;
     int simd_quant;  /* family is avx2 or avx512: SIMD quantizer (same bits) */
-    int want_qsi;    /* family is avx512: build the interleaved copy */
+    int want_qsi;    /* family is avx512: build the interleaved copy (2: as q + 128) */
 } mm_run;
 
 static void quant_task(void *ud, int ith, int nth)
@@ -423,9 +437,11 @@ void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok
         return;
     const mm_impl *p = impl();
     mm_run m = {.job = {.w = w, .x = x, .lay = arb_mm_layout(w->type, w->n_in), .n_tok = n_tok, .y = y}};
-    m.rows = rows_for(p, w->type);
+    m.rows = rows_for(p, w);
     m.simd_quant = p != &arb_mm_scalar;
-    m.want_qsi = p == &arb_mm_avx512;
+    m.want_qsi = p != &arb_mm_avx512 || !w->packed                    ? 0
+                 : w->type == ARB_TYPE_Q4_0 || w->type == ARB_TYPE_Q8_0 ? 2
+                                                                        : 1;
     ARB_ASSERT(m.rows != NULL);
     ARB_ASSERT(w->n_in % (m.job.lay.B ? m.job.lay.B : 1) == 0);
     if (m.job.lay.B) {

@@ -28,11 +28,20 @@ typedef struct arb_qmat {
     int n_out;         /* rows (ne1) */
     size_t row_bytes;  /* bytes per row */
     const void *data;  /* n_out * row_bytes, usually inside the GGUF mapping */
+    const void *packed; /* NULL, or the same rows repacked for the AVX-512 kernels
+                           (arb_matmul_pack); results are bit-identical either way */
 } arb_qmat;
 
 size_t arb_matmul_work_bytes(uint32_t type, int n_in, int n_tok);
 void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok, float *y, void *work);
 const char *arb_matmul_isa(void); /* "avx512vnni", "avx2", "scalar" */
+
+/* Load-time repacking (matmul_pack.c): bytes needed for w's packed copy, 0 when the
+   type or shape has none (only Q4_0/Q4_1/Q8_0 rows of >= 512 elements do). Fill a
+   64-byte aligned buffer of that size with arb_matmul_pack, then point w->packed at
+   it; only the AVX-512 family reads it, the others keep reading w->data. */
+size_t arb_matmul_pack_bytes(const arb_qmat *w);
+void arb_matmul_pack(const arb_qmat *w, void *dst);
 
 /* Tests and benchmarks: force a kernel family ("scalar", "avx2", "avx512" or
    "avx512vnni", "auto" = the start-up choice) for the whole process. Returns

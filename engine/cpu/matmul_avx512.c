@@ -1,20 +1,30 @@
-/* matmul_avx512.c — the AVX-512 (F, BW, VL) + VNNI kernel family.
+/* matmul_avx512.c — the AVX-512 (F, BW, VL) + VNNI kernel family, on packed weights.
  *
- * Block-interleaved dot products. A row is walked in chunks of 16 blocks (512
- * elements). The 16 blocks' codes are transposed in registers into 8 zmm "steps":
- * step j holds bytes 4j..4j+3 of block l in int32 lane l. The activation row has
- * the same interleaving (qsi, built once per token by the quantizer), so 8
- * vpdpbusd leave the exact integer dot product of block l in lane l — no
- * horizontal reduction. Then, per chunk and token, one convert, one scale
- * multiply (16 weight scales x 16 activation scales) and one FMA into 16 float
- * lanes (lane l accumulates blocks l, l+16, l+32, ... in order), then the Q4_1 min
- * term m * (dx * sum q) by a second FMA into the same lanes. Offsets are exact integer
- * corrections: Q4_0 codes n are used unsigned and 8 * sum(q) subtracted, Q8_0 codes
- * w are used as w ^ 0x80 = w + 128 and 128 * sum(q) subtracted.
+ * It reads only the repacked copy of a matrix (arb_qmat.packed, matmul_pack.c);
+ * a matrix without one goes to the AVX2 kernel (a per-matrix choice, matmul.c).
  *
- * The float sequence for a (row, token) pair depends on n_in only; one pass over
- * the row's weights serves up to 16 tokens, each with its own accumulators and
- * the same instructions as when alone (the batch-invariance rule, matmul_int.h).
+ * Whole chunks (16 blocks, 512 elements): the chunk's codes are stored transposed,
+ * step q holding bytes 4q..4q+3 of block l in int32 lane l, and the activation row
+ * has the same interleaving (qsi, built by the quantizer), so 8 vpdpbusd leave the
+ * exact integer dot product of block l in lane l — no horizontal reduction. Then,
+ * per chunk and token, one convert, one scale multiply (16 weight scales x 16
+ * activation scales) and one FMA into 16 float lanes (lane l accumulates blocks l,
+ * l+16, ... in order), plus the Q4_1 min term m * (dx * sum q) by a second FMA.
+ * Q4_1 multiplies unsigned codes by signed activations; Q4_0 (n - 8) and Q8_0 are
+ * signed, so their activations are stored as q + 128 and each block's accumulator
+ * starts at -128 * sum(codes), precomputed at packing. At the end the 16 lanes are
+ * summed by a fixed tree.
+ *
+ * The last nb % 16 blocks of a row (2 of the 18 in a 576-wide row) are stored per
+ * block for 16 rows at once, lanes = rows: 8 vpdpbusd against the token's codes
+ * broadcast 4 bytes at a time give 16 rows' block sums, then the same
+ * scale / convert / FMA per block into a per-(row, token) tail sum, added to the
+ * chunk sum last: y = hsum(chunk lanes) + tail. As expensive per element as a whole
+ * chunk, instead of ~6 times that when a tail block used lanes for its own codes.
+ *
+ * The float sequence for a (row, token) pair depends on n_in only; one pass over a
+ * row's weights serves up to 16 tokens, each with its own accumulators and the same
+ * instructions as when alone (the batch-invariance rule, matmul_int.h).
  */
 #include "matmul_int.h"
 
@@ -61,141 +71,83 @@ AI void store_hsums(const __m512 *acc, const int NT, float *y, int ld)
     _mm512_mask_i32scatter_ps(y, live, _mm512_mullo_epi32(tok, _mm512_set1_epi32(ld)), res, 4);
 }
 
-/* 4 zmm of [block i, 4+i, 8+i, 12+i] x 16 bytes -> T[j]: dword j of block l in lane l. */
-AI void transpose4(__m512i z0, __m512i z1, __m512i z2, __m512i z3, __m512i T[4])
+/* Where row r's pieces live in the packed copy (matmul_int.h, mm_packed_*). */
+typedef struct pk_row {
+    const uint8_t *codes, *scales, *corr; /* chunk c at + c * cb, + c * 64, + c * 64 */
+} pk_row;
+
+AI pk_row pk_of(const mm_job *j, const mm_packed_geom *g, int r)
 {
-    const __m512i t0 = _mm512_unpacklo_epi32(z0, z1), t1 = _mm512_unpackhi_epi32(z0, z1);
-    const __m512i t2 = _mm512_unpacklo_epi32(z2, z3), t3 = _mm512_unpackhi_epi32(z2, z3);
-    T[0] = _mm512_unpacklo_epi64(t0, t2);
-    T[1] = _mm512_unpackhi_epi64(t0, t2);
-    T[2] = _mm512_unpacklo_epi64(t1, t3);
-    T[3] = _mm512_unpackhi_epi64(t1, t3);
+    const uint8_t *pk = (const uint8_t *)j->w->packed;
+    const size_t n_out = (size_t)j->w->n_out, rc = (size_t)r * (size_t)g->nch;
+    return (pk_row){pk + rc * g->cb, pk + n_out * g->nch * g->cb + rc * 64,
+                    pk + n_out * g->nch * (g->cb + 64) + rc * 64};
 }
 
-/* Bytes [off, off+16) of the 16 blocks at p, p + bsz, ..., arranged for transpose4. */
-AI void load16(const uint8_t *p, size_t bsz, int off, __m512i T[4])
+/* 8 code steps of one packed group (a chunk: lanes = blocks; a tail block: lanes = rows)
+   into w[0..7], bytes to multiply with activation steps 0..7. */
+AI void load_codes(const uint8_t *cp, const int kind, __m512i w[8])
 {
-#define LD(l) _mm_loadu_si128((const __m128i *)(p + (size_t)(l) * bsz + off))
-    __m512i z[4]; /* written out: the lane index of inserti32x4 must be an immediate even at -O0 */
-    for (int i = 0; i < 4; i++) {
-        z[i] = _mm512_castsi128_si512(LD(i));
-        z[i] = _mm512_inserti32x4(z[i], LD(4 + i), 1);
-        z[i] = _mm512_inserti32x4(z[i], LD(8 + i), 2);
-        z[i] = _mm512_inserti32x4(z[i], LD(12 + i), 3);
+    if (kind == 2) {
+        for (int q = 0; q < 8; q++)
+            w[q] = _mm512_load_si512((const void *)(cp + 64 * q));
+        return;
     }
-#undef LD
-    transpose4(z[0], z[1], z[2], z[3], T);
+    const __m512i nib = _mm512_set1_epi8(0x0F), off = _mm512_set1_epi8(kind == 1 ? 8 : 0); /* Q4_0: n - 8 */
+    for (int q = 0; q < 4; q++) {
+        const __m512i T = _mm512_load_si512((const void *)(cp + 64 * q));
+        w[q] = _mm512_sub_epi8(_mm512_and_si512(T, nib), off);
+        w[4 + q] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi32(T, 4), nib), off);
+    }
 }
 
-/* Two Q4 blocks' 16 packed bytes each -> 64 nibbles [lo0 hi0 lo1 hi1] (element order). */
-AI __m512i unpack_pair(const uint8_t *qs0, const uint8_t *qs1, int has1)
+/* acc + w . x per lane: Q4_1 w unsigned x signed; Q4_0/Q8_0 x unsigned (q + 128). */
+AI __m512i dpb(const int kind, __m512i acc, __m512i w, __m512i x)
 {
-    const __m128i a = _mm_loadu_si128((const __m128i *)qs0);
-    const __m128i b = has1 ? _mm_loadu_si128((const __m128i *)qs1) : _mm_setzero_si128();
-    const __m256i raw = _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1), m = _mm256_set1_epi8(0x0F);
-    const __m256i lo = _mm256_and_si256(raw, m), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m);
-    const __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); /* lo0 lo1 hi0 hi1 */
-    return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
+    return kind != 0 ? _mm512_dpbusd_epi32(acc, x, w) : _mm512_dpbusd_epi32(acc, w, x);
 }
 
-/* kind: 0 = Q4_1, 1 = Q4_0, 2 = Q8_0. Computes y for row r, tokens t0..t0+NT. */
-AI void kern(const mm_job *j, int r, int t0, const int NT, const int kind)
+/* kind: 0 = Q4_1, 1 = Q4_0, 2 = Q8_0. y for row r, tokens t0..t0+NT: the whole chunks. */
+AI void kern(const mm_job *j, const mm_packed_geom *g, int r, int t0, const int NT, const int kind)
 {
-    const size_t bsz = kind == 0 ? 20 : kind == 1 ? 18 : 34; /* block bytes */
-    const int qoff = kind == 0 ? 4 : 2;                      /* codes offset in a block */
-    const uint8_t *row = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes;
-    const int nb = j->w->n_in / 32, nch = nb / 16; /* whole chunks; the rest in pairs */
-    /* token k's activation row is a0 + k * st (one base, few live registers) */
-    const uint8_t *a0 = j->act + (size_t)t0 * j->lay.stride;
+    const pk_row pr = pk_of(j, g, r);
+    const uint8_t *a0 = j->act + (size_t)t0 * j->lay.stride; /* token k: a0 + k * st */
     const size_t st = j->lay.stride;
-    __m512 acc[NT_MAX]; /* one accumulator per token: scale terms and min terms alike */
+    __m512 acc[NT_MAX];
     for (int k = 0; k < NT; k++)
         acc[k] = _mm512_setzero_ps();
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32((int)bsz));
-    const __m512i nib = _mm512_set1_epi8(0x0F), lo16 = _mm512_set1_epi32(0xFFFF);
-    for (int c = 0; c < nch; c++) {
-        const uint8_t *p = row + (size_t)c * 16 * bsz;
-        __m512i w[8], T[4];
-        load16(p, bsz, qoff, T);
-        if (kind == 2) {
-            const __m512i flip = _mm512_set1_epi8((char)0x80);
-            for (int q = 0; q < 4; q++)
-                w[q] = _mm512_xor_si512(T[q], flip);
-            load16(p, bsz, qoff + 16, T);
-            for (int q = 0; q < 4; q++)
-                w[4 + q] = _mm512_xor_si512(T[q], flip);
-        } else {
-            for (int q = 0; q < 4; q++) {
-                w[q] = _mm512_and_si512(T[q], nib);
-                w[4 + q] = _mm512_and_si512(_mm512_srli_epi32(T[q], 4), nib);
-            }
-        }
-        /* scales: the first 4 bytes of each block are d (and m for Q4_1) */
-        const __m512i g = _mm512_i32gather_epi32(idx, (const void *)p, 1);
-        const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_and_si512(g, lo16)));
-        const __m512 mw = kind == 0 ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(g, 16))) : dw;
+    for (int c = 0; c < g->nch; c++) {
+        __m512i w[8];
+        load_codes(pr.codes + (size_t)c * g->cb, kind, w);
+        const uint8_t *sp = pr.scales + (size_t)c * 64;
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)sp));
+        const __m512 mw = kind == 0 ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sp + 32))) : dw;
+        const __m512i init = kind != 0 ? _mm512_load_si512((const void *)(pr.corr + (size_t)c * 64))
+                                       : _mm512_setzero_si512();
         const size_t oq = j->lay.off_qsi + (size_t)c * 512, od = j->lay.off_d + (size_t)c * 64;
-        const size_t of = j->lay.off_fsum + (size_t)c * 64, os = j->lay.off_isum + (size_t)c * 64;
+        const size_t of = j->lay.off_fsum + (size_t)c * 64;
         for (int k = 0; k < NT; k++) {
             const uint8_t *ak = a0 + (size_t)k * st, *x = ak + oq;
-            /* 4 independent chains of 2: a single chain of 8 dependent vpdpbusd is
-               latency-bound (the sum is integer, so the split changes nothing) */
-            __m512i s4[4];
-            for (int q = 0; q < 4; q++)
-                s4[q] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[q], _mm512_loadu_si512((const void *)(x + 64 * q)));
-            for (int q = 0; q < 4; q++)
-                s4[q] = _mm512_dpbusd_epi32(s4[q], w[4 + q], _mm512_loadu_si512((const void *)(x + 256 + 64 * q)));
-            __m512i s = _mm512_add_epi32(_mm512_add_epi32(s4[0], s4[1]), _mm512_add_epi32(s4[2], s4[3]));
-            if (kind == 1)
-                s = _mm512_sub_epi32(s, _mm512_slli_epi32(_mm512_loadu_si512((const void *)(ak + os)), 3));
-            else if (kind == 2)
-                s = _mm512_sub_epi32(s, _mm512_slli_epi32(_mm512_loadu_si512((const void *)(ak + os)), 7));
-            const __m512 sc = _mm512_mul_ps(dw, _mm512_loadu_ps((const float *)(ak + od)));
+#define XS(q) _mm512_load_si512((const void *)(x + 64 * (q)))
+            __m512i s;
+            if (NT >= 4) { /* other tokens hide the latency of one chain of 8 */
+                s = dpb(kind, init, w[0], XS(0));
+                for (int q = 1; q < 8; q++)
+                    s = dpb(kind, s, w[q], XS(q));
+            } else { /* alone, one chain of 8 dependent vpdpbusd is latency-bound */
+                __m512i s1 = dpb(kind, _mm512_setzero_si512(), w[4], XS(4));
+                s = dpb(kind, init, w[0], XS(0));
+                for (int q = 1; q < 4; q++) {
+                    s = dpb(kind, s, w[q], XS(q));
+                    s1 = dpb(kind, s1, w[4 + q], XS(4 + q));
+                }
+                s = _mm512_add_epi32(s, s1); /* integer: the split changes nothing */
+            }
+#undef XS
+            const __m512 sc = _mm512_mul_ps(dw, _mm512_load_ps((const float *)(ak + od)));
             acc[k] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s), acc[k]);
             if (kind == 0)
-                acc[k] = _mm512_fmadd_ps(mw, _mm512_loadu_ps((const float *)(ak + of)), acc[k]);
-        }
-    }
-    /* The last nb % 16 blocks, two per zmm (lanes 0-7: block b, 8-15: block b+1),
-       into the same accumulators. Signed codes use |w| and negate x where w < 0. */
-    const __m512i bidx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    for (int b = 16 * nch; b < nb; b += 2) {
-        const int has1 = b + 1 < nb;
-        const uint8_t *p0 = row + (size_t)b * bsz, *p1 = p0 + bsz;
-        __m512i wu;
-        __mmask64 neg = 0;
-        float d0 = _cvtsh_ss(*(const uint16_t *)p0), d1 = has1 ? _cvtsh_ss(*(const uint16_t *)p1) : 0.0f;
-        __m512 mwz = _mm512_setzero_ps(); /* m0 in lane 0, m1 in lane 8 */
-        if (kind == 0) {
-            wu = unpack_pair(p0 + 4, p1 + 4, has1);
-            const float m0 = _cvtsh_ss(*(const uint16_t *)(p0 + 2)), m1 = has1 ? _cvtsh_ss(*(const uint16_t *)(p1 + 2)) : 0.0f;
-            mwz = _mm512_maskz_permutexvar_ps(0x0101, bidx, _mm512_castps128_ps512(_mm_setr_ps(m0, m1, 0, 0)));
-        } else if (kind == 1) {
-            const __m512i sw = _mm512_sub_epi8(unpack_pair(p0 + 2, p1 + 2, has1), _mm512_set1_epi8(8));
-            neg = _mm512_movepi8_mask(sw);
-            wu = _mm512_abs_epi8(sw);
-        } else {
-            const __m256i lo = _mm256_loadu_si256((const __m256i *)(p0 + 2));
-            const __m256i hi = has1 ? _mm256_loadu_si256((const __m256i *)(p1 + 2)) : _mm256_setzero_si256();
-            const __m512i sw = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-            neg = _mm512_movepi8_mask(sw);
-            wu = _mm512_abs_epi8(sw);
-        }
-        const __m512 dwv = _mm512_permutexvar_ps(bidx, _mm512_castps128_ps512(_mm_setr_ps(d0, d1, 0, 0)));
-        for (int k = 0; k < NT; k++) {
-            const uint8_t *ak = a0 + (size_t)k * st, *x = ak + 32 * (size_t)b;
-            __m512i q = has1 ? _mm512_loadu_si512((const void *)x) : _mm512_maskz_loadu_epi8(0xFFFFFFFFull, x);
-            if (kind != 0)
-                q = _mm512_mask_sub_epi8(q, neg, _mm512_setzero_si512(), q);
-            const __m512i sq = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wu, q);
-            /* d and fsum are zero-padded to whole chunks: reading entry b+1 is safe */
-            const __m512 dx = _mm512_permutexvar_ps(bidx, _mm512_castpd_ps(_mm512_castpd128_pd512(_mm_load_sd((const double *)(ak + j->lay.off_d + 4 * (size_t)b)))));
-            acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(dwv, dx), _mm512_cvtepi32_ps(sq), acc[k]);
-            if (kind == 0) {
-                const __m512 fs = _mm512_permutexvar_ps(bidx, _mm512_castpd_ps(_mm512_castpd128_pd512(_mm_load_sd((const double *)(ak + j->lay.off_fsum + 4 * (size_t)b)))));
-                acc[k] = _mm512_fmadd_ps(mwz, fs, acc[k]);
-            }
+                acc[k] = _mm512_fmadd_ps(mw, _mm512_load_ps((const float *)(ak + of)), acc[k]);
         }
     }
     if (NT < 4) {
@@ -206,39 +158,102 @@ AI void kern(const mm_job *j, int r, int t0, const int NT, const int kind)
     }
 }
 
-/* Row blocks x token groups of 16, then 8, then one group of 1-7. */
-#define ROWS_LOOP(KIND)                                                         \
-    for (int rb = r0; rb < r1; rb += MM_ROW_BLOCK) {                            \
-        const int re = rb + MM_ROW_BLOCK < r1 ? rb + MM_ROW_BLOCK : r1;         \
+/* Tail blocks of rows rb..rb+15 (rb a multiple of 16) for tokens t0..t0+NT, added to
+   y: per (row, token) tail = sum over tail blocks i in order of
+   fma(dw * dx, s, .) [and fma(m, fs, .)], from 0; then y += tail. */
+AI void tail(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, const int NT, const int kind)
+{
+    const size_t n_out = (size_t)j->w->n_out, tb = mm_packed_tail_bytes(g);
+    const uint8_t *base = (const uint8_t *)j->w->packed + mm_packed_tail_off(g, j->w->n_out) +
+                          (size_t)(rb / 16) * g->nt * tb;
+    const __mmask16 live = (__mmask16)((1u << (re - rb)) - 1u);
+    const uint8_t *a0 = j->act + (size_t)t0 * j->lay.stride;
+    const size_t st = j->lay.stride, b0 = (size_t)16 * g->nch;
+    __m512 tacc[NT_MAX];
+    for (int k = 0; k < NT; k++)
+        tacc[k] = _mm512_setzero_ps();
+    for (int i = 0; i < g->nt; i++) {
+        const uint8_t *p = base + (size_t)i * tb;
+        __m512i w[8];
+        load_codes(p, kind, w);
+        const uint8_t *sp = p + g->cb;
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)sp));
+        const __m512 mw = kind == 0 ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sp + 32))) : dw;
+        const __m512i init = kind != 0 ? _mm512_load_si512((const void *)(sp + 64)) : _mm512_setzero_si512();
+        /* the token's tail block codes, in element order (qsi after the whole chunks) */
+        const size_t oq = j->lay.off_qsi + (size_t)g->nch * 512 + (size_t)i * 32;
+        const size_t od = j->lay.off_d + (b0 + i) * 4, of = j->lay.off_fsum + (b0 + i) * 4;
+        for (int k = 0; k < NT; k++) {
+            const uint8_t *ak = a0 + (size_t)k * st, *x = ak + oq;
+            /* step q of a Q4 block: elements 4q..4q+3 (low nibbles) and 16+4q.. (high);
+               of a Q8 block: elements 4q..4q+3 */
+#define XB(e) _mm512_set1_epi32(*(const int32_t *)(x + (e)))
+            __m512i s = dpb(kind, init, w[0], XB(0));
+            __m512i s1 = dpb(kind, _mm512_setzero_si512(), w[4], XB(16));
+            for (int q = 1; q < 4; q++) {
+                s = dpb(kind, s, w[q], XB(4 * q));
+                s1 = dpb(kind, s1, w[4 + q], XB(16 + 4 * q));
+            }
+#undef XB
+            s = _mm512_add_epi32(s, s1);
+            const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(*(const float *)(ak + od)));
+            tacc[k] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s), tacc[k]);
+            if (kind == 0)
+                tacc[k] = _mm512_fmadd_ps(mw, _mm512_set1_ps(*(const float *)(ak + of)), tacc[k]);
+        }
+    }
+    for (int k = 0; k < NT; k++) {
+        float *y = j->y + (size_t)(t0 + k) * n_out + rb;
+        _mm512_mask_storeu_ps(y, live, _mm512_add_ps(_mm512_maskz_loadu_ps(live, y), tacc[k]));
+    }
+}
+
+/* Row blocks x token groups of 16, then 8, then one group of 1-7; then the tail. */
+#define FOR_TOKEN_GROUPS(CALL)                                                  \
+    do {                                                                        \
         int t = 0;                                                              \
         for (; t + 16 <= j->n_tok; t += 16)                                     \
-            for (int r = rb; r < re; r++)                                       \
-                kern(j, r, t, 16, KIND);                                        \
+            CALL(t, 16);                                                        \
         if (t + 8 <= j->n_tok) {                                                \
-            for (int r = rb; r < re; r++)                                       \
-                kern(j, r, t, 8, KIND);                                         \
+            CALL(t, 8);                                                         \
             t += 8;                                                             \
         }                                                                       \
-        const int rest = j->n_tok - t;                                          \
-        for (int r = rb; r < re; r++) {                                         \
-            switch (rest) {                                                     \
-            case 7: kern(j, r, t, 7, KIND); break;                              \
-            case 6: kern(j, r, t, 6, KIND); break;                              \
-            case 5: kern(j, r, t, 5, KIND); break;                              \
-            case 4: kern(j, r, t, 4, KIND); break;                              \
-            case 3: kern(j, r, t, 3, KIND); break;                              \
-            case 2: kern(j, r, t, 2, KIND); break;                              \
-            case 1: kern(j, r, t, 1, KIND); break;                              \
-            default: break;                                                     \
-            }                                                                   \
+        switch (j->n_tok - t) {                                                 \
+        case 7: CALL(t, 7); break;                                              \
+        case 6: CALL(t, 6); break;                                              \
+        case 5: CALL(t, 5); break;                                              \
+        case 4: CALL(t, 4); break;                                              \
+        case 3: CALL(t, 3); break;                                              \
+        case 2: CALL(t, 2); break;                                              \
+        case 1: CALL(t, 1); break;                                              \
+        default: break;                                                         \
         }                                                                       \
+    } while (0)
+
+#define ROWS_LOOP(KIND)                                                         \
+    const mm_packed_geom g = mm_packed_geom_of(j->w);                           \
+    for (int rb = r0; rb < r1; rb += MM_ROW_BLOCK) {                            \
+        const int re = rb + MM_ROW_BLOCK < r1 ? rb + MM_ROW_BLOCK : r1;         \
+        _Static_assert(MM_ROW_BLOCK == 16, "tails are packed per 16 rows");     \
+        if (g.nch)                                                              \
+            FOR_TOKEN_GROUPS(KCALL_##KIND);                                     \
+        if (g.nt)                                                               \
+            FOR_TOKEN_GROUPS(TCALL_##KIND);                                     \
     }
+
+#define KCALL(t, n, KIND) for (int r = rb; r < re; r++) kern(j, &g, r, t, n, KIND)
+#define KCALL_0(t, n) KCALL(t, n, 0)
+#define KCALL_1(t, n) KCALL(t, n, 1)
+#define KCALL_2(t, n) KCALL(t, n, 2)
+#define TCALL_0(t, n) tail(j, &g, rb, re, t, n, 0)
+#define TCALL_1(t, n) tail(j, &g, rb, re, t, n, 1)
+#define TCALL_2(t, n) tail(j, &g, rb, re, t, n, 2)
 
 static void rows_q4_1(const mm_job *j, int r0, int r1) { ROWS_LOOP(0) }
 static void rows_q4_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(1) }
 static void rows_q8_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(2) }
 
-/* F16/F32 and the K-quants fall back to the AVX2 kernels (a per-type choice). */
+/* Packed Q4_0/Q4_1/Q8_0 only; matmul.c sends everything else to the AVX2 kernels. */
 const mm_impl arb_mm_avx512 = {
     .name = "avx512vnni",
     .q4_0 = rows_q4_0, .q4_1 = rows_q4_1, .q8_0 = rows_q8_0,

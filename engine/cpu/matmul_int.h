@@ -83,6 +83,41 @@ static inline void mm_q4k_scale_min(int k, const uint8_t *q, uint8_t *sc, uint8_
     }
 }
 
+/* Geometry of a packed matrix (matmul_pack.c, which documents the layout):
+   cb = code bytes per 16-block group (0: no packed form), bsz = GGUF block bytes,
+   nch whole chunks and nt tail blocks per row, corr = Q4_0/Q8_0 (signed codes). */
+typedef struct mm_packed_geom {
+    int cb, bsz, nch, nt, corr;
+} mm_packed_geom;
+
+static inline mm_packed_geom mm_packed_geom_of(const arb_qmat *w)
+{
+    mm_packed_geom g = {0};
+    const int nb = w->n_in / 32;
+    if (w->n_in % 32 || nb < 16)
+        return g;
+    if (w->type == ARB_TYPE_Q4_0)
+        g = (mm_packed_geom){.cb = 256, .bsz = 18, .corr = 1};
+    else if (w->type == ARB_TYPE_Q4_1)
+        g = (mm_packed_geom){.cb = 256, .bsz = 20, .corr = 0};
+    else if (w->type == ARB_TYPE_Q8_0)
+        g = (mm_packed_geom){.cb = 512, .bsz = 34, .corr = 1};
+    else
+        return g;
+    g.nch = nb / 16;
+    g.nt = nb % 16;
+    return g;
+}
+
+/* Bytes of one tail group (16 rows x one block): codes, 64 of scales, [64 of corr]. */
+static inline size_t mm_packed_tail_bytes(const mm_packed_geom *g) { return (size_t)g->cb + 64 + 64 * (size_t)g->corr; }
+
+/* Offset of the tail region: after codes, scales and corr of the whole chunks. */
+static inline size_t mm_packed_tail_off(const mm_packed_geom *g, int n_out)
+{
+    return (size_t)n_out * (size_t)g->nch * ((size_t)g->cb + 64 + 64 * (size_t)g->corr);
+}
+
 /* Row-block height for batched tiling: rows whose weights stay in L1/L2 while a
    group of tokens streams over them. Changing it never changes results. */
 #define MM_ROW_BLOCK 16
