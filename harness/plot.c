@@ -360,9 +360,65 @@ static int fig_accept_hist(pctx *c, arb_err *err)
     return rc ? rc : render(c, "accept_hist", err);
 }
 
+/* Realised acceptance by depth per method (its id before the sweep suffix), pooled over its
+   runs: P(the node at depth d is accepted | depths < d were and the tree reaches d). The stored
+   counterpart of DTE Fig. 1 (whose OTLP rates and L1 come from `arbor dte-depth --plot`). */
+static int fig_depth_accept(pctx *c, arb_err *err)
+{
+    slist meths = {0};
+    for (int i = 0; i < c->n; i++)
+        if (model_ok(c, i) && strcmp(c->runs[i].drafter, "none") &&
+            (!c->o->dataset || !strcmp(c->runs[i].dataset, c->o->dataset)))
+            sl_add(&meths, c->runs[i].base_method);
+    if (!meths.n)
+        return ARB_ERR(err, ARB_E_NOTFOUND, "depth_accept: no speculative runs");
+    static int64_t reach[128][ARB_METRICS_DMAX + 1], acc[128][ARB_METRICS_DMAX + 1];
+    memset(reach, 0, sizeof reach), memset(acc, 0, sizeof acc);
+    int dmax = 0;
+    for (int i = 0; i < c->n; i++) {
+        int k = sl_find(&meths, c->runs[i].base_method);
+        if (k < 0 || !model_ok(c, i) || !strcmp(c->runs[i].drafter, "none") ||
+            (c->o->dataset && strcmp(c->runs[i].dataset, c->o->dataset)))
+            continue;
+        arb_run_stats s;
+        if (arb_metrics_load(c->db, &c->runs[i], &s, err))
+            return err->code;
+        for (int d = 1; d <= ARB_METRICS_DMAX; d++) {
+            reach[k][d] += s.depth_reach[d], acc[k][d] += s.depth_acc[d];
+            if (s.depth_reach[d] && d > dmax)
+                dmax = d;
+        }
+        arb_run_stats_release(&s);
+    }
+    if (!dmax)
+        return ARB_ERR(err, ARB_E_NOTFOUND, "depth_accept: no step reached depth 1");
+    FILE *f = open_out(c, "depth_accept", "dat", err);
+    if (!f)
+        return err->code;
+    fputs("depth", f);
+    for (int k = 0; k < meths.n; k++) {
+        char w[256];
+        word(meths.v[k], w, sizeof w);
+        fprintf(f, " %s", w);
+    }
+    fputc('\n', f);
+    for (int d = 1; d <= dmax; d++) {
+        fprintf(f, "%d", d);
+        for (int k = 0; k < meths.n; k++)
+            reach[k][d] ? fprintf(f, " %.5f", (double)acc[k][d] / (double)reach[k][d]) : fputs(" NaN", f);
+        fputc('\n', f);
+    }
+    fclose(f);
+    char vars[512];
+    snprintf(vars, sizeof vars, "ncols = %d\ntitle_text = 'Acceptance rate by depth%s%s'\n", meths.n + 1,
+             c->o->dataset ? ": " : "", c->o->dataset ? c->o->dataset : "");
+    int rc = write_script(c, "depth_accept", vars, 800, 480, err);
+    return rc ? rc : render(c, "depth_accept", err);
+}
+
 static const struct { const char *name; int (*fn)(pctx *, arb_err *); } figs[] = {
     {"speedup", fig_speedup}, {"ps_pt", fig_ps_pt}, {"tau_sweep", fig_tau_sweep},
-    {"accept_hist", fig_accept_hist},
+    {"accept_hist", fig_accept_hist}, {"depth_accept", fig_depth_accept},
 };
 
 int arb_plot_write(sqlite3 *db, const arb_plot_opts *o, arb_err *err)
@@ -371,7 +427,7 @@ int arb_plot_write(sqlite3 *db, const arb_plot_opts *o, arb_err *err)
     for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++)
         found |= !strcmp(o->figure, figs[i].name);
     if (!found)
-        return ARB_ERR(err, ARB_E_INVAL, "unknown figure '%s' (speedup ps_pt tau_sweep accept_hist all)", o->figure);
+        return ARB_ERR(err, ARB_E_INVAL, "unknown figure '%s' (speedup ps_pt tau_sweep accept_hist depth_accept all)", o->figure);
     if (mkdir(o->out_dir, 0777) != 0 && errno != EEXIST)
         return ARB_ERR(err, ARB_E_IO, "%s: %s", o->out_dir, strerror(errno));
     pctx c = {.db = db, .o = o};

@@ -7,6 +7,7 @@
  *   ps_pt        p_s and p_t of the spine method per dataset, ratio on top (Fig. 5a)
  *   tau_sweep    τ against a swept parameter per model/dataset/method (Fig. 4b)
  *   accept_hist  share of steps accepting k drafts, per method
+ *   depth_accept realised acceptance rate by tree depth per method id (pooled over its runs)
  *
  *     arb_plot_opts o = arb_plot_default_opts();
  *     o.figure = "speedup"; o.out_dir = "results/fig";
@@ -28,11 +29,11 @@
 #include "error.h"
 
 typedef struct arb_plot_opts {
-    const char *figure;     /* speedup | ps_pt | tau_sweep | accept_hist | all */
+    const char *figure;     /* speedup | ps_pt | tau_sweep | accept_hist | depth_accept | all */
     const char *out_dir;    /* created if absent */
     const char *templates;  /* directory of <figure>.gp; default <source root>/plots */
     const char *model;      /* only this model id (NULL = all) */
-    const char *dataset;    /* accept_hist: only this dataset (NULL = all, pooled) */
+    const char *dataset;    /* accept_hist, depth_accept: only this dataset (NULL = all, pooled) */
     const char *spine;      /* ps_pt: method label of the spine method ("GOOSE") */
     const char *param;      /* tau_sweep: swept parameter (NULL = the first one found) */
     bool render;            /* run gnuplot (true) */

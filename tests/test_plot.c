@@ -193,3 +193,39 @@ Test(plot, dte_depth_script_and_render_helpers, .init = setup, .fini = teardown)
     snprintf(path, sizeof path, "%s/dte_depth.svg", out);
     cr_assert(starts_with_file(path, "<?xml", 5), "%s is no SVG", path);
 }
+
+Test(plot, depth_accept_pools_a_method_over_its_runs, .init = setup, .fini = teardown)
+{
+    arb_plot_opts o = arb_plot_default_opts();
+    o.figure = "depth_accept";
+    o.out_dir = out;
+    o.templates = templates();
+    o.render = system("gnuplot --version >/dev/null 2>&1") == 0;
+    arb_err err = {0};
+    cr_assert_eq(arb_plot_write(arb_store_db(st), &o, &err), ARB_OK, "%s", err.msg);
+    /* GOOSE (method 3), depth 2, over both models and datasets: steps with k >= 2 among those
+       with k >= 1 (every fixture tree is 6 deep) */
+    long reach = 0, acc = 0;
+    for (int mdl = 0; mdl < 2; mdl++)
+        for (int d = 0; d < 2; d++)
+            for (int p = 0; p < FX_N_PROMPTS; p++)
+                for (int s = 0; s < fx_steps(p); s++)
+                    reach += fx_k(3, d, p, s) >= 1, acc += fx_k(3, d, p, s) >= 2;
+    char path[400], line[512];
+    snprintf(path, sizeof path, "%s/depth_accept.dat", out);
+    FILE *f = fopen(path, "r");
+    cr_assert(f);
+    cr_assert(fgets(line, sizeof line, f));
+    cr_assert(!strcmp(line, "depth PLD TR GOOSE Iso3 Iso5 no-bypass\n"), "%s", line); /* no AR */
+    double got = NAN, pld, tr, goose;
+    int depth;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%d %lf %lf %lf", &depth, &pld, &tr, &goose) == 4 && depth == 2)
+            got = goose;
+    fclose(f);
+    cr_assert_float_eq(got, (double)acc / (double)reach, 1e-5, "dat %g vs %ld/%ld", got, acc, reach);
+    if (o.render) {
+        snprintf(path, sizeof path, "%s/depth_accept.png", out);
+        cr_assert(starts_with_file(path, "\x89PNG", 4), "%s", path);
+    }
+}
