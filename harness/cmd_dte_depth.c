@@ -24,7 +24,8 @@ static const char usage[] =
     "usage: arbor dte-depth [--dataset NAME[,NAME]] [--limit N] [--max-new N] [--every N]\n"
     "                       [--depth D] [--paths K] [--draft-layers L] [--temperature T]\n"
     "                       [--top-p P] [--seed S] [--data DIR] [--threads N] [--model M]\n"
-    "                       [--shape K,L,B[;K,L,B...]] [--plot DIR] [--templates DIR]\n"
+    "                       [--settings T[:P][;T[:P]...]] [--shape K,L,B[;K,L,B...]]\n"
+    "                       [--plot DIR] [--templates DIR]\n"
     "\n"
     "Per-depth acceptance rate of each OT verifier (NSS NaiveTree SpecInfer SpecTr Khisti;\n"
     "Khisti: the DTE lower bound) for K i.i.d. draws, and L1(p, q), along draft paths from\n"
@@ -34,6 +35,8 @@ static const char usage[] =
     "verifier's exact expected block efficiency 1 + E[accepted | tree] on the same trees\n"
     "(DTE Eq. 3; no verification randomness; naive and bv use path 1), the draft + target\n"
     "time per tree, and per verifier the best shape for BE and for tokens/s (DTE Tables 2/3).\n"
+    "--settings pools several sampling settings (temperature T, top-p P, default 1) into one\n"
+    "table, as the paper's Fig. 1 aggregates its sampling grid; it replaces --temperature/--top-p.\n"
     "With --plot DIR it also writes the per-depth table as DIR/dte_depth.{dat,md} and the\n"
     "figure DIR/dte_depth.{gp,png,svg} (gnuplot; template plots/dte_depth.gp or --templates).\n";
 
@@ -123,6 +126,7 @@ int arb_cmd_dte_depth(int argc, char **argv)
     arb_draft_shape shp[MAXSH];
     int n_sh = 0;
     bool be_on = false, shape_ok = true;
+    const char *settings = NULL;
     unsigned long long seed = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -141,6 +145,7 @@ int arb_cmd_dte_depth(int argc, char **argv)
         else if (!strcmp(a, "--threads") && ok) threads = atoi(v);
         else if (!strcmp(a, "--temperature") && ok) T = atof(v);
         else if (!strcmp(a, "--top-p") && ok) top_p = atof(v);
+        else if (!strcmp(a, "--settings") && ok) settings = v;
         else if (!strcmp(a, "--seed") && ok) seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--shape") && ok) { /* K,L,B[;K,L,B...] */
             for (const char *sp = v; sp && *sp && shape_ok; sp = strchr(sp, ';') ? strchr(sp, ';') + 1 : NULL) {
@@ -157,6 +162,26 @@ int arb_cmd_dte_depth(int argc, char **argv)
             return 2;
         }
         i++;
+    }
+    double set_t[MAXSH] = {T}, set_p[MAXSH] = {top_p};
+    int n_set = 1;
+    bool set_ok = true;
+    if (settings) { /* T[:P];T[:P]... */
+        n_set = 0;
+        for (const char *sp = settings; sp && *sp && set_ok; sp = strchr(sp, ';') ? strchr(sp, ';') + 1 : NULL) {
+            set_p[n_set] = 1;
+            int got = n_set < MAXSH ? sscanf(sp, "%lf:%lf", &set_t[n_set], &set_p[n_set]) : 0;
+            set_ok = got >= 1 && set_t[n_set] > 0 && set_p[n_set] > 0 && set_p[n_set] <= 1;
+            n_set += set_ok;
+        }
+        set_ok &= n_set > 0;
+    } else {
+        set_t[0] = T, set_p[0] = top_p;
+    }
+    if (!set_ok) {
+        fprintf(stderr, "arbor dte-depth: --settings '%s': expected T[:P][;T[:P]...] with T > 0, P in (0, 1] "
+                        "(at most %d)\n", settings, MAXSH);
+        return 2;
     }
     if (limit < 1 || max_new < 1 || every < 1 || D < 1 || D > MAXD || K < 1 || K > 8 || !(T > 0) ||
         !(top_p > 0 && top_p <= 1) || !shape_ok) {
@@ -206,108 +231,117 @@ int arb_cmd_dte_depth(int argc, char **argv)
     long cnt[MAXD] = {0};
     int n_roots = 0;
     arb_sampling sm = {.temperature = T, .top_k = 0, .top_p = top_p};
-    char names[512];
-    snprintf(names, sizeof names, "%s", datasets);
-    for (char *tokp = NULL, *name = strtok_r(names, ",", &tokp); !rc && name; name = strtok_r(NULL, ",", &tokp)) {
-        arb_dataset *ds = NULL;
-        if ((rc = arb_dataset_open(dir, name, NULL, &ds, &err)))
-            break;
-        for (size_t pi = 0; !rc && pi < arb_dataset_count(ds) && pi < (size_t)limit; pi++) {
-            int32_t *ids;
-            int n;
-            if ((rc = arb_gen_prompt(m, arb_dataset_get(ds, pi)->turns[0], true, &ids, &n, &err)))
+    char names[512], set_text[512] = "";
+    for (int ss = 0; ss < n_set; ss++) {
+        size_t at = strlen(set_text);
+        snprintf(set_text + at, sizeof set_text - at, "%sT %.2g", ss ? "; " : "", set_t[ss]);
+        if (set_p[ss] < 1 && strlen(set_text) < sizeof set_text)
+            snprintf(set_text + strlen(set_text), sizeof set_text - strlen(set_text), " top-p %.2g", set_p[ss]);
+    }
+    for (int ss = 0; !rc && ss < n_set; ss++) { /* settings pooled into the same sums */
+        sm.temperature = set_t[ss], sm.top_p = set_p[ss];
+        snprintf(names, sizeof names, "%s", datasets);
+        for (char *tokp = NULL, *name = strtok_r(names, ",", &tokp); !rc && name; name = strtok_r(NULL, ",", &tokp)) {
+            arb_dataset *ds = NULL;
+            if ((rc = arb_dataset_open(dir, name, NULL, &ds, &err)))
                 break;
-            if (n + max_new + 2 > 4000) {
+            for (size_t pi = 0; !rc && pi < arb_dataset_count(ds) && pi < (size_t)limit; pi++) {
+                int32_t *ids;
+                int n;
+                if ((rc = arb_gen_prompt(m, arb_dataset_get(ds, pi)->turns[0], true, &ids, &n, &err)))
+                    break;
+                if (n + max_new + 2 > 4000) {
+                    free(ids);
+                    continue;
+                }
+                memcpy(S, ids, sizeof(int32_t) * (size_t)n);
                 free(ids);
-                continue;
-            }
-            memcpy(S, ids, sizeof(int32_t) * (size_t)n);
-            free(ids);
-            arb_ctx_truncate(c, 0);
-            arb_draft_model_reset(dm);
-            /* prefill all but the last prompt token; the last one is the first anchor */
-            int32_t *par = malloc(sizeof(int32_t) * (size_t)n), *path = malloc(sizeof(int32_t) * (size_t)n);
-            for (int i = 0; i < n; i++)
-                par[i] = i - 1, path[i] = i;
-            for (int at = 0; !rc && at < n - 1; at += 64) {
-                int nb = n - 1 - at < 64 ? n - 1 - at : 64;
-                rc = arb_eval(c, S + at, par, nb, lg, NULL, &err); /* lg holds 64 rows */
-                if (!rc)
-                    rc = arb_commit(c, path, nb, &err);
-            }
-            free(par);
-            free(path);
-            int n_S = n;
-            for (int g = 0; !rc && g < max_new; g++) {
-                bool root = g % every == every - 1;
-                for (int si = 0; root && si < n_sh && !rc; si++) {
-                    /* one (k, l, b) tree, one target pass, 8 exact expectations */
-                    arb_rng r;
-                    arb_rng_init(&r, seed, (uint32_t)pi, (uint32_t)(g * MAXSH + si), ARB_STREAM_AUX);
+                arb_ctx_truncate(c, 0);
+                arb_draft_model_reset(dm);
+                /* prefill all but the last prompt token; the last one is the first anchor */
+                int32_t *par = malloc(sizeof(int32_t) * (size_t)n), *path = malloc(sizeof(int32_t) * (size_t)n);
+                for (int i = 0; i < n; i++)
+                    par[i] = i - 1, path[i] = i;
+                for (int at = 0; !rc && at < n - 1; at += 64) {
+                    int nb = n - 1 - at < 64 ? n - 1 - at : 64;
+                    rc = arb_eval(c, S + at, par, nb, lg, NULL, &err); /* lg holds 64 rows */
+                    if (!rc)
+                        rc = arb_commit(c, path, nb, &err);
+                }
+                free(par);
+                free(path);
+                int n_S = n;
+                for (int g = 0; !rc && g < max_new; g++) {
+                    bool root = g % every == every - 1;
+                    for (int si = 0; root && si < n_sh && !rc; si++) {
+                        /* one (k, l, b) tree, one target pass, 8 exact expectations */
+                        arb_rng r;
+                        arb_rng_init(&r, seed, (uint32_t)pi, (uint32_t)(g * MAXSH + si), ARB_STREAM_AUX);
+                        arb_tree_reset(&t, S[n_S - 1]);
+                        double t0 = now_us();
+                        if ((rc = arb_draft_model_propose(dm, S, n_S, shp[si], &sm, &r, &t, q, NULL, &err)))
+                            break;
+                        arb_tree_finalize(&t);
+                        if ((rc = arb_eval(c, t.tok, t.parent, t.n, lg, NULL, &err)))
+                            break;
+                        sum_us[si] += now_us() - t0; /* draft + target pass (verification excluded) */
+                        for (int v = 0; v < t.n; v++)
+                            arb_sample_process(lg + (size_t)v * V, V, &sm, p + (size_t)v * V, idx);
+                        arb_verify_in in = {.tree = &t, .p = p, .q = q, .V = V, .rng = &r};
+                        for (int i = 0; i < 8; i++) {
+                            double e = 0;
+                            arb_otan_expected_accepted(an, vf[i], &in, &e);
+                            sum_be[si][i] += 1 + e;
+                        }
+                    }
                     arb_tree_reset(&t, S[n_S - 1]);
-                    double t0 = now_us();
-                    if ((rc = arb_draft_model_propose(dm, S, n_S, shp[si], &sm, &r, &t, q, NULL, &err)))
-                        break;
+                    if (root) {
+                        arb_rng r;
+                        arb_rng_init(&r, seed, (uint32_t)pi, (uint32_t)g, ARB_STREAM_DRAFT);
+                        arb_draft_shape sh = {1, 0, D};
+                        if ((rc = arb_draft_model_propose(dm, S, n_S, sh, &sm, &r, &t, q, NULL, &err)))
+                            break;
+                    }
                     arb_tree_finalize(&t);
                     if ((rc = arb_eval(c, t.tok, t.parent, t.n, lg, NULL, &err)))
                         break;
-                    sum_us[si] += now_us() - t0; /* draft + target pass (verification excluded) */
                     for (int v = 0; v < t.n; v++)
                         arb_sample_process(lg + (size_t)v * V, V, &sm, p + (size_t)v * V, idx);
-                    arb_verify_in in = {.tree = &t, .p = p, .q = q, .V = V, .rng = &r};
-                    for (int i = 0; i < 8; i++) {
-                        double e = 0;
-                        arb_otan_expected_accepted(an, vf[i], &in, &e);
-                        sum_be[si][i] += 1 + e;
+                    for (int v = 0; root && v + 1 < t.n; v++) { /* node v at depth v has one child */
+                        const double *pv = p + (size_t)v * V, *qv = q + (size_t)v * V;
+                        double l1 = 0;
+                        for (int x = 0; x < V; x++)
+                            l1 += pv[x] > qv[x] ? pv[x] - qv[x] : qv[x] - pv[x];
+                        sum_l1[v] += l1;
+                        for (int mth = 0; mth < ARB_OT_COUNT; mth++)
+                            sum_acc[mth][v] += arb_otan_accept_rate(an, (arb_ot_method)mth, pv, qv, K, V);
+                        cnt[v]++;
                     }
-                }
-                arb_tree_reset(&t, S[n_S - 1]);
-                if (root) {
-                    arb_rng r;
-                    arb_rng_init(&r, seed, (uint32_t)pi, (uint32_t)g, ARB_STREAM_DRAFT);
-                    arb_draft_shape sh = {1, 0, D};
-                    if ((rc = arb_draft_model_propose(dm, S, n_S, sh, &sm, &r, &t, q, NULL, &err)))
+                    n_roots += root;
+                    int32_t zero = 0;
+                    if ((rc = arb_commit(c, &zero, 1, &err)))
+                        break;
+                    arb_rng sr;
+                    arb_rng_init(&sr, seed, (uint32_t)pi, (uint32_t)g, ARB_STREAM_SAMPLE);
+                    S[n_S++] = arb_sample_w(&sr, p, V);
+                    if (arb_token_is_eog(m, S[n_S - 1]))
                         break;
                 }
-                arb_tree_finalize(&t);
-                if ((rc = arb_eval(c, t.tok, t.parent, t.n, lg, NULL, &err)))
-                    break;
-                for (int v = 0; v < t.n; v++)
-                    arb_sample_process(lg + (size_t)v * V, V, &sm, p + (size_t)v * V, idx);
-                for (int v = 0; root && v + 1 < t.n; v++) { /* node v at depth v has one child */
-                    const double *pv = p + (size_t)v * V, *qv = q + (size_t)v * V;
-                    double l1 = 0;
-                    for (int x = 0; x < V; x++)
-                        l1 += pv[x] > qv[x] ? pv[x] - qv[x] : qv[x] - pv[x];
-                    sum_l1[v] += l1;
-                    for (int mth = 0; mth < ARB_OT_COUNT; mth++)
-                        sum_acc[mth][v] += arb_otan_accept_rate(an, (arb_ot_method)mth, pv, qv, K, V);
-                    cnt[v]++;
-                }
-                n_roots += root;
-                int32_t zero = 0;
-                if ((rc = arb_commit(c, &zero, 1, &err)))
-                    break;
-                arb_rng sr;
-                arb_rng_init(&sr, seed, (uint32_t)pi, (uint32_t)g, ARB_STREAM_SAMPLE);
-                S[n_S++] = arb_sample_w(&sr, p, V);
-                if (arb_token_is_eog(m, S[n_S - 1]))
-                    break;
             }
+            arb_dataset_free(ds);
         }
-        arb_dataset_free(ds);
     }
     if (!rc) {
         char head[1024];
         snprintf(head, sizeof head,
                  "# DTE Fig. 1: per-depth OTLP acceptance rate (n = %d i.i.d. draws) and L1(p,q)\n"
-                 "# target %s, self-draft %d/%d layers, T %.2f, top-p %.2f, datasets %s, %d roots\n",
-                 K, mi.name, layers, mi.n_layer, T, top_p, datasets, n_roots);
+                 "# target %s, self-draft %d/%d layers, %s, datasets %s, %d roots\n",
+                 K, mi.name, layers, mi.n_layer, set_text, datasets, n_roots);
         depth_tab tab = {D, K, n_roots, sum_l1, sum_acc, cnt};
         printf("%s\n", head);
         print_depth_table(stdout, &tab);
         char setting[600];
-        snprintf(setting, sizeof setting, "T %.2g, top-p %.2g, %s", T, top_p, datasets);
+        snprintf(setting, sizeof setting, "%s, %s", set_text, datasets);
         for (char *sc = setting; *sc; sc++) /* a gnuplot string in single quotes */
             *sc = *sc == '\'' ? ' ' : *sc;
         if (plot_dir && (rc = write_plot(plot_dir, templates, &tab, head, setting, &err)))
