@@ -556,7 +556,8 @@ int arb_report_write(sqlite3 *db, const arb_report_opts *o, FILE *out, arb_err *
                        "summary synergy depth dte)", o->table);
     /* Intervals cost n_boot resamples per cell: compute them only where they are printed. */
     arb_report_opts eo = *o;
-    if (!o->ci && (autot || (strcmp(o->table, "summary") && strcmp(o->table, "synergy"))))
+    if ((!o->ci && (autot || (strcmp(o->table, "summary") && strcmp(o->table, "synergy")))) ||
+        (!autot && !strcmp(o->table, "dte"))) /* dte cells are means of best shapes: no interval */
         eo.n_boot = 0;
     rctx c = {.db = db, .o = &eo};
     arb_grid g = {0};

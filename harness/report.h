@@ -9,7 +9,8 @@
  *   synergy τ_GOOSE / max(τ_PLD, τ_TR) and the spine-continuation share per model × dataset
  *   depth   acceptance rate by tree depth per run
  *   dte     τ and tok/s per verifier × sampling setting at the best (k, b) per dataset and
- *           setting, averaged over datasets; winners as cell notes (DTE Tables 2/3, Appendix F)
+ *           setting, averaged over datasets; winners as cell notes (DTE Tables 2/3, Appendix F;
+ *           no intervals: a cell is a mean of per-dataset maxima)
  *   auto    (the default) dte when every speculative run is a draft-model run, else table3
  * With paper_model set, each value column gets a neighbour with the published figure for that
  * paper model (results/paper/goose.tsv).
