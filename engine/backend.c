@@ -74,3 +74,13 @@ void arb_backend_add_bias(const arb_backend *be, float *x, const float *b, int n
 }
 
 void arb_backend_add(const arb_backend *be, float *x, const float *y, size_t n) { be->iface->add(be->ctx, x, y, n); }
+
+void arb_backend_parallel_for(const arb_backend *be, int n, void (*fn)(void *ud, int i, int n), void *ud)
+{
+    if (be->iface->parallel_for) {
+        be->iface->parallel_for(be->ctx, n, fn, ud);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        fn(ud, i, n);
+}

@@ -71,6 +71,8 @@ typedef struct arb_backend_i {
     void (*add)(void *ctx, float *x, const float *y, size_t n);
     /* optional: default 1 */
     int (*n_threads)(void *ctx);
+    /* optional: default runs fn(ud, i, n) for i = 0..n-1 on the caller */
+    void (*parallel_for)(void *ctx, int n, void (*fn)(void *ud, int i, int n), void *ud);
 } arb_backend_i;
 
 typedef struct arb_backend {
@@ -98,5 +100,6 @@ void arb_backend_attention(const arb_backend *be, const arb_attn_args *a);
 void arb_backend_swiglu(const arb_backend *be, float *g, const float *u, int n, int dim);
 void arb_backend_add_bias(const arb_backend *be, float *x, const float *b, int n, int dim);
 void arb_backend_add(const arb_backend *be, float *x, const float *y, size_t n);
+void arb_backend_parallel_for(const arb_backend *be, int n, void (*fn)(void *ud, int i, int n), void *ud);
 
 #endif

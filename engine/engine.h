@@ -97,6 +97,11 @@ int arb_prefill(arb_ctx *c, const int32_t *tok, int n, float *last_logits, arb_e
 int arb_ctx_n_past(const arb_ctx *c);          /* committed prefix length */
 int arb_ctx_truncate(arb_ctx *c, int n_past);  /* drop committed tokens beyond n_past */
 const arb_model *arb_ctx_model(const arb_ctx *c);
+/* Run fn(ud, i, n) once for every i in [0, n) on the context's kernel threads (the
+   caller included), returning when all are done; lets the caller's per-row work (e.g.
+   top-K of each logits row) use the eval's threads. Which thread runs which i is not
+   fixed: fn must key its work on i. Between evals only; allocates nothing. */
+int arb_ctx_parallel_for(arb_ctx *c, int n, void (*fn)(void *ud, int i, int n), void *ud);
 
 /* ---- tokenizer (from the GGUF's tokenizer.ggml.* metadata) ---- */
 /* Encode UTF-8 text. parse_special: "<|im_start|>" etc. map to their special ids.

@@ -320,3 +320,10 @@ int arb_prefill(arb_ctx *c, const int32_t *tok, int n, float *last_logits, arb_e
     }
     return ARB_OK;
 }
+
+int arb_ctx_parallel_for(arb_ctx *c, int n, void (*fn)(void *ud, int i, int n), void *ud)
+{
+    if (n > 0)
+        arb_backend_parallel_for(&c->be, n, fn, ud);
+    return ARB_OK;
+}

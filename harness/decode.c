@@ -185,11 +185,22 @@ static int32_t pick_token(arb_decoder *d, const float *row, int prompt_id, int s
     return tok >= 0 ? tok : arb_greedy_argmax(row, d->V);
 }
 
-static void topk_rows(arb_decoder *d, int n)
+static void topk_row(void *ud, int i, int n)
 {
-    for (int i = 0; i < n; i++)
-        arb_topk_softmax(d->logits + (size_t)i * d->V, d->V, d->K, d->topk_ids + (size_t)i * d->K,
-                         d->topk_sc + (size_t)i * d->K);
+    arb_decoder *d = ud;
+    arb_topk_softmax(d->logits + (size_t)i * d->V, d->V, d->K, d->topk_ids + (size_t)i * d->K,
+                     d->topk_sc + (size_t)i * d->K);
+}
+
+/* Top-K + softmax of every evaluated row (verification's argmax and the harvest), one row
+   per task on the target's kernel threads: each row is a read of 4V bytes that one core
+   cannot stream fast enough (bench-harness). */
+static void topk_rows(arb_decoder *d, int n) { arb_ctx_parallel_for(d->ctx, n, topk_row, d); }
+
+static void argmax_row(void *ud, int i, int n)
+{
+    arb_decoder *d = ud;
+    d->y[i] = arb_greedy_argmax(d->logits + (size_t)i * d->V, d->V);
 }
 
 static int ensure_capacity(arb_decoder *d, int n_prompt, int max_new, arb_err *err)
@@ -358,7 +369,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
                 for (int i = 0; i < t->n; i++)
                     d->y[i] = d->topk_ids[(size_t)i * d->K];
             } else {
-                arb_greedy_argmax_rows(d->logits, t->n, d->V, d->y);
+                arb_ctx_parallel_for(d->ctx, t->n, argmax_row, d);
             }
             arb_greedy_walk(t, d->y, gm, d->best, &vo);
         }

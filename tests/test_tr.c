@@ -2,6 +2,7 @@
  * §4.2). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,36 +59,117 @@ Test(tr, choices_parse_rejects_bad_lists)
     cr_assert_lt(arb_choices_parse("[[0]", parent, rank, 16, &err), 0, "unbalanced");
 }
 
+/* Straightforward reference: K times the largest not yet taken (lowest id first among
+   equals), probabilities from a double-precision softmax over the whole row (a row of -inf
+   only: uniform, as any all-equal row). */
+static void topk_ref(const float *row, int V, int K, int32_t *ids, double *sc)
+{
+    bool *used = calloc((size_t)V, sizeof *used);
+    double m = -INFINITY, sum = 0;
+    for (int i = 0; i < V; i++)
+        m = row[i] > m ? row[i] : m;
+    for (int i = 0; i < V; i++)
+        sum += m == -INFINITY ? 1.0 : exp((double)row[i] - m);
+    for (int j = 0; j < K; j++) {
+        int b = -1;
+        for (int i = 0; i < V; i++)
+            if (!used[i] && (b < 0 || row[i] > row[b]))
+                b = i;
+        if (b < 0) { /* V < K */
+            ids[j] = 0;
+            sc[j] = 0;
+            continue;
+        }
+        used[b] = true;
+        ids[j] = b;
+        sc[j] = (m == -INFINITY ? 1.0 : exp((double)row[b] - m)) / sum;
+    }
+    free(used);
+}
+
+/* Every available path against the reference (exact ids and order; scores within 1e-5
+   relative, the adjacency stores them in 1/65535 units) and bit for bit against the
+   baseline path. Returns how many paths ran. */
+static int check_topk(const float *row, int V, int K, const char *what)
+{
+    int32_t ref_ids[ARB_ADJ_K_MAX], ids[3][ARB_ADJ_K_MAX];
+    double ref_sc[ARB_ADJ_K_MAX];
+    float sc[3][ARB_ADJ_K_MAX];
+    topk_ref(row, V, K, ref_ids, ref_sc);
+    int ran = 0;
+    for (int isa = ARB_TOPK_BASE; isa <= ARB_TOPK_AVX512; isa++) {
+        if (!arb_topk_softmax_isa(isa, row, V, K, ids[isa], sc[isa])) {
+            cr_assert_gt(isa, arb_topk_isa_best(), "%s: path %d refused but reported available", what, isa);
+            continue;
+        }
+        ran++;
+        for (int j = 0; j < K; j++) {
+            cr_assert_eq(ids[isa][j], ref_ids[j], "%s: path %d rank %d: id %d, want %d", what, isa, j, ids[isa][j],
+                         ref_ids[j]);
+            cr_assert(fabs(sc[isa][j] - ref_sc[j]) <= 1e-5 * ref_sc[j] + 1e-30, "%s: path %d rank %d: %.9g vs %.9g",
+                      what, isa, j, sc[isa][j], ref_sc[j]);
+        }
+        cr_assert(!memcmp(ids[isa], ids[0], (size_t)K * sizeof ids[0][0]) &&
+                      !memcmp(sc[isa], sc[0], (size_t)K * sizeof sc[0][0]),
+                  "%s: path %d differs from the baseline in the last bits", what, isa);
+    }
+    int32_t dflt_ids[ARB_ADJ_K_MAX];
+    float dflt_sc[ARB_ADJ_K_MAX];
+    arb_topk_softmax(row, V, K, dflt_ids, dflt_sc);
+    cr_assert(!memcmp(dflt_ids, ids[0], (size_t)K * sizeof dflt_ids[0]) &&
+              !memcmp(dflt_sc, sc[0], (size_t)K * sizeof dflt_sc[0]));
+    return ran;
+}
+
 Test(tr, topk_softmax_matches_brute_force)
 {
     enum { V = 1000, K = 10 };
     float row[V];
-    int32_t ids[K];
-    float sc[K];
     for (int trial = 0; trial < 200; trial++) {
         for (int i = 0; i < V; i++) /* few distinct values: many ties */
             row[i] = (float)(rnd() % 40) * 0.5f - 10.0f;
-        if (trial % 2) /* a wide spread: most blocks fall below max - 24 and are skipped */
+        if (trial % 2) /* a wide spread: most chunks fall below max - 24 and are skipped */
             for (int i = 0; i < V; i += 1 + (int)(rnd() % 97))
                 row[i] = 20.0f + (float)(rnd() % 8);
-        arb_topk_softmax(row, V, K, ids, sc);
-        /* brute force: repeatedly take the largest, lowest id first */
-        bool used[V] = {false};
-        double sum = 0, m = -INFINITY;
-        for (int i = 0; i < V; i++)
-            m = row[i] > m ? row[i] : m;
-        for (int i = 0; i < V; i++)
-            sum += exp((double)row[i] - m);
-        for (int j = 0; j < K; j++) {
-            int b = -1;
-            for (int i = 0; i < V; i++)
-                if (!used[i] && (b < 0 || row[i] > row[b]))
-                    b = i;
-            used[b] = true;
-            cr_assert_eq(ids[j], b, "trial %d rank %d", trial, j);
-            cr_assert_float_eq(sc[j], exp(row[b] - m) / sum, 2e-6);
+        char what[32];
+        snprintf(what, sizeof what, "trial %d", trial);
+        check_topk(row, V, K, what);
+    }
+}
+
+Test(tr, topk_softmax_adversarial_rows)
+{
+    enum { VMAX = 49152 + 77 };
+    float *row = malloc(VMAX * sizeof *row);
+    cr_assert(row);
+    const int sizes[] = {1, 5, 10, 16, 127, 128, 129, 300, 1000, 4097, 49152, 49152 + 77};
+    int ran = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        int V = sizes[si];
+        for (int kind = 0; kind < 9; kind++) {
+            for (int i = 0; i < V; i++) {
+                float g = (float)((int)(rnd() % 2001) - 1000) / 200.0f; /* logit-like bulk */
+                switch (kind) {
+                case 0: row[i] = 3.0f; break;                                 /* all equal */
+                case 1: row[i] = -INFINITY; break;                            /* all -inf */
+                case 2: row[i] = rnd() % 3 ? -INFINITY : g; break;            /* some -inf */
+                case 3: row[i] = (float)i * 0.01f; break;                     /* rising: new max every chunk */
+                case 4: row[i] = -(float)i * 0.01f; break;                    /* falling */
+                case 5: row[i] = (float)(rnd() % 4); break;                   /* ties everywhere */
+                case 6: row[i] = g + (rnd() % 3000 == 0 ? 20.0f : 0.0f); break; /* spikes over a bulk */
+                case 7: row[i] = i == V - 1 ? 60.0f : g - 40.0f; break;       /* max in the last (tail) value */
+                default: row[i] = g * 0.001f; break;                          /* nearly flat */
+                }
+            }
+            for (int K = 1; K <= ARB_ADJ_K_MAX; K += 5) {
+                char what[64];
+                snprintf(what, sizeof what, "V %d kind %d K %d", V, kind, K);
+                ran += check_topk(row, V, K, what);
+            }
         }
     }
+    cr_assert_gt(ran, 0);
+    free(row);
 }
 
 Test(tr, adjacency_unigram_bigram_merge_and_overwrite)

@@ -439,6 +439,11 @@ static void cpu_add(void *vctx, float *x, const float *y, size_t n)
         x[i] += y[i];
 }
 
+static void cpu_parallel_for(void *vctx, int n, void (*fn)(void *ud, int i, int n), void *ud)
+{
+    arb_threadpool_run_chunks(((cpu_ctx *)vctx)->tp, fn, ud, n);
+}
+
 static const arb_backend_i cpu_iface = {
     .name = "cpu",
     .free = cpu_free,
@@ -452,6 +457,7 @@ static const arb_backend_i cpu_iface = {
     .add_bias = cpu_add_bias,
     .add = cpu_add,
     .n_threads = cpu_n_threads,
+    .parallel_for = cpu_parallel_for,
 };
 
 int arb_backend_cpu_init(int n_threads, arb_backend *be, arb_err *err)

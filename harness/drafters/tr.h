@@ -41,9 +41,14 @@ int arb_adj_fill(const arb_adj *a);     /* non-empty unigram rows */
 int arb_adj_k(const arb_adj *a);
 size_t arb_adj_bytes(const arb_adj *a);
 
-/* Top-K of a logits row (ties: lower id first) with softmax probabilities at T = 1
-   (full-vocabulary sum). ids[0] is the argmax. No allocation. */
+/* Top-K of a logits row (finite or -inf values; ties: lower id first) with softmax
+   probabilities at T = 1 (full-vocabulary sum, ~1e-6 relative). ids[0] is the argmax. One
+   pass, no allocation, thread-safe; the fastest path this CPU has. Every path gives the same
+   ids and bit-identical scores; _isa forces one (tests, benchmarks): false if unavailable. */
+enum { ARB_TOPK_BASE, ARB_TOPK_AVX2, ARB_TOPK_AVX512 };
 void arb_topk_softmax(const float *row, int V, int K, int32_t *ids, float *scores);
+bool arb_topk_softmax_isa(int isa, const float *row, int V, int K, int32_t *ids, float *scores);
+int arb_topk_isa_best(void);
 
 /* TR template "2.2.2": parent[] and rank[] of the 81 nodes (anchor first, canonical
    order). Returns the node count; cap must be >= 81. */
