@@ -30,17 +30,19 @@ size_t arb_matmul_pack_bytes(const arb_qmat *w)
 }
 
 /* Block blk's codes into the transposed group at cp, lane l; returns the sum of
-   its signed codes (what corr needs; unused for Q4_1). */
-static int32_t put_codes(const arb_qmat *w, const mm_packed_geom *g, const uint8_t *blk, uint8_t *cp, int l)
+   its signed codes when corr needs it (Q4_0, Q8_0), else 0. */
+static int32_t put_codes(const mm_packed_geom *g, uint32_t type, const uint8_t *blk, uint8_t *cp, int l)
 {
-    const int qoff = w->type == ARB_TYPE_Q4_1 ? 4 : 2;
+    const uint8_t *q = blk + (type == ARB_TYPE_Q4_1 ? 4 : 2);
+    for (int s = 0; s < g->cb / 64; s++) /* Q4: packed bytes 4s..4s+3; Q8: codes 4s.. */
+        memcpy(cp + 64 * s + 4 * l, q + 4 * s, 4);
     int32_t sum = 0;
-    for (int s = 0; s < g->cb / 64; s++) /* Q4: packed bytes 4s..; Q8: codes 4s.. */
-        for (int b = 0; b < 4; b++) {
-            const uint8_t v = blk[qoff + 4 * s + b];
-            cp[64 * s + 4 * l + b] = v;
-            sum += w->type == ARB_TYPE_Q8_0 ? (int8_t)v : (v & 0xF) - 8 + (v >> 4) - 8;
-        }
+    if (type == ARB_TYPE_Q8_0)
+        for (int i = 0; i < 32; i++)
+            sum += (int8_t)q[i];
+    else if (type == ARB_TYPE_Q4_0)
+        for (int i = 0; i < 16; i++)
+            sum += (q[i] & 0xF) + (q[i] >> 4) - 16;
     return sum;
 }
 
@@ -64,7 +66,7 @@ void arb_matmul_pack(const arb_qmat *w, void *dst)
             const size_t rc = (size_t)r * g.nch + c;
             for (int l = 0; l < 16; l++) {
                 const uint8_t *blk = row + (size_t)(16 * c + l) * g.bsz;
-                const int32_t sum = put_codes(w, &g, blk, codes + rc * g.cb, l);
+                const int32_t sum = put_codes(&g, w->type, blk, codes + rc * g.cb, l);
                 put_scales(w, blk, scales + rc * 64, l);
                 if (g.corr)
                     ((int32_t *)(corrb + rc * 64))[l] = -128 * sum;
@@ -73,7 +75,7 @@ void arb_matmul_pack(const arb_qmat *w, void *dst)
         for (int i = 0; i < g.nt; i++) {
             const uint8_t *blk = row + (size_t)(16 * g.nch + i) * g.bsz;
             uint8_t *tp = tail + ((size_t)(r / 16) * g.nt + i) * tb;
-            const int32_t sum = put_codes(w, &g, blk, tp, r % 16);
+            const int32_t sum = put_codes(&g, w->type, blk, tp, r % 16);
             put_scales(w, blk, tp + g.cb, r % 16);
             if (g.corr)
                 ((int32_t *)(tp + g.cb + 64))[r % 16] = -128 * sum;
