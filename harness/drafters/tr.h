@@ -3,7 +3,7 @@
  *
  *     arb_adj *a;
  *     arb_adj_new(n_vocab, 10, 15, &a, &err);        // K = 10, bigram tier 2^15 entries (0: off)
- *     arb_topk_softmax(logits_row, V, 10, ids, sc);  // best first, scores = softmax probs
+ *     arb_topk_softmax(logits_row, V, 10, ids, sc);  // best first, scores = softmax probs (topk.h)
  *     arb_adj_write(a, prev_tok, tok, ids, sc);      // unigram row tok (+ bigram (prev, tok))
  *     int n = arb_adj_succ(a, prev, tok, true, ids, sc, &from_bigram);
  *     arb_adj_free(a);
@@ -21,9 +21,10 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "topk.h"
 #include "tree.h"
 
-#define ARB_ADJ_K_MAX 16
+#define ARB_ADJ_K_MAX ARB_TOPK_K_MAX
 
 typedef struct arb_adj arb_adj;
 
@@ -41,14 +42,6 @@ int arb_adj_fill(const arb_adj *a);     /* non-empty unigram rows */
 int arb_adj_k(const arb_adj *a);
 size_t arb_adj_bytes(const arb_adj *a);
 
-/* Top-K of a logits row (finite or -inf values; ties: lower id first) with softmax
-   probabilities at T = 1 (full-vocabulary sum, ~1e-6 relative). ids[0] is the argmax. One
-   pass, no allocation, thread-safe; the fastest path this CPU has. Every path gives the same
-   ids and bit-identical scores; _isa forces one (tests, benchmarks): false if unavailable. */
-enum { ARB_TOPK_BASE, ARB_TOPK_AVX2, ARB_TOPK_AVX512 };
-void arb_topk_softmax(const float *row, int V, int K, int32_t *ids, float *scores);
-bool arb_topk_softmax_isa(int isa, const float *row, int V, int K, int32_t *ids, float *scores);
-int arb_topk_isa_best(void);
 
 /* TR template "2.2.2": parent[] and rank[] of the 81 nodes (anchor first, canonical
    order). Returns the node count; cap must be >= 81. */

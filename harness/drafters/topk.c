@@ -1,0 +1,294 @@
+/* topk.c — top-K + softmax of a logits row (see topk.h). */
+#include "topk.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "engine.h" /* ARB_ASSERT */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TOPK_X86 1
+#include <immintrin.h>
+#endif
+
+/* ---- top-K + softmax of one logits row, in one pass ----
+   The row is read once, in chunks of 128 values (prefetched 4 KB ahead; a chunk is re-read
+   from L1 only). Per chunk: its maximum, as a vector; when some value beats the current K-th
+   best (rare once the list is full) the chunk's values are inserted one by one in id order,
+   so equal values keep the lower id exactly as a sequential scan would; online softmax: a
+   chunk that raises the running maximum M first rescales the partial sums by 2^(u_old - u_new)
+   (u = M log2 e); a chunk whose maximum is more than 24 below M is skipped (each term < e^-24
+   of the max term, < 2e-6 relative over V = 49152); else e^(x - M) = 2^(x log2e - u) of each
+   value at chunk offset o is added to accumulator lane o mod 64 (offset o, then o + 64).
+   Exactness across CPUs: every path (AVX-512: 4 x 16 lanes, AVX2+FMA: 8 x 8, baseline: plain
+   C with fmaf) runs the same IEEE operations per lane in the same order, fused where written
+   fma and nowhere else (no a*b+c is left for a compiler to contract), then the same fixed tree
+   over the 64 lanes, so ids and scores are bit-identical (tests/test_tr.c checks). exp2: round
+   to nearest n, f in [-1/2, 1/2], degree-5 polynomial (relative error 1.6e-7), times 2^n. The
+   rounding of u = x log2e - u_M shifts every term by the same factor, which the normalisation
+   cancels; scores are within ~5e-6 relative of the exact softmax. They only weight branch
+   widths and the 0.01 pruning (stored in 1/65535 units); ids and order are exact. */
+#define TOPK_CHUNK 128
+#define TOPK_LANES 64
+#define TOPK_PF 1024 /* prefetch distance, floats */
+#define TOPK_SKIP 24.0f
+#define LOG2E 1.44269504088896341f
+#define RND 12582912.0f /* 1.5 * 2^23: x + RND rounds x to an integer, held in the low bits */
+static const float exp2_c[5] = {1.3264726149e-03f, 9.6715129912e-03f, 5.5507335812e-02f, 2.4022242427e-01f,
+                                6.9314700365e-01f};
+
+typedef struct topk_state {
+    int K, cnt;               /* list length, entries so far */
+    float thr;                /* K-th best value once full, else -inf */
+    float M, uM;              /* running maximum (-inf before the first finite chunk), fl(M log2e) */
+    float top[ARB_TOPK_K_MAX]; /* values of ids[], best first */
+    int32_t *ids;
+} topk_state;
+
+/* values v[0..n) with ids i0.. into the list; once full, only values > thr can enter */
+static void topk_insert(topk_state *s, const float *v, int i0, int n)
+{
+    for (int i = 0; i < n; i++) {
+        float x = v[i];
+        if (s->cnt == s->K && !(x > s->thr))
+            continue;
+        int j = s->cnt < s->K ? s->cnt++ : s->K - 1;
+        while (j > 0 && s->top[j - 1] < x) { /* strict: earlier (lower id) equals stay ahead */
+            s->top[j] = s->top[j - 1];
+            s->ids[j] = s->ids[j - 1];
+            j--;
+        }
+        s->top[j] = x;
+        s->ids[j] = i0 + i;
+        if (s->cnt == s->K)
+            s->thr = s->top[s->K - 1];
+    }
+}
+
+/* acc + 2^u for u <= 0 (u below -126, or NaN, counts as -126: never below 2^-127) */
+static inline float exp2_acc1(float u, float acc)
+{
+    u = u > -126.0f ? u : -126.0f;
+    float t = u + RND, n = t - RND, f = u - n, p = exp2_c[0];
+    for (int k = 1; k < 5; k++)
+        p = fmaf(p, f, exp2_c[k]);
+    p = fmaf(p, f, 1.0f);
+    uint32_t b, e;
+    memcpy(&b, &t, sizeof b);
+    e = (b + 127u) << 23; /* the low bits of t hold n: 2^n */
+    float en;
+    memcpy(&en, &e, sizeof en);
+    return acc + p * en; /* not fused: AVX-512 scales with vscalefps, then adds */
+}
+
+/* a chunk that raises the maximum to m2: the factor that rescales the partial sums */
+static float topk_new_max(topk_state *s, float m2)
+{
+    float u2 = m2 * LOG2E, f = s->M == -INFINITY ? 0.0f : exp2_acc1(s->uM - u2, 0.0f);
+    s->M = m2;
+    s->uM = u2;
+    return f;
+}
+
+static void topk_finish(topk_state *s, int V, float *lane, float *scores)
+{
+    for (int w = TOPK_LANES / 2; w >= 1; w /= 2) /* fixed pairwise tree over the lanes */
+        for (int j = 0; j < w; j++)
+            lane[j] += lane[j + w];
+    for (int j = 0; j < s->cnt; j++) /* a row of -inf only: uniform, as any all-equal row */
+        scores[j] = s->M == -INFINITY ? 1.0f / (float)V : exp2_acc1(fmaf(s->top[j], LOG2E, -s->uM), 0.0f) / lane[0];
+    for (int j = s->cnt; j < s->K; j++) { /* V < K: pad (never happens for real vocabularies) */
+        s->ids[j] = 0;
+        scores[j] = 0.0f;
+    }
+}
+
+/* The last V % 128 values, padded with -inf (2^-126 per pad value, never listed). */
+static const float *topk_tail(const float *row, int b0, int V, float *pad)
+{
+    for (int i = 0; i < TOPK_CHUNK; i++)
+        pad[i] = b0 + i < V ? row[b0 + i] : -INFINITY;
+    return pad;
+}
+
+/* TOPK_PF floats past x (integer arithmetic: the address may lie past the row; a prefetch
+   never faults) */
+#define PF_AHEAD(x, off) __builtin_prefetch((const void *)((uintptr_t)(x) + sizeof(float) * (TOPK_PF + (off))))
+
+/* Each path: the chunks of the row into s and the 64 partial sums into lane[]. */
+static void chunk_base(topk_state *s, float *acc, const float *x, int i0, int n)
+{
+    for (int o = 0; o < TOPK_CHUNK; o += 16)
+        PF_AHEAD(x, o);
+    float mx = x[0];
+    for (int i = 1; i < TOPK_CHUNK; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    if (s->cnt < s->K || mx > s->thr)
+        topk_insert(s, x, i0, n);
+    if (mx > s->M) {
+        float f = topk_new_max(s, mx);
+        for (int l = 0; l < TOPK_LANES; l++)
+            acc[l] *= f;
+    }
+    if (s->M == -INFINITY || !(mx >= s->M - TOPK_SKIP))
+        return;
+    for (int o = 0; o < TOPK_CHUNK; o++)
+        acc[o % TOPK_LANES] = exp2_acc1(fmaf(x[o], LOG2E, -s->uM), acc[o % TOPK_LANES]);
+}
+
+static void topk_base(topk_state *s, const float *row, int V, float *lane)
+{
+    float pad[TOPK_CHUNK];
+    memset(lane, 0, TOPK_LANES * sizeof *lane);
+    int b0 = 0;
+    for (; b0 + TOPK_CHUNK <= V; b0 += TOPK_CHUNK)
+        chunk_base(s, lane, row + b0, b0, TOPK_CHUNK);
+    if (b0 < V)
+        chunk_base(s, lane, topk_tail(row, b0, V, pad), b0, V - b0);
+}
+
+#ifdef TOPK_X86
+/* The vector paths: the operations of exp2_acc1 / chunk_base, lane for lane. */
+#define AVX2 __attribute__((target("avx2,fma")))
+#define AVX512 __attribute__((target("avx512f")))
+#define UNROLL _Pragma("GCC unroll 16")
+#define INL static inline __attribute__((always_inline))
+
+AVX2 INL __m256 exp2_acc8(__m256 u, __m256 acc)
+{
+    const __m256 rnd = _mm256_set1_ps(RND);
+    u = _mm256_max_ps(u, _mm256_set1_ps(-126.0f)); /* u > -126 ? u : -126 */
+    __m256 t = _mm256_add_ps(u, rnd), f = _mm256_sub_ps(u, _mm256_sub_ps(t, rnd)), p = _mm256_set1_ps(exp2_c[0]);
+    for (int k = 1; k < 5; k++)
+        p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(exp2_c[k]));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
+    return _mm256_add_ps(acc, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+
+AVX2 INL void chunk_avx2(topk_state *s, __m256 *acc, const float *x, int i0, int n)
+{
+    __m256 mx = _mm256_loadu_ps(x);
+    UNROLL for (int q = 0; q < TOPK_CHUNK / 8; q++) {
+        if (q % 2 == 0)
+            PF_AHEAD(x, 8 * q);
+        mx = _mm256_max_ps(mx, _mm256_loadu_ps(x + 8 * q));
+    }
+    if (s->cnt < s->K || _mm256_movemask_ps(_mm256_cmp_ps(mx, _mm256_set1_ps(s->thr), _CMP_GT_OQ)))
+        topk_insert(s, x, i0, n);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(mx, _mm256_set1_ps(s->M), _CMP_GT_OQ))) {
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+        __m256 f = _mm256_set1_ps(topk_new_max(s, _mm_cvtss_f32(h)));
+        UNROLL for (int q = 0; q < TOPK_LANES / 8; q++)
+            acc[q] = _mm256_mul_ps(acc[q], f);
+    }
+    if (s->M == -INFINITY ||
+        !_mm256_movemask_ps(_mm256_cmp_ps(mx, _mm256_set1_ps(s->M - TOPK_SKIP), _CMP_GE_OQ)))
+        return;
+    __m256 l2e = _mm256_set1_ps(LOG2E), nu = _mm256_set1_ps(-s->uM);
+    UNROLL for (int q = 0; q < TOPK_CHUNK / 8; q++)
+        acc[q % 8] = exp2_acc8(_mm256_fmadd_ps(_mm256_loadu_ps(x + 8 * q), l2e, nu), acc[q % 8]);
+}
+
+AVX2 static void topk_avx2(topk_state *s, const float *row, int V, float *lane)
+{
+    float pad[TOPK_CHUNK];
+    __m256 acc[TOPK_LANES / 8];
+    UNROLL for (int q = 0; q < TOPK_LANES / 8; q++)
+        acc[q] = _mm256_setzero_ps();
+    int b0 = 0;
+    for (; b0 + TOPK_CHUNK <= V; b0 += TOPK_CHUNK)
+        chunk_avx2(s, acc, row + b0, b0, TOPK_CHUNK);
+    if (b0 < V)
+        chunk_avx2(s, acc, topk_tail(row, b0, V, pad), b0, V - b0);
+    UNROLL for (int q = 0; q < TOPK_LANES / 8; q++)
+        _mm256_storeu_ps(lane + 8 * q, acc[q]);
+}
+
+AVX512 INL __m512 exp2_acc16(__m512 u, __m512 acc)
+{
+    u = _mm512_max_ps(u, _mm512_set1_ps(-126.0f));
+    __m512 n = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); /* = (u + RND) - RND */
+    __m512 f = _mm512_sub_ps(u, n), p = _mm512_set1_ps(exp2_c[0]);
+    for (int k = 1; k < 5; k++)
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(exp2_c[k]));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_add_ps(acc, _mm512_scalef_ps(p, n)); /* p 2^n, rounded once, as p * en */
+}
+
+AVX512 INL void chunk_avx512(topk_state *s, __m512 *acc, const float *x, int i0, int n)
+{
+    __m512 v[TOPK_CHUNK / 16];
+    UNROLL for (int q = 0; q < TOPK_CHUNK / 16; q++) {
+        PF_AHEAD(x, 16 * q);
+        v[q] = _mm512_loadu_ps(x + 16 * q);
+    }
+    __m512 mx = _mm512_max_ps(_mm512_max_ps(_mm512_max_ps(v[0], v[1]), _mm512_max_ps(v[2], v[3])),
+                              _mm512_max_ps(_mm512_max_ps(v[4], v[5]), _mm512_max_ps(v[6], v[7])));
+    if (s->cnt < s->K || _mm512_cmp_ps_mask(mx, _mm512_set1_ps(s->thr), _CMP_GT_OQ))
+        topk_insert(s, x, i0, n);
+    if (_mm512_cmp_ps_mask(mx, _mm512_set1_ps(s->M), _CMP_GT_OQ)) {
+        __m512 f = _mm512_set1_ps(topk_new_max(s, _mm512_reduce_max_ps(mx)));
+        UNROLL for (int q = 0; q < TOPK_LANES / 16; q++)
+            acc[q] = _mm512_mul_ps(acc[q], f);
+    }
+    if (s->M == -INFINITY || !_mm512_cmp_ps_mask(mx, _mm512_set1_ps(s->M - TOPK_SKIP), _CMP_GE_OQ))
+        return;
+    __m512 l2e = _mm512_set1_ps(LOG2E), nu = _mm512_set1_ps(-s->uM);
+    UNROLL for (int q = 0; q < TOPK_CHUNK / 16; q++)
+        acc[q % 4] = exp2_acc16(_mm512_fmadd_ps(v[q], l2e, nu), acc[q % 4]);
+}
+
+AVX512 static void topk_avx512(topk_state *s, const float *row, int V, float *lane)
+{
+    float pad[TOPK_CHUNK];
+    __m512 acc[TOPK_LANES / 16];
+    UNROLL for (int q = 0; q < TOPK_LANES / 16; q++)
+        acc[q] = _mm512_setzero_ps();
+    int b0 = 0;
+    for (; b0 + TOPK_CHUNK <= V; b0 += TOPK_CHUNK)
+        chunk_avx512(s, acc, row + b0, b0, TOPK_CHUNK);
+    if (b0 < V)
+        chunk_avx512(s, acc, topk_tail(row, b0, V, pad), b0, V - b0);
+    UNROLL for (int q = 0; q < TOPK_LANES / 16; q++)
+        _mm512_storeu_ps(lane + 16 * q, acc[q]);
+}
+#endif
+
+int arb_topk_isa_best(void)
+{
+#ifdef TOPK_X86
+    if (__builtin_cpu_supports("avx512f"))
+        return ARB_TOPK_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return ARB_TOPK_AVX2;
+#endif
+    return ARB_TOPK_BASE;
+}
+
+bool arb_topk_softmax_isa(int isa, const float *row, int V, int K, int32_t *ids, float *scores)
+{
+    ARB_ASSERT(V >= 1 && K >= 1 && K <= ARB_TOPK_K_MAX);
+    if (isa > arb_topk_isa_best())
+        return false;
+    topk_state s = {.K = K, .thr = -INFINITY, .M = -INFINITY, .ids = ids};
+    float lane[TOPK_LANES];
+    switch (isa) {
+#ifdef TOPK_X86
+    case ARB_TOPK_AVX512: topk_avx512(&s, row, V, lane); break;
+    case ARB_TOPK_AVX2: topk_avx2(&s, row, V, lane); break;
+#endif
+    case ARB_TOPK_BASE: topk_base(&s, row, V, lane); break;
+    default: return false;
+    }
+    topk_finish(&s, V, lane, scores);
+    return true;
+}
+
+void arb_topk_softmax(const float *row, int V, int K, int32_t *ids, float *scores)
+{
+    arb_topk_softmax_isa(arb_topk_isa_best(), row, V, K, ids, scores);
+}
