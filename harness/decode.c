@@ -192,16 +192,25 @@ static void topk_row(void *ud, int i, int n)
                      d->topk_sc + (size_t)i * d->K);
 }
 
-/* Top-K + softmax of every evaluated row (verification's argmax and the harvest), one row
-   per task on the target's kernel threads: each row is a read of 4V bytes that one core
-   cannot stream fast enough (bench-harness). */
-static void topk_rows(arb_decoder *d, int n) { arb_ctx_parallel_for(d->ctx, n, topk_row, d); }
-
 static void argmax_row(void *ud, int i, int n)
 {
     arb_decoder *d = ud;
     d->y[i] = arb_greedy_argmax(d->logits + (size_t)i * d->V, d->V);
 }
+
+/* fn for each of n logits rows, one row per task on the target's kernel threads: a row is a
+   read of 4V bytes (~12 MB for 60 nodes) that one core cannot stream fast enough
+   (bench-harness). A single row (AR steps) stays on the caller. */
+static void per_row(arb_decoder *d, int n, void (*fn)(void *ud, int i, int n))
+{
+    if (n == 1)
+        fn(d, 0, 1);
+    else
+        arb_ctx_parallel_for(d->ctx, n, fn, d);
+}
+
+/* Top-K + softmax of every evaluated row: verification's argmax and the harvest. */
+static void topk_rows(arb_decoder *d, int n) { per_row(d, n, topk_row); }
 
 static int ensure_capacity(arb_decoder *d, int n_prompt, int max_new, arb_err *err)
 {
@@ -369,7 +378,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
                 for (int i = 0; i < t->n; i++)
                     d->y[i] = d->topk_ids[(size_t)i * d->K];
             } else {
-                arb_ctx_parallel_for(d->ctx, t->n, argmax_row, d);
+                per_row(d, t->n, argmax_row);
             }
             arb_greedy_walk(t, d->y, gm, d->best, &vo);
         }
