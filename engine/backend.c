@@ -44,6 +44,17 @@ void arb_backend_matmul(const arb_backend *be, const arb_qmat *w, const float *x
     be->iface->matmul(be->ctx, w, x, n_tok, y, work);
 }
 
+void arb_backend_matmul_multi(const arb_backend *be, const arb_qmat *const *ws, int nw, const float *x, int n_tok,
+                              float *const *ys, void *work)
+{
+    if (be->iface->matmul_multi) {
+        be->iface->matmul_multi(be->ctx, ws, nw, x, n_tok, ys, work);
+        return;
+    }
+    for (int i = 0; i < nw; i++)
+        be->iface->matmul(be->ctx, ws[i], x, n_tok, ys[i], work);
+}
+
 void arb_backend_get_rows(const arb_backend *be, const arb_qmat *w, const int32_t *ids, int n, float *out)
 {
     be->iface->get_rows(be->ctx, w, ids, n, out);

@@ -54,6 +54,9 @@ typedef struct arb_backend_i {
     size_t (*matmul_work_bytes)(void *ctx, const arb_qmat *w, int n_tok);
     /* y[t*n_out+o] = dot(W[o], x[t]) */
     void (*matmul)(void *ctx, const arb_qmat *w, const float *x, int n_tok, float *y, void *work);
+    /* optional: ws[0..nw) on the same x, results as separate matmuls (default: a loop) */
+    void (*matmul_multi)(void *ctx, const arb_qmat *const *ws, int nw, const float *x, int n_tok,
+                         float *const *ys, void *work);
     /* out[i] = dequantised row ids[i] of w (embedding lookup) */
     void (*get_rows)(void *ctx, const arb_qmat *w, const int32_t *ids, int n, float *out);
     /* out[t] = x[t] / rms(x[t]) * g, rows of dim floats; out may equal x */
@@ -91,6 +94,8 @@ int arb_backend_n_threads(const arb_backend *be);
 size_t arb_backend_matmul_work_bytes(const arb_backend *be, const arb_qmat *w, int n_tok);
 void arb_backend_matmul(const arb_backend *be, const arb_qmat *w, const float *x, int n_tok, float *y,
                         void *work);
+void arb_backend_matmul_multi(const arb_backend *be, const arb_qmat *const *ws, int nw, const float *x, int n_tok,
+                              float *const *ys, void *work);
 void arb_backend_get_rows(const arb_backend *be, const arb_qmat *w, const int32_t *ids, int n, float *out);
 void arb_backend_rmsnorm(const arb_backend *be, const float *x, const float *g, int n, int dim, float eps,
                          float *out);

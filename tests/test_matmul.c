@@ -309,3 +309,53 @@ Test(matmul, unpacked_matrix_uses_avx2_kernel)
     cr_assert_eq(arb_matmul_pack_bytes(&small), 0, "K-quants: no packed form");
     arb_matmul_force_isa("auto");
 }
+
+/* Several matrices on one input (Q/K/V, gate/up): bit-identical to separate calls
+   in every family, with 1 and 3 threads, and when the types differ (no sharing). */
+Test(matmul, multi_equals_separate_calls)
+{
+    rng_state = 9;
+    enum { NT = 19, NIN = 576 };
+    static const int nouts[3] = {70, 24, 33};
+    arb_threadpool *tp3 = NULL;
+    cr_assert_eq(arb_threadpool_new(3, &tp3, NULL), ARB_OK);
+    for (int mixed = 0; mixed < 2; mixed++) {
+        arb_qmat m[3];
+        void *w[3], *pk[3];
+        float *y0[3], *y1[3];
+        for (int i = 0; i < 3; i++) {
+            const uint32_t type = mixed && i == 2 ? ARB_TYPE_Q8_0 : ARB_TYPE_Q4_1;
+            size_t rb;
+            w[i] = random_weights(type, NIN, nouts[i], &rb);
+            m[i] = (arb_qmat){.type = type, .n_in = NIN, .n_out = nouts[i], .row_bytes = rb, .data = w[i]};
+            pk[i] = attach_packed(&m[i]);
+            y0[i] = malloc(sizeof(float) * (size_t)nouts[i] * NT);
+            y1[i] = malloc(sizeof(float) * (size_t)nouts[i] * NT);
+        }
+        float *x = malloc(sizeof(float) * NIN * NT);
+        for (int i = 0; i < NIN * NT; i++)
+            x[i] = rndf() * 2.0f;
+        void *work = malloc(arb_matmul_work_bytes(ARB_TYPE_Q8_0, NIN, NT) + 1);
+        const arb_qmat *ws[3] = {&m[0], &m[1], &m[2]};
+        for (int k = 0; k < N_ISAS; k++) {
+            if (arb_matmul_force_isa(isas[k]) != ARB_OK)
+                continue;
+            for (int th = 0; th < 2; th++) {
+                arb_threadpool *tp = th ? tp3 : NULL;
+                for (int i = 0; i < 3; i++)
+                    arb_matmul(tp, &m[i], x, NT, y0[i], work);
+                arb_matmul_multi(tp, ws, 3, x, NT, y1, work);
+                for (int i = 0; i < 3; i++)
+                    cr_assert(!memcmp(y0[i], y1[i], sizeof(float) * (size_t)nouts[i] * NT),
+                              "%s mixed %d threads %d: matrix %d differs", isas[k], mixed, th ? 3 : 1, i);
+            }
+        }
+        arb_matmul_force_isa("auto");
+        for (int i = 0; i < 3; i++) {
+            free(w[i]); free(pk[i]); free(y0[i]); free(y1[i]);
+        }
+        free(x);
+        free(work);
+    }
+    arb_threadpool_free(tp3);
+}

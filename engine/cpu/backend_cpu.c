@@ -246,6 +246,12 @@ static void cpu_matmul(void *vctx, const arb_qmat *w, const float *x, int n_tok,
     arb_matmul(((cpu_ctx *)vctx)->tp, w, x, n_tok, y, work);
 }
 
+static void cpu_matmul_multi(void *vctx, const arb_qmat *const *ws, int nw, const float *x, int n_tok,
+                             float *const *ys, void *work)
+{
+    arb_matmul_multi(((cpu_ctx *)vctx)->tp, ws, nw, x, n_tok, ys, work);
+}
+
 static void cpu_get_rows(void *vctx, const arb_qmat *w, const int32_t *ids, int n, float *out)
 {
     for (int i = 0; i < n; i++)
@@ -449,6 +455,7 @@ static const arb_backend_i cpu_iface = {
     .free = cpu_free,
     .matmul_work_bytes = cpu_matmul_work_bytes,
     .matmul = cpu_matmul,
+    .matmul_multi = cpu_matmul_multi,
     .get_rows = cpu_get_rows,
     .rmsnorm = cpu_rmsnorm,
     .rope = cpu_rope,

@@ -11,6 +11,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -431,30 +432,97 @@ static void rows_task(void *ud, int ith, int nth)
         m->rows(&m->job, r0, r1);
 }
 
+/* The run for w on x: layout, kernel, quantizer flavour (no work done yet). */
+static void mm_setup(mm_run *m, const arb_qmat *w, const float *x, int n_tok, float *y, void *work)
+{
+    const mm_impl *p = impl();
+    *m = (mm_run){.job = {.w = w, .x = x, .lay = arb_mm_layout(w->type, w->n_in), .n_tok = n_tok, .y = y}};
+    m->rows = rows_for(p, w);
+    m->simd_quant = p != &arb_mm_scalar;
+    m->want_qsi = p != &arb_mm_avx512 || !w->packed                    ? 0
+                  : w->type == ARB_TYPE_Q4_0 || w->type == ARB_TYPE_Q8_0 ? 2
+                                                                         : 1;
+    ARB_ASSERT(m->rows != NULL);
+    ARB_ASSERT(w->n_in % (m->job.lay.B ? m->job.lay.B : 1) == 0);
+    m->act = (uint8_t *)(((uintptr_t)work + 63) & ~(uintptr_t)63);
+    m->job.act = m->act;
+}
+
+/* Quantize the n_tok activation rows into m->act. */
+static void mm_quantize(arb_threadpool *tp, mm_run *m)
+{
+    /* Small batches: quantize on the caller (a pool round trip costs more). */
+    if (!tp || (size_t)m->job.n_tok * (size_t)m->job.w->n_in < 32768)
+        quant_task(m, 0, 1);
+    else
+        arb_threadpool_run(tp, quant_task, m);
+}
+
 void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok, float *y, void *work)
 {
     if (n_tok <= 0 || w->n_out <= 0)
         return;
-    const mm_impl *p = impl();
-    mm_run m = {.job = {.w = w, .x = x, .lay = arb_mm_layout(w->type, w->n_in), .n_tok = n_tok, .y = y}};
-    m.rows = rows_for(p, w);
-    m.simd_quant = p != &arb_mm_scalar;
-    m.want_qsi = p != &arb_mm_avx512 || !w->packed                    ? 0
-                 : w->type == ARB_TYPE_Q4_0 || w->type == ARB_TYPE_Q8_0 ? 2
-                                                                        : 1;
-    ARB_ASSERT(m.rows != NULL);
-    ARB_ASSERT(w->n_in % (m.job.lay.B ? m.job.lay.B : 1) == 0);
-    if (m.job.lay.B) {
-        m.act = (uint8_t *)(((uintptr_t)work + 63) & ~(uintptr_t)63);
-        m.job.act = m.act;
-        /* Small batches: quantize on the caller (a pool round trip costs more). */
-        if (!tp || (size_t)n_tok * (size_t)w->n_in < 32768)
-            quant_task(&m, 0, 1);
-        else
-            arb_threadpool_run(tp, quant_task, &m);
-    }
+    mm_run m;
+    mm_setup(&m, w, x, n_tok, y, work);
+    if (m.job.lay.B)
+        mm_quantize(tp, &m);
     /* A few chunks per thread, so a slow or descheduled thread's share is taken
        over by the others (results do not depend on who computes a row). */
     const int units = (w->n_out + 15) / 16, nth = arb_threadpool_size(tp);
     arb_threadpool_run_chunks(tp, rows_task, &m, units < 4 * nth ? units : 4 * nth);
+}
+
+/* ---------------------------------------------------------------- several matrices, one input */
+
+#define MM_MULTI_MAX 4
+
+typedef struct mm_multi {
+    mm_run run[MM_MULTI_MAX]; /* per matrix: job (w, y) and kernel; act shared */
+    int nw, units[MM_MULTI_MAX + 1]; /* units[i]: first 16-row unit of matrix i (prefix sums) */
+} mm_multi;
+
+/* Chunk ith of nth: a fixed range of the matrices' concatenated 16-row units. */
+static void rows_multi_task(void *ud, int ith, int nth)
+{
+    mm_multi *mm = ud;
+    const int total = mm->units[mm->nw];
+    const int u0 = (int)((long long)total * ith / nth), u1 = (int)((long long)total * (ith + 1) / nth);
+    for (int i = 0; i < mm->nw; i++) {
+        const int a = u0 > mm->units[i] ? u0 : mm->units[i], b = u1 < mm->units[i + 1] ? u1 : mm->units[i + 1];
+        if (a >= b)
+            continue;
+        const mm_run *m = &mm->run[i];
+        const int r0 = (a - mm->units[i]) * 16;
+        int r1 = (b - mm->units[i]) * 16;
+        if (r1 > m->job.w->n_out)
+            r1 = m->job.w->n_out;
+        m->rows(&m->job, r0, r1);
+    }
+}
+
+void arb_matmul_multi(arb_threadpool *tp, const arb_qmat *const *ws, int nw, const float *x, int n_tok,
+                      float *const *ys, void *work)
+{
+    bool same = nw >= 1 && nw <= MM_MULTI_MAX;
+    for (int i = 1; same && i < nw; i++)
+        same = ws[i]->type == ws[0]->type && ws[i]->n_in == ws[0]->n_in && !ws[i]->packed == !ws[0]->packed;
+    if (!same || n_tok <= 0) {
+        for (int i = 0; i < nw; i++)
+            arb_matmul(tp, ws[i], x, n_tok, ys[i], work);
+        return;
+    }
+    mm_multi mm = {.nw = nw};
+    mm_setup(&mm.run[0], ws[0], x, n_tok, ys[0], work);
+    if (mm.run[0].job.lay.B)
+        mm_quantize(tp, &mm.run[0]);
+    for (int i = 0; i < nw; i++) {
+        if (i > 0) {
+            mm.run[i] = mm.run[0];
+            mm.run[i].job.w = ws[i];
+            mm.run[i].job.y = ys[i];
+        }
+        mm.units[i + 1] = mm.units[i] + (ws[i]->n_out + 15) / 16;
+    }
+    const int nth = arb_threadpool_size(tp), total = mm.units[nw];
+    arb_threadpool_run_chunks(tp, rows_multi_task, &mm, total < 4 * nth ? total : 4 * nth);
 }

@@ -36,6 +36,13 @@ size_t arb_matmul_work_bytes(uint32_t type, int n_in, int n_tok);
 void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok, float *y, void *work);
 const char *arb_matmul_isa(void); /* "avx512vnni", "avx2", "scalar" */
 
+/* ws[0..nw) applied to the same x (Q, K, V; gate, up): when they share type, n_in
+   and packing the activation is quantized once and one pool run covers all their
+   rows (otherwise one arb_matmul each). ys[i] gets n_tok x ws[i]->n_out. Results
+   are those of separate calls, bit for bit. work: the largest matrix's bytes. */
+void arb_matmul_multi(arb_threadpool *tp, const arb_qmat *const *ws, int nw, const float *x, int n_tok,
+                      float *const *ys, void *work);
+
 /* Load-time repacking (matmul_pack.c): bytes needed for w's packed copy, 0 when the
    type or shape has none (only Q4_0/Q4_1/Q8_0 rows of >= 512 elements do). Fill a
    64-byte aligned buffer of that size with arb_matmul_pack, then point w->packed at
