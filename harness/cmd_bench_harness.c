@@ -2,8 +2,10 @@
  *
  * (1) ContextMatch / Saxena lookups as the context grows from 1k to 16k tokens (the n-gram
  * index should keep them flat), (2) adjacency + index memory, (3) per-step harness work at
- * B = 60 on synthetic logits (top-K harvest of every node, spine-tree build, greedy walk),
- * and with --model, the eval time of a 60-node tree on the real model for the ratio. */
+ * B = 60 on synthetic logits (top-K harvest of every node on 1 thread and, with --model, on
+ * the target's threads as decode runs it; spine-tree build, greedy walk, table writes), and
+ * with --model, the eval time of a 60-node tree on the real model and the top-K of its real
+ * logits rows straight after that eval, for the ratio. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +26,8 @@ static const char usage[] =
     "\n"
     "Measures the harness's own work: n-gram lookups at 1k..16k tokens of context, table\n"
     "memory, and the per-step cost of harvesting, tree building and verification at B = 60\n"
-    "on synthetic logits. With --model, also one 60-node tree eval for the ratio.\n";
+    "on synthetic logits. With --model, also one 60-node tree eval, the top-K of its real\n"
+    "logits rows on 1 thread and on the target's --threads, and the ratio to eval time.\n";
 
 static double now_us(void)
 {
