@@ -21,7 +21,7 @@
    (u = M log2 e); a chunk whose maximum is more than 24 below M is skipped (each term < e^-24
    of the max term, < 2e-6 relative over V = 49152); else e^(x - M) = 2^(x log2e - u) of each
    value at chunk offset o is added to accumulator lane o mod 64 (offset o, then o + 64).
-   Exactness across CPUs: every path (AVX-512: 4 x 16 lanes, AVX2+FMA: 8 x 8, baseline: plain
+   Exactness across CPUs: every path (AVX-512F+DQ: 4 x 16 lanes, AVX2+FMA: 8 x 8, baseline: plain
    C with fmaf) runs the same IEEE operations per lane in the same order, fused where written
    fma and nowhere else (no a*b+c is left for a compiler to contract), then the same fixed tree
    over the 64 lanes, so ids and scores are bit-identical (tests/test_tr.c checks). exp2: round
@@ -151,7 +151,7 @@ static void topk_base(topk_state *s, const float *row, int V, float *lane)
 #ifdef TOPK_X86
 /* The vector paths: the operations of exp2_acc1 / chunk_base, lane for lane. */
 #define AVX2 __attribute__((target("avx2,fma")))
-#define AVX512 __attribute__((target("avx512f")))
+#define AVX512 __attribute__((target("avx512f,avx512dq")))
 #define UNROLL _Pragma("GCC unroll 16")
 #define INL static inline __attribute__((always_inline))
 
@@ -211,8 +211,9 @@ AVX2 static void topk_avx2(topk_state *s, const float *row, int V, float *lane)
 AVX512 INL __m512 exp2_acc16(__m512 u, __m512 acc)
 {
     u = _mm512_max_ps(u, _mm512_set1_ps(-126.0f));
-    __m512 n = _mm512_roundscale_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); /* = (u + RND) - RND */
-    __m512 f = _mm512_sub_ps(u, n), p = _mm512_set1_ps(exp2_c[0]);
+    /* f = u - round(u) in one uop (vreduceps; vrndscaleps is two), n = u - f = (u + RND) - RND */
+    __m512 f = _mm512_reduce_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 n = _mm512_sub_ps(u, f), p = _mm512_set1_ps(exp2_c[0]);
     for (int k = 1; k < 5; k++)
         p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(exp2_c[k]));
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
@@ -261,7 +262,7 @@ AVX512 static void topk_avx512(topk_state *s, const float *row, int V, float *la
 int arb_topk_isa_best(void)
 {
 #ifdef TOPK_X86
-    if (__builtin_cpu_supports("avx512f"))
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
         return ARB_TOPK_AVX512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         return ARB_TOPK_AVX2;
