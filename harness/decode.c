@@ -176,7 +176,7 @@ static int stat_slot(int src)
 static int32_t pick_token(arb_decoder *d, const float *row, int prompt_id, int step)
 {
     if (d->spec.temperature <= 0)
-        return arb_greedy_argmax(row, d->V);
+        return arb_topk_argmax(row, d->V);
     arb_sampling sm = {.temperature = d->spec.temperature, .top_k = d->spec.top_k, .top_p = d->spec.top_p};
     arb_sample_process(row, d->V, &sm, d->pi, d->pidx);
     arb_rng rng;
@@ -195,7 +195,7 @@ static void topk_row(void *ud, int i, int n)
 static void argmax_row(void *ud, int i, int n)
 {
     arb_decoder *d = ud;
-    d->y[i] = arb_greedy_argmax(d->logits + (size_t)i * d->V, d->V);
+    d->y[i] = arb_topk_argmax(d->logits + (size_t)i * d->V, d->V);
 }
 
 /* fn for each of n logits rows, one row per task on the target's kernel threads: a row is a

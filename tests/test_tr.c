@@ -113,6 +113,9 @@ static int check_topk(const float *row, int V, int K, const char *what)
                       !memcmp(sc[isa], sc[0], (size_t)K * sizeof sc[0][0]),
                   "%s: path %d differs from the baseline in the last bits", what, isa);
     }
+    cr_assert_eq(arb_topk_argmax(row, V), ref_ids[0], "%s: argmax", what);
+    for (int isa = ARB_TOPK_BASE; isa <= arb_topk_isa_best(); isa++)
+        cr_assert_eq(arb_topk_argmax_isa(isa, row, V), ref_ids[0], "%s: argmax, path %d", what, isa);
     int32_t dflt_ids[ARB_ADJ_K_MAX];
     float dflt_sc[ARB_ADJ_K_MAX];
     arb_topk_softmax(row, V, K, dflt_ids, dflt_sc);

@@ -257,6 +257,59 @@ AVX512 static void topk_avx512(topk_state *s, const float *row, int V, float *la
     UNROLL for (int q = 0; q < TOPK_LANES / 16; q++)
         _mm512_storeu_ps(lane + 16 * q, acc[q]);
 }
+
+/* Argmax: the row maximum (4 independent vector maxima), then the first index holding it. */
+AVX2 static int32_t argmax_avx2(const float *row, int V)
+{
+    __m256 m[4] = {_mm256_set1_ps(-INFINITY), _mm256_set1_ps(-INFINITY), _mm256_set1_ps(-INFINITY),
+                   _mm256_set1_ps(-INFINITY)};
+    int i = 0;
+    for (; i + 32 <= V; i += 32)
+        UNROLL for (int q = 0; q < 4; q++)
+            m[q] = _mm256_max_ps(m[q], _mm256_loadu_ps(row + i + 8 * q));
+    __m256 a = _mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3]));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    float mx = _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1)));
+    for (int j = i; j < V; j++)
+        mx = row[j] > mx ? row[j] : mx;
+    __m256 mv = _mm256_set1_ps(mx);
+    for (i = 0; i + 8 <= V; i += 8) {
+        int k = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(row + i), mv, _CMP_EQ_OQ));
+        if (k)
+            return i + __builtin_ctz((unsigned)k);
+    }
+    for (; i < V; i++)
+        if (row[i] == mx)
+            return i;
+    return -1; /* NaN somewhere: the caller falls back to the scalar scan */
+}
+
+AVX512 static int32_t argmax_avx512(const float *row, int V)
+{
+    __m512 m[4] = {_mm512_set1_ps(-INFINITY), _mm512_set1_ps(-INFINITY), _mm512_set1_ps(-INFINITY),
+                   _mm512_set1_ps(-INFINITY)};
+    int i = 0;
+    for (; i + 64 <= V; i += 64) {
+        PF_AHEAD(row + i, 0);
+        PF_AHEAD(row + i, 32);
+        UNROLL for (int q = 0; q < 4; q++)
+            m[q] = _mm512_max_ps(m[q], _mm512_loadu_ps(row + i + 16 * q));
+    }
+    float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
+    for (int j = i; j < V; j++)
+        mx = row[j] > mx ? row[j] : mx;
+    __m512 mv = _mm512_set1_ps(mx);
+    for (i = 0; i + 16 <= V; i += 16) {
+        __mmask16 k = _mm512_cmp_ps_mask(_mm512_loadu_ps(row + i), mv, _CMP_EQ_OQ);
+        if (k)
+            return i + __builtin_ctz((unsigned)k);
+    }
+    for (; i < V; i++)
+        if (row[i] == mx)
+            return i;
+    return -1;
+}
 #endif
 
 int arb_topk_isa_best(void)
@@ -293,3 +346,30 @@ void arb_topk_softmax(const float *row, int V, int K, int32_t *ids, float *score
 {
     arb_topk_softmax_isa(arb_topk_isa_best(), row, V, K, ids, scores);
 }
+
+/* The scalar scan: strict '>' keeps the first maximum. */
+static int32_t argmax_base(const float *row, int V)
+{
+    int32_t best = 0;
+    for (int i = 1; i < V; i++)
+        if (row[i] > row[best])
+            best = i;
+    return best;
+}
+
+int32_t arb_topk_argmax_isa(int isa, const float *row, int V)
+{
+    ARB_ASSERT(V >= 1);
+    if (isa > arb_topk_isa_best())
+        return -1;
+    int32_t r = -1;
+#ifdef TOPK_X86
+    if (isa == ARB_TOPK_AVX512)
+        r = argmax_avx512(row, V);
+    else if (isa == ARB_TOPK_AVX2)
+        r = argmax_avx2(row, V);
+#endif
+    return r >= 0 ? r : argmax_base(row, V);
+}
+
+int32_t arb_topk_argmax(const float *row, int V) { return arb_topk_argmax_isa(arb_topk_isa_best(), row, V); }

@@ -31,5 +31,9 @@ void arb_topk_softmax(const float *row, int V, int K, int32_t *ids, float *score
    lacks it. */
 bool arb_topk_softmax_isa(int isa, const float *row, int V, int K, int32_t *ids, float *scores);
 int arb_topk_isa_best(void); /* the path arb_topk_softmax takes here */
+/* ids[0] alone: the index of the largest value, the lowest one among equals (K = 1 without
+   the softmax; a vector max, then the first index holding it). V >= 1. */
+int32_t arb_topk_argmax(const float *row, int V);
+int32_t arb_topk_argmax_isa(int isa, const float *row, int V); /* -1 if the path is unavailable */
 
 #endif
