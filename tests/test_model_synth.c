@@ -13,6 +13,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -602,4 +603,42 @@ Test(model_synth, prefill_equals_eval_commit)
     arb_ctx_free(a);
     arb_ctx_free(b);
     arb_model_free(m);
+}
+
+/* arb_ctx_parallel_for runs fn once for every index (on 1 and 3 threads), each call
+   seeing n, and n = 0 runs nothing. */
+typedef struct pf_count {
+    _Atomic int hits[97];
+    _Atomic int bad_n;
+} pf_count;
+
+static void pf_fn(void *ud, int i, int n)
+{
+    pf_count *pc = ud;
+    if (n != 97 || i < 0 || i >= 97)
+        atomic_fetch_add(&pc->bad_n, 1);
+    else
+        atomic_fetch_add(&pc->hits[i], 1);
+}
+
+Test(model_synth, ctx_parallel_for_runs_each_index_once)
+{
+    synth_opts o = {.arch = "llama", .seed = 5};
+    for (int th = 1; th <= 3; th += 2) {
+        arb_model *m = load_synth(&o, th);
+        arb_ctx *c = check_ctx(m, 64, 16, 0, false);
+        for (int rep = 0; rep < 20; rep++) {
+            pf_count pc = {0};
+            cr_assert_eq(arb_ctx_parallel_for(c, 97, pf_fn, &pc), ARB_OK);
+            cr_assert_eq(atomic_load(&pc.bad_n), 0);
+            for (int i = 0; i < 97; i++)
+                cr_assert_eq(atomic_load(&pc.hits[i]), 1, "%d threads: index %d ran %d times", th, i,
+                             atomic_load(&pc.hits[i]));
+        }
+        pf_count none = {0};
+        cr_assert_eq(arb_ctx_parallel_for(c, 0, pf_fn, &none), ARB_OK);
+        cr_assert_eq(atomic_load(&none.bad_n), 0);
+        arb_ctx_free(c);
+        arb_model_free(m);
+    }
 }
