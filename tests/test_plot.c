@@ -36,6 +36,18 @@ static const char *templates(void)
     return t;
 }
 
+/* The file at dir/name, up to cap - 1 bytes, NUL-terminated into buf. */
+static void read_text(const char *dir_, const char *name, char *buf, size_t cap)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir_, name);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "%s", path);
+    size_t nb = fread(buf, 1, cap - 1, f);
+    buf[nb] = 0;
+    fclose(f);
+}
+
 static bool starts_with_file(const char *path, const void *magic, size_t n)
 {
     unsigned char buf[64];
@@ -100,13 +112,8 @@ Test(plot, speedup_data_matches_metrics_and_renders, .init = setup, .fini = tear
     arb_run_stats_release(&s);
     arb_run_stats_release(&ar);
     arb_metrics_free_runs(runs, n);
-    snprintf(path, sizeof path, "%s/speedup.gp", out);
-    f = fopen(path, "r");
-    cr_assert(f);
     char body[8192];
-    size_t nb = fread(body, 1, sizeof body - 1, f);
-    body[nb] = 0;
-    fclose(f);
+    read_text(out, "speedup.gp", body, sizeof body);
     cr_assert(strstr(body, "datafile = 'speedup.dat'") && strstr(body, "nblocks = 2") &&
               strstr(body, "set style histogram clustered"), "%s", body);
     if (!o.render)
@@ -175,13 +182,8 @@ Test(plot, dte_depth_script_and_render_helpers, .init = setup, .fini = teardown)
     cr_assert(strstr(err.msg, "/nonexistent/plots/dte_depth.gp"), "%s", err.msg);
     cr_assert_eq(arb_plot_script(out, templates(), "dte_depth", "ncols = 8\ntitle_text = 't'\n", 800, 400, &err),
                  ARB_OK, "%s", err.msg);
-    snprintf(path, sizeof path, "%s/dte_depth.gp", out);
-    f = fopen(path, "r");
-    cr_assert(f);
     char body[8192];
-    size_t nb = fread(body, 1, sizeof body - 1, f);
-    body[nb] = 0;
-    fclose(f);
+    read_text(out, "dte_depth.gp", body, sizeof body);
     cr_assert(strstr(body, "datafile = 'dte_depth.dat'\nncols = 8\n") && strstr(body, "set multiplot") &&
               strstr(body, "set output 'dte_depth.png'"), "%s", body);
     cr_assert_eq(arb_plot_render("/tmp/it's", "dte_depth", &err), ARB_E_INVAL);

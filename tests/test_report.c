@@ -9,6 +9,7 @@
 
 #include "fixture_db.h"
 #include "report.h"
+#include "report_capture.h"
 
 static char dir[256];
 static arb_store *st;
@@ -25,25 +26,7 @@ static void teardown(void)
 }
 
 /* Run a report into a heap string (caller frees); on failure the error message. */
-static char *report(const arb_report_opts *o, int *rc)
-{
-    FILE *f = tmpfile();
-    cr_assert(f);
-    arb_err err = {0};
-    *rc = arb_report_write(arb_store_db(st), o, f, &err);
-    if (*rc) {
-        fclose(f);
-        return strdup(err.msg);
-    }
-    long n = ftell(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert(buf);
-    rewind(f);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
+static char *report(const arb_report_opts *o, int *rc) { return report_capture(st, o, rc); }
 
 static double tau_of(int d, int m)
 {

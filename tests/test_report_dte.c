@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "report_capture.h"
 #include "store.h"
 
 /* Settings, written in a scrambled order (the table orders them like the paper). */
@@ -99,22 +100,7 @@ static char *report(const char *table, arb_report_fmt fmt, int *rc)
     o.table = table;
     o.fmt = fmt;
     o.n_boot = 0;
-    FILE *f = tmpfile();
-    cr_assert(f);
-    arb_err err = {0};
-    *rc = arb_report_write(arb_store_db(st), &o, f, &err);
-    if (*rc) {
-        fclose(f);
-        return strdup(err.msg);
-    }
-    long n = ftell(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert(buf);
-    rewind(f);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
+    return report_capture(st, &o, rc);
 }
 
 /* The expected CSV row of a verifier, computed from the input tables by the paper's rule. */
