@@ -48,6 +48,17 @@ static void read_text(const char *dir_, const char *name, char *buf, size_t cap)
     fclose(f);
 }
 
+/* Options for one figure into out/, rendered when gnuplot is installed. */
+static arb_plot_opts figure_opts(const char *figure)
+{
+    arb_plot_opts o = arb_plot_default_opts();
+    o.figure = figure;
+    o.out_dir = out;
+    o.templates = templates();
+    o.render = system("gnuplot --version >/dev/null 2>&1") == 0;
+    return o;
+}
+
 static bool starts_with_file(const char *path, const void *magic, size_t n)
 {
     unsigned char buf[64];
@@ -61,11 +72,7 @@ static bool starts_with_file(const char *path, const void *magic, size_t n)
 
 Test(plot, speedup_data_matches_metrics_and_renders, .init = setup, .fini = teardown)
 {
-    arb_plot_opts o = arb_plot_default_opts();
-    o.figure = "speedup";
-    o.out_dir = out;
-    o.templates = templates();
-    o.render = system("gnuplot --version >/dev/null 2>&1") == 0;
+    arb_plot_opts o = figure_opts("speedup");
     arb_err err = {0};
     cr_assert_eq(arb_plot_write(arb_store_db(st), &o, &err), ARB_OK, "%s", err.msg);
     /* tiny-b / mt-bench / GOOSE from the .dat equals the metric */
@@ -198,11 +205,7 @@ Test(plot, dte_depth_script_and_render_helpers, .init = setup, .fini = teardown)
 
 Test(plot, depth_accept_pools_a_method_over_its_runs, .init = setup, .fini = teardown)
 {
-    arb_plot_opts o = arb_plot_default_opts();
-    o.figure = "depth_accept";
-    o.out_dir = out;
-    o.templates = templates();
-    o.render = system("gnuplot --version >/dev/null 2>&1") == 0;
+    arb_plot_opts o = figure_opts("depth_accept");
     arb_err err = {0};
     cr_assert_eq(arb_plot_write(arb_store_db(st), &o, &err), ARB_OK, "%s", err.msg);
     /* GOOSE (method 3), depth 2, over both models and datasets: steps with k >= 2 among those

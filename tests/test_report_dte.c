@@ -184,22 +184,16 @@ Test(report_dte, top_p_and_sampling_pivot_keys, .init = setup, .fini = teardown)
     o.cols = "sampling";
     o.fmt = ARB_FMT_CSV;
     o.n_boot = 0;
-    FILE *f = tmpfile();
-    arb_err err = {0};
-    cr_assert_eq(arb_report_write(arb_store_db(st), &o, f, &err), ARB_OK, "%s", err.msg);
-    char buf[4096] = "";
-    rewind(f);
-    cr_assert(fread(buf, 1, sizeof buf - 1, f) > 0);
-    fclose(f);
+    int rc;
+    char *buf = report_capture(st, &o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", buf);
     cr_assert(!strncmp(buf, "method,T=1 p=0.9,T=0.6,T=1\n", 27), "%s", buf);
+    free(buf);
     o.cols = "top_p";
-    f = tmpfile();
-    cr_assert_eq(arb_report_write(arb_store_db(st), &o, f, &err), ARB_OK, "%s", err.msg);
-    memset(buf, 0, sizeof buf);
-    rewind(f);
-    cr_assert(fread(buf, 1, sizeof buf - 1, f) > 0);
-    fclose(f);
+    buf = report_capture(st, &o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", buf);
     cr_assert(!strncmp(buf, "method,0.9,1\n", 13), "%s", buf);
+    free(buf);
 }
 
 Test(report_dte, no_draft_runs_is_a_clear_error, .init = setup, .fini = teardown)
