@@ -97,13 +97,13 @@ void arb_mm_quant_scalar(const float *x, int n_in, const mm_layout *l, uint8_t *
     }
 }
 
-/* Zero padding up to a whole chunk and, for the AVX-512 kernels, the
-   interleaved copy qsi (matmul_int.h). */
+/* Zero padding up to whole 16-block vectors and, for the AVX-512 kernels on packed
+   Q4_0/Q8_0 weights, the unsigned copy qsi (matmul_int.h). */
 static void quant_finish(int n_in, const mm_layout *l, uint8_t *dst, int want_qsi)
 {
     if (l->B != 32)
         return;
-    const int8_t *qs = (const int8_t *)dst;
+    const uint8_t *qs = dst;
     float *d = (float *)(dst + l->off_d);
     int32_t *isum = (int32_t *)(dst + l->off_isum);
     float *fsum = (float *)(dst + l->off_fsum);
@@ -116,22 +116,8 @@ static void quant_finish(int n_in, const mm_layout *l, uint8_t *dst, int want_qs
     if (!want_qsi)
         return;
     uint8_t *qsi = dst + l->off_qsi;
-    const uint32_t flip = want_qsi == 2 ? 0x80808080u : 0; /* 2: unsigned q + 128 (packed Q4_0/Q8_0) */
-    const int nch = nb / 16;
-    for (int c = 0; c < nch; c++)
-        for (int jj = 0; jj < 8; jj++)
-            for (int ll = 0; ll < 16; ll++) {
-                uint32_t v;
-                memcpy(&v, qs + (size_t)(16 * c + ll) * 32 + 4 * jj, 4);
-                v ^= flip;
-                memcpy(qsi + (size_t)c * 512 + jj * 64 + ll * 4, &v, 4);
-            }
-    for (int i = 16 * nch * 32; i < nb * 32; i += 4) { /* the tail blocks, in element order */
-        uint32_t v;
-        memcpy(&v, qs + i, 4);
-        v ^= flip;
-        memcpy(qsi + (size_t)nch * 512 + (size_t)(i - 16 * nch * 32), &v, 4);
-    }
+    for (int i = 0; i < n_in; i++)
+        qsi[i] = (uint8_t)(qs[i] ^ 0x80u); /* two's complement q -> q + 128 */
 }
 
 /* ---------------------------------------------------------------- scalar kernels */
@@ -399,7 +385,7 @@ typedef struct mm_run {
     mm_rows_fn rows;
     uint8_t *act;
     int simd_quant;  /* family is avx2 or avx512: SIMD quantizer (same bits) */
-    int want_qsi;    /* family is avx512: build the interleaved copy (2: as q + 128) */
+    int want_qsi;    /* avx512 on packed Q4_0/Q8_0: build the q + 128 copy */
 } mm_run;
 
 static void quant_task(void *ud, int ith, int nth)
@@ -439,9 +425,7 @@ static void mm_setup(mm_run *m, const arb_qmat *w, const float *x, int n_tok, fl
     *m = (mm_run){.job = {.w = w, .x = x, .lay = arb_mm_layout(w->type, w->n_in), .n_tok = n_tok, .y = y}};
     m->rows = rows_for(p, w);
     m->simd_quant = p != &arb_mm_scalar;
-    m->want_qsi = p != &arb_mm_avx512 || !w->packed                    ? 0
-                  : w->type == ARB_TYPE_Q4_0 || w->type == ARB_TYPE_Q8_0 ? 2
-                                                                         : 1;
+    m->want_qsi = p == &arb_mm_avx512 && w->packed && (w->type == ARB_TYPE_Q4_0 || w->type == ARB_TYPE_Q8_0);
     ARB_ASSERT(m->rows != NULL);
     ARB_ASSERT(w->n_in % (m->job.lay.B ? m->job.lay.B : 1) == 0);
     m->act = (uint8_t *)(((uintptr_t)work + 63) & ~(uintptr_t)63);

@@ -6,11 +6,10 @@
  *     float   d[n_in / B]     at off_d          d = max|x| / 127 over the block
  *     int32_t isum[n_in / G]  at off_isum       sum of q over each group of G
  *     float   fsum[n_in / B]  at off_fsum       d * (sum of q over the block), B = 32 only
- *     uint8_t qsi[nb16 * 32]  at off_qsi        B = 32 only: qs interleaved for the AVX-512
- *                             kernel: whole chunk c (16 blocks) = 8 steps of 64 bytes,
- *                             step j holding bytes 4j..4j+3 of blocks 16c+0 .. 16c+15
+ *     uint8_t qsi[n_in]       at off_qsi        B = 32 only, for the AVX-512 kernels on packed
+ *                             Q4_0/Q8_0 weights: qs stored as unsigned q + 128
  * For B = 32, d, isum and fsum are padded with zeros to nb16 = ceil(nb/16)*16 blocks,
- * so a kernel may read a whole chunk or pair of them.
+ * so a kernel may read a whole vector or pair of blocks past the end.
  * B = 32, G = 32 for Q4_0/Q4_1/Q8_0 weights (the Q8_0 scheme, scale kept in f32);
  * B = 256, G = 16 for Q4_K/Q6_K weights (the Q8_K scheme). F32/F16 weights read x.
  *
@@ -84,17 +83,16 @@ static inline void mm_q4k_scale_min(int k, const uint8_t *q, uint8_t *sc, uint8_
 }
 
 /* Geometry of a packed matrix (matmul_pack.c, which documents the layout):
-   cb = code bytes per 16-block group (0: no packed form), bsz = GGUF block bytes,
-   nch whole chunks and nt tail blocks per row, corr = Q4_0/Q8_0 (signed codes). */
+   cb = code bytes of one group (16 rows x one block; 0: no packed form), bsz = GGUF
+   block bytes, nb blocks per row, corr = Q4_0/Q8_0 (signed codes, corr vector). */
 typedef struct mm_packed_geom {
-    int cb, bsz, nch, nt, corr;
+    int cb, bsz, nb, corr;
 } mm_packed_geom;
 
 static inline mm_packed_geom mm_packed_geom_of(const arb_qmat *w)
 {
     mm_packed_geom g = {0};
-    const int nb = w->n_in / 32;
-    if (w->n_in % 32 || nb < 16)
+    if (w->n_in % 32 || w->n_in <= 0)
         return g;
     if (w->type == ARB_TYPE_Q4_0)
         g = (mm_packed_geom){.cb = 256, .bsz = 18, .corr = 1};
@@ -104,19 +102,12 @@ static inline mm_packed_geom mm_packed_geom_of(const arb_qmat *w)
         g = (mm_packed_geom){.cb = 512, .bsz = 34, .corr = 1};
     else
         return g;
-    g.nch = nb / 16;
-    g.nt = nb % 16;
+    g.nb = w->n_in / 32;
     return g;
 }
 
-/* Bytes of one tail group (16 rows x one block): codes, 64 of scales, [64 of corr]. */
-static inline size_t mm_packed_tail_bytes(const mm_packed_geom *g) { return (size_t)g->cb + 64 + 64 * (size_t)g->corr; }
-
-/* Offset of the tail region: after codes, scales and corr of the whole chunks. */
-static inline size_t mm_packed_tail_off(const mm_packed_geom *g, int n_out)
-{
-    return (size_t)n_out * (size_t)g->nch * ((size_t)g->cb + 64 + 64 * (size_t)g->corr);
-}
+/* Bytes of one group (16 rows x one block): codes, 64 of scales, [64 of corr]. */
+static inline size_t mm_packed_group_bytes(const mm_packed_geom *g) { return (size_t)g->cb + 64 + 64 * (size_t)g->corr; }
 
 /* Row-block height for batched tiling: rows whose weights stay in L1/L2 while a
    group of tokens streams over them. Changing it never changes results. */
