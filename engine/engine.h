@@ -136,6 +136,9 @@ double arb_probe_read_bw(size_t bytes, int n_threads, double seconds);
 /* Peak int8 multiply-accumulates per second of the kernel family's dot instruction
    on n_threads threads (0 for the scalar family); < 0 on failure. */
 double arb_probe_int8_macs(int n_threads, double seconds);
+/* Peak fp32 fused multiply-adds per second (vector lanes x instructions) on
+   n_threads threads (0 without AVX2+FMA); < 0 on failure. */
+double arb_probe_fma_flops(int n_threads, double seconds);
 
 /* ---- low-level: the GGUF behind a model, for inspect/metadata ---- */
 const char *arb_model_path(const arb_model *m);

@@ -360,3 +360,20 @@ Test(matmul, multi_equals_separate_calls)
     }
     arb_threadpool_free(tp3);
 }
+
+/* The roofline probes of `arbor bench engine` (probe.c): they run (the AVX-512 loops
+   are hand-written assembly) and report a rate, not a timing claim. */
+#include "engine.h"
+
+Test(matmul, roofline_probes_report_rates)
+{
+    arb_cpuinfo ci;
+    arb_cpuinfo_get(&ci);
+    const double macs = arb_probe_int8_macs(1, 0.01), fmas = arb_probe_fma_flops(1, 0.01);
+    if (strcmp(arb_matmul_isa(), "scalar"))
+        cr_assert(macs > 0 && isfinite(macs), "int8 dot rate %g", macs);
+    else
+        cr_assert_eq(macs, 0.0);
+    if (ci.avx2 && ci.fma)
+        cr_assert(fmas > 0 && isfinite(fmas), "fp32 FMA rate %g", fmas);
+}
