@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "arb_config.h"
+#include "arb_git_rev.h"
 #include "cli.h"
 
 struct arb_cmd {

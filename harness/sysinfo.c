@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "arb_config.h"
+#include "arb_git_rev.h"
 #include "engine.h"
 
 /* ISA flags worth recording: what the kernels dispatch on, and what explains a timing. */
