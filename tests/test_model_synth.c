@@ -7,9 +7,13 @@
  * The models are random (seeded) weights in Q8_0 / Q4_1 / F32 with 2 layers,
  * n_embd 64, 4 heads / 2 KV heads (GQA), head_dim 16, vocab 300.
  * The all-F32 llama (with and without rope_freqs.weight) and qwen2 variants were also
- * run through llama.cpp (c392e5094, F32 KV; it predates qwen3):
- * tests/fixtures/synth_{llama,llama_ropefreqs,qwen2}_f32_ref.tsv hold its
- * logits, which arbor matches to ~2e-6 (float summation order, exp polynomial).
+ * run through llama.cpp (c392e5094, F32 KV), and the qwen3 ones (head_dim 16, and 32
+ * from attention.key_length) through llama.cpp 4227c9be4 (vendored in
+ * llama-cpp-python 0.3.16, which reproduces the older fixtures bit for bit):
+ * tests/fixtures/synth_{llama,llama_ropefreqs,qwen2,qwen3,qwen3_hd32}_f32_ref.tsv hold
+ * its logits, which arbor matches to ~2e-6 (float summation order, exp polynomial).
+ * ARBOR_SYNTH_DUMP=DIR makes those comparisons also write their models to
+ * DIR/synth_<variant>_f32.gguf, for regenerating the fixtures with llama.cpp.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -105,6 +109,8 @@ typedef struct synth_opts {
     const char *reshape; /* a tensor whose second dimension is doubled */
     const char *drop_key; /* an <arch>.<key> written under another name */
     bool rope_freqs;   /* add rope_freqs.weight (Llama-3.1 frequency factors, 1..4) */
+    int head_dim;      /* 0: n_embd / n_head; else written as attention.key_length / value_length */
+    const char *dump_as; /* with $ARBOR_SYNTH_DUMP set, also written to $ARBOR_SYNTH_DUMP/<dump_as>.gguf */
 } synth_opts;
 
 enum { S_EMBD = 64, S_LAYER = 2, S_HEAD = 4, S_HEAD_KV = 2, S_HD = 16, S_FF = 128, S_VOCAB = 300, S_CTX = 512 };
@@ -120,37 +126,47 @@ static void add_t(tdesc *ts, int *nt, const char *nm, uint32_t ty, uint64_t a, u
 }
 
 /* Write the model to a fresh temp file; returns its path (caller unlinks and frees). */
+static void write_file(const char *path, const buf *h, const buf *d)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot write %s", path);
+    bool ok = fwrite(h->p, 1, h->n, f) == h->n && fwrite(d->p, 1, d->n, f) == d->n;
+    ok = fclose(f) == 0 && ok;
+    cr_assert(ok, "cannot write %s", path);
+}
+
 static char *write_synth(const synth_opts *o)
 {
     tdesc ts[64];
     int nt = 0;
+    const uint64_t hd = o->head_dim ? (uint64_t)o->head_dim : S_HD;
 #define T(nm, ty, a, b, nd) add_t(ts, &nt, nm, ty, a, b, nd)
     T("token_embd.weight", ARB_TYPE_Q8_0, S_EMBD, S_VOCAB, 2);
     T("output_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
     if (!o->tied)
         T("output.weight", ARB_TYPE_Q4_1, S_EMBD, S_VOCAB, 2);
     if (o->rope_freqs)
-        T("rope_freqs.weight", ARB_TYPE_F32, S_HD / 2, 1, 1);
+        T("rope_freqs.weight", ARB_TYPE_F32, hd / 2, 1, 1);
     for (int l = 0; l < S_LAYER; l++) {
         char nm[64];
 #define TL(s, ty, a, b, nd) (snprintf(nm, sizeof nm, "blk.%d.%s", l, s), T(nm, ty, a, b, nd))
         TL("attn_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
-        TL("attn_q.weight", ARB_TYPE_Q4_1, S_EMBD, S_HEAD * S_HD, 2);
-        TL("attn_k.weight", ARB_TYPE_Q8_0, S_EMBD, S_HEAD_KV * S_HD, 2);
-        TL("attn_v.weight", ARB_TYPE_F32, S_EMBD, S_HEAD_KV * S_HD, 2);
-        TL("attn_output.weight", ARB_TYPE_Q4_1, S_HEAD * S_HD, S_EMBD, 2);
+        TL("attn_q.weight", ARB_TYPE_Q4_1, S_EMBD, S_HEAD * hd, 2);
+        TL("attn_k.weight", ARB_TYPE_Q8_0, S_EMBD, S_HEAD_KV * hd, 2);
+        TL("attn_v.weight", ARB_TYPE_F32, S_EMBD, S_HEAD_KV * hd, 2);
+        TL("attn_output.weight", ARB_TYPE_Q4_1, S_HEAD * hd, S_EMBD, 2);
         TL("ffn_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
         TL("ffn_gate.weight", ARB_TYPE_Q4_1, S_EMBD, S_FF, 2);
         TL("ffn_up.weight", ARB_TYPE_Q8_0, S_EMBD, S_FF, 2);
         TL("ffn_down.weight", ARB_TYPE_Q4_1, S_FF, S_EMBD, 2);
         if (!strcmp(o->arch, "qwen2")) {
-            TL("attn_q.bias", ARB_TYPE_F32, S_HEAD * S_HD, 1, 1);
-            TL("attn_k.bias", ARB_TYPE_F32, S_HEAD_KV * S_HD, 1, 1);
-            TL("attn_v.bias", ARB_TYPE_F32, S_HEAD_KV * S_HD, 1, 1);
+            TL("attn_q.bias", ARB_TYPE_F32, S_HEAD * hd, 1, 1);
+            TL("attn_k.bias", ARB_TYPE_F32, S_HEAD_KV * hd, 1, 1);
+            TL("attn_v.bias", ARB_TYPE_F32, S_HEAD_KV * hd, 1, 1);
         }
         if (!strcmp(o->arch, "qwen3")) {
-            TL("attn_q_norm.weight", ARB_TYPE_F32, S_HD, 1, 1);
-            TL("attn_k_norm.weight", ARB_TYPE_F32, S_HD, 1, 1);
+            TL("attn_q_norm.weight", ARB_TYPE_F32, hd, 1, 1);
+            TL("attn_k_norm.weight", ARB_TYPE_F32, hd, 1, 1);
         }
 #undef TL
     }
@@ -173,7 +189,7 @@ static char *write_synth(const synth_opts *o)
     put_u32(&h, 0x46554747u); /* "GGUF" */
     put_u32(&h, 3);
     put_u64(&h, (uint64_t)nt);
-    put_u64(&h, 12);
+    put_u64(&h, o->head_dim ? 14 : 12);
     char k[96];
     kv_str(&h, "general.architecture", o->arch);
     kv_str(&h, "general.name", "synth");
@@ -188,6 +204,10 @@ static char *write_synth(const synth_opts *o)
     KU("attention.head_count_kv", S_HEAD_KV);
     KU("context_length", S_CTX);
     KU("vocab_size", S_VOCAB);
+    if (o->head_dim) {
+        KU("attention.key_length", (uint32_t)hd);
+        KU("attention.value_length", (uint32_t)hd);
+    }
 #undef KU
     snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", o->arch);
     kv_f32(&h, k, 1e-5f);
@@ -213,11 +233,14 @@ static char *write_synth(const synth_opts *o)
     char *path = strdup("/tmp/arb_synth_XXXXXX");
     int fd = mkstemp(path);
     cr_assert_geq(fd, 0);
-    FILE *f = fdopen(fd, "wb");
-    cr_assert_not_null(f);
-    fwrite(h.p, 1, h.n, f);
-    fwrite(d.p, 1, d.n, f);
-    fclose(f);
+    close(fd);
+    write_file(path, &h, &d);
+    const char *dump = getenv("ARBOR_SYNTH_DUMP");
+    if (dump && *dump && o->dump_as) {
+        char dp[1024];
+        snprintf(dp, sizeof dp, "%s/%s.gguf", dump, o->dump_as);
+        write_file(dp, &h, &d);
+    }
     free(h.p);
     free(d.p);
     return path;
@@ -461,15 +484,19 @@ Test(model_synth, attention_isa_paths_agree)
     arb_model_free(m);
 }
 
-/* llama.cpp's logits for the all-F32 synthetic models (see the file comment). */
-static void compare_llama_cpp(const char *arch, bool rope_freqs)
+/* llama.cpp's logits for the all-F32 synthetic models (see the file comment); variant
+   names the fixture tests/fixtures/synth_<variant>_f32_ref.tsv and the dumped model. */
+static void compare_llama_cpp(const char *variant, synth_opts o)
 {
-    synth_opts o = {.arch = arch, .tied = true, .seed = 7, .all_f32 = true, .rope_freqs = rope_freqs};
+    char name[64], path[1024];
+    snprintf(name, sizeof name, "synth_%s_f32", variant);
+    o.tied = true;
+    o.seed = 7;
+    o.all_f32 = true;
+    o.dump_as = name;
     arb_model *m = load_synth(&o, 1);
-    char path[1024];
     const char *root = getenv("ARBOR_SOURCE_ROOT");
-    snprintf(path, sizeof path, "%s/tests/fixtures/synth_%s%s_f32_ref.tsv", root ? root : ".", arch,
-             rope_freqs ? "_ropefreqs" : "");
+    snprintf(path, sizeof path, "%s/tests/fixtures/%s_ref.tsv", root ? root : ".", name);
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "cannot open %s", path);
     static char line[16384];
@@ -495,17 +522,27 @@ static void compare_llama_cpp(const char *arch, bool rope_freqs)
     double md = 0;
     for (int j = 0; j < S_VOCAB; j++)
         md = fmax(md, fabs((double)lg[(size_t)(n - 1) * S_VOCAB + j] - ref[j]));
-    cr_log_info("%s vs llama.cpp: max |dlogit| %.3g", arch, md);
-    cr_assert_lt(md, 2e-5, "%s: max |dlogit| %.3g vs llama.cpp", arch, md);
+    cr_log_info("%s vs llama.cpp: max |dlogit| %.3g", variant, md);
+    cr_assert_lt(md, 2e-5, "%s: max |dlogit| %.3g vs llama.cpp", variant, md);
     free(lg);
     arb_ctx_free(c);
     arb_model_free(m);
 }
 
-Test(model_synth, llama_matches_llama_cpp_f32) { compare_llama_cpp("llama", false); }
-Test(model_synth, qwen2_matches_llama_cpp_f32) { compare_llama_cpp("qwen2", false); }
+Test(model_synth, llama_matches_llama_cpp_f32) { compare_llama_cpp("llama", (synth_opts){.arch = "llama"}); }
+Test(model_synth, qwen2_matches_llama_cpp_f32) { compare_llama_cpp("qwen2", (synth_opts){.arch = "qwen2"}); }
+Test(model_synth, qwen3_matches_llama_cpp_f32) { compare_llama_cpp("qwen3", (synth_opts){.arch = "qwen3"}); }
 /* Llama-3.1-style rope frequency factors (rope_freqs.weight) */
-Test(model_synth, llama_rope_freqs_matches_llama_cpp_f32) { compare_llama_cpp("llama", true); }
+Test(model_synth, llama_rope_freqs_matches_llama_cpp_f32)
+{
+    compare_llama_cpp("llama_ropefreqs", (synth_opts){.arch = "llama", .rope_freqs = true});
+}
+/* head_dim 32 from attention.key_length, n_head * head_dim = 128 != n_embd = 64, as in
+   Qwen3 (0.6B: 16 x 128 over n_embd 1024) */
+Test(model_synth, qwen3_key_length_matches_llama_cpp_f32)
+{
+    compare_llama_cpp("qwen3_hd32", (synth_opts){.arch = "qwen3", .head_dim = 32});
+}
 
 /* ---------------- no allocation in the decode loop ----------------
    Test-only malloc interposition (glibc's __libc_* entry points) counting calls while
