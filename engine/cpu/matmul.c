@@ -436,7 +436,7 @@ static void mm_setup(mm_run *m, const arb_qmat *w, const float *x, int n_tok, fl
 static void mm_quantize(arb_threadpool *tp, mm_run *m)
 {
     /* Small batches: quantize on the caller (a pool round trip costs more). */
-    if (!tp || (size_t)m->job.n_tok * (size_t)m->job.w->n_in < 32768)
+    if (!tp || (size_t)m->job.n_tok * (size_t)m->job.w->n_in < 8192)
         quant_task(m, 0, 1);
     else
         arb_threadpool_run(tp, quant_task, m);
