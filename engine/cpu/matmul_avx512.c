@@ -19,7 +19,7 @@
  *
  * The float sequence of a (row, token) pair: from 0, for each block in order,
  * fma(dw * dx, (float)s, .) [then fma(m, fsum, .)] — it depends on n_in only. One
- * pass over a group's weights serves up to 16 tokens, each with its own accumulators
+ * pass over a group's weights serves up to 8 tokens, each with its own accumulators
  * and the same instructions as when alone (the batch-invariance rule, matmul_int.h).
  */
 #include "matmul_int.h"
@@ -29,7 +29,7 @@
 #include <immintrin.h>
 
 #define AI static inline __attribute__((always_inline))
-#define NT_MAX 16
+#define NT_MAX 8
 
 /* The 8 code steps of one group into w[0..7], bytes to multiply with activation
    steps 0..7: Q4 steps 0..3 are the low nibbles (elements 4q..4q+3), 4..7 the high
@@ -75,11 +75,12 @@ AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, 
         const __m512 mw = kind == 0 ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(p + g->cb + 32))) : dw;
         const __m512i init = kind != 0 ? _mm512_load_si512((const void *)(p + g->cb + 64)) : _mm512_setzero_si512();
         const size_t oq = ox + (size_t)b * 32, od = j->lay.off_d + (size_t)b * 4, of = j->lay.off_fsum + (size_t)b * 4;
+#pragma GCC unroll 8 /* acc[] in registers (at 16 tokens GCC spilled them) */
         for (int k = 0; k < NT; k++) {
             const uint8_t *ak = a0 + (size_t)k * st, *x = ak + oq;
 #define XB(e) _mm512_set1_epi32(*(const int32_t *)(x + (e)))
             /* two chains of 4: a chain of 8 dependent vpdpbusd (~40 cycles) per token
-               fills the scheduler before 16 tokens' work is in flight (measured: the
+               fills the scheduler before the other tokens' work is in flight (measured: the
                single chain was 10-40 % slower at 16 tokens). Integer: the split
                changes nothing. */
             __m512i s1 = dpb(kind, _mm512_setzero_si512(), w[4], XB(16));
@@ -100,16 +101,13 @@ AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, 
         _mm512_mask_storeu_ps(j->y + (size_t)(t0 + k) * n_out + rb, live, acc[k]);
 }
 
-/* Row groups x token groups of 16, then 8, then one group of 1-7. */
+/* Row groups x token groups of 8, then one group of 1-7 (8 accumulators stay in
+   registers; 16 were spilled and measured 3-7 % slower). */
 #define FOR_TOKEN_GROUPS(CALL)                                                  \
     do {                                                                        \
         int t = 0;                                                              \
-        for (; t + 16 <= j->n_tok; t += 16)                                     \
-            CALL(t, 16);                                                        \
-        if (t + 8 <= j->n_tok) {                                                \
+        for (; t + 8 <= j->n_tok; t += 8)                                       \
             CALL(t, 8);                                                         \
-            t += 8;                                                             \
-        }                                                                       \
         switch (j->n_tok - t) {                                                 \
         case 7: CALL(t, 7); break;                                              \
         case 6: CALL(t, 6); break;                                              \
