@@ -43,7 +43,7 @@ typedef struct arb_attn_args {
     float scale;           /* 1/sqrt(head_dim) */
     float *out;            /* n x n_head x head_dim */
     float *scratch;        /* n_threads x scratch_stride floats */
-    int scratch_stride;    /* >= 2 * (n_prefix + n): scores, then the key-row list (ints) */
+    int scratch_stride;    /* >= 4 * (n_prefix + n): 3 heads' scores, then the key-row list (ints) */
 } arb_attn_args;
 
 typedef struct arb_backend_i {

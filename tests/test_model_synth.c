@@ -111,6 +111,7 @@ typedef struct synth_opts {
     bool rope_freqs;   /* add rope_freqs.weight (Llama-3.1 frequency factors, 1..4) */
     int head_dim;      /* 0: n_embd / n_head; else written as attention.key_length / value_length */
     const char *dump_as; /* with $ARBOR_SYNTH_DUMP set, also written to $ARBOR_SYNTH_DUMP/<dump_as>.gguf */
+    int n_head_kv;     /* 0: S_HEAD_KV (GQA groups of 2); 1: one KV head for all 4 query heads */
 } synth_opts;
 
 enum { S_EMBD = 64, S_LAYER = 2, S_HEAD = 4, S_HEAD_KV = 2, S_HD = 16, S_FF = 128, S_VOCAB = 300, S_CTX = 512 };
@@ -140,6 +141,7 @@ static char *write_synth(const synth_opts *o)
     tdesc ts[64];
     int nt = 0;
     const uint64_t hd = o->head_dim ? (uint64_t)o->head_dim : S_HD;
+    const uint64_t hkv = o->n_head_kv ? (uint64_t)o->n_head_kv : S_HEAD_KV;
 #define T(nm, ty, a, b, nd) add_t(ts, &nt, nm, ty, a, b, nd)
     T("token_embd.weight", ARB_TYPE_Q8_0, S_EMBD, S_VOCAB, 2);
     T("output_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
@@ -152,8 +154,8 @@ static char *write_synth(const synth_opts *o)
 #define TL(s, ty, a, b, nd) (snprintf(nm, sizeof nm, "blk.%d.%s", l, s), T(nm, ty, a, b, nd))
         TL("attn_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
         TL("attn_q.weight", ARB_TYPE_Q4_1, S_EMBD, S_HEAD * hd, 2);
-        TL("attn_k.weight", ARB_TYPE_Q8_0, S_EMBD, S_HEAD_KV * hd, 2);
-        TL("attn_v.weight", ARB_TYPE_F32, S_EMBD, S_HEAD_KV * hd, 2);
+        TL("attn_k.weight", ARB_TYPE_Q8_0, S_EMBD, hkv * hd, 2);
+        TL("attn_v.weight", ARB_TYPE_F32, S_EMBD, hkv * hd, 2);
         TL("attn_output.weight", ARB_TYPE_Q4_1, S_HEAD * hd, S_EMBD, 2);
         TL("ffn_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
         TL("ffn_gate.weight", ARB_TYPE_Q4_1, S_EMBD, S_FF, 2);
@@ -161,8 +163,8 @@ static char *write_synth(const synth_opts *o)
         TL("ffn_down.weight", ARB_TYPE_Q4_1, S_FF, S_EMBD, 2);
         if (!strcmp(o->arch, "qwen2")) {
             TL("attn_q.bias", ARB_TYPE_F32, S_HEAD * hd, 1, 1);
-            TL("attn_k.bias", ARB_TYPE_F32, S_HEAD_KV * hd, 1, 1);
-            TL("attn_v.bias", ARB_TYPE_F32, S_HEAD_KV * hd, 1, 1);
+            TL("attn_k.bias", ARB_TYPE_F32, hkv * hd, 1, 1);
+            TL("attn_v.bias", ARB_TYPE_F32, hkv * hd, 1, 1);
         }
         if (!strcmp(o->arch, "qwen3")) {
             TL("attn_q_norm.weight", ARB_TYPE_F32, hd, 1, 1);
@@ -201,7 +203,7 @@ static char *write_synth(const synth_opts *o)
     KU("block_count", S_LAYER);
     KU("feed_forward_length", S_FF);
     KU("attention.head_count", S_HEAD);
-    KU("attention.head_count_kv", S_HEAD_KV);
+    KU("attention.head_count_kv", (uint32_t)hkv);
     KU("context_length", S_CTX);
     KU("vocab_size", S_VOCAB);
     if (o->head_dim) {
@@ -391,9 +393,9 @@ Test(model_synth, bad_arguments_are_rejected)
 
 /* ---------------- exactness ---------------- */
 
-static void tree_trials(const char *arch, bool tied, int n_trees, uint64_t seed)
+static void tree_trials(const char *arch, bool tied, int n_trees, uint64_t seed, int n_head_kv)
 {
-    synth_opts o = {.arch = arch, .tied = tied, .seed = seed};
+    synth_opts o = {.arch = arch, .tied = tied, .seed = seed, .n_head_kv = n_head_kv};
     arb_model *m = load_synth(&o, 1);
     check_stats st = {0};
     uint64_t s = seed * 7919 + 5;
@@ -404,10 +406,12 @@ static void tree_trials(const char *arch, bool tied, int n_trees, uint64_t seed)
     arb_model_free(m);
 }
 
-/* 60 random trees here (the model suite adds 40 on SmolLM2). */
-Test(model_synth, tree_logits_equal_ar_llama) { tree_trials("llama", true, 30, 11); }
-Test(model_synth, tree_logits_equal_ar_qwen2) { tree_trials("qwen2", false, 15, 12); }
-Test(model_synth, tree_logits_equal_ar_qwen3) { tree_trials("qwen3", true, 15, 13); }
+/* 60 random trees here (the model suite adds 40 on SmolLM2), plus 10 with one KV head
+   for the 4 query heads (attention groups of 3 + 1 heads; decode takes single heads). */
+Test(model_synth, tree_logits_equal_ar_llama) { tree_trials("llama", true, 30, 11, 0); }
+Test(model_synth, tree_logits_equal_ar_qwen2) { tree_trials("qwen2", false, 15, 12, 0); }
+Test(model_synth, tree_logits_equal_ar_qwen3) { tree_trials("qwen3", true, 15, 13, 0); }
+Test(model_synth, tree_logits_equal_ar_one_kv_head) { tree_trials("llama", true, 10, 14, 1); }
 
 Test(model_synth, chunked_prefill_equals_ar_and_threads_do_not_matter)
 {
@@ -454,9 +458,9 @@ Test(model_synth, vocab_only_needs_a_tokenizer)
 
 /* The attention and SwiGLU AVX2 instantiations do the scalar code's operations lane for lane:
    logits are bit-identical with ARBOR_ATTN_SCALAR set (the scalar path). */
-Test(model_synth, attention_isa_paths_agree)
+static void attention_paths_agree(int n_head_kv)
 {
-    synth_opts o = {.arch = "qwen2", .seed = 61};
+    synth_opts o = {.arch = "qwen2", .seed = 61, .n_head_kv = n_head_kv};
     arb_model *m = load_synth(&o, 1);
     enum { N = 40 };
     int32_t tok[N], par[N];
@@ -483,6 +487,8 @@ Test(model_synth, attention_isa_paths_agree)
     free(b);
     arb_model_free(m);
 }
+Test(model_synth, attention_isa_paths_agree) { attention_paths_agree(0); }
+Test(model_synth, attention_isa_paths_agree_one_kv_head) { attention_paths_agree(1); }
 
 /* llama.cpp's logits for the all-F32 synthetic models (see the file comment); variant
    names the fixture tests/fixtures/synth_<variant>_f32_ref.tsv and the dumped model. */

@@ -58,10 +58,14 @@ static inline float dot_f32(const float *a, const float *b, int n)
      scores: s[j] = dot(q, K[rows[j]]) * scale      (dot_f32's lane layout)
      wsum:   out[d] = sum_j p[j] * V[rows[j]][d]     (sequential fmaf in j from 0.0f)
    k and v point at this KV head's first row; rows are in units of `stride` floats. */
-typedef void (*scores_fn)(const float *q, const float *k, int stride, const int32_t *rows, int n_keys, int hd,
-                          float scale, float *s);
-typedef void (*wsum_fn)(const float *v, int stride, const int32_t *rows, const float *p, int n_keys, int hd,
-                        float *out);
+/* Both take up to ATTN_HEADS query heads of one KV head (GQA): the key and value rows
+   are read once for all of them. Per (key, head) the arithmetic is that of one head
+   alone, so grouping changes no bit. */
+#define ATTN_HEADS 3
+typedef void (*scores_fn)(const float *const *q, int nh, const float *k, int stride, const int32_t *rows,
+                          int n_keys, int hd, float scale, float *const *s);
+typedef void (*wsum_fn)(const float *v, int stride, const int32_t *rows, const float *const *p, int nh,
+                        int n_keys, int hd, float *const *out);
 
 /* exp for the softmax, Cephes-style (range reduction by ln 2, degree-5 polynomial,
    ~1 ulp), written with plain multiplies and adds so that the AVX2 version below is
@@ -93,22 +97,25 @@ static void exp_scalar(float *s, int n, float mx)
         s[j] = exp_f32(s[j] - mx);
 }
 
-static void scores_scalar(const float *q, const float *k, int stride, const int32_t *rows, int n_keys, int hd,
-                          float scale, float *s)
+static void scores_scalar(const float *const *q, int nh, const float *k, int stride, const int32_t *rows,
+                          int n_keys, int hd, float scale, float *const *s)
 {
-    for (int j = 0; j < n_keys; j++)
-        s[j] = dot_f32(q, k + (size_t)rows[j] * stride, hd) * scale;
+    for (int h = 0; h < nh; h++)
+        for (int j = 0; j < n_keys; j++)
+            s[h][j] = dot_f32(q[h], k + (size_t)rows[j] * stride, hd) * scale;
 }
 
-static void wsum_scalar(const float *v, int stride, const int32_t *rows, const float *p, int n_keys, int hd,
-                        float *out)
+static void wsum_scalar(const float *v, int stride, const int32_t *rows, const float *const *p, int nh,
+                        int n_keys, int hd, float *const *out)
 {
-    for (int d = 0; d < hd; d++)
-        out[d] = 0.0f;
-    for (int j = 0; j < n_keys; j++) {
-        const float *vr = v + (size_t)rows[j] * stride;
+    for (int h = 0; h < nh; h++) {
         for (int d = 0; d < hd; d++)
-            out[d] = fmaf(p[j], vr[d], out[d]);
+            out[h][d] = 0.0f;
+        for (int j = 0; j < n_keys; j++) {
+            const float *vr = v + (size_t)rows[j] * stride;
+            for (int d = 0; d < hd; d++)
+                out[h][d] = fmaf(p[h][j], vr[d], out[h][d]);
+        }
     }
 }
 
@@ -131,36 +138,64 @@ __attribute__((target("avx2,fma"))) static inline float dot_f32_avx2(const float
     return s;
 }
 
-/* Four keys at a time when hd % 8 == 0: m = lo + hi gives (l0+l4, l1+l5, l2+l6, l3+l7),
-   and hadd(hadd(m0, m1), hadd(m2, m3)) yields (m[0]+m[1]) + (m[2]+m[3]) per key —
-   exactly dot_f32's tree, so the scores are bit-identical to the scalar path. */
-__attribute__((target("avx2,fma"))) static void scores_avx2(const float *q, const float *k, int stride,
-                                                        const int32_t *rows, int n_keys, int hd, float scale,
-                                                        float *s)
+/* Four keys at a time when hd % 8 == 0, for NH heads (16 ymm registers: 4 x NH
+   accumulators, NH q vectors, one key vector): m = lo + hi gives (l0+l4, l1+l5,
+   l2+l6, l3+l7), and hadd(hadd(m0, m1), hadd(m2, m3)) yields (m[0]+m[1]) + (m[2]+m[3])
+   per key — exactly dot_f32's tree, so the scores are bit-identical to the scalar
+   path, and each key row is loaded once for the NH heads. */
+__attribute__((target("avx2,fma"))) static inline __m128 hsum4_dot_tree(__m256 a0, __m256 a1, __m256 a2,
+                                                                       __m256 a3)
+{
+    const __m128 m0 = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
+    const __m128 m1 = _mm_add_ps(_mm256_castps256_ps128(a1), _mm256_extractf128_ps(a1, 1));
+    const __m128 m2 = _mm_add_ps(_mm256_castps256_ps128(a2), _mm256_extractf128_ps(a2, 1));
+    const __m128 m3 = _mm_add_ps(_mm256_castps256_ps128(a3), _mm256_extractf128_ps(a3, 1));
+    return _mm_hadd_ps(_mm_hadd_ps(m0, m1), _mm_hadd_ps(m2, m3));
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+scores4_avx2(const float *const *q, const int NH, const float *k, int stride, const int32_t *rows, int n_keys,
+             int hd, float scale, float *const *s)
 {
     int j = 0;
     if (hd % 8 == 0) {
         for (; j + 4 <= n_keys; j += 4) {
-            const float *k0 = k + (size_t)rows[j] * stride, *k1 = k + (size_t)rows[j + 1] * stride;
-            const float *k2 = k + (size_t)rows[j + 2] * stride, *k3 = k + (size_t)rows[j + 3] * stride;
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            const float *kr[4];
+            for (int c = 0; c < 4; c++)
+                kr[c] = k + (size_t)rows[j + c] * stride;
+            __m256 acc[ATTN_HEADS][4];
+            for (int h = 0; h < NH; h++)
+                for (int c = 0; c < 4; c++)
+                    acc[h][c] = _mm256_setzero_ps();
             for (int d = 0; d < hd; d += 8) {
-                const __m256 qv = _mm256_loadu_ps(q + d);
-                a0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + d), a0);
-                a1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k1 + d), a1);
-                a2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k2 + d), a2);
-                a3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k3 + d), a3);
+                __m256 qv[ATTN_HEADS];
+                for (int h = 0; h < NH; h++)
+                    qv[h] = _mm256_loadu_ps(q[h] + d);
+                for (int c = 0; c < 4; c++) {
+                    const __m256 kv = _mm256_loadu_ps(kr[c] + d);
+                    for (int h = 0; h < NH; h++)
+                        acc[h][c] = _mm256_fmadd_ps(qv[h], kv, acc[h][c]);
+                }
             }
-            const __m128 m0 = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
-            const __m128 m1 = _mm_add_ps(_mm256_castps256_ps128(a1), _mm256_extractf128_ps(a1, 1));
-            const __m128 m2 = _mm_add_ps(_mm256_castps256_ps128(a2), _mm256_extractf128_ps(a2, 1));
-            const __m128 m3 = _mm_add_ps(_mm256_castps256_ps128(a3), _mm256_extractf128_ps(a3, 1));
-            const __m128 r = _mm_hadd_ps(_mm_hadd_ps(m0, m1), _mm_hadd_ps(m2, m3));
-            _mm_storeu_ps(s + j, _mm_mul_ps(r, _mm_set1_ps(scale)));
+            for (int h = 0; h < NH; h++)
+                _mm_storeu_ps(s[h] + j, _mm_mul_ps(hsum4_dot_tree(acc[h][0], acc[h][1], acc[h][2], acc[h][3]),
+                                                   _mm_set1_ps(scale)));
         }
     }
     for (; j < n_keys; j++)
-        s[j] = dot_f32_avx2(q, k + (size_t)rows[j] * stride, hd) * scale;
+        for (int h = 0; h < NH; h++)
+            s[h][j] = dot_f32_avx2(q[h], k + (size_t)rows[j] * stride, hd) * scale;
+}
+
+__attribute__((target("avx2,fma"))) static void scores_avx2(const float *const *q, int nh, const float *k,
+                                                        int stride, const int32_t *rows, int n_keys, int hd,
+                                                        float scale, float *const *s)
+{
+    switch (nh) {
+    case 3: scores4_avx2(q, 3, k, stride, rows, n_keys, hd, scale, s); break;
+    case 2: scores4_avx2(q, 2, k, stride, rows, n_keys, hd, scale, s); break;
+    default: scores4_avx2(q, 1, k, stride, rows, n_keys, hd, scale, s); break;
+    }
 }
 
 /* exp_f32 of 8 lanes, the same operations lane for lane. */
@@ -192,36 +227,58 @@ __attribute__((target("avx2"))) static void exp_avx2(float *s, int n, float mx)
         s[j] = exp_f32(s[j] - mx);
 }
 
-/* Columns in register blocks (64, then 8, then single floats); per element the sum
-   over keys runs in the same order from 0.0f as the scalar path. */
-__attribute__((target("avx2,fma"))) static void wsum_avx2(const float *v, int stride, const int32_t *rows,
-                                                      const float *p, int n_keys, int hd, float *out)
+/* Columns in register blocks (32, then 8, then single floats) for NH heads at once
+   (4 x NH accumulators, NH broadcast weights, one value vector: 16 ymm); per element
+   the sum over keys runs in the same order from 0.0f as the scalar path. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+wsum_heads_avx2(const float *v, int stride, const int32_t *rows, const float *const *p, const int NH, int n_keys,
+                int hd, float *const *out)
 {
     int d0 = 0;
-    for (; d0 + 64 <= hd; d0 += 64) {
-        __m256 o[8];
-        for (int r = 0; r < 8; r++)
-            o[r] = _mm256_setzero_ps();
+    for (; d0 + 32 <= hd; d0 += 32) {
+        __m256 o[ATTN_HEADS][4];
+        for (int h = 0; h < NH; h++)
+            for (int r = 0; r < 4; r++)
+                o[h][r] = _mm256_setzero_ps();
         for (int j = 0; j < n_keys; j++) {
             const float *vr = v + (size_t)rows[j] * stride + d0;
-            const __m256 pp = _mm256_set1_ps(p[j]);
-            for (int r = 0; r < 8; r++)
-                o[r] = _mm256_fmadd_ps(pp, _mm256_loadu_ps(vr + 8 * r), o[r]);
+            __m256 pp[ATTN_HEADS];
+            for (int h = 0; h < NH; h++)
+                pp[h] = _mm256_set1_ps(p[h][j]);
+            for (int r = 0; r < 4; r++) {
+                const __m256 vv = _mm256_loadu_ps(vr + 8 * r);
+                for (int h = 0; h < NH; h++)
+                    o[h][r] = _mm256_fmadd_ps(pp[h], vv, o[h][r]);
+            }
         }
-        for (int r = 0; r < 8; r++)
-            _mm256_storeu_ps(out + d0 + 8 * r, o[r]);
+        for (int h = 0; h < NH; h++)
+            for (int r = 0; r < 4; r++)
+                _mm256_storeu_ps(out[h] + d0 + 8 * r, o[h][r]);
     }
-    for (; d0 + 8 <= hd; d0 += 8) {
-        __m256 o = _mm256_setzero_ps();
-        for (int j = 0; j < n_keys; j++)
-            o = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), _mm256_loadu_ps(v + (size_t)rows[j] * stride + d0), o);
-        _mm256_storeu_ps(out + d0, o);
-    }
-    for (; d0 < hd; d0++) {
-        float o = 0.0f;
-        for (int j = 0; j < n_keys; j++)
-            o = fmaf(p[j], v[(size_t)rows[j] * stride + d0], o);
-        out[d0] = o;
+    for (; d0 + 8 <= hd; d0 += 8)
+        for (int h = 0; h < NH; h++) {
+            __m256 o = _mm256_setzero_ps();
+            for (int j = 0; j < n_keys; j++)
+                o = _mm256_fmadd_ps(_mm256_set1_ps(p[h][j]), _mm256_loadu_ps(v + (size_t)rows[j] * stride + d0), o);
+            _mm256_storeu_ps(out[h] + d0, o);
+        }
+    for (; d0 < hd; d0++)
+        for (int h = 0; h < NH; h++) {
+            float o = 0.0f;
+            for (int j = 0; j < n_keys; j++)
+                o = fmaf(p[h][j], v[(size_t)rows[j] * stride + d0], o);
+            out[h][d0] = o;
+        }
+}
+
+__attribute__((target("avx2,fma"))) static void wsum_avx2(const float *v, int stride, const int32_t *rows,
+                                                      const float *const *p, int nh, int n_keys, int hd,
+                                                      float *const *out)
+{
+    switch (nh) {
+    case 3: wsum_heads_avx2(v, stride, rows, p, 3, n_keys, hd, out); break;
+    case 2: wsum_heads_avx2(v, stride, rows, p, 2, n_keys, hd, out); break;
+    default: wsum_heads_avx2(v, stride, rows, p, 1, n_keys, hd, out); break;
     }
 }
 #endif
@@ -319,19 +376,22 @@ typedef struct attn_job {
     wsum_fn wsum;
 } attn_job;
 
-/* Tasks are (node, head) pairs, dealt round-robin; a thread rebuilds the key-row list
-   only when its next task is for another node. */
+/* Tasks are (node, head group) pairs, dealt round-robin: a group is the query heads
+   of one KV head (up to ATTN_HEADS at a time), or a single head when there are too
+   few groups to keep the threads busy (decode). A thread rebuilds the key-row list
+   only when its next task is for another node. Results do not depend on grouping. */
 static void attn_task(void *ud, int ith, int nth)
 {
     const attn_job *job = ud;
     const arb_attn_args *a = job->a;
-    const int hd = a->head_dim, group = a->n_head / a->n_head_kv;
-    float *scores = a->scratch + (size_t)ith * a->scratch_stride;
-    int32_t *rows = (int32_t *)(scores + a->n_prefix + a->n);
+    const int hd = a->head_dim, group = a->n_head / a->n_head_kv, len = a->n_prefix + a->n;
+    float *scratch = a->scratch + (size_t)ith * a->scratch_stride;
+    int32_t *rows = (int32_t *)(scratch + (size_t)ATTN_HEADS * len);
+    /* heads per task: a whole KV group when there are >= 4 tasks per thread */
+    const int per = a->n * a->n_head_kv >= 4 * nth ? group : 1, n_task = a->n * (a->n_head / per);
     int last_i = -1, n_keys = 0;
-    const int n_task = a->n * a->n_head;
     for (int t = ith; t < n_task; t += nth) {
-        const int i = t / a->n_head, h = t % a->n_head, kvh = h / group;
+        const int i = t / (a->n_head / per), h0 = (t % (a->n_head / per)) * per, kvh = h0 / group;
         if (i != last_i) {
             /* prefix rows, then ancestors root first, then the node itself */
             for (int j = 0; j < a->n_prefix; j++)
@@ -344,20 +404,33 @@ static void attn_task(void *ud, int ith, int nth)
                 rows[j] = a->n_prefix + p;
             last_i = i;
         }
-        const float *q = a->q + ((size_t)i * a->n_head + h) * hd;
-        float *out = a->out + ((size_t)i * a->n_head + h) * hd;
-        job->scores(q, a->k + (size_t)kvh * hd, a->kv_stride, rows, n_keys, hd, a->scale, scores);
-        float mx = -INFINITY;
-        for (int j = 0; j < n_keys; j++)
-            mx = scores[j] > mx ? scores[j] : mx;
-        job->exp(scores, n_keys, mx);
-        float sum = 0.0f;
-        for (int j = 0; j < n_keys; j++)
-            sum += scores[j];
-        job->wsum(a->v + (size_t)kvh * hd, a->kv_stride, rows, scores, n_keys, hd, out);
-        const float inv = 1.0f / sum;
-        for (int d = 0; d < hd; d++)
-            out[d] *= inv;
+        for (int g0 = 0; g0 < per; g0 += ATTN_HEADS) {
+            const int nh = per - g0 < ATTN_HEADS ? per - g0 : ATTN_HEADS;
+            const float *q[ATTN_HEADS];
+            float *sc[ATTN_HEADS], *out[ATTN_HEADS];
+            for (int x = 0; x < nh; x++) {
+                const size_t qo = ((size_t)i * a->n_head + (size_t)(h0 + g0 + x)) * hd;
+                q[x] = a->q + qo;
+                out[x] = a->out + qo;
+                sc[x] = scratch + (size_t)x * len;
+            }
+            job->scores(q, nh, a->k + (size_t)kvh * hd, a->kv_stride, rows, n_keys, hd, a->scale, sc);
+            float inv[ATTN_HEADS];
+            for (int x = 0; x < nh; x++) {
+                float mx = -INFINITY;
+                for (int j = 0; j < n_keys; j++)
+                    mx = sc[x][j] > mx ? sc[x][j] : mx;
+                job->exp(sc[x], n_keys, mx);
+                float sum = 0.0f;
+                for (int j = 0; j < n_keys; j++)
+                    sum += sc[x][j];
+                inv[x] = 1.0f / sum;
+            }
+            job->wsum(a->v + (size_t)kvh * hd, a->kv_stride, rows, (const float *const *)sc, nh, n_keys, hd, out);
+            for (int x = 0; x < nh; x++)
+                for (int d = 0; d < hd; d++)
+                    out[x][d] *= inv[x];
+        }
     }
 }
 
