@@ -32,6 +32,11 @@
    0..n_prefix-1 of K/V, then its ancestors (by depth, root first) at rows n_prefix+a,
    then itself at row n_prefix+i. Scores, max, exp, sum and the weighted V sum run
    sequentially over that list, so the result depends only on the list. */
+/* Attention work is cut into up to this many pieces per thread, so that a thread the
+   host slows down does not hold the others at the end of the run; each piece
+   needs its own scratch slot. */
+#define ARB_ATTN_SLOTS_PER_THREAD 4
+
 typedef struct arb_attn_args {
     const float *q;        /* n x n_head x head_dim (roped) */
     const float *k, *v;    /* KV rows of this layer: row r at r * kv_stride floats */
@@ -42,7 +47,7 @@ typedef struct arb_attn_args {
     int n_head, n_head_kv, head_dim;
     float scale;           /* 1/sqrt(head_dim) */
     float *out;            /* n x n_head x head_dim */
-    float *scratch;        /* n_threads x scratch_stride floats */
+    float *scratch;        /* ARB_ATTN_SLOTS_PER_THREAD x n_threads x scratch_stride floats */
     int scratch_stride;    /* >= 4 * (n_prefix + n): 3 heads' scores, then the key-row list (ints) */
 } arb_attn_args;
 

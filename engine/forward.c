@@ -123,7 +123,8 @@ int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err
     c->att = malloc(nb * qd * sizeof(float));
     c->hg = malloc(nb * m->n_ff * sizeof(float));
     c->hu = malloc(nb * m->n_ff * sizeof(float));
-    c->attn_scratch = malloc((size_t)arb_backend_n_threads(&c->be) * c->attn_stride * sizeof(float));
+    c->attn_scratch = malloc((size_t)ARB_ATTN_SLOTS_PER_THREAD * (size_t)arb_backend_n_threads(&c->be) *
+                             (size_t)c->attn_stride * sizeof(float));
     c->pos = malloc(nb * sizeof(int32_t));
     c->chain = malloc(nb * sizeof(int32_t));
     c->last_parent = malloc(nb * sizeof(int32_t));

@@ -369,28 +369,41 @@ static void cpu_rope(void *vctx, float *x, int n, int n_head, int head_dim, cons
     }
 }
 
+typedef struct attn_split {
+    int per, n_task; /* heads per task, tasks */
+} attn_split;
+
 typedef struct attn_job {
     const arb_attn_args *a;
+    attn_split split;
     scores_fn scores;
     exp_fn exp;
     wsum_fn wsum;
 } attn_job;
 
-/* Tasks are (node, head group) pairs, dealt round-robin: a group is the query heads
-   of one KV head (up to ATTN_HEADS at a time), or a single head when there are too
-   few groups to keep the threads busy (decode). A thread rebuilds the key-row list
-   only when its next task is for another node. Results do not depend on grouping. */
-static void attn_task(void *ud, int ith, int nth)
+/* Tasks are (node, head group) pairs: a group is the query heads of one KV head (up
+   to ATTN_HEADS at a time), or a single head when there are too few groups to keep
+   the threads busy (decode). Piece c of nc takes a contiguous range of tasks with
+   scratch slot c; a thread rebuilds the key-row list only when its next task is for
+   another node. Results do not depend on grouping or on the pieces. */
+static attn_split attn_split_of(const arb_attn_args *a, int nth)
+{
+    const int group = a->n_head / a->n_head_kv;
+    const int per = a->n * a->n_head_kv >= 4 * nth ? group : 1; /* >= 4 groups per thread */
+    return (attn_split){per, a->n * (a->n_head / per)};
+}
+
+static void attn_task(void *ud, int c, int nc)
 {
     const attn_job *job = ud;
     const arb_attn_args *a = job->a;
     const int hd = a->head_dim, group = a->n_head / a->n_head_kv, len = a->n_prefix + a->n;
-    float *scratch = a->scratch + (size_t)ith * a->scratch_stride;
+    float *scratch = a->scratch + (size_t)c * a->scratch_stride;
     int32_t *rows = (int32_t *)(scratch + (size_t)ATTN_HEADS * len);
-    /* heads per task: a whole KV group when there are >= 4 tasks per thread */
-    const int per = a->n * a->n_head_kv >= 4 * nth ? group : 1, n_task = a->n * (a->n_head / per);
+    const int per = job->split.per, n_task = job->split.n_task;
+    const int t0 = (int)((long long)n_task * c / nc), t1 = (int)((long long)n_task * (c + 1) / nc);
     int last_i = -1, n_keys = 0;
-    for (int t = ith; t < n_task; t += nth) {
+    for (int t = t0; t < t1; t++) {
         const int i = t / (a->n_head / per), h0 = (t % (a->n_head / per)) * per, kvh = h0 / group;
         if (i != last_i) {
             /* prefix rows, then ancestors root first, then the node itself */
@@ -445,7 +458,10 @@ static void cpu_attention(void *vctx, const arb_attn_args *a)
         job.wsum = wsum_avx2;
     }
 #endif
-    arb_threadpool_run(c->tp, attn_task, &job);
+    const int nth = arb_threadpool_size(c->tp);
+    job.split = attn_split_of(a, nth);
+    const int pieces = ARB_ATTN_SLOTS_PER_THREAD * nth;
+    arb_threadpool_run_chunks(c->tp, attn_task, &job, job.split.n_task < pieces ? job.split.n_task : pieces);
 }
 
 /* SiLU(g) * u with exp_f32 on -|g| (never overflows): g / (1 + e) for g >= 0, g e / (1 + e)
