@@ -322,7 +322,46 @@ typedef struct norm_job {
     int n, dim;
     float eps;
     float *out;
+    bool avx2;
 } norm_job;
+
+/* Sum of squares of a row: float squares, accumulated in double in 8 fixed lanes
+   (lane l takes elements k = l mod 8, in order), then ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)),
+   then the tail in order. One sequential double sum was a 4-cycle dependency per
+   element (2300 cycles for a 576-wide row); the lanes cut that 8-fold. The AVX2
+   version performs the same operations lane for lane. */
+static double sumsq_scalar(const float *x, int n)
+{
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int l = 0; l < 8; l++)
+            acc[l] += (double)(x[k + l] * x[k + l]);
+    double s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; k < n; k++)
+        s += (double)(x[k] * x[k]);
+    return s;
+}
+
+#ifdef ARB_HAVE_AVX2_PATH
+__attribute__((target("avx2"))) static double sumsq_avx2(const float *x, int n)
+{
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd(); /* lanes 0-3, 4-7 */
+    int k = 0;
+    for (; k + 8 <= n; k += 8) {
+        const __m256 v = _mm256_loadu_ps(x + k), sq = _mm256_mul_ps(v, v);
+        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+    }
+    const __m256d m = _mm256_add_pd(lo, hi); /* (l0+l4, l1+l5, l2+l6, l3+l7) */
+    double a[4];
+    _mm256_storeu_pd(a, m);
+    double s = (a[0] + a[1]) + (a[2] + a[3]);
+    for (; k < n; k++)
+        s += (double)(x[k] * x[k]);
+    return s;
+}
+#endif
 
 /* Rows t = ith, ith + nth, ...: a row is always normalized whole by one thread. */
 static void rmsnorm_task(void *ud, int ith, int nth)
@@ -331,9 +370,11 @@ static void rmsnorm_task(void *ud, int ith, int nth)
     for (int t = ith; t < j->n; t += nth) {
         const float *xr = j->x + (size_t)t * j->dim;
         float *o = j->out + (size_t)t * j->dim;
-        double sum = 0.0;
-        for (int k = 0; k < j->dim; k++)
-            sum += (double)(xr[k] * xr[k]);
+#ifdef ARB_HAVE_AVX2_PATH
+        const double sum = j->avx2 ? sumsq_avx2(xr, j->dim) : sumsq_scalar(xr, j->dim);
+#else
+        const double sum = sumsq_scalar(xr, j->dim);
+#endif
         const float scale = 1.0f / sqrtf((float)(sum / j->dim) + j->eps);
         for (int k = 0; k < j->dim; k++)
             o[k] = (xr[k] * scale) * j->g[k];
@@ -343,7 +384,7 @@ static void rmsnorm_task(void *ud, int ith, int nth)
 static void cpu_rmsnorm(void *vctx, const float *x, const float *g, int n, int dim, float eps, float *out)
 {
     const cpu_ctx *c = vctx;
-    norm_job j = {.x = x, .g = g, .n = n, .dim = dim, .eps = eps, .out = out};
+    norm_job j = {.x = x, .g = g, .n = n, .dim = dim, .eps = eps, .out = out, .avx2 = c->avx2};
     if ((size_t)n * (size_t)dim < EW_PAR_MIN)
         rmsnorm_task(&j, 0, 1);
     else
