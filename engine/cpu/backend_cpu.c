@@ -411,6 +411,38 @@ static void cpu_rope(void *vctx, float *x, int n, int n_head, int head_dim, cons
     }
 }
 
+/* The softmax's max and sum over the scores. A single running max or sum is a chain
+   of 4-cycle dependencies per key; 8 independent lanes are not. The max is exact in
+   any order; the sum uses 8 fixed lanes (lane l takes j = l mod 8, in order), the
+   combining tree of dot_f32, then the tail in order: a function of the scores alone,
+   the same on every path. */
+static float max_f32(const float *s, int n)
+{
+    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; l++)
+            m[l] = s[j + l] > m[l] ? s[j + l] : m[l];
+    for (; j < n; j++)
+        m[0] = s[j] > m[0] ? s[j] : m[0];
+    for (int l = 1; l < 8; l++)
+        m[0] = m[l] > m[0] ? m[l] : m[0];
+    return m[0];
+}
+
+static float sum_f32(const float *s, int n)
+{
+    float a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; l++)
+            a[l] += s[j + l];
+    float t = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+    for (; j < n; j++)
+        t += s[j];
+    return t;
+}
+
 typedef struct attn_split {
     int per, n_task; /* heads per task, tasks */
 } attn_split;
@@ -472,14 +504,8 @@ static void attn_task(void *ud, int c, int nc)
             job->scores(q, nh, a->k + (size_t)kvh * hd, a->kv_stride, rows, n_keys, hd, a->scale, sc);
             float inv[ATTN_HEADS];
             for (int x = 0; x < nh; x++) {
-                float mx = -INFINITY;
-                for (int j = 0; j < n_keys; j++)
-                    mx = sc[x][j] > mx ? sc[x][j] : mx;
-                job->exp(sc[x], n_keys, mx);
-                float sum = 0.0f;
-                for (int j = 0; j < n_keys; j++)
-                    sum += sc[x][j];
-                inv[x] = 1.0f / sum;
+                job->exp(sc[x], n_keys, max_f32(sc[x], n_keys));
+                inv[x] = 1.0f / sum_f32(sc[x], n_keys);
             }
             job->wsum(a->v + (size_t)kvh * hd, a->kv_stride, rows, (const float *const *)sc, nh, n_keys, hd, out);
             for (int x = 0; x < nh; x++)
