@@ -10,6 +10,7 @@
  * matmul_avx2.c / matmul_avx512.c and may fall back to the scalar kernel per type.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -17,6 +18,13 @@
 
 #include "cpuinfo.h"
 #include "matmul_int.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CPU_RELAX() _mm_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
@@ -380,12 +388,15 @@ static mm_rows_fn rows_for(const mm_impl *p, const arb_qmat *w)
     return f ? f : rows_of(&arb_mm_scalar, type);
 }
 
+struct mm_prologue;
+
 typedef struct mm_run {
     mm_job job;
     mm_rows_fn rows;
     uint8_t *act;
     int simd_quant;  /* family is avx2 or avx512: SIMD quantizer (same bits) */
     int want_qsi;    /* avx512 on packed Q4_0/Q8_0: build the q + 128 copy */
+    struct mm_prologue *pro; /* NULL, or the quantization still to do inside the rows run */
 } mm_run;
 
 static void quant_task(void *ud, int ith, int nth)
@@ -404,11 +415,40 @@ static void quant_task(void *ud, int ith, int nth)
     }
 }
 
+/* Quantization inside the rows run, instead of a pool run of its own (one
+   publish-and-wait less per matmul, four per layer). Every chunk first takes
+   quantization slices from a shared counter until none is left, then waits until
+   all are done, then computes its rows. A thread only waits for slices another
+   running thread has already taken, so the wait always ends; which thread
+   quantizes a token never changes its bytes. */
+typedef struct mm_prologue {
+    mm_run *m;
+    int n_slices;
+    _Atomic int next, done;
+} mm_prologue;
+
+static void prologue_run(mm_prologue *p)
+{
+    if (!p)
+        return;
+    for (int s; (s = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed)) < p->n_slices;) {
+        quant_task(p->m, s, p->n_slices);
+        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+    }
+    for (unsigned i = 1; atomic_load_explicit(&p->done, memory_order_acquire) < p->n_slices; i++) {
+        if (i < 1024)
+            CPU_RELAX();
+        else
+            sched_yield(); /* the thread holding a slice may be descheduled */
+    }
+}
+
 /* Chunk c of nth: a fixed range of 16-row units (y cache lines are not shared).
    Any thread may run any chunk; a row's result never depends on which. */
 static void rows_task(void *ud, int ith, int nth)
 {
     mm_run *m = ud;
+    prologue_run(m->pro);
     const int units = (m->job.w->n_out + 15) / 16;
     const int u0 = (int)((long long)units * ith / nth), u1 = (int)((long long)units * (ith + 1) / nth);
     int r0 = u0 * 16, r1 = u1 * 16;
@@ -432,14 +472,20 @@ static void mm_setup(mm_run *m, const arb_qmat *w, const float *x, int n_tok, fl
     m->job.act = m->act;
 }
 
-/* Quantize the n_tok activation rows into m->act. */
-static void mm_quantize(arb_threadpool *tp, mm_run *m)
+/* Quantize the n_tok activation rows into m->act: small batches on the caller (a
+   pool round trip costs more), larger ones inside the rows run (pro, set up here). */
+static void mm_quantize(arb_threadpool *tp, mm_run *m, mm_prologue *pro)
 {
-    /* Small batches: quantize on the caller (a pool round trip costs more). */
-    if (!tp || (size_t)m->job.n_tok * (size_t)m->job.w->n_in < 8192)
+    const int nth = arb_threadpool_size(tp);
+    if (nth == 1 || (size_t)m->job.n_tok * (size_t)m->job.w->n_in < 8192) {
         quant_task(m, 0, 1);
-    else
-        arb_threadpool_run(tp, quant_task, m);
+        return;
+    }
+    pro->m = m;
+    pro->n_slices = m->job.n_tok < 2 * nth ? m->job.n_tok : 2 * nth;
+    atomic_init(&pro->next, 0);
+    atomic_init(&pro->done, 0);
+    m->pro = pro;
 }
 
 void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok, float *y, void *work)
@@ -447,9 +493,10 @@ void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok
     if (n_tok <= 0 || w->n_out <= 0)
         return;
     mm_run m;
+    mm_prologue pro;
     mm_setup(&m, w, x, n_tok, y, work);
     if (m.job.lay.B)
-        mm_quantize(tp, &m);
+        mm_quantize(tp, &m, &pro);
     /* A few chunks per thread, so a slow or descheduled thread's share is taken
        over by the others (results do not depend on who computes a row). */
     const int units = (w->n_out + 15) / 16, nth = arb_threadpool_size(tp);
@@ -469,6 +516,7 @@ typedef struct mm_multi {
 static void rows_multi_task(void *ud, int ith, int nth)
 {
     mm_multi *mm = ud;
+    prologue_run(mm->run[0].pro);
     const int total = mm->units[mm->nw];
     const int u0 = (int)((long long)total * ith / nth), u1 = (int)((long long)total * (ith + 1) / nth);
     for (int i = 0; i < mm->nw; i++) {
@@ -496,9 +544,10 @@ void arb_matmul_multi(arb_threadpool *tp, const arb_qmat *const *ws, int nw, con
         return;
     }
     mm_multi mm = {.nw = nw};
+    mm_prologue pro;
     mm_setup(&mm.run[0], ws[0], x, n_tok, ys[0], work);
     if (mm.run[0].job.lay.B)
-        mm_quantize(tp, &mm.run[0]);
+        mm_quantize(tp, &mm.run[0], &pro);
     for (int i = 0; i < nw; i++) {
         if (i > 0) {
             mm.run[i] = mm.run[0];
