@@ -69,6 +69,9 @@ AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, 
         acc[k] = _mm512_setzero_ps();
     for (int b = 0; b < g->nb; b++) {
         const uint8_t *p = base + (size_t)b * gb;
+        if (t0 == 0) /* the same block of the next row group, a group's work ahead of use */
+            for (size_t o = 0; o < gb; o += 64)
+                _mm_prefetch((const char *)(p + (size_t)g->nb * gb + o), _MM_HINT_T0);
         __m512i w[8];
         load_codes(p, kind, w);
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(p + g->cb)));
