@@ -443,6 +443,10 @@ static float sum_f32(const float *s, int n)
     return t;
 }
 
+#ifdef ARB_HAVE_AVX2_PATH
+static void exp_avx512(float *s, int n, float mx); /* with SwiGLU's AVX-512 code below */
+#endif
+
 typedef struct attn_split {
     int per, n_task; /* heads per task, tasks */
 } attn_split;
@@ -522,7 +526,7 @@ static void cpu_attention(void *vctx, const arb_attn_args *a)
 #ifdef ARB_HAVE_AVX2_PATH
     if (c->avx2) {
         job.scores = scores_avx2;
-        job.exp = exp_avx2;
+        job.exp = c->avx512 ? exp_avx512 : exp_avx2;
         job.wsum = wsum_avx2;
     }
 #endif
@@ -576,6 +580,16 @@ __attribute__((target("avx2,avx512f"))) static inline __m512 exp16_avx512(__m512
     y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(y, _mm512_mul_ps(r, r)), r), _mm512_set1_ps(1.0f));
     const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(nf), _mm512_set1_epi32(127)), 23);
     return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+}
+
+/* exp_avx2 on 16 lanes (the same bits). */
+__attribute__((target("avx2,avx512f"))) static void exp_avx512(float *s, int n, float mx)
+{
+    const __m512 vmx = _mm512_set1_ps(mx);
+    int j = 0;
+    for (; j + 16 <= n; j += 16)
+        _mm512_storeu_ps(s + j, exp16_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + j), vmx)));
+    exp_avx2(s + j, n - j, mx);
 }
 
 /* swiglu_avx2 on 16 lanes (half the instructions; the same bits). */
