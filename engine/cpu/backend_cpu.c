@@ -199,24 +199,27 @@ __attribute__((target("avx2,fma"))) static void scores_avx2(const float *const *
     }
 }
 
-/* exp_f32 of 8 lanes, the same operations lane for lane. */
-__attribute__((target("avx2"))) static inline __m256 exp8_avx2(__m256 x)
-{
-    const __m256 magic = _mm256_set1_ps(EXP_MAGIC);
-    x = _mm256_max_ps(x, _mm256_set1_ps(EXP_LO)); /* same as the scalar clamp (x is never NaN) */
-    const __m256 nf = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), magic), magic);
-    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(nf, _mm256_set1_ps(0.693359375f)));
-    r = _mm256_sub_ps(r, _mm256_mul_ps(nf, _mm256_set1_ps(-2.12194440e-4f)));
-    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-    y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(1.3981999507e-3f));
-    y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(8.3334519073e-3f));
-    y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(4.1665795894e-2f));
-    y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(1.6666665459e-1f));
-    y = _mm256_add_ps(_mm256_mul_ps(y, r), _mm256_set1_ps(5.0000001201e-1f));
-    y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(y, _mm256_mul_ps(r, r)), r), _mm256_set1_ps(1.0f));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nf), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-}
+/* exp_f32 on a vector, the same operations lane for lane; P is the intrinsics prefix
+   (_mm256 / _mm512), T the float vector type, CAST the integer-to-float bit cast. One
+   body for both widths, so the AVX2 and AVX-512 versions cannot drift apart. */
+#define EXP_VEC(P, T, CAST, x_in)                                                                          \
+    do {                                                                                                   \
+        const T magic = P##_set1_ps(EXP_MAGIC);                                                            \
+        const T xc = P##_max_ps(x_in, P##_set1_ps(EXP_LO)); /* the scalar clamp (x is never NaN) */        \
+        const T nf = P##_sub_ps(P##_add_ps(P##_mul_ps(xc, P##_set1_ps(1.44269504088896341f)), magic), magic); \
+        T r = P##_sub_ps(xc, P##_mul_ps(nf, P##_set1_ps(0.693359375f)));                                    \
+        r = P##_sub_ps(r, P##_mul_ps(nf, P##_set1_ps(-2.12194440e-4f)));                                   \
+        T y = P##_set1_ps(1.9875691500e-4f);                                                               \
+        y = P##_add_ps(P##_mul_ps(y, r), P##_set1_ps(1.3981999507e-3f));                                   \
+        y = P##_add_ps(P##_mul_ps(y, r), P##_set1_ps(8.3334519073e-3f));                                   \
+        y = P##_add_ps(P##_mul_ps(y, r), P##_set1_ps(4.1665795894e-2f));                                   \
+        y = P##_add_ps(P##_mul_ps(y, r), P##_set1_ps(1.6666665459e-1f));                                   \
+        y = P##_add_ps(P##_mul_ps(y, r), P##_set1_ps(5.0000001201e-1f));                                   \
+        y = P##_add_ps(P##_add_ps(P##_mul_ps(y, P##_mul_ps(r, r)), r), P##_set1_ps(1.0f));                 \
+        return P##_mul_ps(y, CAST(P##_slli_epi32(P##_add_epi32(P##_cvtps_epi32(nf), P##_set1_epi32(127)), 23))); \
+    } while (0)
+
+__attribute__((target("avx2"))) static inline __m256 exp8_avx2(__m256 x) { EXP_VEC(_mm256, __m256, _mm256_castsi256_ps, x); }
 
 __attribute__((target("avx2"))) static void exp_avx2(float *s, int n, float mx)
 {
@@ -563,23 +566,10 @@ __attribute__((target("avx2"))) static void swiglu_avx2(float *g, const float *u
     swiglu_scalar(g, u, i, i1);
 }
 
-/* exp8_avx2 on 16 lanes, the same operations lane for lane. */
+/* exp8_avx2 on 16 lanes: the same EXP_VEC body. */
 __attribute__((target("avx2,avx512f"))) static inline __m512 exp16_avx512(__m512 x)
 {
-    const __m512 magic = _mm512_set1_ps(EXP_MAGIC);
-    x = _mm512_max_ps(x, _mm512_set1_ps(EXP_LO));
-    const __m512 nf = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), magic), magic);
-    __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(nf, _mm512_set1_ps(0.693359375f)));
-    r = _mm512_sub_ps(r, _mm512_mul_ps(nf, _mm512_set1_ps(-2.12194440e-4f)));
-    __m512 y = _mm512_set1_ps(1.9875691500e-4f);
-    y = _mm512_add_ps(_mm512_mul_ps(y, r), _mm512_set1_ps(1.3981999507e-3f));
-    y = _mm512_add_ps(_mm512_mul_ps(y, r), _mm512_set1_ps(8.3334519073e-3f));
-    y = _mm512_add_ps(_mm512_mul_ps(y, r), _mm512_set1_ps(4.1665795894e-2f));
-    y = _mm512_add_ps(_mm512_mul_ps(y, r), _mm512_set1_ps(1.6666665459e-1f));
-    y = _mm512_add_ps(_mm512_mul_ps(y, r), _mm512_set1_ps(5.0000001201e-1f));
-    y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(y, _mm512_mul_ps(r, r)), r), _mm512_set1_ps(1.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(nf), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+    EXP_VEC(_mm512, __m512, _mm512_castsi512_ps, x);
 }
 
 /* exp_avx2 on 16 lanes (the same bits). */
