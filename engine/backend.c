@@ -79,6 +79,28 @@ void arb_backend_swiglu(const arb_backend *be, float *g, const float *u, int n, 
     be->iface->swiglu(be->ctx, g, u, n, dim);
 }
 
+void arb_backend_norm_matmul_multi(const arb_backend *be, const float *x, const float *g, int dim, float eps,
+                                   float *xb, const arb_qmat *const *ws, int nw, int n, float *const *ys, void *work)
+{
+    if (be->iface->norm_matmul_multi) {
+        be->iface->norm_matmul_multi(be->ctx, x, g, dim, eps, xb, ws, nw, n, ys, work);
+        return;
+    }
+    arb_backend_rmsnorm(be, x, g, n, dim, eps, xb);
+    arb_backend_matmul_multi(be, ws, nw, xb, n, ys, work);
+}
+
+void arb_backend_swiglu_matmul(const arb_backend *be, float *g, const float *u, int dim, const arb_qmat *w, int n,
+                               float *y, void *work)
+{
+    if (be->iface->swiglu_matmul) {
+        be->iface->swiglu_matmul(be->ctx, g, u, dim, w, n, y, work);
+        return;
+    }
+    arb_backend_swiglu(be, g, u, n, dim);
+    arb_backend_matmul(be, w, g, n, y, work);
+}
+
 void arb_backend_add_bias(const arb_backend *be, float *x, const float *b, int n, int dim)
 {
     be->iface->add_bias(be->ctx, x, b, n, dim);

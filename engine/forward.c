@@ -199,11 +199,10 @@ static void forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n
         const arb_layer *L = &m->layers[l];
         float *kr = arb_kv_k(&c->kv, l, n_prefix), *vr = arb_kv_v(&c->kv, l, n_prefix);
 
-        arb_backend_rmsnorm(be, c->x, L->attn_norm, n, E, m->eps, c->xb);
-        { /* Q, K, V from one quantized input; K and V straight into the cache */
+        { /* RMSNorm, then Q, K, V from one quantized input; K and V straight into the cache */
             const arb_qmat *ws[3] = {&L->wq, &L->wk, &L->wv};
             float *ys[3] = {c->q, kr, vr};
-            arb_backend_matmul_multi(be, ws, 3, c->xb, n, ys, c->work);
+            arb_backend_norm_matmul_multi(be, c->x, L->attn_norm, E, m->eps, c->xb, ws, 3, n, ys, c->work);
         }
         if (L->bq)
             arb_backend_add_bias(be, c->q, L->bq, n, qd);
@@ -224,14 +223,12 @@ static void forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n
         arb_backend_matmul(be, &L->wo, c->att, n, c->xb, c->work);
         arb_backend_add(be, c->x, c->xb, (size_t)n * E);
 
-        arb_backend_rmsnorm(be, c->x, L->ffn_norm, n, E, m->eps, c->xb);
         {
             const arb_qmat *ws[2] = {&L->w_gate, &L->w_up};
             float *ys[2] = {c->hg, c->hu};
-            arb_backend_matmul_multi(be, ws, 2, c->xb, n, ys, c->work);
+            arb_backend_norm_matmul_multi(be, c->x, L->ffn_norm, E, m->eps, c->xb, ws, 2, n, ys, c->work);
         }
-        arb_backend_swiglu(be, c->hg, c->hu, n, m->n_ff);
-        arb_backend_matmul(be, &L->w_down, c->hg, n, c->xb, c->work);
+        arb_backend_swiglu_matmul(be, c->hg, c->hu, m->n_ff, &L->w_down, n, c->xb, c->work);
         arb_backend_add(be, c->x, c->xb, (size_t)n * E);
     }
     const int nh = n - head_from;

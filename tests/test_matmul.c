@@ -3,6 +3,7 @@
  * (bits of a token's output independent of n_tok, token offset and thread count)
  * for every kernel family this CPU can run. */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -378,4 +379,62 @@ Test(matmul, roofline_probes_report_rates)
         cr_assert_eq(macs, 0.0);
     if (ci.avx2 && ci.fma)
         cr_assert(fmas > 0 && isfinite(fmas), "fp32 FMA rate %g", fmas);
+}
+
+/* A producer fused into the matmul (arb_matmul_multi_pre: RMSNorm, SwiGLU in the
+   forward): every row produced exactly once, and the products equal producing first
+   and multiplying after, bit for bit, on the pool path (>= 8192 elements, 3 threads)
+   and the caller path (1 thread, and a small batch). */
+typedef struct pre_job {
+    const float *src;
+    float *x;
+    int n_in;
+    _Atomic int calls_rows;
+} pre_job;
+
+static void pre_double_plus_one(void *ud, int t0, int t1)
+{
+    pre_job *p = ud;
+    for (int t = t0; t < t1; t++)
+        for (int i = 0; i < p->n_in; i++)
+            p->x[(size_t)t * p->n_in + i] = 2.0f * p->src[(size_t)t * p->n_in + i] + 1.0f;
+    atomic_fetch_add(&p->calls_rows, t1 - t0);
+}
+
+Test(matmul, fused_producer_equals_separate_steps)
+{
+    rng_state = 13;
+    enum { NIN = 576, NOUT = 70 };
+    static const int nts[] = {40, 3};
+    arb_threadpool *tp[2] = {NULL, NULL};
+    cr_assert_eq(arb_threadpool_new(3, &tp[0], NULL), ARB_OK);
+    cr_assert_eq(arb_threadpool_new(1, &tp[1], NULL), ARB_OK);
+    size_t rb;
+    void *w = random_weights(ARB_TYPE_Q4_1, NIN, NOUT, &rb);
+    arb_qmat m = {.type = ARB_TYPE_Q4_1, .n_in = NIN, .n_out = NOUT, .row_bytes = rb, .data = w};
+    void *pk = attach_packed(&m);
+    for (int a = 0; a < 2; a++)
+        for (int p = 0; p < 2; p++) {
+            const int nt = nts[a];
+            float *src = malloc(sizeof(float) * NIN * nt), *x = malloc(sizeof(float) * NIN * nt);
+            float *y0 = malloc(sizeof(float) * NOUT * nt), *y1 = malloc(sizeof(float) * NOUT * nt);
+            void *work = malloc(arb_matmul_work_bytes(ARB_TYPE_Q4_1, NIN, nt) + 64);
+            for (int i = 0; i < NIN * nt; i++)
+                src[i] = rndf();
+            pre_job pj = {.src = src, .x = x, .n_in = NIN};
+            pre_double_plus_one(&pj, 0, nt); /* the separate steps */
+            const arb_qmat *ws[1] = {&m};
+            float *ys1[1] = {y1};
+            arb_matmul(tp[p], &m, x, nt, y0, work);
+            memset(x, 0xff, sizeof(float) * NIN * nt); /* the fused call must produce x itself */
+            atomic_store(&pj.calls_rows, 0);
+            const arb_mm_pre pre = {pre_double_plus_one, &pj};
+            arb_matmul_multi_pre(tp[p], ws, 1, x, nt, ys1, work, &pre);
+            cr_assert_eq(atomic_load(&pj.calls_rows), nt, "every row produced once");
+            cr_assert(!memcmp(y0, y1, sizeof(float) * NOUT * nt), "n_tok %d, %d threads", nt, p ? 1 : 3);
+            free(src); free(x); free(y0); free(y1); free(work);
+        }
+    free(w); free(pk);
+    arb_threadpool_free(tp[0]);
+    arb_threadpool_free(tp[1]);
 }

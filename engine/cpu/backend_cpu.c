@@ -368,21 +368,31 @@ __attribute__((target("avx2"))) static double sumsq_avx2(const float *x, int n)
 #endif
 
 /* Rows t = ith, ith + nth, ...: a row is always normalized whole by one thread. */
+static void rmsnorm_row(const norm_job *j, int t)
+{
+    const float *xr = j->x + (size_t)t * j->dim;
+    float *o = j->out + (size_t)t * j->dim;
+#ifdef ARB_HAVE_AVX2_PATH
+    const double sum = j->avx2 ? sumsq_avx2(xr, j->dim) : sumsq_scalar(xr, j->dim);
+#else
+    const double sum = sumsq_scalar(xr, j->dim);
+#endif
+    const float scale = 1.0f / sqrtf((float)(sum / j->dim) + j->eps);
+    for (int k = 0; k < j->dim; k++)
+        o[k] = (xr[k] * scale) * j->g[k];
+}
+
 static void rmsnorm_task(void *ud, int ith, int nth)
 {
-    const norm_job *j = ud;
-    for (int t = ith; t < j->n; t += nth) {
-        const float *xr = j->x + (size_t)t * j->dim;
-        float *o = j->out + (size_t)t * j->dim;
-#ifdef ARB_HAVE_AVX2_PATH
-        const double sum = j->avx2 ? sumsq_avx2(xr, j->dim) : sumsq_scalar(xr, j->dim);
-#else
-        const double sum = sumsq_scalar(xr, j->dim);
-#endif
-        const float scale = 1.0f / sqrtf((float)(sum / j->dim) + j->eps);
-        for (int k = 0; k < j->dim; k++)
-            o[k] = (xr[k] * scale) * j->g[k];
-    }
+    for (int t = ith; t < ((const norm_job *)ud)->n; t += nth)
+        rmsnorm_row(ud, t);
+}
+
+/* rows t0..t1-1, as the producer of a matmul's input (arb_mm_pre) */
+static void rmsnorm_pre(void *ud, int t0, int t1)
+{
+    for (int t = t0; t < t1; t++)
+        rmsnorm_row(ud, t);
 }
 
 static void cpu_rmsnorm(void *vctx, const float *x, const float *g, int n, int dim, float eps, float *out)
@@ -393,6 +403,16 @@ static void cpu_rmsnorm(void *vctx, const float *x, const float *g, int n, int d
         rmsnorm_task(&j, 0, 1);
     else
         arb_threadpool_run(c->tp, rmsnorm_task, &j);
+}
+
+/* RMSNorm computed inside the matmul's pool run (one round trip less, matmul.h). */
+static void cpu_norm_matmul_multi(void *vctx, const float *x, const float *g, int dim, float eps, float *xb,
+                                  const arb_qmat *const *ws, int nw, int n, float *const *ys, void *work)
+{
+    const cpu_ctx *c = vctx;
+    norm_job j = {.x = x, .g = g, .n = n, .dim = dim, .eps = eps, .out = xb, .avx2 = c->avx2};
+    const arb_mm_pre pre = {rmsnorm_pre, &j};
+    arb_matmul_multi_pre(c->tp, ws, nw, xb, n, ys, work, &pre);
 }
 
 static void cpu_rope(void *vctx, float *x, int n, int n_head, int head_dim, const int32_t *pos, const float *cs,
@@ -603,13 +623,11 @@ typedef struct ew_job {
     const cpu_ctx *c;
     float *g;
     const float *u;
-    size_t n;
+    size_t n, dim; /* elements; per row (the fused form) */
 } ew_job;
 
-static void swiglu_task(void *ud, int ith, int nth)
+static void swiglu_range(const ew_job *j, size_t i0, size_t i1)
 {
-    const ew_job *j = ud;
-    const size_t i0 = j->n * (size_t)ith / (size_t)nth, i1 = j->n * (size_t)(ith + 1) / (size_t)nth;
 #ifdef ARB_HAVE_AVX2_PATH
     if (j->c->avx512) {
         swiglu_avx512(j->g, j->u, i0, i1);
@@ -623,6 +641,19 @@ static void swiglu_task(void *ud, int ith, int nth)
     swiglu_scalar(j->g, j->u, i0, i1);
 }
 
+/* rows t0..t1-1, as the producer of a matmul's input (arb_mm_pre) */
+static void swiglu_pre(void *ud, int t0, int t1)
+{
+    const ew_job *j = ud;
+    swiglu_range(j, (size_t)t0 * j->dim, (size_t)t1 * j->dim);
+}
+
+static void swiglu_task(void *ud, int ith, int nth)
+{
+    const ew_job *j = ud;
+    swiglu_range(j, j->n * (size_t)ith / (size_t)nth, j->n * (size_t)(ith + 1) / (size_t)nth);
+}
+
 static void cpu_swiglu(void *vctx, float *g, const float *u, int n, int dim)
 {
     const cpu_ctx *c = vctx;
@@ -631,6 +662,18 @@ static void cpu_swiglu(void *vctx, float *g, const float *u, int n, int dim)
         swiglu_task(&j, 0, 1);
     else
         arb_threadpool_run(c->tp, swiglu_task, &j);
+}
+
+/* SwiGLU computed inside the down projection's pool run (matmul.h). */
+static void cpu_swiglu_matmul(void *vctx, float *g, const float *u, int dim, const arb_qmat *w, int n, float *y,
+                              void *work)
+{
+    const cpu_ctx *c = vctx;
+    const ew_job j = {.c = c, .g = g, .u = u, .n = (size_t)n * (size_t)dim, .dim = (size_t)dim};
+    const arb_mm_pre pre = {swiglu_pre, (void *)&j};
+    const arb_qmat *ws[1] = {w};
+    float *ys[1] = {y};
+    arb_matmul_multi_pre(c->tp, ws, 1, g, n, ys, work, &pre);
 }
 
 static void cpu_add_bias(void *vctx, float *x, const float *b, int n, int dim)
@@ -662,6 +705,8 @@ static const arb_backend_i cpu_iface = {
     .rope = cpu_rope,
     .attention = cpu_attention,
     .swiglu = cpu_swiglu,
+    .norm_matmul_multi = cpu_norm_matmul_multi,
+    .swiglu_matmul = cpu_swiglu_matmul,
     .add_bias = cpu_add_bias,
     .add = cpu_add,
     .n_threads = cpu_n_threads,

@@ -399,12 +399,10 @@ typedef struct mm_run {
     struct mm_prologue *pro; /* NULL, or the quantization still to do inside the rows run */
 } mm_run;
 
-static void quant_task(void *ud, int ith, int nth)
+/* Quantize token rows t0..t1-1 of x into m->act. */
+static void quant_rows(mm_run *m, int t0, int t1)
 {
-    mm_run *m = ud;
-    const int n = m->job.n_tok, t0 = (int)((long long)n * ith / nth), t1 = (int)((long long)n * (ith + 1) / nth);
-    for (int t = t0; t < t1; t++)
-    {
+    for (int t = t0; t < t1; t++) {
         const float *x = m->job.x + (size_t)t * m->job.w->n_in;
         uint8_t *dst = m->act + (size_t)t * m->job.lay.stride;
         if (m->simd_quant)
@@ -423,6 +421,7 @@ static void quant_task(void *ud, int ith, int nth)
    quantizes a token never changes its bytes. */
 typedef struct mm_prologue {
     mm_run *m;
+    const arb_mm_pre *pre; /* NULL, or the input's producer, run on a slice before quantizing it */
     int n_slices;
     _Atomic int next, done;
 } mm_prologue;
@@ -432,7 +431,11 @@ static void prologue_run(mm_prologue *p)
     if (!p)
         return;
     for (int s; (s = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed)) < p->n_slices;) {
-        quant_task(p->m, s, p->n_slices);
+        const int n = p->m->job.n_tok, t0 = (int)((long long)n * s / p->n_slices);
+        const int t1 = (int)((long long)n * (s + 1) / p->n_slices);
+        if (p->pre)
+            p->pre->fn(p->pre->ud, t0, t1);
+        quant_rows(p->m, t0, t1);
         atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
     }
     for (unsigned i = 1; atomic_load_explicit(&p->done, memory_order_acquire) < p->n_slices; i++) {
@@ -472,17 +475,22 @@ static void mm_setup(mm_run *m, const arb_qmat *w, const float *x, int n_tok, fl
     m->job.act = m->act;
 }
 
-/* Quantize the n_tok activation rows into m->act: small batches on the caller (a
-   pool round trip costs more), larger ones inside the rows run (pro, set up here). */
-static void mm_quantize(arb_threadpool *tp, mm_run *m, mm_prologue *pro)
+/* Produce (pre) and quantize the n_tok activation rows into m->act: small batches on
+   the caller (a pool round trip costs more), larger ones inside the rows run (pro,
+   set up here). Unquantized types only get their input produced, on the caller. */
+static void mm_quantize(arb_threadpool *tp, mm_run *m, mm_prologue *pro, const arb_mm_pre *pre)
 {
-    const int nth = arb_threadpool_size(tp);
-    if (nth == 1 || (size_t)m->job.n_tok * (size_t)m->job.w->n_in < 8192) {
-        quant_task(m, 0, 1);
+    const int nth = arb_threadpool_size(tp), n = m->job.n_tok;
+    if (!m->job.lay.B || nth == 1 || (size_t)n * (size_t)m->job.w->n_in < 8192) {
+        if (pre)
+            pre->fn(pre->ud, 0, n);
+        if (m->job.lay.B)
+            quant_rows(m, 0, n);
         return;
     }
     pro->m = m;
-    pro->n_slices = m->job.n_tok < 2 * nth ? m->job.n_tok : 2 * nth;
+    pro->pre = pre;
+    pro->n_slices = n < 2 * nth ? n : 2 * nth;
     atomic_init(&pro->next, 0);
     atomic_init(&pro->done, 0);
     m->pro = pro;
@@ -495,8 +503,7 @@ void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok
     mm_run m;
     mm_prologue pro;
     mm_setup(&m, w, x, n_tok, y, work);
-    if (m.job.lay.B)
-        mm_quantize(tp, &m, &pro);
+    mm_quantize(tp, &m, &pro, NULL);
     /* A few chunks per thread, so a slow or descheduled thread's share is taken
        over by the others (results do not depend on who computes a row). */
     const int units = (w->n_out + 15) / 16, nth = arb_threadpool_size(tp);
@@ -535,10 +542,18 @@ static void rows_multi_task(void *ud, int ith, int nth)
 void arb_matmul_multi(arb_threadpool *tp, const arb_qmat *const *ws, int nw, const float *x, int n_tok,
                       float *const *ys, void *work)
 {
+    arb_matmul_multi_pre(tp, ws, nw, x, n_tok, ys, work, NULL);
+}
+
+void arb_matmul_multi_pre(arb_threadpool *tp, const arb_qmat *const *ws, int nw, const float *x, int n_tok,
+                          float *const *ys, void *work, const arb_mm_pre *pre)
+{
     bool same = nw >= 1 && nw <= MM_MULTI_MAX;
     for (int i = 1; same && i < nw; i++)
         same = ws[i]->type == ws[0]->type && ws[i]->n_in == ws[0]->n_in && !ws[i]->packed == !ws[0]->packed;
     if (!same || n_tok <= 0) {
+        if (pre && n_tok > 0)
+            pre->fn(pre->ud, 0, n_tok);
         for (int i = 0; i < nw; i++)
             arb_matmul(tp, ws[i], x, n_tok, ys[i], work);
         return;
@@ -546,8 +561,7 @@ void arb_matmul_multi(arb_threadpool *tp, const arb_qmat *const *ws, int nw, con
     mm_multi mm = {.nw = nw};
     mm_prologue pro;
     mm_setup(&mm.run[0], ws[0], x, n_tok, ys[0], work);
-    if (mm.run[0].job.lay.B)
-        mm_quantize(tp, &mm.run[0], &pro);
+    mm_quantize(tp, &mm.run[0], &pro, pre);
     for (int i = 0; i < nw; i++) {
         if (i > 0) {
             mm.run[i] = mm.run[0];

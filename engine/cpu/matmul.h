@@ -43,6 +43,19 @@ const char *arb_matmul_isa(void); /* "avx512vnni", "avx2", "scalar" */
 void arb_matmul_multi(arb_threadpool *tp, const arb_qmat *const *ws, int nw, const float *x, int n_tok,
                       float *const *ys, void *work);
 
+/* A per-token producer of the matmul's input, run inside the matmul (RMSNorm into x,
+   SwiGLU into x): fn(ud, t0, t1) must write x rows t0..t1-1 from data that no other
+   row's call writes. Large batches run it on the pool with the activation
+   quantization, before any row of the product is computed (one pool round trip
+   saved per fused op); small ones on the caller. Results are those of running
+   fn(ud, 0, n_tok) first and then the plain call. */
+typedef struct arb_mm_pre {
+    void (*fn)(void *ud, int t0, int t1);
+    void *ud;
+} arb_mm_pre;
+void arb_matmul_multi_pre(arb_threadpool *tp, const arb_qmat *const *ws, int nw, const float *x, int n_tok,
+                          float *const *ys, void *work, const arb_mm_pre *pre);
+
 /* Load-time repacking (matmul_pack.c): bytes needed for w's packed copy, 0 when the
    type or shape has none (only Q4_0/Q4_1/Q8_0 rows of >= 512 elements do). Fill a
    64-byte aligned buffer of that size with arb_matmul_pack, then point w->packed at
