@@ -55,6 +55,16 @@ AI __m512i dpb(const int kind, __m512i acc, __m512i w, __m512i x)
     return kind != 0 ? _mm512_dpbusd_epi32(acc, x, w) : _mm512_dpbusd_epi32(acc, w, x);
 }
 
+/* acc + w . (4 bytes at x, broadcast) with w unsigned and x signed, as one
+   instruction with an embedded-broadcast memory operand (one fused micro-op). GCC
+   emits a separate vpbroadcastd for _mm512_set1_epi32(*x) instead, and at 8 per
+   token and block those extra micro-ops limit the front end. */
+AI __m512i dpbusd_bcast(__m512i acc, __m512i w, const int32_t *x)
+{
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*x));
+    return acc;
+}
+
 /* kind: 0 = Q4_1, 1 = Q4_0, 2 = Q8_0. y for rows rb..re-1 (one group, rb a multiple
    of 16) and tokens t0..t0+NT-1. */
 AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, const int NT, const int kind)
@@ -92,8 +102,13 @@ AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, 
         for (int q = 0; q < 8; q++) {
             const size_t e = oq + 4 * (size_t)q; /* Q4 steps 4..7, the high nibbles, are elements 16.. */
 #pragma GCC unroll 8
-            for (int k = 0; k < NT; k++)
-                s[k] = dpb(kind, s[k], w[q], _mm512_set1_epi32(*(const int32_t *)(a0 + (size_t)k * st + e)));
+            for (int k = 0; k < NT; k++) {
+                const int32_t *xp = (const int32_t *)(a0 + (size_t)k * st + e);
+                if (kind == 0) /* signed activations: the memory operand, broadcast in the instruction */
+                    s[k] = dpbusd_bcast(s[k], w[q], xp);
+                else
+                    s[k] = dpb(kind, s[k], w[q], _mm512_set1_epi32(*xp));
+            }
         }
 #pragma GCC unroll 8
         for (int k = 0; k < NT; k++) {
