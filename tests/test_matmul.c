@@ -268,7 +268,7 @@ Test(matmul, simd_quantizer_matches_scalar)
                 x[i] = 0.0f;
             arb_mm_quant_scalar(x, n, &l, a);
             arb_mm_quant_avx2(x, n, &l, b);
-            cr_assert(!memcmp(a, b, l.off_qsi ? l.off_qsi : l.stride), "type %u n_in %d rep %d", qt[k], n, rep);
+            cr_assert(!memcmp(a, b, l.off_corr ? l.off_corr : l.stride), "type %u n_in %d rep %d", qt[k], n, rep);
         }
         free(x); free(a); free(b);
     }
@@ -299,11 +299,10 @@ Test(matmul, unpacked_matrix_uses_avx2_kernel)
         arb_matmul_force_isa("avx2");
         arb_matmul(NULL, &m, x, NT, y1, work);
         cr_assert(!memcmp(y0, y1, sizeof(float) * NOUT * NT), "%s: unpacked avx512 != avx2", arb_type_name(pt[a]));
-        /* packed: one group (codes, scales [, corr]) per 16 rows and block, as documented;
+        /* packed: one group (codes, scales) per 16 rows and block, as documented;
            35 rows are 3 row groups, the last one padded */
-        const size_t corr = pt[a] == ARB_TYPE_Q4_1 ? 0 : 64;
         const size_t cb = pt[a] == ARB_TYPE_Q8_0 ? 512 : 256;
-        cr_assert_eq(arb_matmul_pack_bytes(&m), 3 * (NIN / 32) * (cb + 64 + corr));
+        cr_assert_eq(arb_matmul_pack_bytes(&m), 3 * (NIN / 32) * (cb + 64));
         free(w); free(x); free(y0); free(y1); free(work);
     }
     arb_qmat small = {.type = ARB_TYPE_Q4_1, .n_in = 100, .n_out = 2, .row_bytes = 0, .data = NULL};

@@ -44,8 +44,8 @@ mm_layout arb_mm_layout(uint32_t type, int n_in)
     l.off_d = align64((size_t)n_in);
     l.off_isum = align64(l.off_d + nb * sizeof(float));
     l.off_fsum = align64(l.off_isum + ng * sizeof(int32_t));
-    l.off_qsi = align64(l.off_fsum + nb * sizeof(float));
-    l.stride = align64(l.off_qsi + (l.B == 32 ? nb * 32 : 0));
+    l.off_corr = align64(l.off_fsum + nb * sizeof(float));
+    l.stride = align64(l.off_corr + (l.B == 32 ? nb * sizeof(int32_t) : 0));
     return l;
 }
 
@@ -106,12 +106,11 @@ void arb_mm_quant_scalar(const float *x, int n_in, const mm_layout *l, uint8_t *
 }
 
 /* Zero padding up to whole 16-block vectors and, for the AVX-512 kernels on packed
-   Q4_0/Q8_0 weights, the unsigned copy qsi (matmul_int.h). */
-static void quant_finish(int n_in, const mm_layout *l, uint8_t *dst, int want_qsi)
+   Q4_0/Q8_0 weights (corr_c = 8 / 128), corr = -corr_c * isum (matmul_int.h). */
+static void quant_finish(int n_in, const mm_layout *l, uint8_t *dst, int corr_c)
 {
     if (l->B != 32)
         return;
-    const uint8_t *qs = dst;
     float *d = (float *)(dst + l->off_d);
     int32_t *isum = (int32_t *)(dst + l->off_isum);
     float *fsum = (float *)(dst + l->off_fsum);
@@ -121,11 +120,11 @@ static void quant_finish(int n_in, const mm_layout *l, uint8_t *dst, int want_qs
         fsum[b] = 0.0f;
         isum[b] = 0;
     }
-    if (!want_qsi)
+    if (!corr_c)
         return;
-    uint8_t *qsi = dst + l->off_qsi;
-    for (int i = 0; i < n_in; i++)
-        qsi[i] = (uint8_t)(qs[i] ^ 0x80u); /* two's complement q -> q + 128 */
+    int32_t *corr = (int32_t *)(dst + l->off_corr);
+    for (int b = 0; b < nb; b++)
+        corr[b] = -corr_c * isum[b];
 }
 
 /* ---------------------------------------------------------------- scalar kernels */
@@ -395,7 +394,7 @@ typedef struct mm_run {
     mm_rows_fn rows;
     uint8_t *act;
     int simd_quant;  /* family is avx2 or avx512: SIMD quantizer (same bits) */
-    int want_qsi;    /* avx512 on packed Q4_0/Q8_0: build the q + 128 copy */
+    int corr_c;      /* avx512 on packed Q4_0 (8) / Q8_0 (128): build corr, else 0 */
     struct mm_prologue *pro; /* NULL, or the quantization still to do inside the rows run */
 } mm_run;
 
@@ -409,7 +408,7 @@ static void quant_rows(mm_run *m, int t0, int t1)
             arb_mm_quant_avx2(x, m->job.w->n_in, &m->job.lay, dst);
         else
             arb_mm_quant_scalar(x, m->job.w->n_in, &m->job.lay, dst);
-        quant_finish(m->job.w->n_in, &m->job.lay, dst, m->want_qsi);
+        quant_finish(m->job.w->n_in, &m->job.lay, dst, m->corr_c);
     }
 }
 
@@ -468,7 +467,7 @@ static void mm_setup(mm_run *m, const arb_qmat *w, const float *x, int n_tok, fl
     *m = (mm_run){.job = {.w = w, .x = x, .lay = arb_mm_layout(w->type, w->n_in), .n_tok = n_tok, .y = y}};
     m->rows = rows_for(p, w);
     m->simd_quant = p != &arb_mm_scalar;
-    m->want_qsi = p == &arb_mm_avx512 && w->packed && (w->type == ARB_TYPE_Q4_0 || w->type == ARB_TYPE_Q8_0);
+    m->corr_c = p != &arb_mm_avx512 || !w->packed ? 0 : w->type == ARB_TYPE_Q4_0 ? 8 : w->type == ARB_TYPE_Q8_0 ? 128 : 0;
     ARB_ASSERT(m->rows != NULL);
     ARB_ASSERT(w->n_in % (m->job.lay.B ? m->job.lay.B : 1) == 0);
     m->act = (uint8_t *)(((uintptr_t)work + 63) & ~(uintptr_t)63);

@@ -13,9 +13,10 @@
  * a row of any width is whole groups (an earlier layout put 16 blocks of one row in
  * the lanes and paid a 16-lane reduction per row and token, plus a separate path for
  * the nb % 16 last blocks; this one runs 1.4-2x faster at 16 tokens).
- * Q4_1 multiplies unsigned codes by signed activations; Q4_0 (n - 8) and Q8_0 are
- * signed, so their activations are stored as q + 128 (qsi) and each block's integer
- * sum starts at -128 * sum(codes), precomputed at packing.
+ * Every type multiplies unsigned weight bytes by the signed activation codes, which
+ * vpdpbusd can read from memory broadcast (one fused micro-op). Q4_1's nibbles are
+ * its values; Q4_0's are n - 8 and Q8_0's were packed as c + 128, so each token's
+ * block sum starts at the activation's corr = -8 or -128 * sum(q) (matmul_int.h).
  *
  * The float sequence of a (row, token) pair: from 0, for each block in order,
  * fma(dw * dx, (float)s, .) [then fma(m, fsum, .)] — it depends on n_in only. One
@@ -41,18 +42,12 @@ AI void load_codes(const uint8_t *cp, const int kind, __m512i w[8])
             w[q] = _mm512_load_si512((const void *)(cp + 64 * q));
         return;
     }
-    const __m512i nib = _mm512_set1_epi8(0x0F), off = _mm512_set1_epi8(kind == 1 ? 8 : 0); /* Q4_0: n - 8 */
+    const __m512i nib = _mm512_set1_epi8(0x0F);
     for (int q = 0; q < 4; q++) {
         const __m512i T = _mm512_load_si512((const void *)(cp + 64 * q));
-        w[q] = _mm512_sub_epi8(_mm512_and_si512(T, nib), off);
-        w[4 + q] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi32(T, 4), nib), off);
+        w[q] = _mm512_and_si512(T, nib);
+        w[4 + q] = _mm512_and_si512(_mm512_srli_epi32(T, 4), nib);
     }
-}
-
-/* acc + w . x per lane: Q4_1 w unsigned x signed; Q4_0/Q8_0 x unsigned (q + 128). */
-AI __m512i dpb(const int kind, __m512i acc, __m512i w, __m512i x)
-{
-    return kind != 0 ? _mm512_dpbusd_epi32(acc, x, w) : _mm512_dpbusd_epi32(acc, w, x);
 }
 
 /* acc + w . (4 bytes at x, broadcast) with w unsigned and x signed, as one
@@ -72,7 +67,7 @@ AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, 
     const size_t n_out = (size_t)j->w->n_out, gb = mm_packed_group_bytes(g);
     const uint8_t *base = (const uint8_t *)j->w->packed + (size_t)(rb / 16) * g->nb * gb;
     const __mmask16 live = (__mmask16)((1u << (re - rb)) - 1u);
-    const size_t st = j->lay.stride, ox = kind == 0 ? 0 : j->lay.off_qsi; /* Q4_1 reads qs itself */
+    const size_t st = j->lay.stride;
     const uint8_t *a0 = j->act + (size_t)t0 * st;
     __m512 acc[NT_MAX];
     for (int k = 0; k < NT; k++)
@@ -86,8 +81,7 @@ AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, 
         load_codes(p, kind, w);
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(p + g->cb)));
         const __m512 mw = kind == 0 ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(p + g->cb + 32))) : dw;
-        const __m512i init = kind != 0 ? _mm512_load_si512((const void *)(p + g->cb + 64)) : _mm512_setzero_si512();
-        const size_t oq = ox + (size_t)b * 32, od = j->lay.off_d + (size_t)b * 4, of = j->lay.off_fsum + (size_t)b * 4;
+        const size_t oq = (size_t)b * 32, oc = j->lay.off_corr + (size_t)b * 4, od = j->lay.off_d + (size_t)b * 4, of = j->lay.off_fsum + (size_t)b * 4;
         /* Step-major: step q of every token, then step q + 1. Each token's chain of 8
            dependent vpdpbusd (~40 cycles) then has the other tokens' independent
            steps between its links, so the core keeps both ports busy without a long
@@ -96,19 +90,14 @@ AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, 
            chain split in two; the integer sums, and so the results, are the same. */
         __m512i s[NT_MAX];
 #pragma GCC unroll 8
-        for (int k = 0; k < NT; k++)
-            s[k] = init;
+        for (int k = 0; k < NT; k++) /* Q4_0/Q8_0: the token's correction for unsigned codes */
+            s[k] = kind == 0 ? _mm512_setzero_si512() : _mm512_set1_epi32(*(const int32_t *)(a0 + (size_t)k * st + oc));
 #pragma GCC unroll 8
         for (int q = 0; q < 8; q++) {
             const size_t e = oq + 4 * (size_t)q; /* Q4 steps 4..7, the high nibbles, are elements 16.. */
 #pragma GCC unroll 8
-            for (int k = 0; k < NT; k++) {
-                const int32_t *xp = (const int32_t *)(a0 + (size_t)k * st + e);
-                if (kind == 0) /* signed activations: the memory operand, broadcast in the instruction */
-                    s[k] = dpbusd_bcast(s[k], w[q], xp);
-                else
-                    s[k] = dpb(kind, s[k], w[q], _mm512_set1_epi32(*xp));
-            }
+            for (int k = 0; k < NT; k++)
+                s[k] = dpbusd_bcast(s[k], w[q], (const int32_t *)(a0 + (size_t)k * st + e));
         }
 #pragma GCC unroll 8
         for (int k = 0; k < NT; k++) {

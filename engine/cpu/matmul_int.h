@@ -6,8 +6,8 @@
  *     float   d[n_in / B]     at off_d          d = max|x| / 127 over the block
  *     int32_t isum[n_in / G]  at off_isum       sum of q over each group of G
  *     float   fsum[n_in / B]  at off_fsum       d * (sum of q over the block), B = 32 only
- *     uint8_t qsi[n_in]       at off_qsi        B = 32 only, for the AVX-512 kernels on packed
- *                             Q4_0/Q8_0 weights: qs stored as unsigned q + 128
+ *     int32_t corr[n_in / B]  at off_corr       B = 32 only, for the AVX-512 kernels on packed
+ *                             Q4_0/Q8_0 weights: -C * (sum of q over the block), C = 8 / 128
  * For B = 32, d, isum and fsum are padded with zeros to nb16 = ceil(nb/16)*16 blocks,
  * so a kernel may read a whole vector or pair of blocks past the end.
  * B = 32, G = 32 for Q4_0/Q4_1/Q8_0 weights (the Q8_0 scheme, scale kept in f32);
@@ -31,7 +31,7 @@ typedef struct mm_layout {
     size_t off_d;     /* byte offsets inside one activation row */
     size_t off_isum;
     size_t off_fsum;
-    size_t off_qsi;
+    size_t off_corr;
     size_t stride;    /* bytes per activation row (multiple of 64) */
 } mm_layout;
 
@@ -58,7 +58,7 @@ extern const mm_impl arb_mm_avx2;
 extern const mm_impl arb_mm_avx512;
 
 /* SIMD activation quantizer (matmul_avx2.c): the same bytes as the scalar one for
-   the real blocks (padding and qsi are added by matmul.c). */
+   the real blocks (padding and corr are added by matmul.c). */
 void arb_mm_quant_avx2(const float *x, int n_in, const mm_layout *l, uint8_t *dst);
 void arb_mm_quant_scalar(const float *x, int n_in, const mm_layout *l, uint8_t *dst);
 mm_layout arb_mm_layout(uint32_t type, int n_in); /* the layout arb_matmul uses */
@@ -67,7 +67,6 @@ mm_layout arb_mm_layout(uint32_t type, int n_in); /* the layout arb_matmul uses 
 static inline const int8_t *mm_qs(const mm_job *j, int t) { return (const int8_t *)(j->act + (size_t)t * j->lay.stride); }
 static inline const float *mm_d(const mm_job *j, int t) { return (const float *)(j->act + (size_t)t * j->lay.stride + j->lay.off_d); }
 static inline const int32_t *mm_isum(const mm_job *j, int t) { return (const int32_t *)(j->act + (size_t)t * j->lay.stride + j->lay.off_isum); }
-static inline const uint8_t *mm_qsi(const mm_job *j, int t) { return j->act + (size_t)t * j->lay.stride + j->lay.off_qsi; }
 static inline const float *mm_fsum(const mm_job *j, int t) { return (const float *)(j->act + (size_t)t * j->lay.stride + j->lay.off_fsum); }
 
 /* Q4_K packed 6-bit scale/min of sub-block k (0..7), as ggml's get_scale_min_k4. */
@@ -84,9 +83,9 @@ static inline void mm_q4k_scale_min(int k, const uint8_t *q, uint8_t *sc, uint8_
 
 /* Geometry of a packed matrix (matmul_pack.c, which documents the layout):
    cb = code bytes of one group (16 rows x one block; 0: no packed form), bsz = GGUF
-   block bytes, nb blocks per row, corr = Q4_0/Q8_0 (signed codes, corr vector). */
+   block bytes, nb blocks per row. */
 typedef struct mm_packed_geom {
-    int cb, bsz, nb, corr;
+    int cb, bsz, nb;
 } mm_packed_geom;
 
 static inline mm_packed_geom mm_packed_geom_of(const arb_qmat *w)
@@ -95,19 +94,19 @@ static inline mm_packed_geom mm_packed_geom_of(const arb_qmat *w)
     if (w->n_in % 32 || w->n_in <= 0)
         return g;
     if (w->type == ARB_TYPE_Q4_0)
-        g = (mm_packed_geom){.cb = 256, .bsz = 18, .corr = 1};
+        g = (mm_packed_geom){.cb = 256, .bsz = 18};
     else if (w->type == ARB_TYPE_Q4_1)
-        g = (mm_packed_geom){.cb = 256, .bsz = 20, .corr = 0};
+        g = (mm_packed_geom){.cb = 256, .bsz = 20};
     else if (w->type == ARB_TYPE_Q8_0)
-        g = (mm_packed_geom){.cb = 512, .bsz = 34, .corr = 1};
+        g = (mm_packed_geom){.cb = 512, .bsz = 34};
     else
         return g;
     g.nb = w->n_in / 32;
     return g;
 }
 
-/* Bytes of one group (16 rows x one block): codes, 64 of scales, [64 of corr]. */
-static inline size_t mm_packed_group_bytes(const mm_packed_geom *g) { return (size_t)g->cb + 64 + 64 * (size_t)g->corr; }
+/* Bytes of one group (16 rows x one block): codes, then 64 of scales. */
+static inline size_t mm_packed_group_bytes(const mm_packed_geom *g) { return (size_t)g->cb + 64; }
 
 /* Row-block height for batched tiling: rows whose weights stay in L1/L2 while a
    group of tokens streams over them. Changing it never changes results. */

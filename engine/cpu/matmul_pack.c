@@ -6,16 +6,16 @@
  * From the GGUF layout each step would need a 16-row gather; packing does that
  * transposition once, at load time, so a group is 4 (Q4) or 8 (Q8) aligned 64-byte
  * loads plus one per scale vector, in the order the kernel streams them. The codes
- * and fp16 scales are the GGUF's, only moved. One group per 16 rows and block,
- * groups ordered by row group, then block (64-byte aligned, cb + 64 [+ 64] bytes):
+ * and fp16 scales are the GGUF's, moved, and the codes unsigned: Q4 nibbles as
+ * stored (0..15), Q8_0 codes + 128 (the kernel's vpdpbusd multiplies unsigned weight
+ * bytes by the signed activation codes; the activation carries the matching
+ * correction, -8 or -128 times its block sum, matmul_int.h). One group per 16 rows
+ * and block, groups ordered by row group, then block (64-byte aligned, cb + 64 bytes):
  *     codes   cb = 256 (Q4_0/Q4_1) or 512 (Q8_0): step q (64 bytes) holds bytes
  *             4q..4q+3 of row l's block in bytes 4l..4l+3. For Q4 the bytes are
  *             the GGUF's packed nibbles (low nibble = element 4q+i, high = 16+4q+i).
  *     scales  16 fp16 d, then 16 fp16 m (Q4_1) or zeros
- *     corr    Q4_0/Q8_0 only: 16 int32, -128 * the sum of the row's signed codes
- * Rows past n_out in the last group are zeros. With corr the kernel multiplies the
- * signed codes (Q8_0 as stored, Q4_0 as n - 8) by activations stored as q + 128 and
- * starts each block's integer sum at corr: no per-token correction.
+ * Rows past n_out in the last group are zeros.
  */
 #include <string.h>
 
@@ -29,21 +29,13 @@ size_t arb_matmul_pack_bytes(const arb_qmat *w)
     return (size_t)((w->n_out + 15) / 16) * (size_t)g.nb * mm_packed_group_bytes(&g);
 }
 
-/* Block blk's codes into lane l of the group at cp; returns the sum of its signed
-   codes when corr needs it (Q4_0, Q8_0), else 0. */
-static int32_t put_codes(const mm_packed_geom *g, uint32_t type, const uint8_t *blk, uint8_t *cp, int l)
+/* Block blk's codes into lane l of the group at cp (Q8_0 made unsigned). */
+static void put_codes(const mm_packed_geom *g, uint32_t type, const uint8_t *blk, uint8_t *cp, int l)
 {
     const uint8_t *q = blk + (type == ARB_TYPE_Q4_1 ? 4 : 2);
     for (int s = 0; s < g->cb / 64; s++) /* Q4: packed bytes 4s..4s+3; Q8: codes 4s.. */
-        memcpy(cp + 64 * s + 4 * l, q + 4 * s, 4);
-    int32_t sum = 0;
-    if (type == ARB_TYPE_Q8_0)
-        for (int i = 0; i < 32; i++)
-            sum += (int8_t)q[i];
-    else if (type == ARB_TYPE_Q4_0)
-        for (int i = 0; i < 16; i++)
-            sum += (q[i] & 0xF) + (q[i] >> 4) - 16;
-    return sum;
+        for (int i = 0; i < 4; i++)
+            cp[64 * s + 4 * l + i] = type == ARB_TYPE_Q8_0 ? (uint8_t)(q[4 * s + i] ^ 0x80u) : q[4 * s + i];
 }
 
 void arb_matmul_pack(const arb_qmat *w, void *dst)
@@ -57,12 +49,10 @@ void arb_matmul_pack(const arb_qmat *w, void *dst)
         for (int b = 0; b < g.nb; b++) {
             const uint8_t *blk = row + (size_t)b * g.bsz;
             uint8_t *gp = (uint8_t *)dst + ((size_t)(r / 16) * g.nb + b) * gb;
-            const int32_t sum = put_codes(&g, w->type, blk, gp, l);
+            put_codes(&g, w->type, blk, gp, l);
             memcpy(gp + g.cb + 2 * l, blk, 2); /* d */
             if (w->type == ARB_TYPE_Q4_1)
                 memcpy(gp + g.cb + 32 + 2 * l, blk + 2, 2); /* m */
-            if (g.corr)
-                ((int32_t *)(gp + g.cb + 64))[l] = -128 * sum;
         }
     }
 }
