@@ -468,6 +468,8 @@ static float sum_f32(const float *s, int n)
 
 #ifdef ARB_HAVE_AVX2_PATH
 static void exp_avx512(float *s, int n, float mx); /* with SwiGLU's AVX-512 code below */
+static void wsum_avx512(const float *v, int stride, const int32_t *rows, const float *const *p, int nh, int n_keys,
+                        int hd, float *const *out);
 #endif
 
 typedef struct attn_split {
@@ -550,7 +552,7 @@ static void cpu_attention(void *vctx, const arb_attn_args *a)
     if (c->avx2) {
         job.scores = scores_avx2;
         job.exp = c->avx512 ? exp_avx512 : exp_avx2;
-        job.wsum = wsum_avx2;
+        job.wsum = c->avx512 ? wsum_avx512 : wsum_avx2;
     }
 #endif
     const int nth = arb_threadpool_size(c->tp);
@@ -600,6 +602,62 @@ __attribute__((target("avx2,avx512f"))) static void exp_avx512(float *s, int n, 
     for (; j + 16 <= n; j += 16)
         _mm512_storeu_ps(s + j, exp16_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + j), vmx)));
     exp_avx2(s + j, n - j, mx);
+}
+
+/* wsum_heads_avx2 with 16-float vectors: columns in blocks of 64 (4 x NH accumulators,
+   NH broadcast weights, one value vector: 16 of the 32 zmm), then 16, then single
+   floats; per element the same FMAs over the keys in the same order, so the same bits
+   with half the instructions. */
+__attribute__((target("avx2,fma,avx512f"), always_inline)) static inline void
+wsum_heads_avx512(const float *v, int stride, const int32_t *rows, const float *const *p, const int NH,
+                  int n_keys, int hd, float *const *out)
+{
+    int d0 = 0;
+    for (; d0 + 64 <= hd; d0 += 64) {
+        __m512 o[ATTN_HEADS][4];
+        for (int h = 0; h < NH; h++)
+            for (int r = 0; r < 4; r++)
+                o[h][r] = _mm512_setzero_ps();
+        for (int j = 0; j < n_keys; j++) {
+            const float *vr = v + (size_t)rows[j] * stride + d0;
+            __m512 pp[ATTN_HEADS];
+            for (int h = 0; h < NH; h++)
+                pp[h] = _mm512_set1_ps(p[h][j]);
+            for (int r = 0; r < 4; r++) {
+                const __m512 vv = _mm512_loadu_ps(vr + 16 * r);
+                for (int h = 0; h < NH; h++)
+                    o[h][r] = _mm512_fmadd_ps(pp[h], vv, o[h][r]);
+            }
+        }
+        for (int h = 0; h < NH; h++)
+            for (int r = 0; r < 4; r++)
+                _mm512_storeu_ps(out[h] + d0 + 16 * r, o[h][r]);
+    }
+    for (; d0 + 16 <= hd; d0 += 16)
+        for (int h = 0; h < NH; h++) {
+            __m512 o = _mm512_setzero_ps();
+            for (int j = 0; j < n_keys; j++)
+                o = _mm512_fmadd_ps(_mm512_set1_ps(p[h][j]), _mm512_loadu_ps(v + (size_t)rows[j] * stride + d0), o);
+            _mm512_storeu_ps(out[h] + d0, o);
+        }
+    for (; d0 < hd; d0++)
+        for (int h = 0; h < NH; h++) {
+            float o = 0.0f;
+            for (int j = 0; j < n_keys; j++)
+                o = fmaf(p[h][j], v[(size_t)rows[j] * stride + d0], o);
+            out[h][d0] = o;
+        }
+}
+
+__attribute__((target("avx2,fma,avx512f"))) static void wsum_avx512(const float *v, int stride, const int32_t *rows,
+                                                                const float *const *p, int nh, int n_keys, int hd,
+                                                                float *const *out)
+{
+    switch (nh) {
+    case 3: wsum_heads_avx512(v, stride, rows, p, 3, n_keys, hd, out); break;
+    case 2: wsum_heads_avx512(v, stride, rows, p, 2, n_keys, hd, out); break;
+    default: wsum_heads_avx512(v, stride, rows, p, 1, n_keys, hd, out); break;
+    }
 }
 
 /* swiglu_avx2 on 16 lanes (half the instructions; the same bits). */
