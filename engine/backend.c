@@ -90,15 +90,27 @@ void arb_backend_norm_matmul_multi(const arb_backend *be, const float *x, const 
     arb_backend_matmul_multi(be, ws, nw, xb, n, ys, work);
 }
 
-void arb_backend_swiglu_matmul(const arb_backend *be, float *g, const float *u, int dim, const arb_qmat *w, int n,
-                               float *y, void *work)
+void arb_backend_swiglu_matmul_add(const arb_backend *be, float *g, const float *u, int dim, const arb_qmat *w,
+                                   int n, float *y, void *work, float *residual)
 {
-    if (be->iface->swiglu_matmul) {
-        be->iface->swiglu_matmul(be->ctx, g, u, dim, w, n, y, work);
+    if (be->iface->swiglu_matmul_add) {
+        be->iface->swiglu_matmul_add(be->ctx, g, u, dim, w, n, y, work, residual);
         return;
     }
     arb_backend_swiglu(be, g, u, n, dim);
     arb_backend_matmul(be, w, g, n, y, work);
+    arb_backend_add(be, residual, y, (size_t)n * (size_t)w->n_out);
+}
+
+void arb_backend_matmul_add(const arb_backend *be, const arb_qmat *w, const float *x, int n, float *y, void *work,
+                            float *residual)
+{
+    if (be->iface->matmul_add) {
+        be->iface->matmul_add(be->ctx, w, x, n, y, work, residual);
+        return;
+    }
+    arb_backend_matmul(be, w, x, n, y, work);
+    arb_backend_add(be, residual, y, (size_t)n * (size_t)w->n_out);
 }
 
 void arb_backend_add_bias(const arb_backend *be, float *x, const float *b, int n, int dim)

@@ -81,9 +81,11 @@ typedef struct arb_backend_i {
        xb = rmsnorm(x, g) for n rows of dim, then ys[i] = ws[i] . xb */
     void (*norm_matmul_multi)(void *ctx, const float *x, const float *g, int dim, float eps, float *xb,
                               const arb_qmat *const *ws, int nw, int n, float *const *ys, void *work);
-    /* g = silu(g) * u for n rows of dim, then y = w . g */
-    void (*swiglu_matmul)(void *ctx, float *g, const float *u, int dim, const arb_qmat *w, int n, float *y,
-                          void *work);
+    /* g = silu(g) * u for n rows of dim, then y = w . g, then residual += y */
+    void (*swiglu_matmul_add)(void *ctx, float *g, const float *u, int dim, const arb_qmat *w, int n, float *y,
+                              void *work, float *residual);
+    /* y = w . x, then residual += y */
+    void (*matmul_add)(void *ctx, const arb_qmat *w, const float *x, int n, float *y, void *work, float *residual);
     /* optional: default 1 */
     int (*n_threads)(void *ctx);
     /* optional: default runs fn(ud, i, n) for i = 0..n-1 on the caller */
@@ -117,8 +119,10 @@ void arb_backend_attention(const arb_backend *be, const arb_attn_args *a);
 void arb_backend_swiglu(const arb_backend *be, float *g, const float *u, int n, int dim);
 void arb_backend_norm_matmul_multi(const arb_backend *be, const float *x, const float *g, int dim, float eps,
                                    float *xb, const arb_qmat *const *ws, int nw, int n, float *const *ys, void *work);
-void arb_backend_swiglu_matmul(const arb_backend *be, float *g, const float *u, int dim, const arb_qmat *w, int n,
-                               float *y, void *work);
+void arb_backend_swiglu_matmul_add(const arb_backend *be, float *g, const float *u, int dim, const arb_qmat *w,
+                                   int n, float *y, void *work, float *residual);
+void arb_backend_matmul_add(const arb_backend *be, const arb_qmat *w, const float *x, int n, float *y, void *work,
+                            float *residual);
 void arb_backend_add_bias(const arb_backend *be, float *x, const float *b, int n, int dim);
 void arb_backend_add(const arb_backend *be, float *x, const float *y, size_t n);
 void arb_backend_parallel_for(const arb_backend *be, int n, void (*fn)(void *ud, int i, int n), void *ud);

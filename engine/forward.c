@@ -220,16 +220,14 @@ static void forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n
         aa.k = arb_kv_k(&c->kv, l, 0);
         aa.v = arb_kv_v(&c->kv, l, 0);
         arb_backend_attention(be, &aa);
-        arb_backend_matmul(be, &L->wo, c->att, n, c->xb, c->work);
-        arb_backend_add(be, c->x, c->xb, (size_t)n * E);
+        arb_backend_matmul_add(be, &L->wo, c->att, n, c->xb, c->work, c->x); /* x += wo . att */
 
         {
             const arb_qmat *ws[2] = {&L->w_gate, &L->w_up};
             float *ys[2] = {c->hg, c->hu};
             arb_backend_norm_matmul_multi(be, c->x, L->ffn_norm, E, m->eps, c->xb, ws, 2, n, ys, c->work);
         }
-        arb_backend_swiglu_matmul(be, c->hg, c->hu, m->n_ff, &L->w_down, n, c->xb, c->work);
-        arb_backend_add(be, c->x, c->xb, (size_t)n * E);
+        arb_backend_swiglu_matmul_add(be, c->hg, c->hu, m->n_ff, &L->w_down, n, c->xb, c->work, c->x);
     }
     const int nh = n - head_from;
     if (nh <= 0)

@@ -380,10 +380,10 @@ Test(matmul, roofline_probes_report_rates)
         cr_assert(fmas > 0 && isfinite(fmas), "fp32 FMA rate %g", fmas);
 }
 
-/* A producer fused into the matmul (arb_matmul_multi_pre: RMSNorm, SwiGLU in the
-   forward): every row produced exactly once, and the products equal producing first
-   and multiplying after, bit for bit, on the pool path (>= 8192 elements, 3 threads)
-   and the caller path (1 thread, and a small batch). */
+/* A producer fused into the matmul (arb_matmul_multi_pre / arb_matmul_ex: RMSNorm,
+   SwiGLU in the forward) and a residual added per computed row: every row produced
+   exactly once, and the results equal the separate steps bit for bit, on the pool
+   path (>= 8192 elements, 3 threads) and the caller path (1 thread, a small batch). */
 typedef struct pre_job {
     const float *src;
     float *x;
@@ -431,6 +431,20 @@ Test(matmul, fused_producer_equals_separate_steps)
             arb_matmul_multi_pre(tp[p], ws, 1, x, nt, ys1, work, &pre);
             cr_assert_eq(atomic_load(&pj.calls_rows), nt, "every row produced once");
             cr_assert(!memcmp(y0, y1, sizeof(float) * NOUT * nt), "n_tok %d, %d threads", nt, p ? 1 : 3);
+            /* arb_matmul_ex: the same producer, and a residual that must become base + y0 */
+            float *res = malloc(sizeof(float) * NOUT * nt), *want = malloc(sizeof(float) * NOUT * nt);
+            for (int i = 0; i < NOUT * nt; i++) {
+                res[i] = rndf();
+                want[i] = res[i] + y0[i];
+            }
+            memset(x, 0xff, sizeof(float) * NIN * nt);
+            atomic_store(&pj.calls_rows, 0);
+            arb_matmul_ex(tp[p], &m, x, nt, y1, work, &pre, res);
+            cr_assert_eq(atomic_load(&pj.calls_rows), nt);
+            cr_assert(!memcmp(y0, y1, sizeof(float) * NOUT * nt));
+            cr_assert(!memcmp(res, want, sizeof(float) * NOUT * nt), "residual += y, n_tok %d", nt);
+            free(res);
+            free(want);
             free(src); free(x); free(y0); free(y1); free(work);
         }
     free(w); free(pk);

@@ -722,16 +722,21 @@ static void cpu_swiglu(void *vctx, float *g, const float *u, int n, int dim)
         arb_threadpool_run(c->tp, swiglu_task, &j);
 }
 
-/* SwiGLU computed inside the down projection's pool run (matmul.h). */
-static void cpu_swiglu_matmul(void *vctx, float *g, const float *u, int dim, const arb_qmat *w, int n, float *y,
-                              void *work)
+/* SwiGLU computed inside the down projection's pool run, and the residual added by
+   the thread that computed each output (matmul.h). */
+static void cpu_swiglu_matmul_add(void *vctx, float *g, const float *u, int dim, const arb_qmat *w, int n, float *y,
+                                  void *work, float *residual)
 {
     const cpu_ctx *c = vctx;
     const ew_job j = {.c = c, .g = g, .u = u, .n = (size_t)n * (size_t)dim, .dim = (size_t)dim};
     const arb_mm_pre pre = {swiglu_pre, (void *)&j};
-    const arb_qmat *ws[1] = {w};
-    float *ys[1] = {y};
-    arb_matmul_multi_pre(c->tp, ws, 1, g, n, ys, work, &pre);
+    arb_matmul_ex(c->tp, w, g, n, y, work, &pre, residual);
+}
+
+static void cpu_matmul_add(void *vctx, const arb_qmat *w, const float *x, int n, float *y, void *work,
+                           float *residual)
+{
+    arb_matmul_ex(((cpu_ctx *)vctx)->tp, w, x, n, y, work, NULL, residual);
 }
 
 static void cpu_add_bias(void *vctx, float *x, const float *b, int n, int dim)
@@ -764,7 +769,8 @@ static const arb_backend_i cpu_iface = {
     .attention = cpu_attention,
     .swiglu = cpu_swiglu,
     .norm_matmul_multi = cpu_norm_matmul_multi,
-    .swiglu_matmul = cpu_swiglu_matmul,
+    .swiglu_matmul_add = cpu_swiglu_matmul_add,
+    .matmul_add = cpu_matmul_add,
     .add_bias = cpu_add_bias,
     .add = cpu_add,
     .n_threads = cpu_n_threads,

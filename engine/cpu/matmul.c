@@ -396,6 +396,7 @@ typedef struct mm_run {
     int simd_quant;  /* family is avx2 or avx512: SIMD quantizer (same bits) */
     int corr_c;      /* avx512 on packed Q4_0 (8) / Q8_0 (128): build corr, else 0 */
     struct mm_prologue *pro; /* NULL, or the quantization still to do inside the rows run */
+    float *residual;         /* NULL, or += y per computed row (arb_matmul_ex) */
 } mm_run;
 
 /* Quantize token rows t0..t1-1 of x into m->act. */
@@ -456,8 +457,18 @@ static void rows_task(void *ud, int ith, int nth)
     int r0 = u0 * 16, r1 = u1 * 16;
     if (r1 > m->job.w->n_out)
         r1 = m->job.w->n_out;
-    if (r0 < r1)
-        m->rows(&m->job, r0, r1);
+    if (r0 >= r1)
+        return;
+    m->rows(&m->job, r0, r1);
+    if (m->residual) {
+        const size_t n_out = (size_t)m->job.w->n_out;
+        for (int t = 0; t < m->job.n_tok; t++) {
+            float *res = m->residual + (size_t)t * n_out;
+            const float *y = m->job.y + (size_t)t * n_out;
+            for (int r = r0; r < r1; r++)
+                res[r] += y[r];
+        }
+    }
 }
 
 /* The run for w on x: layout, kernel, quantizer flavour (no work done yet). */
@@ -497,12 +508,19 @@ static void mm_quantize(arb_threadpool *tp, mm_run *m, mm_prologue *pro, const a
 
 void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok, float *y, void *work)
 {
+    arb_matmul_ex(tp, w, x, n_tok, y, work, NULL, NULL);
+}
+
+void arb_matmul_ex(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok, float *y, void *work,
+                   const arb_mm_pre *pre, float *residual)
+{
     if (n_tok <= 0 || w->n_out <= 0)
         return;
     mm_run m;
     mm_prologue pro;
     mm_setup(&m, w, x, n_tok, y, work);
-    mm_quantize(tp, &m, &pro, NULL);
+    m.residual = residual;
+    mm_quantize(tp, &m, &pro, pre);
     /* A few chunks per thread, so a slow or descheduled thread's share is taken
        over by the others (results do not depend on who computes a row). */
     const int units = (w->n_out + 15) / 16, nth = arb_threadpool_size(tp);

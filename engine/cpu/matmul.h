@@ -55,6 +55,12 @@ typedef struct arb_mm_pre {
 } arb_mm_pre;
 void arb_matmul_multi_pre(arb_threadpool *tp, const arb_qmat *const *ws, int nw, const float *x, int n_tok,
                           float *const *ys, void *work, const arb_mm_pre *pre);
+/* arb_matmul with an optional producer (pre, as above) and an optional residual: when
+   residual is not NULL, residual[t][o] += y[t][o] for every output, added by the
+   thread that computed it right after its rows (the residual stream of a layer,
+   without a pass of its own); the same single float add as a separate x += y. */
+void arb_matmul_ex(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok, float *y, void *work,
+                   const arb_mm_pre *pre, float *residual);
 
 /* Load-time repacking (matmul_pack.c): bytes needed for w's packed copy, 0 when the
    type or shape has none (only Q4_0/Q4_1/Q8_0 rows of >= 512 elements do). Fill a
