@@ -128,3 +128,46 @@ Test(threadpool, run_chunks_each_once)
     arb_threadpool_run_chunks(NULL, chunk_task, &j, j.n);
     arb_threadpool_free(tp);
 }
+
+/* A shared first phase (arb_tp_phase): every slice runs exactly once, and no chunk
+   goes on before all slices are done, with more chunks than threads and more
+   slices than chunks, over many runs. */
+typedef struct phase_job {
+    arb_tp_phase ph;
+    int slice_runs[64];
+    _Atomic int early; /* chunks that saw an unfinished slice after the phase */
+    int n_slices;
+} phase_job;
+
+static void phase_slice(void *ud, int s, int n)
+{
+    phase_job *j = ud;
+    (void)n;
+    j->slice_runs[s]++; /* each slice is claimed once: no race */
+}
+
+static void phase_chunk(void *ud, int c, int n)
+{
+    phase_job *j = ud;
+    (void)c;
+    (void)n;
+    arb_tp_phase_run(&j->ph);
+    for (int s = 0; s < j->n_slices; s++)
+        if (j->slice_runs[s] != 1)
+            atomic_fetch_add(&j->early, 1);
+}
+
+Test(threadpool, phase_runs_each_slice_once_before_the_chunks)
+{
+    arb_threadpool *tp = NULL;
+    cr_assert_eq(arb_threadpool_new(3, &tp, NULL), ARB_OK);
+    for (int rep = 0; rep < 200; rep++) {
+        phase_job j = {.n_slices = 1 + rep % 40};
+        arb_tp_phase_init(&j.ph, phase_slice, &j, j.n_slices);
+        arb_threadpool_run_chunks(tp, phase_chunk, &j, 1 + rep % 12);
+        cr_assert_eq(atomic_load(&j.early), 0, "rep %d: a chunk went on before the phase ended", rep);
+        for (int s = 0; s < j.n_slices; s++)
+            cr_assert_eq(j.slice_runs[s], 1, "rep %d: slice %d ran %d times", rep, s, j.slice_runs[s]);
+    }
+    arb_threadpool_free(tp);
+}

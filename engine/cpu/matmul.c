@@ -10,7 +10,6 @@
  * matmul_avx2.c / matmul_avx512.c and may fall back to the scalar kernel per type.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -19,12 +18,6 @@
 #include "cpuinfo.h"
 #include "matmul_int.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define CPU_RELAX() _mm_pause()
-#else
-#define CPU_RELAX() ((void)0)
-#endif
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
@@ -387,15 +380,14 @@ static mm_rows_fn rows_for(const mm_impl *p, const arb_qmat *w)
     return f ? f : rows_of(&arb_mm_scalar, type);
 }
 
-struct mm_prologue;
-
 typedef struct mm_run {
     mm_job job;
     mm_rows_fn rows;
     uint8_t *act;
     int simd_quant;  /* family is avx2 or avx512: SIMD quantizer (same bits) */
     int corr_c;      /* avx512 on packed Q4_0 (8) / Q8_0 (128): build corr, else 0 */
-    struct mm_prologue *pro; /* NULL, or the quantization still to do inside the rows run */
+    arb_tp_phase *pro;       /* NULL, or the quantization still to do inside the rows run */
+    const arb_mm_pre *pre;   /* the input's producer, run on a slice before quantizing it */
     float *residual;         /* NULL, or += y per computed row (arb_matmul_ex) */
 } mm_run;
 
@@ -414,36 +406,15 @@ static void quant_rows(mm_run *m, int t0, int t1)
 }
 
 /* Quantization inside the rows run, instead of a pool run of its own (one
-   publish-and-wait less per matmul, four per layer). Every chunk first takes
-   quantization slices from a shared counter until none is left, then waits until
-   all are done, then computes its rows. A thread only waits for slices another
-   running thread has already taken, so the wait always ends; which thread
-   quantizes a token never changes its bytes. */
-typedef struct mm_prologue {
-    mm_run *m;
-    const arb_mm_pre *pre; /* NULL, or the input's producer, run on a slice before quantizing it */
-    int n_slices;
-    _Atomic int next, done;
-} mm_prologue;
-
-static void prologue_run(mm_prologue *p)
+   publish-and-wait less per matmul, threadpool.h's phase): slice s of n produces
+   (pre) and quantizes its token rows; which thread does it never changes the bytes. */
+static void quant_slice(void *ud, int s, int n)
 {
-    if (!p)
-        return;
-    for (int s; (s = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed)) < p->n_slices;) {
-        const int n = p->m->job.n_tok, t0 = (int)((long long)n * s / p->n_slices);
-        const int t1 = (int)((long long)n * (s + 1) / p->n_slices);
-        if (p->pre)
-            p->pre->fn(p->pre->ud, t0, t1);
-        quant_rows(p->m, t0, t1);
-        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
-    }
-    for (unsigned i = 1; atomic_load_explicit(&p->done, memory_order_acquire) < p->n_slices; i++) {
-        if (i < 1024)
-            CPU_RELAX();
-        else
-            sched_yield(); /* the thread holding a slice may be descheduled */
-    }
+    mm_run *m = ud;
+    const int nt = m->job.n_tok, t0 = (int)((long long)nt * s / n), t1 = (int)((long long)nt * (s + 1) / n);
+    if (m->pre)
+        m->pre->fn(m->pre->ud, t0, t1);
+    quant_rows(m, t0, t1);
 }
 
 /* Chunk c of nth: a fixed range of 16-row units (y cache lines are not shared).
@@ -451,7 +422,7 @@ static void prologue_run(mm_prologue *p)
 static void rows_task(void *ud, int ith, int nth)
 {
     mm_run *m = ud;
-    prologue_run(m->pro);
+    arb_tp_phase_run(m->pro);
     const int units = (m->job.w->n_out + 15) / 16;
     const int u0 = (int)((long long)units * ith / nth), u1 = (int)((long long)units * (ith + 1) / nth);
     int r0 = u0 * 16, r1 = u1 * 16;
@@ -488,7 +459,7 @@ static void mm_setup(mm_run *m, const arb_qmat *w, const float *x, int n_tok, fl
 /* Produce (pre) and quantize the n_tok activation rows into m->act: small batches on
    the caller (a pool round trip costs more), larger ones inside the rows run (pro,
    set up here). Unquantized types only get their input produced, on the caller. */
-static void mm_quantize(arb_threadpool *tp, mm_run *m, mm_prologue *pro, const arb_mm_pre *pre)
+static void mm_quantize(arb_threadpool *tp, mm_run *m, arb_tp_phase *pro, const arb_mm_pre *pre)
 {
     const int nth = arb_threadpool_size(tp), n = m->job.n_tok;
     if (!m->job.lay.B || nth == 1 || (size_t)n * (size_t)m->job.w->n_in < 8192) {
@@ -498,11 +469,8 @@ static void mm_quantize(arb_threadpool *tp, mm_run *m, mm_prologue *pro, const a
             quant_rows(m, 0, n);
         return;
     }
-    pro->m = m;
-    pro->pre = pre;
-    pro->n_slices = n < 2 * nth ? n : 2 * nth;
-    atomic_init(&pro->next, 0);
-    atomic_init(&pro->done, 0);
+    m->pre = pre;
+    arb_tp_phase_init(pro, quant_slice, m, n < 2 * nth ? n : 2 * nth);
     m->pro = pro;
 }
 
@@ -517,7 +485,7 @@ void arb_matmul_ex(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_
     if (n_tok <= 0 || w->n_out <= 0)
         return;
     mm_run m;
-    mm_prologue pro;
+    arb_tp_phase pro;
     mm_setup(&m, w, x, n_tok, y, work);
     m.residual = residual;
     mm_quantize(tp, &m, &pro, pre);
@@ -540,7 +508,7 @@ typedef struct mm_multi {
 static void rows_multi_task(void *ud, int ith, int nth)
 {
     mm_multi *mm = ud;
-    prologue_run(mm->run[0].pro);
+    arb_tp_phase_run(mm->run[0].pro);
     const int total = mm->units[mm->nw];
     const int u0 = (int)((long long)total * ith / nth), u1 = (int)((long long)total * (ith + 1) / nth);
     for (int i = 0; i < mm->nw; i++) {
@@ -576,7 +544,7 @@ void arb_matmul_multi_pre(arb_threadpool *tp, const arb_qmat *const *ws, int nw,
         return;
     }
     mm_multi mm = {.nw = nw};
-    mm_prologue pro;
+    arb_tp_phase pro;
     mm_setup(&mm.run[0], ws[0], x, n_tok, ys[0], work);
     mm_quantize(tp, &mm.run[0], &pro, pre);
     for (int i = 0; i < nw; i++) {

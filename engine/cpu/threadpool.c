@@ -226,3 +226,28 @@ void arb_threadpool_run(arb_threadpool *tp, arb_task_fn fn, void *ud)
 {
     arb_threadpool_run_chunks(tp, fn, ud, arb_threadpool_size(tp));
 }
+
+void arb_tp_phase_init(arb_tp_phase *ph, void (*fn)(void *ud, int s, int n), void *ud, int n)
+{
+    ph->fn = fn;
+    ph->ud = ud;
+    ph->n = n;
+    atomic_init(&ph->next, 0);
+    atomic_init(&ph->done, 0);
+}
+
+void arb_tp_phase_run(arb_tp_phase *ph)
+{
+    if (!ph)
+        return;
+    for (int s; (s = atomic_fetch_add_explicit(&ph->next, 1, memory_order_relaxed)) < ph->n;) {
+        ph->fn(ph->ud, s, ph->n);
+        atomic_fetch_add_explicit(&ph->done, 1, memory_order_release);
+    }
+    for (unsigned i = 1; atomic_load_explicit(&ph->done, memory_order_acquire) < ph->n; i++) {
+        if (i < 1024)
+            CPU_RELAX();
+        else
+            sched_yield(); /* the thread holding a slice may be descheduled */
+    }
+}

@@ -30,4 +30,20 @@ void arb_threadpool_run(arb_threadpool *tp, arb_task_fn fn, void *ud);
    tp may be NULL (everything runs on the caller). Allocates nothing. */
 void arb_threadpool_run_chunks(arb_threadpool *tp, arb_task_fn fn, void *ud, int n_chunks);
 
+/* A first phase shared by the chunks of one run, instead of a run of its own (one
+   publish-and-wait less): every chunk calls arb_tp_phase_run first, which claims
+   slices fn(ud, s, n) from a shared counter until none is left, then waits until all
+   are done. A thread only waits for slices another running thread has already
+   taken, so the wait always ends. Nothing is allocated; ph lives on the caller's
+   stack for the duration of the run. */
+#include <stdatomic.h>
+typedef struct arb_tp_phase {
+    void (*fn)(void *ud, int s, int n);
+    void *ud;
+    int n;
+    _Atomic int next, done;
+} arb_tp_phase;
+void arb_tp_phase_init(arb_tp_phase *ph, void (*fn)(void *ud, int s, int n), void *ud, int n);
+void arb_tp_phase_run(arb_tp_phase *ph); /* NULL-safe */
+
 #endif
