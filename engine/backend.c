@@ -74,6 +74,17 @@ void arb_backend_rope(const arb_backend *be, float *x, int n, int n_head, int he
 
 void arb_backend_attention(const arb_backend *be, const arb_attn_args *a) { be->iface->attention(be->ctx, a); }
 
+void arb_backend_rope_attention(const arb_backend *be, const arb_rope_args *r, const arb_attn_args *a)
+{
+    if (be->iface->rope_attention) {
+        be->iface->rope_attention(be->ctx, r, a);
+        return;
+    }
+    arb_backend_rope(be, r->q, a->n, a->n_head, a->head_dim, r->pos, r->cs, r->neox);
+    arb_backend_rope(be, r->k, a->n, a->n_head_kv, a->head_dim, r->pos, r->cs, r->neox);
+    arb_backend_attention(be, a);
+}
+
 void arb_backend_swiglu(const arb_backend *be, float *g, const float *u, int n, int dim)
 {
     be->iface->swiglu(be->ctx, g, u, n, dim);

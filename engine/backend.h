@@ -51,6 +51,14 @@ typedef struct arb_attn_args {
     int scratch_stride;    /* >= 4 * (n_prefix + n): 3 heads' scores, then the key-row list (ints) */
 } arb_attn_args;
 
+/* RoPE of this eval's queries and new keys, as arb_backend_rope takes it. */
+typedef struct arb_rope_args {
+    float *q, *k;          /* n x n_head and n x n_head_kv rows of head_dim, rotated in place */
+    const int32_t *pos;    /* n positions */
+    const float *cs;       /* per position head_dim/2 (cos, sin) pairs */
+    int neox;
+} arb_rope_args;
+
 typedef struct arb_backend_i {
     const char *name;
     /* optional: default does nothing */
@@ -71,6 +79,9 @@ typedef struct arb_backend_i {
     void (*rope)(void *ctx, float *x, int n, int n_head, int head_dim, const int32_t *pos,
                  const float *cs, int neox);
     void (*attention)(void *ctx, const arb_attn_args *a);
+    /* optional: rope (r->q, r->k) then attention, fused where the backend can
+       (default: two rope calls, then attention; the same results) */
+    void (*rope_attention)(void *ctx, const arb_rope_args *r, const arb_attn_args *a);
     /* g[i] = silu(g[i]) * u[i], n*dim floats */
     void (*swiglu)(void *ctx, float *g, const float *u, int n, int dim);
     /* x[t*dim+j] += b[j] (bias) for n rows */
@@ -116,6 +127,7 @@ void arb_backend_rmsnorm(const arb_backend *be, const float *x, const float *g, 
 void arb_backend_rope(const arb_backend *be, float *x, int n, int n_head, int head_dim, const int32_t *pos,
                       const float *cs, int neox);
 void arb_backend_attention(const arb_backend *be, const arb_attn_args *a);
+void arb_backend_rope_attention(const arb_backend *be, const arb_rope_args *r, const arb_attn_args *a);
 void arb_backend_swiglu(const arb_backend *be, float *g, const float *u, int n, int dim);
 void arb_backend_norm_matmul_multi(const arb_backend *be, const float *x, const float *g, int dim, float eps,
                                    float *xb, const arb_qmat *const *ws, int nw, int n, float *const *ys, void *work);

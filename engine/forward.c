@@ -214,12 +214,11 @@ static void forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n
             arb_backend_rmsnorm(be, c->q, L->q_norm, n * m->n_head, hd, m->eps, c->q);
             arb_backend_rmsnorm(be, kr, L->k_norm, n * m->n_head_kv, hd, m->eps, kr);
         }
-        arb_backend_rope(be, c->q, n, m->n_head, hd, c->pos, c->cs, m->rope_neox);
-        arb_backend_rope(be, kr, n, m->n_head_kv, hd, c->pos, c->cs, m->rope_neox);
 
         aa.k = arb_kv_k(&c->kv, l, 0);
         aa.v = arb_kv_v(&c->kv, l, 0);
-        arb_backend_attention(be, &aa);
+        const arb_rope_args ra = {.q = c->q, .k = kr, .pos = c->pos, .cs = c->cs, .neox = m->rope_neox};
+        arb_backend_rope_attention(be, &ra, &aa);
         arb_backend_matmul_add(be, &L->wo, c->att, n, c->xb, c->work, c->x); /* x += wo . att */
 
         {

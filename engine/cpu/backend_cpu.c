@@ -415,11 +415,12 @@ static void cpu_norm_matmul_multi(void *vctx, const float *x, const float *g, in
     arb_matmul_multi_pre(c->tp, ws, nw, xb, n, ys, work, &pre);
 }
 
-static void cpu_rope(void *vctx, float *x, int n, int n_head, int head_dim, const int32_t *pos, const float *cs,
-                     int neox)
+/* Rotate tokens t0..t1-1 of x (rows of n_head heads). */
+static void rope_rows(float *x, int t0, int t1, int n_head, int head_dim, const int32_t *pos, const float *cs,
+                      int neox)
 {
     const int half = head_dim / 2;
-    for (int t = 0; t < n; t++) {
+    for (int t = t0; t < t1; t++) {
         const float *c = cs + (size_t)pos[t] * head_dim; /* half (cos, sin) pairs */
         for (int h = 0; h < n_head; h++) {
             float *v = x + ((size_t)t * n_head + h) * head_dim;
@@ -432,6 +433,13 @@ static void cpu_rope(void *vctx, float *x, int n, int n_head, int head_dim, cons
             }
         }
     }
+}
+
+static void cpu_rope(void *vctx, float *x, int n, int n_head, int head_dim, const int32_t *pos, const float *cs,
+                     int neox)
+{
+    (void)vctx;
+    rope_rows(x, 0, n, n_head, head_dim, pos, cs, neox);
 }
 
 /* The softmax's max and sum over the scores. A single running max or sum is a chain
@@ -478,6 +486,7 @@ typedef struct attn_split {
 
 typedef struct attn_job {
     const arb_attn_args *a;
+    arb_tp_phase *rope; /* NULL, or the queries' and new keys' RoPE, done first */
     attn_split split;
     scores_fn scores;
     exp_fn exp;
@@ -506,6 +515,7 @@ static void attn_task(void *ud, int c, int nc)
     const int per = job->split.per, n_task = job->split.n_task;
     const int t0 = (int)((long long)n_task * c / nc), t1 = (int)((long long)n_task * (c + 1) / nc);
     int last_i = -1, n_keys = 0;
+    arb_tp_phase_run(job->rope);
     for (int t = t0; t < t1; t++) {
         const int i = t / (a->n_head / per), h0 = (t % (a->n_head / per)) * per, kvh = h0 / group;
         if (i != last_i) {
@@ -544,10 +554,10 @@ static void attn_task(void *ud, int c, int nc)
     }
 }
 
-static void cpu_attention(void *vctx, const arb_attn_args *a)
+/* The attention run, with an optional first phase (RoPE). */
+static void attn_run(const cpu_ctx *c, const arb_attn_args *a, arb_tp_phase *rope)
 {
-    const cpu_ctx *c = vctx;
-    attn_job job = {.a = a, .scores = scores_scalar, .exp = exp_scalar, .wsum = wsum_scalar};
+    attn_job job = {.a = a, .rope = rope, .scores = scores_scalar, .exp = exp_scalar, .wsum = wsum_scalar};
 #ifdef ARB_HAVE_AVX2_PATH
     if (c->avx2) {
         job.scores = scores_avx2;
@@ -559,6 +569,34 @@ static void cpu_attention(void *vctx, const arb_attn_args *a)
     job.split = attn_split_of(a, nth);
     const int pieces = ARB_ATTN_SLOTS_PER_THREAD * nth;
     arb_threadpool_run_chunks(c->tp, attn_task, &job, job.split.n_task < pieces ? job.split.n_task : pieces);
+}
+
+static void cpu_attention(void *vctx, const arb_attn_args *a) { attn_run(vctx, a, NULL); }
+
+/* RoPE as the first phase of the attention run (threadpool.h): slice s rotates its
+   tokens' queries and new keys, then every piece waits for all of them; one pool round
+   trip and a serial pass less per layer. Same operations, so the same bits. */
+typedef struct rope_job {
+    const arb_rope_args *r;
+    const arb_attn_args *a;
+} rope_job;
+
+static void rope_slice(void *ud, int s, int n)
+{
+    const rope_job *j = ud;
+    const int nt = j->a->n, t0 = (int)((long long)nt * s / n), t1 = (int)((long long)nt * (s + 1) / n);
+    rope_rows(j->r->q, t0, t1, j->a->n_head, j->a->head_dim, j->r->pos, j->r->cs, j->r->neox);
+    rope_rows(j->r->k, t0, t1, j->a->n_head_kv, j->a->head_dim, j->r->pos, j->r->cs, j->r->neox);
+}
+
+static void cpu_rope_attention(void *vctx, const arb_rope_args *r, const arb_attn_args *a)
+{
+    const cpu_ctx *c = vctx;
+    const int nth = arb_threadpool_size(c->tp);
+    rope_job rj = {r, a};
+    arb_tp_phase ph;
+    arb_tp_phase_init(&ph, rope_slice, &rj, a->n < 2 * nth ? a->n : 2 * nth);
+    attn_run(c, a, &ph);
 }
 
 /* SiLU(g) * u with exp_f32 on -|g| (never overflows): g / (1 + e) for g >= 0, g e / (1 + e)
@@ -767,6 +805,7 @@ static const arb_backend_i cpu_iface = {
     .rmsnorm = cpu_rmsnorm,
     .rope = cpu_rope,
     .attention = cpu_attention,
+    .rope_attention = cpu_rope_attention,
     .swiglu = cpu_swiglu,
     .norm_matmul_multi = cpu_norm_matmul_multi,
     .swiglu_matmul_add = cpu_swiglu_matmul_add,
