@@ -231,59 +231,70 @@ __attribute__((target("avx2"))) static void exp_avx2(float *s, int n, float mx)
         s[j] = exp_f32(s[j] - mx);
 }
 
-/* Columns in register blocks (32, then 8, then single floats) for NH heads at once
-   (4 x NH accumulators, NH broadcast weights, one value vector: 16 ymm); per element
-   the sum over keys runs in the same order from 0.0f as the scalar path. */
+/* The weighted value sum for NH heads at once, on vectors of W floats (prefix P,
+   type T): columns in blocks of 4W (4 x NH accumulators, NH broadcast weights, one
+   value vector: 16 registers), then W, then single floats. Per element the sum over
+   keys runs in the same order from 0.0f, one FMA per key, as the scalar path, so
+   every width gives the same bits. One body for AVX2 (W = 8) and AVX-512 (W = 16). */
+#define WSUM_HEADS(P, T, W)                                                                               \
+    do {                                                                                                  \
+        int d0 = 0;                                                                                       \
+        for (; d0 + 4 * (W) <= hd; d0 += 4 * (W)) {                                                       \
+            T o[ATTN_HEADS][4];                                                                           \
+            for (int h = 0; h < NH; h++)                                                                  \
+                for (int r = 0; r < 4; r++)                                                               \
+                    o[h][r] = P##_setzero_ps();                                                           \
+            for (int j = 0; j < n_keys; j++) {                                                            \
+                const float *vr = v + (size_t)rows[j] * stride + d0;                                      \
+                T pp[ATTN_HEADS];                                                                         \
+                for (int h = 0; h < NH; h++)                                                              \
+                    pp[h] = P##_set1_ps(p[h][j]);                                                         \
+                for (int r = 0; r < 4; r++) {                                                             \
+                    const T vv = P##_loadu_ps(vr + (W) * r);                                              \
+                    for (int h = 0; h < NH; h++)                                                          \
+                        o[h][r] = P##_fmadd_ps(pp[h], vv, o[h][r]);                                       \
+                }                                                                                         \
+            }                                                                                             \
+            for (int h = 0; h < NH; h++)                                                                  \
+                for (int r = 0; r < 4; r++)                                                               \
+                    P##_storeu_ps(out[h] + d0 + (W) * r, o[h][r]);                                        \
+        }                                                                                                 \
+        for (; d0 + (W) <= hd; d0 += (W))                                                                 \
+            for (int h = 0; h < NH; h++) {                                                                \
+                T o = P##_setzero_ps();                                                                   \
+                for (int j = 0; j < n_keys; j++)                                                          \
+                    o = P##_fmadd_ps(P##_set1_ps(p[h][j]), P##_loadu_ps(v + (size_t)rows[j] * stride + d0), o); \
+                P##_storeu_ps(out[h] + d0, o);                                                            \
+            }                                                                                             \
+        for (; d0 < hd; d0++)                                                                             \
+            for (int h = 0; h < NH; h++) {                                                                \
+                float o = 0.0f;                                                                           \
+                for (int j = 0; j < n_keys; j++)                                                          \
+                    o = fmaf(p[h][j], v[(size_t)rows[j] * stride + d0], o);                               \
+                out[h][d0] = o;                                                                           \
+            }                                                                                             \
+    } while (0)
+
+/* wsum for nh = 1..3 heads, with NH a constant in each instantiation */
+#define WSUM_DISPATCH(F)                                                                                  \
+    switch (nh) {                                                                                         \
+    case 3: F(v, stride, rows, p, 3, n_keys, hd, out); break;                                             \
+    case 2: F(v, stride, rows, p, 2, n_keys, hd, out); break;                                             \
+    default: F(v, stride, rows, p, 1, n_keys, hd, out); break;                                            \
+    }
+
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 wsum_heads_avx2(const float *v, int stride, const int32_t *rows, const float *const *p, const int NH, int n_keys,
                 int hd, float *const *out)
 {
-    int d0 = 0;
-    for (; d0 + 32 <= hd; d0 += 32) {
-        __m256 o[ATTN_HEADS][4];
-        for (int h = 0; h < NH; h++)
-            for (int r = 0; r < 4; r++)
-                o[h][r] = _mm256_setzero_ps();
-        for (int j = 0; j < n_keys; j++) {
-            const float *vr = v + (size_t)rows[j] * stride + d0;
-            __m256 pp[ATTN_HEADS];
-            for (int h = 0; h < NH; h++)
-                pp[h] = _mm256_set1_ps(p[h][j]);
-            for (int r = 0; r < 4; r++) {
-                const __m256 vv = _mm256_loadu_ps(vr + 8 * r);
-                for (int h = 0; h < NH; h++)
-                    o[h][r] = _mm256_fmadd_ps(pp[h], vv, o[h][r]);
-            }
-        }
-        for (int h = 0; h < NH; h++)
-            for (int r = 0; r < 4; r++)
-                _mm256_storeu_ps(out[h] + d0 + 8 * r, o[h][r]);
-    }
-    for (; d0 + 8 <= hd; d0 += 8)
-        for (int h = 0; h < NH; h++) {
-            __m256 o = _mm256_setzero_ps();
-            for (int j = 0; j < n_keys; j++)
-                o = _mm256_fmadd_ps(_mm256_set1_ps(p[h][j]), _mm256_loadu_ps(v + (size_t)rows[j] * stride + d0), o);
-            _mm256_storeu_ps(out[h] + d0, o);
-        }
-    for (; d0 < hd; d0++)
-        for (int h = 0; h < NH; h++) {
-            float o = 0.0f;
-            for (int j = 0; j < n_keys; j++)
-                o = fmaf(p[h][j], v[(size_t)rows[j] * stride + d0], o);
-            out[h][d0] = o;
-        }
+    WSUM_HEADS(_mm256, __m256, 8);
 }
 
 __attribute__((target("avx2,fma"))) static void wsum_avx2(const float *v, int stride, const int32_t *rows,
                                                       const float *const *p, int nh, int n_keys, int hd,
                                                       float *const *out)
 {
-    switch (nh) {
-    case 3: wsum_heads_avx2(v, stride, rows, p, 3, n_keys, hd, out); break;
-    case 2: wsum_heads_avx2(v, stride, rows, p, 2, n_keys, hd, out); break;
-    default: wsum_heads_avx2(v, stride, rows, p, 1, n_keys, hd, out); break;
-    }
+    WSUM_DISPATCH(wsum_heads_avx2)
 }
 #endif
 
@@ -642,60 +653,20 @@ __attribute__((target("avx2,avx512f"))) static void exp_avx512(float *s, int n, 
     exp_avx2(s + j, n - j, mx);
 }
 
-/* wsum_heads_avx2 with 16-float vectors: columns in blocks of 64 (4 x NH accumulators,
-   NH broadcast weights, one value vector: 16 of the 32 zmm), then 16, then single
-   floats; per element the same FMAs over the keys in the same order, so the same bits
+/* The weighted value sum on 16-float vectors: the same WSUM_HEADS body, so the same bits
    with half the instructions. */
 __attribute__((target("avx2,fma,avx512f"), always_inline)) static inline void
 wsum_heads_avx512(const float *v, int stride, const int32_t *rows, const float *const *p, const int NH,
                   int n_keys, int hd, float *const *out)
 {
-    int d0 = 0;
-    for (; d0 + 64 <= hd; d0 += 64) {
-        __m512 o[ATTN_HEADS][4];
-        for (int h = 0; h < NH; h++)
-            for (int r = 0; r < 4; r++)
-                o[h][r] = _mm512_setzero_ps();
-        for (int j = 0; j < n_keys; j++) {
-            const float *vr = v + (size_t)rows[j] * stride + d0;
-            __m512 pp[ATTN_HEADS];
-            for (int h = 0; h < NH; h++)
-                pp[h] = _mm512_set1_ps(p[h][j]);
-            for (int r = 0; r < 4; r++) {
-                const __m512 vv = _mm512_loadu_ps(vr + 16 * r);
-                for (int h = 0; h < NH; h++)
-                    o[h][r] = _mm512_fmadd_ps(pp[h], vv, o[h][r]);
-            }
-        }
-        for (int h = 0; h < NH; h++)
-            for (int r = 0; r < 4; r++)
-                _mm512_storeu_ps(out[h] + d0 + 16 * r, o[h][r]);
-    }
-    for (; d0 + 16 <= hd; d0 += 16)
-        for (int h = 0; h < NH; h++) {
-            __m512 o = _mm512_setzero_ps();
-            for (int j = 0; j < n_keys; j++)
-                o = _mm512_fmadd_ps(_mm512_set1_ps(p[h][j]), _mm512_loadu_ps(v + (size_t)rows[j] * stride + d0), o);
-            _mm512_storeu_ps(out[h] + d0, o);
-        }
-    for (; d0 < hd; d0++)
-        for (int h = 0; h < NH; h++) {
-            float o = 0.0f;
-            for (int j = 0; j < n_keys; j++)
-                o = fmaf(p[h][j], v[(size_t)rows[j] * stride + d0], o);
-            out[h][d0] = o;
-        }
+    WSUM_HEADS(_mm512, __m512, 16);
 }
 
 __attribute__((target("avx2,fma,avx512f"))) static void wsum_avx512(const float *v, int stride, const int32_t *rows,
                                                                 const float *const *p, int nh, int n_keys, int hd,
                                                                 float *const *out)
 {
-    switch (nh) {
-    case 3: wsum_heads_avx512(v, stride, rows, p, 3, n_keys, hd, out); break;
-    case 2: wsum_heads_avx512(v, stride, rows, p, 2, n_keys, hd, out); break;
-    default: wsum_heads_avx512(v, stride, rows, p, 1, n_keys, hd, out); break;
-    }
+    WSUM_DISPATCH(wsum_heads_avx512)
 }
 
 /* swiglu_avx2 on 16 lanes (half the instructions; the same bits). */
