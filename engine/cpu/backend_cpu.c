@@ -63,6 +63,13 @@ static inline float dot_f32(const float *a, const float *b, int n)
    are read once for all of them. Per (key, head) the arithmetic is that of one head
    alone, so grouping changes no bit. */
 #define ATTN_HEADS 3
+/* CALL(NH) for nh = 1..ATTN_HEADS, with NH a constant in each instantiation */
+#define NH_SWITCH(CALL)                                                                                   \
+    switch (nh) {                                                                                         \
+    case 3: CALL(3); break;                                                                               \
+    case 2: CALL(2); break;                                                                               \
+    default: CALL(1); break;                                                                              \
+    }
 typedef void (*scores_fn)(const float *const *q, int nh, const float *k, int stride, const int32_t *rows,
                           int n_keys, int hd, float scale, float *const *s);
 typedef void (*wsum_fn)(const float *v, int stride, const int32_t *rows, const float *const *p, int nh,
@@ -192,11 +199,9 @@ __attribute__((target("avx2,fma"))) static void scores_avx2(const float *const *
                                                         int stride, const int32_t *rows, int n_keys, int hd,
                                                         float scale, float *const *s)
 {
-    switch (nh) {
-    case 3: scores4_avx2(q, 3, k, stride, rows, n_keys, hd, scale, s); break;
-    case 2: scores4_avx2(q, 2, k, stride, rows, n_keys, hd, scale, s); break;
-    default: scores4_avx2(q, 1, k, stride, rows, n_keys, hd, scale, s); break;
-    }
+#define SCORES(NH) scores4_avx2(q, NH, k, stride, rows, n_keys, hd, scale, s)
+    NH_SWITCH(SCORES)
+#undef SCORES
 }
 
 /* exp_f32 on a vector, the same operations lane for lane; P is the intrinsics prefix
@@ -275,13 +280,6 @@ __attribute__((target("avx2"))) static void exp_avx2(float *s, int n, float mx)
             }                                                                                             \
     } while (0)
 
-/* wsum for nh = 1..3 heads, with NH a constant in each instantiation */
-#define WSUM_DISPATCH(F)                                                                                  \
-    switch (nh) {                                                                                         \
-    case 3: F(v, stride, rows, p, 3, n_keys, hd, out); break;                                             \
-    case 2: F(v, stride, rows, p, 2, n_keys, hd, out); break;                                             \
-    default: F(v, stride, rows, p, 1, n_keys, hd, out); break;                                            \
-    }
 
 __attribute__((target("avx2,fma"), always_inline)) static inline void
 wsum_heads_avx2(const float *v, int stride, const int32_t *rows, const float *const *p, const int NH, int n_keys,
@@ -294,7 +292,9 @@ __attribute__((target("avx2,fma"))) static void wsum_avx2(const float *v, int st
                                                       const float *const *p, int nh, int n_keys, int hd,
                                                       float *const *out)
 {
-    WSUM_DISPATCH(wsum_heads_avx2)
+#define WSUM(NH) wsum_heads_avx2(v, stride, rows, p, NH, n_keys, hd, out)
+    NH_SWITCH(WSUM)
+#undef WSUM
 }
 #endif
 
@@ -524,7 +524,7 @@ static void attn_task(void *ud, int c, int nc)
     float *scratch = a->scratch + (size_t)c * a->scratch_stride;
     int32_t *rows = (int32_t *)(scratch + (size_t)ATTN_HEADS * len);
     const int per = job->split.per, n_task = job->split.n_task;
-    const int t0 = (int)((long long)n_task * c / nc), t1 = (int)((long long)n_task * (c + 1) / nc);
+    const int t0 = arb_tp_part(n_task, c, nc), t1 = arb_tp_part(n_task, c + 1, nc);
     int last_i = -1, n_keys = 0;
     arb_tp_phase_run(job->rope);
     for (int t = t0; t < t1; t++) {
@@ -595,7 +595,7 @@ typedef struct rope_job {
 static void rope_slice(void *ud, int s, int n)
 {
     const rope_job *j = ud;
-    const int nt = j->a->n, t0 = (int)((long long)nt * s / n), t1 = (int)((long long)nt * (s + 1) / n);
+    const int t0 = arb_tp_part(j->a->n, s, n), t1 = arb_tp_part(j->a->n, s + 1, n);
     rope_rows(j->r->q, t0, t1, j->a->n_head, j->a->head_dim, j->r->pos, j->r->cs, j->r->neox);
     rope_rows(j->r->k, t0, t1, j->a->n_head_kv, j->a->head_dim, j->r->pos, j->r->cs, j->r->neox);
 }
@@ -622,19 +622,28 @@ static void swiglu_scalar(float *g, const float *u, size_t i0, size_t i1)
 }
 
 #ifdef ARB_HAVE_AVX2_PATH
+/* SwiGLU on vectors of W floats (prefix P, type T, exp EXPV): the scalar code's
+   operations lane for lane, with -|x| as the scalar x < 0 ? x : -x (minps returns -x
+   for +-0) and SELECT_GE(x, a) = x >= 0 ? x : a. One body for AVX2 and AVX-512;
+   the leftover elements go to TAIL. */
+#define SWIGLU_VEC(P, T, W, EXPV, SELECT_GE, TAIL)                                                       \
+    do {                                                                                                  \
+        size_t i = i0;                                                                                    \
+        for (; i + (W) <= i1; i += (W)) {                                                                 \
+            const T x = P##_loadu_ps(g + i);                                                              \
+            const T e = EXPV(P##_min_ps(x, P##_sub_ps(P##_setzero_ps(), x)));                             \
+            const T r = P##_div_ps(SELECT_GE(x, P##_mul_ps(x, e)), P##_add_ps(P##_set1_ps(1.0f), e));     \
+            P##_storeu_ps(g + i, P##_mul_ps(r, P##_loadu_ps(u + i)));                                     \
+        }                                                                                                 \
+        TAIL(g, u, i, i1);                                                                                \
+    } while (0)
+
+#define GE_SELECT8(x, a) _mm256_blendv_ps(a, x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ))
+#define GE_SELECT16(x, a) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), a, x)
+
 __attribute__((target("avx2"))) static void swiglu_avx2(float *g, const float *u, size_t i0, size_t i1)
 {
-    size_t i = i0;
-    for (; i + 8 <= i1; i += 8) {
-        const __m256 x = _mm256_loadu_ps(g + i);
-        /* -|x| exactly as the scalar x < 0 ? x : -x (minps returns -x for +-0) */
-        const __m256 ax = _mm256_min_ps(x, _mm256_sub_ps(_mm256_setzero_ps(), x));
-        const __m256 e = exp8_avx2(ax);
-        const __m256 num = _mm256_blendv_ps(_mm256_mul_ps(x, e), x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
-        const __m256 r = _mm256_div_ps(num, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-        _mm256_storeu_ps(g + i, _mm256_mul_ps(r, _mm256_loadu_ps(u + i)));
-    }
-    swiglu_scalar(g, u, i, i1);
+    SWIGLU_VEC(_mm256, __m256, 8, exp8_avx2, GE_SELECT8, swiglu_scalar);
 }
 
 /* exp8_avx2 on 16 lanes: the same EXP_VEC body. */
@@ -666,23 +675,15 @@ __attribute__((target("avx2,fma,avx512f"))) static void wsum_avx512(const float 
                                                                 const float *const *p, int nh, int n_keys, int hd,
                                                                 float *const *out)
 {
-    WSUM_DISPATCH(wsum_heads_avx512)
+#define WSUM(NH) wsum_heads_avx512(v, stride, rows, p, NH, n_keys, hd, out)
+    NH_SWITCH(WSUM)
+#undef WSUM
 }
 
 /* swiglu_avx2 on 16 lanes (half the instructions; the same bits). */
 __attribute__((target("avx2,avx512f"))) static void swiglu_avx512(float *g, const float *u, size_t i0, size_t i1)
 {
-    size_t i = i0;
-    for (; i + 16 <= i1; i += 16) {
-        const __m512 x = _mm512_loadu_ps(g + i);
-        const __m512 ax = _mm512_min_ps(x, _mm512_sub_ps(_mm512_setzero_ps(), x));
-        const __m512 e = exp16_avx512(ax);
-        const __mmask16 ge = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
-        const __m512 num = _mm512_mask_blend_ps(ge, _mm512_mul_ps(x, e), x);
-        const __m512 r = _mm512_div_ps(num, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
-        _mm512_storeu_ps(g + i, _mm512_mul_ps(r, _mm512_loadu_ps(u + i)));
-    }
-    swiglu_avx2(g, u, i, i1);
+    SWIGLU_VEC(_mm512, __m512, 16, exp16_avx512, GE_SELECT16, swiglu_avx2);
 }
 #endif
 

@@ -18,7 +18,6 @@
 #include "cpuinfo.h"
 #include "matmul_int.h"
 
-
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 static int is_kquant(uint32_t t) { return t == ARB_TYPE_Q4_K || t == ARB_TYPE_Q6_K; }
@@ -411,7 +410,7 @@ static void quant_rows(mm_run *m, int t0, int t1)
 static void quant_slice(void *ud, int s, int n)
 {
     mm_run *m = ud;
-    const int nt = m->job.n_tok, t0 = (int)((long long)nt * s / n), t1 = (int)((long long)nt * (s + 1) / n);
+    const int t0 = arb_tp_part(m->job.n_tok, s, n), t1 = arb_tp_part(m->job.n_tok, s + 1, n);
     if (m->pre)
         m->pre->fn(m->pre->ud, t0, t1);
     quant_rows(m, t0, t1);
@@ -424,7 +423,7 @@ static void rows_task(void *ud, int ith, int nth)
     mm_run *m = ud;
     arb_tp_phase_run(m->pro);
     const int units = (m->job.w->n_out + 15) / 16;
-    const int u0 = (int)((long long)units * ith / nth), u1 = (int)((long long)units * (ith + 1) / nth);
+    const int u0 = arb_tp_part(units, ith, nth), u1 = arb_tp_part(units, ith + 1, nth);
     int r0 = u0 * 16, r1 = u1 * 16;
     if (r1 > m->job.w->n_out)
         r1 = m->job.w->n_out;
@@ -449,7 +448,8 @@ static void mm_setup(mm_run *m, const arb_qmat *w, const float *x, int n_tok, fl
     *m = (mm_run){.job = {.w = w, .x = x, .lay = arb_mm_layout(w->type, w->n_in), .n_tok = n_tok, .y = y}};
     m->rows = rows_for(p, w);
     m->simd_quant = p != &arb_mm_scalar;
-    m->corr_c = p != &arb_mm_avx512 || !w->packed ? 0 : w->type == ARB_TYPE_Q4_0 ? 8 : w->type == ARB_TYPE_Q8_0 ? 128 : 0;
+    if (p == &arb_mm_avx512 && w->packed) /* the kernels' unsigned Q4_0 / Q8_0 codes */
+        m->corr_c = w->type == ARB_TYPE_Q4_0 ? 8 : w->type == ARB_TYPE_Q8_0 ? 128 : 0;
     ARB_ASSERT(m->rows != NULL);
     ARB_ASSERT(w->n_in % (m->job.lay.B ? m->job.lay.B : 1) == 0);
     m->act = (uint8_t *)(((uintptr_t)work + 63) & ~(uintptr_t)63);
@@ -510,7 +510,7 @@ static void rows_multi_task(void *ud, int ith, int nth)
     mm_multi *mm = ud;
     arb_tp_phase_run(mm->run[0].pro);
     const int total = mm->units[mm->nw];
-    const int u0 = (int)((long long)total * ith / nth), u1 = (int)((long long)total * (ith + 1) / nth);
+    const int u0 = arb_tp_part(total, ith, nth), u1 = arb_tp_part(total, ith + 1, nth);
     for (int i = 0; i < mm->nw; i++) {
         const int a = u0 > mm->units[i] ? u0 : mm->units[i], b = u1 < mm->units[i + 1] ? u1 : mm->units[i + 1];
         if (a >= b)

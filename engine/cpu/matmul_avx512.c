@@ -74,14 +74,15 @@ AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, 
         acc[k] = _mm512_setzero_ps();
     for (int b = 0; b < g->nb; b++) {
         const uint8_t *p = base + (size_t)b * gb;
-        if (t0 == 0) /* the same block of the next row group, a group's work ahead of use */
+        if (t0 == 0 && rb + 16 < (int)n_out) /* the same block of the next row group, a group's work ahead */
             for (size_t o = 0; o < gb; o += 64)
                 _mm_prefetch((const char *)(p + (size_t)g->nb * gb + o), _MM_HINT_T0);
         __m512i w[8];
         load_codes(p, kind, w);
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(p + g->cb)));
         const __m512 mw = kind == 0 ? _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(p + g->cb + 32))) : dw;
-        const size_t oq = (size_t)b * 32, oc = j->lay.off_corr + (size_t)b * 4, od = j->lay.off_d + (size_t)b * 4, of = j->lay.off_fsum + (size_t)b * 4;
+        const size_t oq = (size_t)b * 32, oc = j->lay.off_corr + (size_t)b * 4; /* codes, corr */
+        const size_t od = j->lay.off_d + (size_t)b * 4, of = j->lay.off_fsum + (size_t)b * 4;  /* d, fsum */
         /* Step-major: step q of every token, then step q + 1. Each token's chain of 8
            dependent vpdpbusd (~40 cycles) then has the other tokens' independent
            steps between its links, so the core keeps both ports busy without a long
@@ -91,7 +92,8 @@ AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, 
         __m512i s[NT_MAX];
 #pragma GCC unroll 8
         for (int k = 0; k < NT; k++) /* Q4_0/Q8_0: the token's correction for unsigned codes */
-            s[k] = kind == 0 ? _mm512_setzero_si512() : _mm512_set1_epi32(*(const int32_t *)(a0 + (size_t)k * st + oc));
+            s[k] = kind == 0 ? _mm512_setzero_si512()
+                             : _mm512_set1_epi32(*(const int32_t *)(a0 + (size_t)k * st + oc));
 #pragma GCC unroll 8
         for (int q = 0; q < 8; q++) {
             const size_t e = oq + 4 * (size_t)q; /* Q4 steps 4..7, the high nibbles, are elements 16.. */

@@ -30,6 +30,10 @@ void arb_threadpool_run(arb_threadpool *tp, arb_task_fn fn, void *ud);
    tp may be NULL (everything runs on the caller). Allocates nothing. */
 void arb_threadpool_run_chunks(arb_threadpool *tp, arb_task_fn fn, void *ud, int n_chunks);
 
+/* Start of part i of k near-equal parts of [0, n): part i is
+   [arb_tp_part(n, i, k), arb_tp_part(n, i + 1, k)), a function of (n, i, k) only. */
+static inline int arb_tp_part(int n, int i, int k) { return (int)((long long)n * i / k); }
+
 /* A first phase shared by the chunks of one run, instead of a run of its own (one
    publish-and-wait less): every chunk calls arb_tp_phase_run first, which claims
    slices fn(ud, s, n) from a shared counter until none is left, then waits until all
