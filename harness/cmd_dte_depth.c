@@ -5,6 +5,7 @@
  * the OT solvers for n = --paths i.i.d. draws and ||p_v - q_v||_1 are averaged.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,20 @@ typedef struct depth_tab {   /* what the per-depth table and figure show */
 
 static const char *const ot_names[ARB_OT_COUNT] = {"NSS", "NaiveTree", "SpecInfer", "SpecTr", "Khisti(bound)"};
 
+/* One line per depth that has nodes: depth, nodes, mean L1, mean acceptance per
+   verifier; as Markdown table cells, or as the space-separated columns of the .dat. */
+static void put_depth_rows(FILE *f, const depth_tab *t, bool md)
+{
+    for (int d = 0; d < t->D; d++) {
+        if (!t->cnt[d])
+            continue;
+        fprintf(f, md ? "| %d | %ld | %.4f |" : "%d %ld %.6f", d, t->cnt[d], t->l1[d] / t->cnt[d]);
+        for (int mth = 0; mth < ARB_OT_COUNT; mth++)
+            fprintf(f, md ? " %.4f |" : " %.6f", t->acc[mth][d] / t->cnt[d]);
+        fputc('\n', f);
+    }
+}
+
 static void print_depth_table(FILE *f, const depth_tab *t)
 {
     fprintf(f, "| depth | nodes | L1(p,q) |");
@@ -60,14 +75,7 @@ static void print_depth_table(FILE *f, const depth_tab *t)
     for (int mth = 0; mth < ARB_OT_COUNT; mth++)
         fprintf(f, "---|");
     fprintf(f, "\n");
-    for (int d = 0; d < t->D; d++) {
-        if (!t->cnt[d])
-            continue;
-        fprintf(f, "| %d | %ld | %.4f |", d, t->cnt[d], t->l1[d] / t->cnt[d]);
-        for (int mth = 0; mth < ARB_OT_COUNT; mth++)
-            fprintf(f, " %.4f |", t->acc[mth][d] / t->cnt[d]);
-        fprintf(f, "\n");
-    }
+    put_depth_rows(f, t, true);
 }
 
 /* DIR/dte_depth.{dat,md,gp} and, through gnuplot, .png/.svg (DTE Fig. 1). */
@@ -82,14 +90,7 @@ static int write_plot(const char *dir, const char *templates, const depth_tab *t
     if (!f)
         return ARB_ERR(err, ARB_E_IO, "%s: %s", path, strerror(errno));
     fprintf(f, "%sdepth nodes L1 NSS NaiveTree SpecInfer SpecTr Khisti-LB\n", head);
-    for (int d = 0; d < t->D; d++) {
-        if (!t->cnt[d])
-            continue;
-        fprintf(f, "%d %ld %.6f", d, t->cnt[d], t->l1[d] / t->cnt[d]);
-        for (int mth = 0; mth < ARB_OT_COUNT; mth++)
-            fprintf(f, " %.6f", t->acc[mth][d] / t->cnt[d]);
-        fputc('\n', f);
-    }
+    put_depth_rows(f, t, false);
     if (fclose(f) != 0)
         return ARB_ERR(err, ARB_E_IO, "%s: write error", path);
     snprintf(path, sizeof path, "%s/dte_depth.md", dir);

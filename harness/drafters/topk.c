@@ -193,19 +193,27 @@ AVX2 INL void chunk_avx2(topk_state *s, __m256 *acc, const float *x, int i0, int
         acc[q % 8] = exp2_acc8(_mm256_fmadd_ps(_mm256_loadu_ps(x + 8 * q), l2e, nu), acc[q % 8]);
 }
 
+/* A row in whole chunks, then the padded tail, into TOPK_LANES / W accumulator vectors
+   of W floats (prefix P, type T), stored to lane[] at the end: the row loop of every
+   SIMD path. */
+#define TOPK_ROW(P, T, W, CHUNK)                                                            \
+    do {                                                                                    \
+        float pad[TOPK_CHUNK];                                                              \
+        T acc[TOPK_LANES / (W)];                                                            \
+        UNROLL for (int q = 0; q < TOPK_LANES / (W); q++)                                   \
+            acc[q] = P##_setzero_ps();                                                      \
+        int b0 = 0;                                                                         \
+        for (; b0 + TOPK_CHUNK <= V; b0 += TOPK_CHUNK)                                      \
+            CHUNK(s, acc, row + b0, b0, TOPK_CHUNK);                                        \
+        if (b0 < V)                                                                         \
+            CHUNK(s, acc, topk_tail(row, b0, V, pad), b0, V - b0);                          \
+        UNROLL for (int q = 0; q < TOPK_LANES / (W); q++)                                   \
+            P##_storeu_ps(lane + (W) * q, acc[q]);                                          \
+    } while (0)
+
 AVX2 static void topk_avx2(topk_state *s, const float *row, int V, float *lane)
 {
-    float pad[TOPK_CHUNK];
-    __m256 acc[TOPK_LANES / 8];
-    UNROLL for (int q = 0; q < TOPK_LANES / 8; q++)
-        acc[q] = _mm256_setzero_ps();
-    int b0 = 0;
-    for (; b0 + TOPK_CHUNK <= V; b0 += TOPK_CHUNK)
-        chunk_avx2(s, acc, row + b0, b0, TOPK_CHUNK);
-    if (b0 < V)
-        chunk_avx2(s, acc, topk_tail(row, b0, V, pad), b0, V - b0);
-    UNROLL for (int q = 0; q < TOPK_LANES / 8; q++)
-        _mm256_storeu_ps(lane + 8 * q, acc[q]);
+    TOPK_ROW(_mm256, __m256, 8, chunk_avx2);
 }
 
 AVX512 INL __m512 exp2_acc16(__m512 u, __m512 acc)
@@ -245,17 +253,7 @@ AVX512 INL void chunk_avx512(topk_state *s, __m512 *acc, const float *x, int i0,
 
 AVX512 static void topk_avx512(topk_state *s, const float *row, int V, float *lane)
 {
-    float pad[TOPK_CHUNK];
-    __m512 acc[TOPK_LANES / 16];
-    UNROLL for (int q = 0; q < TOPK_LANES / 16; q++)
-        acc[q] = _mm512_setzero_ps();
-    int b0 = 0;
-    for (; b0 + TOPK_CHUNK <= V; b0 += TOPK_CHUNK)
-        chunk_avx512(s, acc, row + b0, b0, TOPK_CHUNK);
-    if (b0 < V)
-        chunk_avx512(s, acc, topk_tail(row, b0, V, pad), b0, V - b0);
-    UNROLL for (int q = 0; q < TOPK_LANES / 16; q++)
-        _mm512_storeu_ps(lane + 16 * q, acc[q]);
+    TOPK_ROW(_mm512, __m512, 16, chunk_avx512);
 }
 
 /* Argmax: the row maximum (4 independent vector maxima), then the first index holding it. */
