@@ -36,6 +36,9 @@
    host slows down does not hold the others at the end of the run; each piece
    needs its own scratch slot. */
 #define ARB_ATTN_SLOTS_PER_THREAD 4
+/* Rows of (n_prefix + n) floats per scratch slot: the scores of up to
+   ARB_ATTN_SCRATCH_ROWS - 1 query heads of one KV head, then the key-row list. */
+#define ARB_ATTN_SCRATCH_ROWS 4
 
 typedef struct arb_attn_args {
     const float *q;        /* n x n_head x head_dim (roped) */
@@ -48,7 +51,7 @@ typedef struct arb_attn_args {
     float scale;           /* 1/sqrt(head_dim) */
     float *out;            /* n x n_head x head_dim */
     float *scratch;        /* ARB_ATTN_SLOTS_PER_THREAD x n_threads x scratch_stride floats */
-    int scratch_stride;    /* >= 4 * (n_prefix + n): 3 heads' scores, then the key-row list (ints) */
+    int scratch_stride;    /* >= ARB_ATTN_SCRATCH_ROWS * (n_prefix + n) */
 } arb_attn_args;
 
 /* RoPE of this eval's queries and new keys, as arb_backend_rope takes it. */

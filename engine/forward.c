@@ -115,7 +115,7 @@ int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err
 
     const size_t nb = (size_t)c->n_batch_max, qd = (size_t)m->n_head * m->head_dim;
     const size_t xbd = qd > (size_t)m->n_embd ? qd : (size_t)m->n_embd;
-    c->attn_stride = 4 * c->n_ctx + 16; /* up to 3 heads' scores, then key rows: n_past + n each */
+    c->attn_stride = ARB_ATTN_SCRATCH_ROWS * c->n_ctx + 16; /* backend.h: scores, then key rows */
     c->cs = malloc((size_t)c->n_ctx * m->head_dim * sizeof(float));
     c->x = malloc(nb * m->n_embd * sizeof(float));
     c->xb = malloc(nb * xbd * sizeof(float));

@@ -62,7 +62,7 @@ static inline float dot_f32(const float *a, const float *b, int n)
 /* Both take up to ATTN_HEADS query heads of one KV head (GQA): the key and value rows
    are read once for all of them. Per (key, head) the arithmetic is that of one head
    alone, so grouping changes no bit. */
-#define ATTN_HEADS 3
+#define ATTN_HEADS (ARB_ATTN_SCRATCH_ROWS - 1) /* 3: the AVX2 loops' 16 registers */
 /* CALL(NH) for nh = 1..ATTN_HEADS, with NH a constant in each instantiation */
 #define NH_SWITCH(CALL)                                                                                   \
     switch (nh) {                                                                                         \
@@ -70,6 +70,7 @@ static inline float dot_f32(const float *a, const float *b, int n)
     case 2: CALL(2); break;                                                                               \
     default: CALL(1); break;                                                                              \
     }
+_Static_assert(ATTN_HEADS == 3, "NH_SWITCH and the 16-register AVX2 loops are written for 3 heads");
 typedef void (*scores_fn)(const float *const *q, int nh, const float *k, int stride, const int32_t *rows,
                           int n_keys, int hd, float scale, float *const *s);
 typedef void (*wsum_fn)(const float *v, int stride, const int32_t *rows, const float *const *p, int nh,
