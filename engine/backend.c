@@ -11,8 +11,9 @@ int arb_backend_init(arb_backend_kind k, int n_threads, arb_backend *be, arb_err
     case ARB_BACKEND_CPU:
         return arb_backend_cpu_init(n_threads, be, err);
     case ARB_BACKEND_CUDA:
-        /* The CUDA forward is not implemented yet (engine/cuda holds a link probe only). */
-        return ARB_ERR(err, ARB_E_NODEVICE, "backend cuda: not available in this build (use cpu)");
+        /* The GPU does not run op by op through this table: a whole eval goes to
+           engine/cuda (forward.c), whose contexts use the CPU backend's pool only. */
+        return ARB_ERR(err, ARB_E_INVAL, "backend: cuda runs whole evals (engine/cuda/cuda.h), not ops");
     }
     return ARB_ERR(err, ARB_E_INVAL, "backend: unknown kind %d", (int)k);
 }

@@ -42,7 +42,14 @@ typedef struct arb_load_opts {
     int n_threads;            /* worker threads for this model's kernels; 0 = all cores */
     bool vocab_only;          /* metadata + tokenizer only, no tensors (tokenize/inspect);
                                  arb_ctx_new then fails with ARB_E_INVAL */
+    bool gpu_exact;           /* CUDA: batch-invariant kernels only (bit-identical trees and
+                                 chains, like the CPU); false = "fast": cuBLAS FP16 GEMMs for
+                                 large batches, deterministic but not batch-invariant */
 } arb_load_opts;
+/* "cpu", "cuda" (fast mode) or "cuda-exact" into o->backend / o->gpu_exact;
+   ARB_E_INVAL naming the accepted spellings otherwise. */
+int arb_load_opts_set_backend(arb_load_opts *o, const char *name, arb_err *err);
+const char *arb_load_opts_backend_name(const arb_load_opts *o);
 arb_load_opts arb_load_default_opts(void);
 
 typedef struct arb_ctx_opts {
@@ -82,6 +89,19 @@ void arb_ctx_free(arb_ctx *c); /* NULL-safe */
    Allocates nothing. Scratch KV rows of the last eval stay valid until the next eval. */
 int arb_eval(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n,
              float *logits, float *hidden, arb_err *err);
+
+/* What one evaluation returns per node; any pointer may be NULL, but not both logits
+   and argmax. argmax: the greedy token of each node (the smallest id among equal
+   maxima), computed where the logits are, so a GPU eval returns n ids instead of
+   n x n_vocab floats. On the CPU, an argmax-only eval computes the output head in
+   chunks and needs no n x n_vocab buffer. Results are those of arb_eval, bit for bit. */
+typedef struct arb_eval_out {
+    float *logits;   /* n x n_vocab */
+    int32_t *argmax; /* n */
+    float *hidden;   /* n x n_embd (ctx created with want_hidden) */
+} arb_eval_out;
+int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, const arb_eval_out *o,
+                arb_err *err);
 
 /* Keep the KV rows of nodes path[0..n) of the last arb_eval, in order, as the new
    prefix tail (path must be a root-to-node chain: parent[path[0]] == -1 and
@@ -139,6 +159,24 @@ double arb_probe_int8_macs(int n_threads, double seconds);
 /* Peak fp32 fused multiply-adds per second (vector lanes x instructions) on
    n_threads threads (0 without AVX2+FMA); < 0 on failure. */
 double arb_probe_fma_flops(int n_threads, double seconds);
+
+/* ---- the GPU of the CUDA backend, for run metadata and `arbor bench engine` ---- */
+typedef struct arb_gpu_info {
+    char name[96];
+    int cc_major, cc_minor, n_sm;
+    size_t mem_total, mem_free;
+    double peak_bw; /* bytes/s from the memory clock and bus width, 0 if unknown */
+} arb_gpu_info;
+/* ARB_E_NODEVICE with the reason (no CUDA build, no driver, no device). */
+int arb_gpu_info_get(arb_gpu_info *out, arb_err *err);
+/* Measured device read bandwidth (bytes/s, best of reps) over a `bytes` buffer; < 0 on failure. */
+double arb_gpu_probe_bw(size_t bytes, int reps);
+
+/* ---- weight blocks ---- */
+/* Dequantize n elements of ggml block type `type` (F32 F16 BF16 Q4_0 Q4_1 Q8_0 Q4_K Q6_K;
+   n a multiple of its block size), the reference dequantization the kernels follow.
+   ARB_E_UNSUPPORTED for another type, ARB_E_INVAL for a bad n. */
+int arb_dequantize(uint32_t type, const void *src, float *dst, size_t n, arb_err *err);
 
 /* ---- low-level: the GGUF behind a model, for inspect/metadata ---- */
 const char *arb_model_path(const arb_model *m);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cuda/cuda.h"
 #include "kv.h"
 #include "model.h"
 
@@ -39,7 +40,13 @@ struct arb_ctx {
     int32_t *last_parent; /* parents of the last eval (when n <= n_batch_max) */
     int last_n;           /* nodes in the last eval; 0 = nothing to commit */
     bool last_is_chain;   /* last eval was a chain (any length) */
+    arb_cuda_ctx *cuda;   /* backend cuda: the whole forward runs there (the host buffers
+                             above stay NULL; kv only counts n_past) */
+    float *head_buf;      /* ARB_HEAD_CHUNK x n_vocab: logits rows for argmax-only evals (CPU) */
 };
+
+/* Argmax-only evals on the CPU compute the output head this many rows at a time. */
+#define ARB_HEAD_CHUNK 32
 
 arb_ctx_opts arb_ctx_default_opts(void)
 {
@@ -80,6 +87,35 @@ static size_t max_work(const arb_ctx *c)
     return w;
 }
 
+/* A context whose forward runs on the GPU: host arrays for positions and parents,
+   everything else on the device (engine/cuda). */
+static int cuda_ctx_new(arb_ctx *c, arb_ctx **out, arb_err *err)
+{
+    const arb_model *m = c->m;
+    const size_t nb = (size_t)c->n_batch_max;
+    int rc = ARB_OK;
+    c->cs = malloc((size_t)c->n_ctx * m->head_dim * sizeof(float));
+    c->pos = malloc(nb * sizeof(int32_t));
+    c->chain = malloc(nb * sizeof(int32_t));
+    c->last_parent = malloc(nb * sizeof(int32_t));
+    if (!c->cs || !c->pos || !c->chain || !c->last_parent) {
+        rc = ARB_ERR(err, ARB_E_NOMEM, "ctx: out of memory");
+        goto fail;
+    }
+    rope_table(m, c->n_ctx, c->cs);
+    for (int i = 0; i < c->n_batch_max; i++)
+        c->chain[i] = i - 1;
+    if ((rc = arb_cuda_ctx_new(m->cuda, c->n_ctx, c->n_batch_max, c->n_layer, c->cs, &c->cuda, err)))
+        goto fail;
+    free(c->cs); /* the device holds its copy */
+    c->cs = NULL;
+    *out = c;
+    return ARB_OK;
+fail:
+    arb_ctx_free(c);
+    return rc;
+}
+
 int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err)
 {
     *out = NULL;
@@ -107,9 +143,12 @@ int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err
     c->n_batch_max = co.n_batch_max;
     c->n_layer = co.n_layer ? co.n_layer : m->n_layer;
     c->want_hidden = co.want_hidden;
-    int rc = arb_backend_init(m->opts.backend, m->opts.n_threads, &c->be, err);
+    /* The CPU backend also serves a CUDA context: its pool runs arb_ctx_parallel_for. */
+    int rc = arb_backend_init(ARB_BACKEND_CPU, m->opts.n_threads, &c->be, err);
     if (rc != ARB_OK)
         goto fail;
+    if (m->cuda)
+        return cuda_ctx_new(c, out, err);
     if ((rc = arb_kv_init(&c->kv, c->n_layer, c->n_ctx, m->n_head_kv * m->head_dim, err)))
         goto fail;
 
@@ -129,8 +168,9 @@ int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err
     c->chain = malloc(nb * sizeof(int32_t));
     c->last_parent = malloc(nb * sizeof(int32_t));
     c->work = malloc(max_work(c) + 64);
+    c->head_buf = malloc((size_t)ARB_HEAD_CHUNK * m->n_vocab * sizeof(float));
     if (!c->cs || !c->x || !c->xb || !c->q || !c->att || !c->hg || !c->hu || !c->attn_scratch || !c->pos ||
-        !c->chain || !c->last_parent || !c->work) {
+        !c->chain || !c->last_parent || !c->work || !c->head_buf) {
         rc = ARB_ERR(err, ARB_E_NOMEM, "ctx: out of memory for scratch (n_batch_max %d)", c->n_batch_max);
         goto fail;
     }
@@ -148,8 +188,10 @@ void arb_ctx_free(arb_ctx *c)
 {
     if (!c)
         return;
+    arb_cuda_ctx_free(c->cuda);
     arb_backend_release(&c->be);
     arb_kv_release(&c->kv);
+    free(c->head_buf);
     free(c->cs);
     free(c->x);
     free(c->xb);
@@ -177,17 +219,29 @@ int arb_ctx_truncate(arb_ctx *c, int n_past)
     return ARB_OK;
 }
 
+/* The greedy token of a logits row: the first (smallest id) maximum, as the greedy
+   verifier takes it. */
+static int32_t row_argmax(const float *row, int V)
+{
+    int32_t best = 0;
+    float mx = row[0];
+    for (int i = 1; i < V; i++)
+        if (row[i] > mx) {
+            mx = row[i];
+            best = i;
+        }
+    return best;
+}
+
 /* One batch of n <= n_batch_max nodes; KV rows at n_prefix + i. The final norm and
    output head run for rows head_from..n-1 only (logits/hidden receive those rows). */
-static void forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, int n_prefix, float *logits,
-                    float *hidden, int head_from)
+static void forward_cpu(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, int n_prefix,
+                        const arb_eval_out *o, int head_from)
 {
     const arb_model *m = c->m;
     const arb_backend *be = &c->be;
     const int E = m->n_embd, hd = m->head_dim, qd = m->n_head * hd, kvd = m->n_head_kv * hd;
 
-    for (int i = 0; i < n; i++) /* depth via parents (parent < i): pos = n_prefix + depth */
-        c->pos[i] = parent[i] < 0 ? n_prefix : c->pos[parent[i]] + 1;
     arb_backend_get_rows(be, &m->tok_embd, tok, n, c->x);
 
     arb_attn_args aa = {
@@ -232,19 +286,57 @@ static void forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n
     if (nh <= 0)
         return;
     arb_backend_rmsnorm(be, c->x + (size_t)head_from * E, m->output_norm, nh, E, m->eps, c->xb);
-    if (hidden)
-        memcpy(hidden, c->xb, (size_t)nh * E * sizeof(float));
-    arb_backend_matmul(be, &m->output, c->xb, nh, logits, c->work);
+    if (o->hidden)
+        memcpy(o->hidden, c->xb, (size_t)nh * E * sizeof(float));
+    if (o->logits) {
+        arb_backend_matmul(be, &m->output, c->xb, nh, o->logits, c->work);
+        if (o->argmax)
+            for (int r = 0; r < nh; r++)
+                o->argmax[r] = row_argmax(o->logits + (size_t)r * m->n_vocab, m->n_vocab);
+        return;
+    }
+    for (int r0 = 0; o->argmax && r0 < nh; r0 += ARB_HEAD_CHUNK) { /* argmax only: no n x n_vocab buffer */
+        const int k = nh - r0 < ARB_HEAD_CHUNK ? nh - r0 : ARB_HEAD_CHUNK;
+        arb_backend_matmul(be, &m->output, c->xb + (size_t)r0 * E, k, c->head_buf, c->work);
+        for (int r = 0; r < k; r++)
+            o->argmax[r0 + r] = row_argmax(c->head_buf + (size_t)r * m->n_vocab, m->n_vocab);
+    }
+}
+
+/* One batch, on whichever device holds the model. pos: n_prefix + depth. */
+static int forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, int n_prefix,
+                   const arb_eval_out *o, int head_from, arb_err *err)
+{
+    for (int i = 0; i < n; i++) /* depth via parents (parent < i): pos = n_prefix + depth */
+        c->pos[i] = parent[i] < 0 ? n_prefix : c->pos[parent[i]] + 1;
+    if (!c->cuda) {
+        forward_cpu(c, tok, parent, n, n_prefix, o, head_from);
+        return ARB_OK;
+    }
+    const arb_cuda_step st = {.tok = tok, .parent = parent, .pos = c->pos, .n = n, .n_prefix = n_prefix,
+                              .head_from = head_from, .logits = o->logits, .argmax = o->argmax,
+                              .hidden = o->hidden};
+    return arb_cuda_forward(c->cuda, &st, err);
 }
 
 int arb_eval(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, float *logits, float *hidden,
              arb_err *err)
 {
+    if (!logits)
+        return ARB_ERR(err, ARB_E_INVAL, "eval: NULL logits buffer");
+    const arb_eval_out o = {.logits = logits, .hidden = hidden};
+    return arb_eval_ex(c, tok, parent, n, &o, err);
+}
+
+int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, const arb_eval_out *o,
+                arb_err *err)
+{
     const arb_model *m = c->m;
     c->last_n = 0;
-    if (n < 1 || !tok || !parent || !logits)
-        return ARB_ERR(err, ARB_E_INVAL, "eval: n = %d with %s", n, n < 1 ? "no nodes" : "NULL buffers");
-    if (hidden && !c->want_hidden)
+    if (n < 1 || !tok || !parent || !o || (!o->logits && !o->argmax))
+        return ARB_ERR(err, ARB_E_INVAL, "eval: n = %d with %s", n,
+                       n < 1 ? "no nodes" : "NULL buffers (tokens, parents, or both logits and argmax)");
+    if (o->hidden && !c->want_hidden)
         return ARB_ERR(err, ARB_E_INVAL, "eval: hidden states requested but ctx created without want_hidden");
     if (n > c->n_ctx - c->kv.n_past)
         return ARB_ERR(err, ARB_E_RANGE, "eval: %d nodes on %d committed tokens exceed n_ctx %d", n, c->kv.n_past,
@@ -262,16 +354,23 @@ int arb_eval(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, float
         return ARB_ERR(err, ARB_E_INVAL, "eval: %d nodes exceed n_batch_max %d (only chains are chunked)", n,
                        c->n_batch_max);
 
+    int rc = ARB_OK;
     if (n <= c->n_batch_max) {
-        forward(c, tok, parent, n, c->kv.n_past, logits, hidden, 0);
+        rc = forward(c, tok, parent, n, c->kv.n_past, o, 0, err);
         memcpy(c->last_parent, parent, (size_t)n * sizeof(int32_t));
     } else {
-        for (int off = 0; off < n; off += c->n_batch_max) {
+        for (int off = 0; off < n && !rc; off += c->n_batch_max) {
             const int k = n - off < c->n_batch_max ? n - off : c->n_batch_max;
-            forward(c, tok + off, c->chain, k, c->kv.n_past + off, logits + (size_t)off * m->n_vocab,
-                    hidden ? hidden + (size_t)off * m->n_embd : NULL, 0);
+            const arb_eval_out oc = {
+                .logits = o->logits ? o->logits + (size_t)off * m->n_vocab : NULL,
+                .argmax = o->argmax ? o->argmax + off : NULL,
+                .hidden = o->hidden ? o->hidden + (size_t)off * m->n_embd : NULL,
+            };
+            rc = forward(c, tok + off, c->chain, k, c->kv.n_past + off, &oc, 0, err);
         }
     }
+    if (rc)
+        return rc;
     c->last_n = n;
     c->last_is_chain = is_chain;
     return ARB_OK;
@@ -294,7 +393,14 @@ int arb_commit(arb_ctx *c, const int32_t *path, int n, arb_err *err)
         if (par != want)
             return ARB_ERR(err, ARB_E_INVAL, "commit: path[%d] = %d is not a child of %d", j, path[j], want);
     }
-    arb_kv_commit(&c->kv, path, n);
+    if (c->cuda) {
+        const int rc = arb_cuda_kv_commit(c->cuda, c->kv.n_past, path, n, err);
+        if (rc)
+            return rc;
+        c->kv.n_past += n;
+    } else {
+        arb_kv_commit(&c->kv, path, n);
+    }
     c->last_n = 0; /* scratch rows moved: the last eval can no longer be committed from */
     return ARB_OK;
 }
@@ -315,7 +421,10 @@ int arb_prefill(arb_ctx *c, const int32_t *tok, int n, float *last_logits, arb_e
     for (int off = 0; off < n; off += c->n_batch_max) {
         const int k = n - off < c->n_batch_max ? n - off : c->n_batch_max;
         const bool last = off + k == n;
-        forward(c, tok + off, c->chain, k, c->kv.n_past, last_logits, NULL, last && last_logits ? k - 1 : k);
+        const arb_eval_out o = {.logits = last_logits};
+        const int rc = forward(c, tok + off, c->chain, k, c->kv.n_past, &o, last && last_logits ? k - 1 : k, err);
+        if (rc)
+            return rc;
         c->kv.n_past += k; /* a chain's rows are already in place: committing is just this */
     }
     return ARB_OK;

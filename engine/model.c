@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "chat.h"
+#include "cuda/cuda.h"
 #include "model.h"
 #include "quant.h"
 
@@ -32,8 +33,28 @@ static const arch_row arch_table[] = {
 
 arb_load_opts arb_load_default_opts(void)
 {
-    arb_load_opts o = {.backend = ARB_BACKEND_CPU, .n_threads = 0, .vocab_only = false};
+    arb_load_opts o = {.backend = ARB_BACKEND_CPU, .n_threads = 0, .vocab_only = false, .gpu_exact = false};
     return o;
+}
+
+int arb_load_opts_set_backend(arb_load_opts *o, const char *name, arb_err *err)
+{
+    if (!strcmp(name, "cpu"))
+        o->backend = ARB_BACKEND_CPU, o->gpu_exact = false;
+    else if (!strcmp(name, "cuda"))
+        o->backend = ARB_BACKEND_CUDA, o->gpu_exact = false;
+    else if (!strcmp(name, "cuda-exact"))
+        o->backend = ARB_BACKEND_CUDA, o->gpu_exact = true;
+    else
+        return ARB_ERR(err, ARB_E_INVAL, "backend '%s': expected cpu, cuda or cuda-exact", name);
+    return ARB_OK;
+}
+
+const char *arb_load_opts_backend_name(const arb_load_opts *o)
+{
+    if (o->backend == ARB_BACKEND_CUDA)
+        return o->gpu_exact ? "cuda-exact" : "cuda";
+    return "cpu";
 }
 
 /* ---- metadata helpers ---- */
@@ -294,6 +315,40 @@ static int pack_weights(arb_model *m, arb_err *err)
     return ARB_OK;
 }
 
+static arb_cuda_mat_desc cuda_mat(const arb_qmat *q)
+{
+    return (arb_cuda_mat_desc){.type = q->type, .n_in = q->n_in, .n_out = q->n_out, .row_bytes = q->row_bytes,
+                               .data = q->data};
+}
+
+/* CUDA backend: describe the bound weights to engine/cuda and upload them once. */
+static int cuda_upload(arb_model *m, arb_err *err)
+{
+    if (m->opts.backend != ARB_BACKEND_CUDA)
+        return ARB_OK;
+    arb_cuda_layer_desc *ls = calloc((size_t)m->n_layer, sizeof *ls);
+    if (!ls)
+        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", m->path);
+    for (int l = 0; l < m->n_layer; l++) {
+        const arb_layer *L = &m->layers[l];
+        ls[l] = (arb_cuda_layer_desc){
+            .attn_norm = L->attn_norm, .ffn_norm = L->ffn_norm, .bq = L->bq, .bk = L->bk, .bv = L->bv,
+            .q_norm = L->q_norm, .k_norm = L->k_norm, .wq = cuda_mat(&L->wq), .wk = cuda_mat(&L->wk),
+            .wv = cuda_mat(&L->wv), .wo = cuda_mat(&L->wo), .w_gate = cuda_mat(&L->w_gate),
+            .w_up = cuda_mat(&L->w_up), .w_down = cuda_mat(&L->w_down),
+        };
+    }
+    const arb_cuda_model_desc d = {
+        .path = m->path, .n_vocab = m->n_vocab, .n_embd = m->n_embd, .n_layer = m->n_layer, .n_head = m->n_head,
+        .n_head_kv = m->n_head_kv, .head_dim = m->head_dim, .n_ff = m->n_ff, .eps = m->eps,
+        .rope_neox = m->rope_neox, .tok_embd = cuda_mat(&m->tok_embd), .output = cuda_mat(&m->output),
+        .output_norm = m->output_norm, .layers = ls,
+    };
+    const int rc = arb_cuda_model_new(&d, m->opts.gpu_exact, &m->cuda, err);
+    free(ls);
+    return rc;
+}
+
 int arb_model_load(const char *path, const arb_load_opts *o, arb_model **out, arb_err *err)
 {
     *out = NULL;
@@ -350,7 +405,8 @@ int arb_model_load(const char *path, const arb_load_opts *o, arb_model **out, ar
     }
     m->arch = ar->arch;
     m->rope_neox = ar->neox;
-    if ((rc = load_hparams(m, err)) || (rc = load_tensors(m, ar, err)) || (rc = pack_weights(m, err)))
+    if ((rc = load_hparams(m, err)) || (rc = load_tensors(m, ar, err)) || (rc = pack_weights(m, err)) ||
+        (rc = cuda_upload(m, err)))
         goto fail;
     *out = m;
     return ARB_OK;
@@ -363,6 +419,7 @@ void arb_model_free(arb_model *m)
 {
     if (!m)
         return;
+    arb_cuda_model_free(m->cuda);
     arb_tokenizer_free(m->tok);
     arb_gguf_close(m->g);
     free(m->layers);

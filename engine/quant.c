@@ -286,3 +286,15 @@ void arb_dequant_row(uint32_t type, const void *src, float *dst, size_t n)
     default: break;
     }
 }
+
+int arb_dequantize(uint32_t type, const void *src, float *dst, size_t n, arb_err *err)
+{
+    const type_info *t = info(type);
+    if (!t || !t->supported)
+        return ARB_ERR(err, ARB_E_UNSUPPORTED, "dequantize: type %s not supported", arb_type_name(type));
+    if (n % t->blk_elems)
+        return ARB_ERR(err, ARB_E_INVAL, "dequantize: %zu elements is not a multiple of %s blocks", n,
+                       arb_type_name(type));
+    arb_dequant_row(type, src, dst, n);
+    return ARB_OK;
+}

@@ -23,8 +23,9 @@
 static const char usage[] =
     "usage: arbor bench engine [--model M] [--threads N] [--steps N] [--prefill N] [--reps N]\n"
     "                          [--llama-bench PATH] [--llama-reps R] [--rounds N] [--quick]\n"
+    "                          [--backend cpu|cuda|cuda-exact]\n"
     "\n"
-    "Benchmarks the CPU engine on model M (default: the default model):\n"
+    "Benchmarks the engine on model M (default: the default model):\n"
     "  decode    tok/s at batch 1, --steps AR steps (default 128) from an empty context\n"
     "  prefill   tok/s of one --prefill-token chain (default 512)\n"
     "  trees     time of 1,2,4,...,64-node chains and wide trees (all children of the\n"
@@ -34,7 +35,10 @@ static const char usage[] =
     "  memory    RSS and KV-cache bytes per token\n"
     "--llama-bench PATH runs `PATH -m M -p 0 -n STEPS -t N -r R` (R = --llama-reps, default 2)\n"
     "right after arbor's decode, --rounds times (default 2), and prints both rates and their ratio.\n"
-    "--threads N: kernel threads (default: all cores). --quick: fewer steps and reps.\n";
+    "--threads N: kernel threads (default: all cores). --quick: fewer steps and reps.\n"
+    "--backend cuda|cuda-exact: the GPU (README, GPU backend): trees up to 128 nodes, evals\n"
+    "return one argmax per node (no logits rows to the host; one line shows the cost of\n"
+    "copying them), and the roofline is the measured device read bandwidth.\n";
 
 static double now_s(void)
 {
@@ -77,17 +81,15 @@ typedef struct bench {
     arb_ctx *c;
     arb_model_info mi;
     float *logits;   /* n_max x n_vocab */
-    int32_t *tok, *par;
+    int32_t *tok, *par, *am; /* am: n_max argmax ids */
     int n_max;
+    bool argmax_only; /* evals return argmax ids, not logits rows (GPU) */
 } bench;
 
-static int32_t argmax(const float *v, int n)
+static int bench_eval(bench *b, const int32_t *tok, const int32_t *par, int n, arb_err *err)
 {
-    int32_t b = 0;
-    for (int i = 1; i < n; i++)
-        if (v[i] > v[b])
-            b = i;
-    return b;
+    const arb_eval_out o = {.logits = b->argmax_only ? NULL : b->logits, .argmax = b->am};
+    return arb_eval_ex(b->c, tok, par, n, &o, err);
 }
 
 /* Decode `steps` tokens at batch 1 from an empty context; returns tok/s or < 0. */
@@ -98,9 +100,9 @@ static double run_decode(bench *b, int steps, arb_err *err)
     int32_t t = b->mi.bos >= 0 ? b->mi.bos : 1, par = -1, zero = 0;
     const double t0 = now_s();
     for (int s = 0; s < steps; s++) {
-        if (arb_eval(b->c, &t, &par, 1, b->logits, NULL, err) || arb_commit(b->c, &zero, 1, err))
+        if (bench_eval(b, &t, &par, 1, err) || arb_commit(b->c, &zero, 1, err))
             return -1;
-        t = argmax(b->logits, b->mi.n_vocab);
+        t = b->am[0];
     }
     return steps / (now_s() - t0);
 }
@@ -113,7 +115,7 @@ static double run_eval(bench *b, int n, int wide, arb_err *err)
         b->par[i] = wide ? (i == 0 ? -1 : 0) : i - 1;
     }
     const double t0 = now_s();
-    if (arb_eval(b->c, b->tok, b->par, n, b->logits, NULL, err))
+    if (bench_eval(b, b->tok, b->par, n, err))
         return -1;
     return now_s() - t0;
 }
@@ -149,9 +151,99 @@ static double run_llama_bench(const char *exe, const char *model, int steps, int
     return pclose(p) == 0 ? ts : -1;
 }
 
+/* Time of a tree of n nodes (chain or wide) on the 64-token prefix: best of reps. */
+static int tree_times(bench *b, const int *sizes, int n_sizes, int reps, double tt[2][8], arb_err *err)
+{
+    for (int wide = 0; wide < 2; wide++)
+        for (int k = 0; k < n_sizes; k++)
+            tt[wide][k] = 1e30;
+    /* Repetitions outermost: every size is measured once per round, so a slow minute
+       of a shared machine hits all sizes alike instead of the few measured in it. */
+    for (int r = 0; r < reps; r++)
+        for (int wide = 0; wide < 2; wide++)
+            for (int k = 0; k < n_sizes; k++) {
+                const double t = run_eval(b, sizes[k], wide, err);
+                if (t < 0)
+                    return -1;
+                tt[wide][k] = t < tt[wide][k] ? t : tt[wide][k];
+            }
+    return 0;
+}
+
+static int prefix64(bench *b, arb_err *err)
+{
+    int32_t path64[64];
+    for (int i = 0; i < 64; i++)
+        path64[i] = i;
+    if (arb_ctx_truncate(b->c, 0) || run_eval(b, 64, 0, err) < 0 || arb_commit(b->c, path64, 64, err))
+        return -1;
+    return 0;
+}
+
+/* The GPU half of `bench engine`: device, measured bandwidth roofline, prefill, decode,
+   1..128-node trees (argmax per node returned), and the cost of full logits rows. */
+static int bench_gpu(bench *b, const char *backend, double t_load, int steps, int prefill, int reps, bool quick,
+                     arb_err *err)
+{
+    arb_gpu_info di;
+    if (arb_gpu_info_get(&di, err))
+        return -1;
+    printf("device    %s (sm_%d%d, %d SMs), %.1f GB, backend %s; model upload %.2f s\n", di.name, di.cc_major,
+           di.cc_minor, di.n_sm, di.mem_total / 1e9, backend, t_load);
+    const double bw = arb_gpu_probe_bw((size_t)2 << 30, quick ? 3 : 10);
+    const double roof_tok = bw > 0 ? bw / (double)b->mi.weight_bytes : 0;
+    printf("roofline  device read bandwidth %.0f GB/s measured (%.0f GB/s from the memory clock) -> %.1f tok/s\n"
+           "          at batch 1 (weights %.1f MB per token)\n", bw / 1e9, di.peak_bw / 1e9, roof_tok,
+           b->mi.weight_bytes / 1e6);
+    fflush(stdout);
+    double best_pf = 0;
+    for (int r = 0; r < 3; r++) {
+        if (arb_ctx_truncate(b->c, 0))
+            return -1;
+        const double t = run_eval(b, prefill, 0, err);
+        if (t < 0)
+            return -1;
+        best_pf = prefill / t > best_pf ? prefill / t : best_pf;
+    }
+    printf("prefill   %.1f tok/s (%d-token chain, argmax for every node, best of 3)\n", best_pf, prefill);
+    double dec = 0;
+    for (int r = 0; r < 2; r++) { /* the first round warms up kernels and clocks */
+        dec = run_decode(b, steps, err);
+        if (dec < 0)
+            return -1;
+    }
+    printf("decode    %.1f tok/s at batch 1 (%d steps from an empty context, %.3f ms/token) = %.0f%% of the\n"
+           "          bandwidth roofline\n", dec, steps, 1e3 / dec, roof_tok > 0 ? 100.0 * dec / roof_tok : 0.0);
+    fflush(stdout);
+    static const int sizes[8] = {1, 2, 4, 8, 16, 32, 64, 128};
+    double tt[2][8];
+    if (prefix64(b, err) || tree_times(b, sizes, 8, reps, tt, err))
+        return -1;
+    printf("trees     nodes:        1      2      4      8     16     32     64    128   (time / time of 1 node, "
+           "best of %d)\n", reps);
+    for (int wide = 0; wide < 2; wide++) {
+        printf("          %-7s", wide ? "wide" : "chain");
+        for (int k = 0; k < 8; k++)
+            printf(" %6.2f", tt[wide][k] / tt[wide][0]);
+        printf("   (1 node %.3f ms, 64 nodes %.3f ms)\n", 1e3 * tt[wide][0], 1e3 * tt[wide][6]);
+    }
+    printf("          64 nodes = %.2fx one node (goal <= 1.5)\n", tt[1][6] / tt[1][0]);
+    b->argmax_only = false; /* the same trees returning every logits row to the host */
+    double tl[2][8];
+    if (tree_times(b, sizes, 8, reps, tl, err))
+        return -1;
+    b->argmax_only = true;
+    printf("logits    full rows to the host: 1 node %.3f ms, 64 nodes %.3f ms, 128 nodes %.3f ms (wide; %.1f MB\n"
+           "          at 64 nodes) = %.2fx the argmax-only eval at 64 nodes\n", 1e3 * tl[1][0], 1e3 * tl[1][6],
+           1e3 * tl[1][7], 64.0 * b->mi.n_vocab * 4 / 1e6, tl[1][6] / tt[1][6]);
+    const double kv_tok = 2.0 * b->mi.n_layer * b->mi.n_head_kv * b->mi.head_dim * sizeof(float);
+    printf("memory    KV cache %.1f KB per token (f32, on the device)\n", kv_tok / 1024.0);
+    return 0;
+}
+
 static int bench_engine(int argc, char **argv)
 {
-    const char *model = "default", *llama = NULL;
+    const char *model = "default", *llama = NULL, *backend = "cpu";
     int threads = 0, steps = 128, prefill = 512, reps = 5, rounds = 2, llama_reps = 2;
     bool quick = false;
     for (int i = 1; i < argc; i++) {
@@ -159,6 +251,7 @@ static int bench_engine(int argc, char **argv)
         int rc = 0;
         if (!strcmp(a, "--model") && v) model = v, i++;
         else if (!strcmp(a, "--llama-bench") && v) llama = v, i++;
+        else if (!strcmp(a, "--backend") && v) backend = v, i++;
         else if (!strcmp(a, "--threads")) rc = parse_int(a, v, 1, 1024, &threads), i++;
         else if (!strcmp(a, "--steps")) rc = parse_int(a, v, 1, 100000, &steps), i++;
         else if (!strcmp(a, "--prefill")) rc = parse_int(a, v, 1, 100000, &prefill), i++;
@@ -191,13 +284,21 @@ static int bench_engine(int argc, char **argv)
 
     arb_load_opts lo = arb_load_default_opts();
     lo.n_threads = threads;
+    if (arb_load_opts_set_backend(&lo, backend, &err)) {
+        fprintf(stderr, "arbor bench engine: --backend: %s\n", err.msg);
+        return 2;
+    }
+    const bool gpu = lo.backend == ARB_BACKEND_CUDA;
+    const int max_tree = gpu ? 128 : 64;
     arb_model *m = NULL;
-    bench b = {0};
+    bench b = {.argmax_only = gpu};
     int rc = 1;
+    const double tl0 = now_s();
     if (arb_model_load(path, &lo, &m, &err))
         goto fail;
+    const double t_load = now_s() - tl0;
     arb_model_get_info(m, &b.mi);
-    b.n_max = prefill > 64 ? prefill : 64;
+    b.n_max = prefill > max_tree ? prefill : max_tree;
     arb_ctx_opts co = arb_ctx_default_opts();
     co.n_ctx = b.n_max + steps + 64 + 64;
     if (co.n_ctx > b.mi.n_ctx_train && b.mi.n_ctx_train > 0) {
@@ -210,7 +311,8 @@ static int bench_engine(int argc, char **argv)
     b.logits = malloc(sizeof(float) * (size_t)b.n_max * (size_t)b.mi.n_vocab);
     b.tok = malloc(sizeof(int32_t) * (size_t)b.n_max);
     b.par = malloc(sizeof(int32_t) * (size_t)b.n_max);
-    if (!b.logits || !b.tok || !b.par) {
+    b.am = malloc(sizeof(int32_t) * (size_t)b.n_max);
+    if (!b.logits || !b.tok || !b.par || !b.am) {
         fprintf(stderr, "arbor bench engine: out of memory\n");
         goto out;
     }
@@ -221,6 +323,12 @@ static int bench_engine(int argc, char **argv)
     printf("model     %s (%s), %d layers, n_embd %d, vocab %d, %.1f M params, %.1f MB weights\n", b.mi.name,
            b.mi.arch, b.mi.n_layer, b.mi.n_embd, b.mi.n_vocab, b.mi.n_params / 1e6, b.mi.weight_bytes / 1e6);
     fflush(stdout);
+    if (gpu) {
+        rc = bench_gpu(&b, backend, t_load, steps, prefill, reps, quick, &err);
+        if (rc < 0)
+            goto fail;
+        goto out;
+    }
 
     /* Roofline. */
     const double bw = arb_probe_read_bw((size_t)256 << 20, threads, quick ? 0.3 : 1.0);
@@ -318,6 +426,7 @@ out:
     free(b.logits);
     free(b.tok);
     free(b.par);
+    free(b.am);
     arb_ctx_free(b.c);
     arb_model_free(m);
     return rc;

@@ -176,7 +176,7 @@ int arb_cmd_bench_harness(int argc, char **argv)
             par[i] = i - 1;
             path[i] = i;
         }
-        rc = arb_gen_load(model, threads, 0, &m, &c, &err);
+        rc = arb_gen_load(model, "cpu", threads, 0, &m, &c, &err);
         if (!rc && !(lg = malloc((size_t)256 * V * sizeof *lg)))
             rc = ARB_ERR(&err, ARB_E_NOMEM, "bench-harness: out of memory");
         if (!rc)

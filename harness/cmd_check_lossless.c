@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "cli.h"
@@ -16,6 +17,7 @@
 static const char usage[] =
     "usage: arbor check-lossless [--data DIR] [--n N] [--max-new N] [--model default|PATH]\n"
     "                            [--methods LIST] [--datasets LIST] [--skip N] [--no-chat] [--threads N] [-v]\n"
+    "                            [--backend cpu|cuda|cuda-exact]\n"
     "\n"
     "Greedy losslessness check: the first N prompts (default 20) of each dataset (default\n"
     "humaneval,gsm8k) are generated with AR and with every method in LIST (default\n"
@@ -27,6 +29,8 @@ static const char usage[] =
     "  --max-new N     tokens per prompt (default 128)\n"
     "  --skip N        start at prompt N of each dataset (shard a long check)\n"
     "  --methods LIST  comma-separated presets (see arbor generate --help)\n"
+    "  --backend B     cpu (default), cuda (fast: cuBLAS for large trees) or cuda-exact\n"
+    "                  (batch-invariant kernels only); see README, GPU backend\n"
     "  -v, --verbose   one line per generation on stderr (method, prompt, tau, tok/s, same/DIFF)\n";
 
 typedef struct agg {
@@ -49,13 +53,40 @@ static int split_list(char *s, const char **out, int cap)
     return n;
 }
 
+/* Where a method left AR: AR's own logits at that position (prompt + the k tokens both
+   emitted), and the gap between AR's token and the method's. A gap of a few 1e-2 or less
+   is a near-tie that a non-batch-invariant backend (cuda fast mode) may flip. */
+static int ar_gap(arb_ctx *c, const int32_t *ids, int n_ids, const int32_t *ref, int k, int32_t other, char *out,
+                  size_t cap, arb_err *err)
+{
+    const arb_model *m = arb_ctx_model(c);
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    int32_t *seq = malloc((size_t)(n_ids + k) * sizeof *seq);
+    float *lg = malloc((size_t)mi.n_vocab * sizeof *lg);
+    int rc = seq && lg ? ARB_OK : ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+    if (!rc) {
+        memcpy(seq, ids, (size_t)n_ids * sizeof *seq);
+        memcpy(seq + n_ids, ref, (size_t)k * sizeof *seq);
+        rc = arb_ctx_truncate(c, 0);
+        if (!rc)
+            rc = arb_prefill(c, seq, n_ids + k, lg, err);
+    }
+    if (!rc)
+        snprintf(out, cap, "; AR logit %.4f (token %d) vs %.4f (token %d): gap %.4f", lg[ref[k]], ref[k], lg[other],
+                 other, lg[ref[k]] - lg[other]);
+    free(seq);
+    free(lg);
+    return rc;
+}
+
 int arb_cmd_check_lossless(int argc, char **argv)
 {
     if (arb_cli_wants_help(argc, argv)) {
         fputs(usage, stdout);
         return 0;
     }
-    const char *data = NULL, *model = "default";
+    const char *data = NULL, *model = "default", *backend = "cpu";
     char methods_buf[512] = "pld,tr,goose,iso3,iso5", sets_buf[256] = "humaneval,gsm8k";
     int n_prompts = 20, max_new = 128, threads = 0, skip = 0;
     bool chat = true, verbose = false;
@@ -79,6 +110,8 @@ int arb_cmd_check_lossless(int argc, char **argv)
             data = v;
         else if (!strcmp(a, "--model"))
             model = v;
+        else if (!strcmp(a, "--backend"))
+            backend = v;
         else if (!strcmp(a, "--methods"))
             snprintf(methods_buf, sizeof methods_buf, "%s", v);
         else if (!strcmp(a, "--datasets"))
@@ -116,7 +149,7 @@ int arb_cmd_check_lossless(int argc, char **argv)
     }
     arb_model *m = NULL;
     arb_ctx *c = NULL;
-    int rc = arb_gen_load(model, threads, 0, &m, &c, &err);
+    int rc = arb_gen_load(model, backend, threads, 0, &m, &c, &err);
     if (rc) {
         fprintf(stderr, "arbor check-lossless: %s\n", err.msg);
         return 1;
@@ -179,12 +212,16 @@ int arb_cmd_check_lossless(int argc, char **argv)
                 if (!same) {
                     a->mismatches++;
                     total_mismatch++;
-                    fprintf(stderr, "MISMATCH %s %s[%zu] (%s): first difference at token %d of %d/%d\n",
-                            specs[mi].id, dnames[di], pi, r->id, k, n_ref, res.n_generated);
+                    char gap[96] = "";
+                    arb_err gerr = {0}; /* the gap is extra information: its failure ends nothing */
+                    if (k < n_ref && k < res.n_generated)
+                        (void)ar_gap(c, ids, n_ids, ref, k, res.ids[k], gap, sizeof gap, &gerr);
+                    fprintf(stderr, "MISMATCH %s %s[%zu] (%s): first difference at token %d of %d/%d%s\n",
+                            specs[mi].id, dnames[di], pi, r->id, k, n_ref, res.n_generated, gap);
                 }
             }
             if (!verbose)
-                fprintf(stderr, "\r%s %zu/%zu", dnames[di], pi + 1, n);
+                fprintf(stderr, isatty(2) ? "\r%s %zu/%zu" : "%s %zu/%zu\n", dnames[di], pi + 1, n);
             free(ids);
         }
         fputc('\n', stderr);

@@ -198,7 +198,7 @@ int arb_cmd_dte_depth(int argc, char **argv)
     arb_otan *an = NULL;
     int rc = arb_dataset_dir(data, dir, sizeof dir, &err);
     if (!rc)
-        rc = arb_gen_load(model, threads, 4096, &m, &c, &err);
+        rc = arb_gen_load(model, "cpu", threads, 4096, &m, &c, &err);
     arb_model_info mi = {0};
     if (!rc) {
         arb_model_get_info(m, &mi);

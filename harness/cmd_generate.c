@@ -14,6 +14,7 @@ static const char usage[] =
     "usage: arbor generate --prompt TEXT [--model default|PATH] [-n N] [--method M]\n"
     "                      [--temperature T] [--top-p P] [--seed S] [--no-chat]\n"
     "                      [--set KEY=VALUE]... [--threads N] [--steps]\n"
+    "                      [--backend cpu|cuda|cuda-exact]\n"
     "\n"
     "Generates up to N tokens (default 128) for one prompt with a decoding method and\n"
     "streams the text to stdout; prints tau (tokens per target call, bonus included),\n"
@@ -25,7 +26,8 @@ static const char usage[] =
     "                  (default goose; T > 0 needs ar)\n"
     "  --set KEY=VALUE override a method parameter (e.g. --set budget=40 --set rho=0.4)\n"
     "  --steps         print one line per decoding step to stderr\n"
-    "  --threads N     kernel threads (default: all cores)\n";
+    "  --threads N     kernel threads (default: all cores)\n"
+    "  --backend B     cpu (default), cuda (fast) or cuda-exact (batch-invariant)\n";
 
 typedef struct gen_state {
     const arb_model *m;
@@ -82,7 +84,7 @@ int arb_cmd_generate(int argc, char **argv)
         fputs(usage, stdout);
         return 0;
     }
-    const char *model = "default", *prompt = NULL, *method = "goose";
+    const char *model = "default", *prompt = NULL, *method = "goose", *backend = "cpu";
     const char *sets[64];
     int n_sets = 0, max_new = 128, threads = 0;
     bool chat = true, steps = false;
@@ -93,7 +95,7 @@ int arb_cmd_generate(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool val = !strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "-n") || !strcmp(a, "--method") ||
                    !strcmp(a, "--temperature") || !strcmp(a, "--top-p") || !strcmp(a, "--seed") ||
-                   !strcmp(a, "--set") || !strcmp(a, "--threads");
+                   !strcmp(a, "--set") || !strcmp(a, "--threads") || !strcmp(a, "--backend");
         if (val && !v) {
             fprintf(stderr, "arbor generate: %s needs a value\n%s", a, usage);
             return 2;
@@ -101,6 +103,8 @@ int arb_cmd_generate(int argc, char **argv)
         char *e = NULL;
         if (!strcmp(a, "--model"))
             model = v;
+        else if (!strcmp(a, "--backend"))
+            backend = v;
         else if (!strcmp(a, "--prompt"))
             prompt = v;
         else if (!strcmp(a, "--method"))
@@ -188,7 +192,7 @@ int arb_cmd_generate(int argc, char **argv)
     arb_decoder *d = NULL;
     int32_t *ids = NULL;
     int n_ids = 0, rc;
-    if ((rc = arb_gen_load(model, threads, 0, &m, &c, &err)) || (rc = arb_gen_prompt(m, prompt, chat, &ids, &n_ids, &err)) ||
+    if ((rc = arb_gen_load(model, backend, threads, 0, &m, &c, &err)) || (rc = arb_gen_prompt(m, prompt, chat, &ids, &n_ids, &err)) ||
         (rc = arb_decoder_new(c, &spec, &d, &err)))
         goto done;
     gen_state g = {.m = m, .steps = steps};

@@ -153,10 +153,11 @@ static int parse_models(arb_config *c, const cJSON *root, arb_err *err)
             (rc = get_str(e, p, "backend", false, &backend, err)))
             return rc;
         m->n_ctx = (int)v;
-        if (backend && strcmp(backend, "cpu") && strcmp(backend, "cuda"))
-            rc = ARB_ERR(err, ARB_E_INVAL, "%s.backend: expected \"cpu\" or \"cuda\", got \"%s\"",
-                         p, backend);
-        m->cuda = backend && !strcmp(backend, "cuda");
+        if (backend && strcmp(backend, "cpu") && strcmp(backend, "cuda") && strcmp(backend, "cuda-exact"))
+            rc = ARB_ERR(err, ARB_E_INVAL,
+                         "%s.backend: expected \"cpu\", \"cuda\" or \"cuda-exact\", got \"%s\"", p, backend);
+        m->cuda = backend && !strncmp(backend, "cuda", 4);
+        m->gpu_exact = backend && !strcmp(backend, "cuda-exact");
         free(backend);
         for (int j = 0; j < i && !rc; j++)
             if (!strcmp(c->models[j].id, m->id))

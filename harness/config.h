@@ -28,7 +28,8 @@ typedef struct arb_cfg_model {
     char *path;            /* "default" or a GGUF path (resolved by the runner) */
     int threads;           /* 0 = all cores */
     int n_ctx;             /* 0 = engine default */
-    bool cuda;             /* backend "cuda" (default "cpu") */
+    bool cuda;             /* backend "cuda" or "cuda-exact" (default "cpu") */
+    bool gpu_exact;        /* backend "cuda-exact": batch-invariant GPU kernels */
 } arb_cfg_model;
 
 typedef struct arb_cfg_dataset {

@@ -6,7 +6,8 @@
 
 #include "modelfetch.h"
 
-int arb_gen_load(const char *model_spec, int n_threads, int n_ctx, arb_model **m, arb_ctx **c, arb_err *err)
+int arb_gen_load(const char *model_spec, const char *backend, int n_threads, int n_ctx, arb_model **m, arb_ctx **c,
+                 arb_err *err)
 {
     *m = NULL;
     *c = NULL;
@@ -16,6 +17,8 @@ int arb_gen_load(const char *model_spec, int n_threads, int n_ctx, arb_model **m
         return rc;
     arb_load_opts lo = arb_load_default_opts();
     lo.n_threads = n_threads;
+    if (backend && (rc = arb_load_opts_set_backend(&lo, backend, err)))
+        return rc;
     if ((rc = arb_model_load(path, &lo, m, err)))
         return rc;
     arb_ctx_opts co = arb_ctx_default_opts();

@@ -2,7 +2,7 @@
  * one context, turn a user message into prompt tokens (chat template by default).
  *
  *     arb_model *m; arb_ctx *c;
- *     if (arb_gen_load("default", 0, 0, &m, &c, &err)) ...;     // threads 0 = all cores
+ *     if (arb_gen_load("default", "cpu", 0, 0, &m, &c, &err)) ...;     // threads 0 = all cores
  *     int32_t *ids; int n;
  *     arb_gen_prompt(m, "Write a haiku", true, &ids, &n, &err);  // free(ids) after use
  */
@@ -14,8 +14,10 @@
 
 #include "engine.h"
 
-/* model_spec: "default" or a path (modelfetch.h). n_ctx 0 = the engine default. */
-int arb_gen_load(const char *model_spec, int n_threads, int n_ctx, arb_model **m, arb_ctx **c, arb_err *err);
+/* model_spec: "default" or a path (modelfetch.h). backend: "cpu", "cuda", "cuda-exact"
+   (NULL = cpu). n_ctx 0 = the engine default. */
+int arb_gen_load(const char *model_spec, const char *backend, int n_threads, int n_ctx, arb_model **m, arb_ctx **c,
+                 arb_err *err);
 /* chat: apply the model's chat template to one user turn (with the assistant prompt);
    else tokenize the text as is. *ids is malloc'ed (caller frees). */
 int arb_gen_prompt(const arb_model *m, const char *text, bool chat, int32_t **ids, int *n, arb_err *err);

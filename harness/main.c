@@ -27,6 +27,7 @@ static const struct arb_cmd cmds[] = {
     {"check-lossless", arb_cmd_check_lossless, "greedy methods vs AR token for token on HumanEval/GSM8K prompts"},
     {"bench", arb_cmd_bench, "engine speed: decode/prefill tok/s, tree costs, roofline, vs llama-bench"},
     {"bench-harness", arb_cmd_bench_harness, "harness costs: n-gram lookups vs context, table memory, per-step work"},
+    {"synth-model", arb_cmd_synth_model, "write a random-weight GGUF of a real 1B-8B shape (GPU timing model)"},
     {"dte-depth", arb_cmd_dte_depth, "per-depth OT acceptance rates and L1(p,q) along draft paths (DTE Fig. 1)"},
 };
 

@@ -429,6 +429,7 @@ static int run_model(runner *R, int mi, arb_dataset **dss, arb_err *err)
     arb_load_opts lo = arb_load_default_opts();
     lo.n_threads = R->o->threads > 0 ? R->o->threads : cm->threads;
     lo.backend = cm->cuda ? ARB_BACKEND_CUDA : ARB_BACKEND_CPU;
+    lo.gpu_exact = cm->gpu_exact;
     arb_model *m = NULL;
     arb_ctx *ctx = NULL;
     if (!rc)

@@ -162,7 +162,7 @@ static const struct { const char *json, *want; } bad[] = {
     {"{\"name\":\"x\",\"modles\":[]," BASE_MODELS "," BASE_DATA "," BASE_METH "}", "modles: unknown key (known: name"},
     {"{\"name\":\"x\",\"models\":[{\"id\":\"m\"}]," BASE_DATA "," BASE_METH "}", "models[0]: missing required key \"path\""},
     {"{\"name\":\"x\",\"models\":[{\"id\":\"m\",\"path\":\"p\",\"backend\":\"tpu\"}]," BASE_DATA "," BASE_METH "}",
-     "models[0].backend: expected \"cpu\" or \"cuda\", got \"tpu\""},
+     "models[0].backend: expected \"cpu\", \"cuda\" or \"cuda-exact\", got \"tpu\""},
     {"{\"name\":\"x\",\"models\":[{\"id\":\"m\",\"path\":\"p\"},{\"id\":\"m\",\"path\":\"q\"}]," BASE_DATA "," BASE_METH "}",
      "models[1].id: duplicate id \"m\" (also models[0])"},
     {"{\"name\":\"x\"," BASE_MODELS ",\"datasets\":[{\"name\":\"humaneval\",\"limit\":0}]," BASE_METH "}",

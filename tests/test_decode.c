@@ -20,7 +20,7 @@ static void setup(void)
     arb_err err = {0};
     if (arb_model_resolve("default", path, sizeof path, &err))
         return;
-    if (arb_gen_load(path, 0, 2048, &M, &C, &err))
+    if (arb_gen_load(path, "cpu", 0, 2048, &M, &C, &err))
         cr_log_warn("model load failed: %s", err.msg);
 }
 

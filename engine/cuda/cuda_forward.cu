@@ -1,0 +1,311 @@
+// cuda_forward.cu — a sequence on the device (KV cache, scratch) and the forward of
+// one batch of tree nodes, the counterpart of forward.c's forward() op for op.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_int.h"
+
+struct arb_cuda_ctx {
+    arb_cuda_model *m;
+    int n_ctx, n_batch_max, n_layer;
+    cudaStream_t st;
+    cublasHandle_t blas;   // NULL in exact mode
+    float *k, *v;          // n_layer x n_ctx x kvd
+    float *cs;             // n_ctx x head_dim
+    float *x, *xb, *q, *att, *hg, *hu, *logits;
+    __half *x16;           // n_batch_max x max(n_embd, q_dim, n_ff): cuBLAS input
+    float *kn, *vn;        // n_batch_max x kvd: this step's K and V before they enter the cache
+    int32_t *d_ints;       // tok, parent, pos, argmax (n_batch_max each), then n_prefix
+    int32_t *h_ints;       // pinned staging of the same
+    size_t attn_smem;
+    void *blas_ws;         // cuBLAS workspace, fixed so that a step can be captured
+    // Captured steps (CUDA graphs) of tree evals (head_from 0), by node count and
+    // output kind (0: logits rows, 1: logits + argmax): one launch replays the ~13
+    // kernels x n_layer of a step. NULL until first used; graphs_off after a failure.
+    cudaGraphExec_t *graphs[2];
+    bool graphs_off;
+};
+
+// d_ints / h_ints layout (n_batch_max = nb): tok | parent | pos | argmax | n_prefix
+#define INTS_TOK 0
+#define INTS_PAR 1
+#define INTS_POS 2
+#define INTS_ARG 3
+#define INTS_META 4
+#define BLAS_WS_BYTES ((size_t)32 << 20)
+
+namespace {
+
+void *dalloc(size_t bytes, cudaError_t *e)
+{
+    void *p = NULL;
+    if (*e == cudaSuccess)
+        *e = cudaMalloc(&p, bytes);
+    return *e == cudaSuccess ? p : NULL;
+}
+
+// y (+)= W . x for n rows: the GEMV in exact mode and for small batches, else cuBLAS
+// on the FP16 copy (x16 holds x in FP16).
+void matmul(arb_cuda_ctx *c, const dmat *w, const float *x, const __half *x16, int n, float *y, bool accumulate)
+{
+    if (c->blas && w->h && x16 && n >= ARB_CUDA_GEMM_MIN_NODES) {
+        const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+        // Row-major W (n_out x n_in) is column-major W^T; y^T = W x^T per column.
+        cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->n_out, n, w->n_in, &one, w->h, CUDA_R_16F, w->n_in, x16,
+                     CUDA_R_16F, w->n_in, &beta, y, CUDA_R_32F, w->n_out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        return;
+    }
+    k_gemv(c->st, w, x, w->n_in, n, y, w->n_out, accumulate);
+}
+
+int fail(arb_err *err, cudaError_t e, const char *what)
+{
+    cudaGetLastError();
+    return ARB_ERR(err, e == cudaErrorMemoryAllocation ? ARB_E_NOMEM : ARB_E_NODEVICE, "backend cuda: %s: %s", what,
+                   cudaGetErrorString(e));
+}
+
+} // namespace
+
+extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, int n_layer, const float *cs,
+                                arb_cuda_ctx **out, arb_err *err)
+{
+    *out = NULL;
+    arb_cuda_ctx *c = (arb_cuda_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return ARB_ERR(err, ARB_E_NOMEM, "ctx: out of memory");
+    c->m = m;
+    c->n_ctx = n_ctx, c->n_batch_max = n_batch_max, c->n_layer = n_layer;
+    c->attn_smem = k_attention_smem(n_ctx, n_batch_max, m->head_dim);
+    size_t max_dyn = 0;
+    const cudaError_t pe = k_attention_prepare(m->smem_optin, &max_dyn);
+    if (pe != cudaSuccess || c->attn_smem > max_dyn) {
+        const size_t need = c->attn_smem;
+        free(c);
+        if (pe != cudaSuccess)
+            return fail(err, pe, "attention kernel attributes");
+        return ARB_ERR(err, ARB_E_UNSUPPORTED,
+                       "backend cuda: n_ctx %d needs %zu bytes of shared memory per attention block, the device "
+                       "allows %zu (use a smaller n_ctx)", n_ctx, need, max_dyn);
+    }
+    const size_t nb = (size_t)n_batch_max, E = (size_t)m->n_embd, qd = (size_t)m->n_head * m->head_dim;
+    const size_t kvd = (size_t)m->n_head_kv * m->head_dim, ff = (size_t)m->n_ff;
+    const size_t xbd = qd > E ? qd : E, h16 = ff > xbd ? ff : xbd;
+    const size_t kv_bytes = (size_t)n_layer * n_ctx * kvd * sizeof(float);
+    cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
+    c->k = (float *)dalloc(kv_bytes, &e);
+    c->v = (float *)dalloc(kv_bytes, &e);
+    c->cs = (float *)dalloc((size_t)n_ctx * m->head_dim * sizeof(float), &e);
+    c->x = (float *)dalloc(nb * E * sizeof(float), &e);
+    c->xb = (float *)dalloc(nb * xbd * sizeof(float), &e);
+    c->q = (float *)dalloc(nb * qd * sizeof(float), &e);
+    c->att = (float *)dalloc(nb * qd * sizeof(float), &e);
+    c->hg = (float *)dalloc(nb * ff * sizeof(float), &e);
+    c->hu = (float *)dalloc(nb * ff * sizeof(float), &e);
+    c->logits = (float *)dalloc(nb * (size_t)m->n_vocab * sizeof(float), &e);
+    c->x16 = (__half *)dalloc(nb * h16 * sizeof(__half), &e);
+    c->kn = (float *)dalloc(nb * kvd * sizeof(float), &e);
+    c->vn = (float *)dalloc(nb * kvd * sizeof(float), &e);
+    c->d_ints = (int32_t *)dalloc((4 * nb + 4) * sizeof(int32_t), &e);
+    if (!m->exact)
+        c->blas_ws = dalloc(BLAS_WS_BYTES, &e);
+    for (int i = 0; i < 2; i++)
+        if (e == cudaSuccess && !(c->graphs[i] = (cudaGraphExec_t *)calloc(nb + 1, sizeof(cudaGraphExec_t))))
+            e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess)
+        e = cudaMallocHost(&c->h_ints, (4 * nb + 4) * sizeof(int32_t));
+    if (e == cudaSuccess)
+        e = cudaMemcpy(c->cs, cs, (size_t)n_ctx * m->head_dim * sizeof(float), cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        const int rc = ARB_ERR(err, e == cudaErrorMemoryAllocation ? ARB_E_NOMEM : ARB_E_NODEVICE,
+                               "backend cuda: context of n_ctx %d, n_batch_max %d (%.1f MB of KV cache): %s", n_ctx,
+                               n_batch_max, 2.0 * kv_bytes / 1e6, cudaGetErrorString(e));
+        cudaGetLastError();
+        arb_cuda_ctx_free(c);
+        return rc;
+    }
+    if (!m->exact) {
+        if (cublasCreate(&c->blas) != CUBLAS_STATUS_SUCCESS ||
+            cublasSetStream(c->blas, c->st) != CUBLAS_STATUS_SUCCESS ||
+            cublasSetWorkspace(c->blas, c->blas_ws, BLAS_WS_BYTES) != CUBLAS_STATUS_SUCCESS) {
+            arb_cuda_ctx_free(c);
+            return ARB_ERR(err, ARB_E_NODEVICE, "backend cuda: cuBLAS could not be initialised");
+        }
+        // Deterministic run to run: cuBLAS picks one algorithm per shape; no atomics.
+        cublasSetAtomicsMode(c->blas, CUBLAS_ATOMICS_NOT_ALLOWED);
+    }
+    *out = c;
+    return ARB_OK;
+}
+
+extern "C" void arb_cuda_ctx_free(arb_cuda_ctx *c)
+{
+    if (!c)
+        return;
+    if (c->st)
+        cudaStreamSynchronize(c->st);
+    if (c->blas)
+        cublasDestroy(c->blas);
+    for (int i = 0; i < 2; i++) {
+        for (int n = 0; c->graphs[i] && n <= c->n_batch_max; n++)
+            if (c->graphs[i][n])
+                cudaGraphExecDestroy(c->graphs[i][n]);
+        free(c->graphs[i]);
+    }
+    void *bufs[] = {c->k, c->v, c->cs, c->x, c->xb, c->q, c->att, c->hg, c->hu, c->logits, c->x16, c->d_ints,
+                    c->kn, c->vn, c->blas_ws};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        cudaFree(bufs[i]);
+    cudaFreeHost(c->h_ints);
+    if (c->st)
+        cudaStreamDestroy(c->st);
+    cudaGetLastError();
+    free(c);
+}
+
+// Everything one step runs on the device, launched on c->st. Depends only on n,
+// head_from, the outputs wanted and device buffers (the prefix length is read on the
+// device), so a step can be captured once and replayed.
+static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool argmax)
+{
+    const arb_cuda_model *m = c->m;
+    const int E = m->n_embd, hd = m->head_dim, qd = m->n_head * hd, kvd = m->n_head_kv * hd;
+    const size_t nb = (size_t)c->n_batch_max;
+    cudaStream_t st = c->st;
+    const int32_t *d_tok = c->d_ints + INTS_TOK * nb, *d_par = c->d_ints + INTS_PAR * nb;
+    const int32_t *d_pos = c->d_ints + INTS_POS * nb, *d_pre = c->d_ints + INTS_META * nb;
+    const bool gemm = c->blas && n >= ARB_CUDA_GEMM_MIN_NODES; // FP16 inputs wanted
+    __half *x16 = gemm ? c->x16 : NULL;
+
+    k_get_rows(st, &m->tok_embd, d_tok, n, c->x);
+    attn_launch aa = {};
+    aa.q = c->q, aa.kv_stride = kvd, aa.n_prefix = d_pre, aa.n = n, aa.parent = d_par;
+    aa.n_head = m->n_head, aa.n_head_kv = m->n_head_kv, aa.head_dim = hd, aa.scale = 1.0f / sqrtf((float)hd);
+    aa.out = c->att, aa.n_ctx = c->n_ctx, aa.n_batch_max = c->n_batch_max;
+    const size_t layer_rows = (size_t)c->n_ctx * kvd;
+    for (int l = 0; l < c->n_layer; l++) {
+        const dlayer *L = &m->layers[l];
+        float *kl = c->k + l * layer_rows, *vl = c->v + l * layer_rows;
+        k_rmsnorm(st, c->x, L->attn_norm, n, E, m->eps, c->xb, x16);
+        matmul(c, &L->wq, c->xb, x16, n, c->q, false);
+        matmul(c, &L->wk, c->xb, x16, n, c->kn, false);
+        matmul(c, &L->wv, c->xb, x16, n, c->vn, false);
+        if (L->bq)
+            k_add_bias(st, c->q, L->bq, n, qd);
+        if (L->bk)
+            k_add_bias(st, c->kn, L->bk, n, kvd);
+        if (L->bv)
+            k_add_bias(st, c->vn, L->bv, n, kvd);
+        if (L->q_norm) {
+            k_rmsnorm(st, c->q, L->q_norm, n * m->n_head, hd, m->eps, c->q, NULL);
+            k_rmsnorm(st, c->kn, L->k_norm, n * m->n_head_kv, hd, m->eps, c->kn, NULL);
+        }
+        k_rope(st, c->q, n, m->n_head, hd, d_pos, c->cs, m->neox);
+        k_rope(st, c->kn, n, m->n_head_kv, hd, d_pos, c->cs, m->neox);
+        k_kv_store(st, kl, vl, c->kn, c->vn, n, kvd, d_pre);
+        aa.k = kl, aa.v = vl;
+        k_attention(st, &aa);
+        if (gemm)
+            k_to_half_f32(st, c->att, (size_t)n * qd, x16);
+        matmul(c, &L->wo, c->att, x16, n, c->x, true); // x += wo . att
+        k_rmsnorm(st, c->x, L->ffn_norm, n, E, m->eps, c->xb, x16);
+        matmul(c, &L->w_gate, c->xb, x16, n, c->hg, false);
+        matmul(c, &L->w_up, c->xb, x16, n, c->hu, false);
+        k_swiglu(st, c->hg, c->hu, (size_t)n * m->n_ff, x16);
+        matmul(c, &L->w_down, c->hg, x16, n, c->x, true); // x += w_down . (silu(g) u)
+    }
+    const int nh = n - head_from;
+    if (nh <= 0 || !head)
+        return;
+    const bool hgemm = c->blas && nh >= ARB_CUDA_GEMM_MIN_NODES;
+    k_rmsnorm(st, c->x + (size_t)head_from * E, m->output_norm, nh, E, m->eps, c->xb, hgemm ? c->x16 : NULL);
+    matmul(c, &m->output, c->xb, hgemm ? c->x16 : NULL, nh, c->logits, false);
+    if (argmax)
+        k_argmax(st, c->logits, nh, m->n_vocab, c->d_ints + INTS_ARG * nb);
+}
+
+// The captured step for (n, argmax), capturing it on first use; NULL = launch directly.
+static cudaGraphExec_t step_graph(arb_cuda_ctx *c, int n, bool argmax)
+{
+    cudaGraphExec_t *slot = &c->graphs[argmax][n];
+    if (*slot || c->graphs_off)
+        return *slot;
+    cudaGraph_t g = NULL;
+    if (cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        c->graphs_off = true;
+        return NULL;
+    }
+    enqueue_step(c, n, 0, true, argmax);
+    const cudaError_t e = cudaStreamEndCapture(c->st, &g);
+    if (e != cudaSuccess || cudaGraphInstantiate(slot, g, 0) != cudaSuccess) {
+        cudaGetLastError(); // not fatal: this context launches its steps directly from now on
+        *slot = NULL;
+        c->graphs_off = true;
+    }
+    if (g)
+        cudaGraphDestroy(g);
+    return *slot;
+}
+
+extern "C" int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err *err)
+{
+    const arb_cuda_model *m = c->m;
+    const int n = s->n;
+    if (n < 1 || n > c->n_batch_max || s->n_prefix < 0 || s->n_prefix + n > c->n_ctx || s->head_from < 0 ||
+        s->head_from > n)
+        return ARB_ERR(err, ARB_E_INVAL, "backend cuda: batch of %d nodes at %d (n_batch_max %d, n_ctx %d)", n,
+                       s->n_prefix, c->n_batch_max, c->n_ctx);
+    const size_t nb = (size_t)c->n_batch_max;
+    memcpy(c->h_ints + INTS_TOK * nb, s->tok, n * sizeof(int32_t));
+    memcpy(c->h_ints + INTS_PAR * nb, s->parent, n * sizeof(int32_t));
+    memcpy(c->h_ints + INTS_POS * nb, s->pos, n * sizeof(int32_t));
+    c->h_ints[INTS_META * nb] = s->n_prefix;
+    cudaStream_t st = c->st;
+    cudaMemcpyAsync(c->d_ints, c->h_ints, (4 * nb + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, st);
+    const int nh = n - s->head_from;
+    const bool head = nh > 0 && (s->logits || s->argmax || s->hidden);
+    cudaGraphExec_t g = s->head_from == 0 && head ? step_graph(c, n, s->argmax != NULL) : NULL;
+    if (g)
+        cudaGraphLaunch(g, st);
+    else
+        enqueue_step(c, n, s->head_from, head, s->argmax != NULL);
+    if (head) {
+        if (s->hidden)
+            cudaMemcpyAsync(s->hidden, c->xb, (size_t)nh * m->n_embd * sizeof(float), cudaMemcpyDeviceToHost, st);
+        if (s->argmax)
+            cudaMemcpyAsync(s->argmax, c->d_ints + INTS_ARG * nb, (size_t)nh * sizeof(int32_t),
+                            cudaMemcpyDeviceToHost, st);
+        if (s->logits)
+            cudaMemcpyAsync(s->logits, c->logits, (size_t)nh * m->n_vocab * sizeof(float), cudaMemcpyDeviceToHost,
+                            st);
+    }
+    const cudaError_t e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess)
+        return fail(err, e, "forward");
+    const cudaError_t le = cudaGetLastError();
+    if (le != cudaSuccess)
+        return fail(err, le, "forward (kernel launch)");
+    return ARB_OK;
+}
+
+extern "C" int arb_cuda_kv_commit(arb_cuda_ctx *c, int n_past, const int32_t *path, int n, arb_err *err)
+{
+    if (n <= 0)
+        return ARB_OK;
+    bool moves = false;
+    for (int j = 0; j < n; j++)
+        moves = moves || path[j] != j;
+    if (!moves) // a chain prefix (a prefill of any length): the rows are already in place
+        return ARB_OK;
+    if (n > c->n_batch_max) // a moved path comes from one tree eval, at most n_batch_max nodes
+        return ARB_ERR(err, ARB_E_INVAL, "backend cuda: commit of %d rows (n_batch_max %d)", n, c->n_batch_max);
+    const size_t nb = (size_t)c->n_batch_max;
+    int32_t *h_path = c->h_ints + INTS_ARG * nb, *d_path = c->d_ints + INTS_ARG * nb;
+    memcpy(h_path, path, (size_t)n * sizeof(int32_t));
+    cudaMemcpyAsync(d_path, h_path, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, c->st);
+    k_kv_commit(c->st, c->k, c->v, c->n_layer, c->n_ctx, c->m->n_head_kv * c->m->head_dim, n_past, d_path, n);
+    const cudaError_t e = cudaStreamSynchronize(c->st);
+    return e == cudaSuccess ? ARB_OK : fail(err, e, "KV commit");
+}

@@ -1,0 +1,77 @@
+// cuda_int.h — internal to engine/cuda: the device-resident model and the kernel
+// launchers that cuda_model.cu and cuda_forward.cu share. C++ (nvcc) only.
+#ifndef ARB_CUDA_INT_H
+#define ARB_CUDA_INT_H
+
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "cuda.h"
+
+// A weight matrix on the device: the GGUF blocks as stored, plus (fast mode) an
+// FP16 copy for cuBLAS.
+struct dmat {
+    uint32_t type;
+    int n_in, n_out;
+    size_t row_bytes;
+    const uint8_t *q; // n_out * row_bytes
+    const __half *h;  // n_out x n_in, or NULL
+};
+
+struct dlayer {
+    const float *attn_norm, *ffn_norm, *bq, *bk, *bv, *q_norm, *k_norm;
+    dmat wq, wk, wv, wo, w_gate, w_up, w_down;
+};
+
+struct arb_cuda_model {
+    int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
+    float eps;
+    bool neox, exact;
+    dmat tok_embd, output;
+    const float *output_norm;
+    dlayer *layers; // host array of device pointers
+    void *arena;    // one device allocation holding everything above
+    size_t arena_bytes;
+    int device;
+    size_t smem_optin; // largest dynamic shared memory a block may opt into
+};
+
+// Kernel launchers (cuda_kernels.cu). All run on `st`; none synchronizes.
+// y[t*ldy + o] (+)= dot(W[o], x[t*ldx ..]) for t < n: the quantized GEMV, 8 nodes per
+// weight read, each (row, node) reduced in an order fixed by n_in alone.
+void k_gemv(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool accumulate);
+void k_get_rows(cudaStream_t st, const dmat *w, const int32_t *ids, int n, float *out);
+void k_to_half(cudaStream_t st, const dmat *w, __half *out); // whole matrix, for fast mode
+// out = x / rms(x) * g per row of dim (double sum of squares, fixed order); out16 optional.
+void k_rmsnorm(cudaStream_t st, const float *x, const float *g, int rows, int dim, float eps, float *out,
+               __half *out16);
+void k_add_bias(cudaStream_t st, float *x, const float *b, int rows, int dim);
+void k_rope(cudaStream_t st, float *x, int n, int n_head, int head_dim, const int32_t *pos, const float *cs,
+            bool neox);
+void k_swiglu(cudaStream_t st, float *g, const float *u, size_t n, __half *out16);
+void k_to_half_f32(cudaStream_t st, const float *x, size_t n, __half *out);
+struct attn_launch {
+    const float *q, *k, *v;
+    int kv_stride, n;
+    const int *n_prefix; // device: rows every node attends to first
+    const int32_t *parent;
+    int n_head, n_head_kv, head_dim;
+    float scale;
+    float *out;
+    int n_ctx, n_batch_max; // for the shared-memory size
+};
+size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim);
+// Once per context: allow the attention kernel all the dynamic shared memory the device
+// can give it (*max_dynamic).
+cudaError_t k_attention_prepare(size_t smem_optin, size_t *max_dynamic);
+void k_attention(cudaStream_t st, const attn_launch *a);
+void k_argmax(cudaStream_t st, const float *logits, int rows, int n_vocab, int32_t *out);
+// k, v rows n_prefix + i (n_prefix on the device) = kn, vn row i, for i < n.
+void k_kv_store(cudaStream_t st, float *k, float *v, const float *kn, const float *vn, int n, int row_dim,
+                const int *n_prefix);
+// rows n_past + path[j] -> n_past + j of each layer's K and V (path on the device).
+void k_kv_commit(cudaStream_t st, float *k, float *v, int n_layer, int n_ctx, int row_dim, int n_past,
+                 const int32_t *path, int n);
+
+#endif

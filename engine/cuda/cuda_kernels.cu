@@ -1,0 +1,748 @@
+// cuda_kernels.cu — the device kernels of the CUDA forward, each the counterpart of
+// a CPU kernel (engine/cpu/backend_cpu.c, engine/cpu/matmul.c, engine/quant.c).
+//
+// Exactness rule, as on the CPU: every reduction runs in an order that depends only
+// on the vector length (row length, key-list length), never on how many nodes share
+// the launch. Blocks and warps reduce with fixed butterflies and a fixed sequential
+// combine; no atomics, no split-K. The numbers differ from the CPU backend's (that
+// one quantizes activations to int8; these multiply dequantized floats), but a
+// node's result is the same alone or inside any tree.
+#include "cuda_int.h"
+
+#include "../quant.h"
+
+namespace {
+
+constexpr int kWarp = 32;
+
+__device__ __forceinline__ float h2f(uint16_t u) { return __half2float(__ushort_as_half(u)); }
+__device__ __forceinline__ float bf2f(uint16_t u) { return __uint_as_float((uint32_t)u << 16); }
+__device__ __forceinline__ uint16_t ld16(const uint8_t *p) { return *(const uint16_t *)p; }
+
+// The 32 weights of sub-block sb of a row (32 consecutive elements), dequantized
+// exactly as arb_dequant_row does (engine/quant.c).
+template <int T> __device__ __forceinline__ void deq32(const uint8_t *row, int sb, float *w);
+
+template <> __device__ __forceinline__ void deq32<ARB_TYPE_F32>(const uint8_t *row, int sb, float *w)
+{
+    const float4 *p = (const float4 *)(row + (size_t)sb * 128);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const float4 v = p[i];
+        w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
+    }
+}
+
+template <> __device__ __forceinline__ void deq32<ARB_TYPE_F16>(const uint8_t *row, int sb, float *w)
+{
+    const uint4 *p = (const uint4 *)(row + (size_t)sb * 64);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint4 v = p[i];
+        const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            w[8 * i + 2 * k] = h2f((uint16_t)(u[k] & 0xffff));
+            w[8 * i + 2 * k + 1] = h2f((uint16_t)(u[k] >> 16));
+        }
+    }
+}
+
+template <> __device__ __forceinline__ void deq32<ARB_TYPE_BF16>(const uint8_t *row, int sb, float *w)
+{
+    const uint4 *p = (const uint4 *)(row + (size_t)sb * 64);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint4 v = p[i];
+        const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            w[8 * i + 2 * k] = bf2f((uint16_t)(u[k] & 0xffff));
+            w[8 * i + 2 * k + 1] = bf2f((uint16_t)(u[k] >> 16));
+        }
+    }
+}
+
+// Q4_0: 18 B {d, qs[16]}; element j < 16 is low nibble of qs[j], j >= 16 the high one, minus 8.
+template <> __device__ __forceinline__ void deq32<ARB_TYPE_Q4_0>(const uint8_t *row, int sb, float *w)
+{
+    const uint8_t *b = row + (size_t)sb * 18;
+    const float d = h2f(ld16(b));
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const uint16_t q = ld16(b + 2 + 2 * i);
+        const int q0 = q & 0xff, q1 = q >> 8;
+        w[2 * i] = (float)((q0 & 0xf) - 8) * d;
+        w[2 * i + 1] = (float)((q1 & 0xf) - 8) * d;
+        w[2 * i + 16] = (float)((q0 >> 4) - 8) * d;
+        w[2 * i + 17] = (float)((q1 >> 4) - 8) * d;
+    }
+}
+
+// Q4_1: 20 B {d, m, qs[16]}: d * nibble + m.
+template <> __device__ __forceinline__ void deq32<ARB_TYPE_Q4_1>(const uint8_t *row, int sb, float *w)
+{
+    const uint8_t *b = row + (size_t)sb * 20;
+    const float d = h2f(ld16(b)), m = h2f(ld16(b + 2));
+    const uint32_t *qs = (const uint32_t *)(b + 4);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint32_t q = qs[i];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int v = (q >> (8 * k)) & 0xff;
+            w[4 * i + k] = (float)(v & 0xf) * d + m;
+            w[4 * i + k + 16] = (float)(v >> 4) * d + m;
+        }
+    }
+}
+
+// Q8_0: 34 B {d, qs[32]}.
+template <> __device__ __forceinline__ void deq32<ARB_TYPE_Q8_0>(const uint8_t *row, int sb, float *w)
+{
+    const uint8_t *b = row + (size_t)sb * 34;
+    const float d = h2f(ld16(b));
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        const uint16_t q = ld16(b + 2 + 2 * i);
+        w[2 * i] = (float)(int8_t)(q & 0xff) * d;
+        w[2 * i + 1] = (float)(int8_t)(q >> 8) * d;
+    }
+}
+
+__device__ __forceinline__ void scale_min_k4(int j, const uint8_t *q, int *d, int *m)
+{
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+// Q4_K: 144 B super-blocks of 256 {d, dmin, scales[12], qs[128]}; sub-block j of 32
+// takes nibbles (low for even j, high for odd) of qs[32 * (j / 2) ..], scale/min j.
+template <> __device__ __forceinline__ void deq32<ARB_TYPE_Q4_K>(const uint8_t *row, int sb, float *w)
+{
+    const uint8_t *b = row + (size_t)(sb >> 3) * 144;
+    const int j = sb & 7;
+    const float d = h2f(ld16(b)), dmin = h2f(ld16(b + 2));
+    int s, m;
+    scale_min_k4(j, b + 4, &s, &m);
+    const float d1 = d * (float)s, m1 = dmin * (float)m;
+    const uint4 *q = (const uint4 *)(b + 16 + 32 * (j >> 1));
+    const int sh = (j & 1) * 4;
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const uint4 v = q[i];
+        const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int k = 0; k < 16; k++)
+            w[16 * i + k] = d1 * (float)((u[k >> 2] >> (8 * (k & 3) + sh)) & 0xf) - m1;
+    }
+}
+
+// Q6_K: 210 B super-blocks {ql[128], qh[64], scales[16], d}; sub-block j of 32 is group
+// j % 4 of half j / 4 (quant.c: dq_q6_k's y[l + 32 g]).
+template <> __device__ __forceinline__ void deq32<ARB_TYPE_Q6_K>(const uint8_t *row, int sb, float *w)
+{
+    const uint8_t *b = row + (size_t)(sb >> 3) * 210;
+    const int half = (sb & 7) >> 2, g = sb & 3;
+    const float d = h2f(ld16(b + 208));
+    const uint8_t *ql = b + 64 * half + (g & 1) * 32, *qh = b + 128 + 32 * half;
+    const int8_t *sc = (const int8_t *)(b + 192 + 8 * half);
+    const int lsh = (g >> 1) * 4, hsh = 2 * g;
+#pragma unroll
+    for (int l = 0; l < 32; l++) {
+        const int q = ((ql[l] >> lsh) & 0xf) | (((qh[l] >> hsh) & 3) << 4);
+        w[l] = d * (float)sc[l / 16 + 2 * g] * (float)(q - 32);
+    }
+}
+
+
+// The 8 weights of group g (elements 8g..8g+7 of a row), dequantized as deq32 does.
+// Four consecutive lanes share a 32-element block, so a warp reads 8 adjacent blocks
+// at once (coalesced), where deq32 gave each lane a block of its own.
+template <int T> __device__ __forceinline__ void deq8(const uint8_t *row, int g, float *w);
+
+template <> __device__ __forceinline__ void deq8<ARB_TYPE_F32>(const uint8_t *row, int g, float *w)
+{
+    const float4 *p = (const float4 *)(row + (size_t)g * 32);
+    const float4 a = p[0], b = p[1];
+    w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w, w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
+}
+
+template <> __device__ __forceinline__ void deq8<ARB_TYPE_F16>(const uint8_t *row, int g, float *w)
+{
+    const uint4 v = *(const uint4 *)(row + (size_t)g * 16);
+    const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        w[2 * k] = h2f((uint16_t)(u[k] & 0xffff)), w[2 * k + 1] = h2f((uint16_t)(u[k] >> 16));
+}
+
+template <> __device__ __forceinline__ void deq8<ARB_TYPE_BF16>(const uint8_t *row, int g, float *w)
+{
+    const uint4 v = *(const uint4 *)(row + (size_t)g * 16);
+    const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        w[2 * k] = bf2f((uint16_t)(u[k] & 0xffff)), w[2 * k + 1] = bf2f((uint16_t)(u[k] >> 16));
+}
+
+// Q4_0: group k of a block: k < 2 low nibbles of qs[8k..8k+7], k >= 2 high nibbles of qs[8(k-2)..].
+template <> __device__ __forceinline__ void deq8<ARB_TYPE_Q4_0>(const uint8_t *row, int g, float *w)
+{
+    const uint8_t *b = row + (size_t)(g >> 2) * 18;
+    const int k = g & 3, sh = (k >> 1) * 4;
+    const float d = h2f(ld16(b));
+    const uint8_t *q = b + 2 + 8 * (k & 1);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint16_t v = ld16(q + 2 * i);
+        w[2 * i] = (float)((((v & 0xff) >> sh) & 0xf) - 8) * d;
+        w[2 * i + 1] = (float)((((v >> 8) >> sh) & 0xf) - 8) * d;
+    }
+}
+
+template <> __device__ __forceinline__ void deq8<ARB_TYPE_Q4_1>(const uint8_t *row, int g, float *w)
+{
+    const uint8_t *b = row + (size_t)(g >> 2) * 20;
+    const int k = g & 3, sh = (k >> 1) * 4;
+    const float d = h2f(ld16(b)), m = h2f(ld16(b + 2));
+    const uint32_t *q = (const uint32_t *)(b + 4 + 8 * (k & 1)); // 4-byte aligned (20-byte blocks)
+    const uint32_t u[2] = {q[0], q[1]};
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        w[i] = (float)((u[i >> 2] >> (8 * (i & 3) + sh)) & 0xf) * d + m;
+}
+
+template <> __device__ __forceinline__ void deq8<ARB_TYPE_Q8_0>(const uint8_t *row, int g, float *w)
+{
+    const uint8_t *b = row + (size_t)(g >> 2) * 34;
+    const float d = h2f(ld16(b));
+    const uint8_t *q = b + 2 + 8 * (g & 3);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint16_t v = ld16(q + 2 * i);
+        w[2 * i] = (float)(int8_t)(v & 0xff) * d;
+        w[2 * i + 1] = (float)(int8_t)(v >> 8) * d;
+    }
+}
+
+// Q4_K: group g of a super-block is sub-block j = (g / 4) % 8, elements 8k..8k+7 (k = g % 4),
+// the nibbles of bytes 8k..8k+7 of chunk j / 2.
+template <> __device__ __forceinline__ void deq8<ARB_TYPE_Q4_K>(const uint8_t *row, int g, float *w)
+{
+    const uint8_t *b = row + (size_t)(g >> 5) * 144;
+    const int j = (g >> 2) & 7, k = g & 3;
+    const float d = h2f(ld16(b)), dmin = h2f(ld16(b + 2));
+    int s, m;
+    scale_min_k4(j, b + 4, &s, &m);
+    const float d1 = d * (float)s, m1 = dmin * (float)m;
+    const uint2 q = *(const uint2 *)(b + 16 + 32 * (j >> 1) + 8 * k); // 8-byte aligned (144 = 16 x 9)
+    const uint32_t u[2] = {q.x, q.y};
+    const int sh = (j & 1) * 4;
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        w[i] = d1 * (float)((u[i >> 2] >> (8 * (i & 3) + sh)) & 0xf) - m1;
+}
+
+template <> __device__ __forceinline__ void deq8<ARB_TYPE_Q6_K>(const uint8_t *row, int g, float *w)
+{
+    const uint8_t *b = row + (size_t)(g >> 5) * 210;
+    const int sb = (g >> 2) & 7, l0 = 8 * (g & 3);
+    const int half = sb >> 2, gg = sb & 3;
+    const float d = h2f(ld16(b + 208));
+    const uint8_t *ql = b + 64 * half + (gg & 1) * 32, *qh = b + 128 + 32 * half;
+    const int8_t *sc = (const int8_t *)(b + 192 + 8 * half);
+    const int lsh = (gg >> 1) * 4, hsh = 2 * gg;
+    const float ds = d * (float)sc[l0 / 16 + 2 * gg];
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const int l = l0 + i;
+        const int q = ((ql[l] >> lsh) & 0xf) | (((qh[l] >> hsh) & 3) << 4);
+        w[i] = ds * (float)(q - 32);
+    }
+}
+
+// acc[t] += the 8-term dot of group g's weights with node t's activations (in order).
+template <int NT> __device__ __forceinline__ void gemv_group(const float *w, const float *x, int ldx, int g, float *acc)
+{
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        const float4 *xp = (const float4 *)(x + (size_t)t * ldx + (size_t)g * 8);
+        const float4 a = xp[0], b = xp[1];
+        float s = w[0] * a.x;
+        s = fmaf(w[1], a.y, s);
+        s = fmaf(w[2], a.z, s);
+        s = fmaf(w[3], a.w, s);
+        s = fmaf(w[4], b.x, s);
+        s = fmaf(w[5], b.y, s);
+        s = fmaf(w[6], b.z, s);
+        s = fmaf(w[7], b.w, s);
+        acc[t] += s;
+    }
+}
+
+// One warp per row; lane L takes the 8-element groups L, L+32, L+64, ... of the row
+// (a warp covers 256 consecutive elements per step, so weight and activation loads
+// are coalesced). Per node: an 8-term FMA chain per group, added to the lane's
+// accumulator in group order, then a fixed butterfly over the lanes. The order
+// depends on n_in alone: nothing depends on NT or on the other nodes.
+template <int T, int NT>
+__global__ void __launch_bounds__(128) gemv_kernel(const uint8_t *W, size_t row_bytes, int n_in, int n_out,
+                                                    const float *x, int ldx, float *y, int ldy, bool accumulate)
+{
+    const int row = blockIdx.x * 4 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= n_out)
+        return;
+    const uint8_t *wr = W + (size_t)row * row_bytes;
+    const int ng = n_in / 8;
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+        acc[t] = 0.0f;
+    // Four groups per lane in flight: their loads issue together (a warp reads 1 KB of
+    // weights per round trip instead of 256 B); the sums still go in group order.
+    int g = lane;
+    for (; g + 3 * kWarp < ng; g += 4 * kWarp) {
+        float w[4][8];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            deq8<T>(wr, g + u * kWarp, w[u]);
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            gemv_group<NT>(w[u], x, ldx, g + u * kWarp, acc);
+    }
+    for (; g < ng; g += kWarp) {
+        float w[8];
+        deq8<T>(wr, g, w);
+        gemv_group<NT>(w, x, ldx, g, acc);
+    }
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        float v = acc[t];
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, off);
+        if (lane == 0) {
+            float *o = y + (size_t)t * ldy + row;
+            *o = accumulate ? *o + v : v;
+        }
+    }
+}
+
+template <int T>
+void gemv_type(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool acc)
+{
+    const dim3 grid((unsigned)((w->n_out + 3) / 4)), block(128);
+    for (int t = 0; t < n;) {
+        const int rest = n - t;
+        const float *xt = x + (size_t)t * ldx;
+        float *yt = y + (size_t)t * ldy;
+        if (rest >= 8) {
+            gemv_kernel<T, 8><<<grid, block, 0, st>>>(w->q, w->row_bytes, w->n_in, w->n_out, xt, ldx, yt, ldy, acc);
+            t += 8;
+        } else if (rest >= 4) {
+            gemv_kernel<T, 4><<<grid, block, 0, st>>>(w->q, w->row_bytes, w->n_in, w->n_out, xt, ldx, yt, ldy, acc);
+            t += 4;
+        } else if (rest >= 2) {
+            gemv_kernel<T, 2><<<grid, block, 0, st>>>(w->q, w->row_bytes, w->n_in, w->n_out, xt, ldx, yt, ldy, acc);
+            t += 2;
+        } else {
+            gemv_kernel<T, 1><<<grid, block, 0, st>>>(w->q, w->row_bytes, w->n_in, w->n_out, xt, ldx, yt, ldy, acc);
+            t += 1;
+        }
+    }
+}
+
+template <int T> __global__ void get_rows_kernel(const uint8_t *W, size_t row_bytes, int n_in, const int32_t *ids,
+                                                 float *out)
+{
+    const uint8_t *wr = W + (size_t)ids[blockIdx.x] * row_bytes;
+    float *o = out + (size_t)blockIdx.x * n_in;
+    for (int sb = threadIdx.x; sb < n_in / 32; sb += blockDim.x) {
+        float w[32];
+        deq32<T>(wr, sb, w);
+#pragma unroll
+        for (int j = 0; j < 32; j++)
+            o[sb * 32 + j] = w[j];
+    }
+}
+
+template <int T> __global__ void to_half_kernel(const uint8_t *W, size_t row_bytes, int n_in, int n_out, __half *out)
+{
+    const int nsb = n_in / 32;
+    const size_t total = (size_t)nsb * n_out;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        const size_t r = i / nsb;
+        const int sb = (int)(i % nsb);
+        float w[32];
+        deq32<T>(W + r * row_bytes, sb, w);
+        __half *o = out + r * n_in + (size_t)sb * 32;
+#pragma unroll
+        for (int j = 0; j < 32; j++)
+            o[j] = __float2half(w[j]);
+    }
+}
+
+// Sum of v over the block in a fixed order: butterfly within each warp, then warp
+// results added by thread 0 in warp order. Every thread gets the result.
+template <typename F> __device__ F block_sum(F v, F *red)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    const int w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    __syncthreads(); // red may still be read from a previous call
+    if ((threadIdx.x & 31) == 0)
+        red[w] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        F s = red[0];
+        for (int i = 1; i < nw; i++)
+            s += red[i];
+        red[32] = s;
+    }
+    __syncthreads();
+    return red[32];
+}
+
+__device__ float block_max(float v, float *red)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+    const int w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0)
+        red[w] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float s = red[0];
+        for (int i = 1; i < nw; i++)
+            s = fmaxf(s, red[i]);
+        red[32] = s;
+    }
+    __syncthreads();
+    return red[32];
+}
+
+__global__ void rmsnorm_kernel(const float *x, const float *g, int dim, float eps, float *out, __half *out16)
+{
+    __shared__ double red[33];
+    const float *xr = x + (size_t)blockIdx.x * dim;
+    double s = 0;
+    for (int k = threadIdx.x; k < dim; k += blockDim.x)
+        s += (double)xr[k] * (double)xr[k];
+    s = block_sum(s, red);
+    const float scale = 1.0f / sqrtf((float)(s / dim) + eps);
+    float *o = out + (size_t)blockIdx.x * dim;
+    for (int k = threadIdx.x; k < dim; k += blockDim.x) {
+        const float v = (xr[k] * scale) * g[k];
+        o[k] = v;
+        if (out16)
+            out16[(size_t)blockIdx.x * dim + k] = __float2half(v);
+    }
+}
+
+__global__ void add_bias_kernel(float *x, const float *b, int dim, size_t total)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
+        x[i] += b[i % dim];
+}
+
+__global__ void rope_kernel(float *x, int n_head, int head_dim, const int32_t *pos, const float *cs, bool neox)
+{
+    const int t = blockIdx.x, half = head_dim / 2;
+    const float *c = cs + (size_t)pos[t] * head_dim;
+    for (int i = threadIdx.x; i < n_head * half; i += blockDim.x) {
+        const int h = i / half, j = i % half;
+        float *v = x + ((size_t)t * n_head + h) * head_dim;
+        const float co = c[2 * j], si = c[2 * j + 1];
+        const int a = neox ? j : 2 * j, b = neox ? j + half : 2 * j + 1;
+        const float x0 = v[a], x1 = v[b];
+        v[a] = x0 * co - x1 * si;
+        v[b] = x0 * si + x1 * co;
+    }
+}
+
+// SiLU(g) * u as the CPU computes it: exp of -|g| only, so it never overflows.
+__global__ void swiglu_kernel(float *g, const float *u, size_t n, __half *out16)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const float v = g[i], e = expf(-fabsf(v));
+        const float s = v >= 0 ? v / (1.0f + e) : v * e / (1.0f + e);
+        const float r = s * u[i];
+        g[i] = r;
+        if (out16)
+            out16[i] = __float2half(r);
+    }
+}
+
+__global__ void f32_to_half_kernel(const float *x, size_t n, __half *out)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = __float2half(x[i]);
+}
+
+constexpr int kAttnThreads = 256, kAttnWarps = kAttnThreads / 32;
+
+// Tree attention of node blockIdx.x, query head blockIdx.y. Key list (cuda.h,
+// arb_cuda_key_rows): prefix rows, ancestors root first, the node itself. The order of
+// every sum depends on the list length and head_dim alone:
+//   score k: warp k % 8 reads K row k coalesced (lane takes elements lane + 32 i, in i
+//            order), then a fixed butterfly; scores stay in shared memory;
+//   max, sum: block_max / block_sum (fixed);
+//   V: G = 256 / head_dim groups each take a contiguous part of the list, summed in 4
+//      interleaved partial sums (k mod 4) added as (s0 + s1) + (s2 + s3), then the
+//      parts in group order.
+__global__ void __launch_bounds__(kAttnThreads) attention_kernel(attn_launch a)
+{
+    extern __shared__ float sm[];
+    __shared__ float red[33];
+    __shared__ int depth_s;
+    const int i = blockIdx.x, h = blockIdx.y, hd = a.head_dim;
+    const int kvh = h / (a.n_head / a.n_head_kv), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float *qs = sm;                               // hd
+    float *part = qs + hd;                        // kAttnThreads
+    int *anc = (int *)(part + kAttnThreads);      // n_batch_max
+    float *sc = (float *)(anc + a.n_batch_max);   // n_ctx
+    if (threadIdx.x == 0) {
+        int d = 0;
+        for (int p = i; p >= 0; p = a.parent[p])
+            d++;
+        depth_s = d;
+        for (int p = i; p >= 0; p = a.parent[p])
+            anc[--d] = p;
+    }
+    for (int j = threadIdx.x; j < hd; j += blockDim.x)
+        qs[j] = a.q[((size_t)i * a.n_head + h) * hd + j];
+    __syncthreads();
+    const int n_prefix = *a.n_prefix; // on the device: a captured step replays at any prefix length
+    const int L = n_prefix + depth_s;
+    const size_t koff = (size_t)kvh * hd;
+    for (int k = warp; k < L; k += kAttnWarps) {
+        const int row = k < n_prefix ? k : n_prefix + anc[k - n_prefix];
+        const float *kr = a.k + (size_t)row * a.kv_stride + koff;
+        float s = 0.0f;
+        for (int j = lane; j < hd; j += 32)
+            s = fmaf(qs[j], kr[j], s);
+        for (int off = 16; off > 0; off >>= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, off);
+        if (lane == 0)
+            sc[k] = s * a.scale;
+    }
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int k = threadIdx.x; k < L; k += blockDim.x)
+        mx = fmaxf(mx, sc[k]);
+    mx = block_max(mx, red);
+    float sum = 0.0f;
+    for (int k = threadIdx.x; k < L; k += blockDim.x) {
+        const float e = expf(sc[k] - mx);
+        sc[k] = e;
+        sum += e;
+    }
+    sum = block_sum(sum, red); // ends with a barrier: sc is complete
+    const float inv = 1.0f / sum;
+    const int G = hd <= kAttnThreads ? kAttnThreads / hd : 1;
+    for (int j0 = 0; j0 < hd; j0 += kAttnThreads / G) {
+        const int g = threadIdx.x / (kAttnThreads / G), j = j0 + threadIdx.x % (kAttnThreads / G);
+        if (j < hd) {
+            const int k0 = (int)((long long)L * g / G), k1 = (int)((long long)L * (g + 1) / G);
+            float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            const float *vb = a.v + koff + j;
+            int k = k0;
+            for (; k + 3 < k1; k += 4) {
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    const int kk = k + u;
+                    const int row = kk < n_prefix ? kk : n_prefix + anc[kk - n_prefix];
+                    o[u] = fmaf(sc[kk], vb[(size_t)row * a.kv_stride], o[u]);
+                }
+            }
+            for (int u = 0; k < k1; k++, u++) {
+                const int row = k < n_prefix ? k : n_prefix + anc[k - n_prefix];
+                o[u] = fmaf(sc[k], vb[(size_t)row * a.kv_stride], o[u]);
+            }
+            part[threadIdx.x] = (o[0] + o[1]) + (o[2] + o[3]);
+        }
+        __syncthreads();
+        if (threadIdx.x < kAttnThreads / G && j0 + (int)threadIdx.x < hd) {
+            float o = part[threadIdx.x];
+            for (int gg = 1; gg < G; gg++)
+                o += part[gg * (kAttnThreads / G) + threadIdx.x];
+            a.out[((size_t)i * a.n_head + h) * hd + j0 + threadIdx.x] = o * inv;
+        }
+        __syncthreads();
+    }
+}
+
+// Argmax of each row, the lowest id among equal maxima (as the CPU greedy walk).
+__global__ void argmax_kernel(const float *logits, int n_vocab, int32_t *out)
+{
+    __shared__ float bv[256];
+    __shared__ int bi[256];
+    const float *r = logits + (size_t)blockIdx.x * n_vocab;
+    float best = -INFINITY;
+    int id = 0x7fffffff;
+    for (int k = threadIdx.x; k < n_vocab; k += blockDim.x)
+        if (r[k] > best) // strided in increasing k: keeps the first maximum of this thread
+            best = r[k], id = k;
+    bv[threadIdx.x] = best;
+    bi[threadIdx.x] = id;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) {
+            const float ov = bv[threadIdx.x + s];
+            const int oi = bi[threadIdx.x + s];
+            if (ov > bv[threadIdx.x] || (ov == bv[threadIdx.x] && oi < bi[threadIdx.x]))
+                bv[threadIdx.x] = ov, bi[threadIdx.x] = oi;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        out[blockIdx.x] = bi[0] == 0x7fffffff ? 0 : bi[0];
+}
+
+// This step's K and V rows (scratch, n x row_dim) into the cache at n_prefix + i.
+__global__ void kv_store_kernel(float *k, float *v, const float *kn, const float *vn, int row_dim, const int *n_prefix)
+{
+    const size_t dst = (size_t)(*n_prefix + (int)blockIdx.x) * row_dim, src = (size_t)blockIdx.x * row_dim;
+    for (int e = threadIdx.x; e < row_dim; e += blockDim.x) {
+        k[dst + e] = kn[src + e];
+        v[dst + e] = vn[src + e];
+    }
+}
+
+// One block per layer; rows in path order, a barrier between rows (row j may be
+// the source of a later one, so the order matters).
+__global__ void kv_commit_kernel(float *k, float *v, int n_ctx, int row_dim, int n_past, const int32_t *path, int n)
+{
+    const size_t base = (size_t)blockIdx.x * n_ctx * row_dim;
+    for (int j = 0; j < n; j++) {
+        if (path[j] != j) {
+            const size_t src = base + (size_t)(n_past + path[j]) * row_dim, dst = base + (size_t)(n_past + j) * row_dim;
+            for (int e = threadIdx.x; e < row_dim; e += blockDim.x) {
+                k[dst + e] = k[src + e];
+                v[dst + e] = v[src + e];
+            }
+        }
+        __syncthreads();
+    }
+}
+
+unsigned blocks_for(size_t n, unsigned threads)
+{
+    const size_t b = (n + threads - 1) / threads;
+    return (unsigned)(b < 4096 ? (b ? b : 1) : 4096);
+}
+
+} // namespace
+
+#define TYPE_SWITCH(type, F, ...)                                                                                  \
+    switch (type) {                                                                                                \
+    case ARB_TYPE_F32: F<ARB_TYPE_F32>(__VA_ARGS__); break;                                                        \
+    case ARB_TYPE_F16: F<ARB_TYPE_F16>(__VA_ARGS__); break;                                                        \
+    case ARB_TYPE_BF16: F<ARB_TYPE_BF16>(__VA_ARGS__); break;                                                      \
+    case ARB_TYPE_Q4_0: F<ARB_TYPE_Q4_0>(__VA_ARGS__); break;                                                      \
+    case ARB_TYPE_Q4_1: F<ARB_TYPE_Q4_1>(__VA_ARGS__); break;                                                      \
+    case ARB_TYPE_Q8_0: F<ARB_TYPE_Q8_0>(__VA_ARGS__); break;                                                      \
+    case ARB_TYPE_Q4_K: F<ARB_TYPE_Q4_K>(__VA_ARGS__); break;                                                      \
+    case ARB_TYPE_Q6_K: F<ARB_TYPE_Q6_K>(__VA_ARGS__); break;                                                      \
+    default: break; /* unreachable: arb_cuda_model_new rejects other types */                                      \
+    }
+
+void k_gemv(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool accumulate)
+{
+    TYPE_SWITCH(w->type, gemv_type, st, w, x, ldx, n, y, ldy, accumulate)
+}
+
+template <int T> static void get_rows_type(cudaStream_t st, const dmat *w, const int32_t *ids, int n, float *out)
+{
+    get_rows_kernel<T><<<n, 128, 0, st>>>(w->q, w->row_bytes, w->n_in, ids, out);
+}
+
+void k_get_rows(cudaStream_t st, const dmat *w, const int32_t *ids, int n, float *out)
+{
+    TYPE_SWITCH(w->type, get_rows_type, st, w, ids, n, out)
+}
+
+template <int T> static void to_half_type(cudaStream_t st, const dmat *w, __half *out)
+{
+    to_half_kernel<T><<<blocks_for((size_t)w->n_out * (w->n_in / 32), 256), 256, 0, st>>>(w->q, w->row_bytes,
+                                                                                          w->n_in, w->n_out, out);
+}
+
+void k_to_half(cudaStream_t st, const dmat *w, __half *out) { TYPE_SWITCH(w->type, to_half_type, st, w, out) }
+
+void k_rmsnorm(cudaStream_t st, const float *x, const float *g, int rows, int dim, float eps, float *out,
+               __half *out16)
+{
+    const int threads = dim >= 256 ? 256 : ((dim + 31) / 32) * 32;
+    rmsnorm_kernel<<<rows, threads, 0, st>>>(x, g, dim, eps, out, out16);
+}
+
+void k_add_bias(cudaStream_t st, float *x, const float *b, int rows, int dim)
+{
+    const size_t total = (size_t)rows * dim;
+    add_bias_kernel<<<blocks_for(total, 256), 256, 0, st>>>(x, b, dim, total);
+}
+
+void k_rope(cudaStream_t st, float *x, int n, int n_head, int head_dim, const int32_t *pos, const float *cs,
+            bool neox)
+{
+    rope_kernel<<<n, 128, 0, st>>>(x, n_head, head_dim, pos, cs, neox);
+}
+
+void k_swiglu(cudaStream_t st, float *g, const float *u, size_t n, __half *out16)
+{
+    swiglu_kernel<<<blocks_for(n, 256), 256, 0, st>>>(g, u, n, out16);
+}
+
+void k_to_half_f32(cudaStream_t st, const float *x, size_t n, __half *out)
+{
+    f32_to_half_kernel<<<blocks_for(n, 256), 256, 0, st>>>(x, n, out);
+}
+
+size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim)
+{
+    return sizeof(float) * ((size_t)head_dim + kAttnThreads + (size_t)n_ctx) + sizeof(int) * (size_t)n_batch_max;
+}
+
+// The attribute is per kernel, not per launch: it is set to the most the device allows
+// (its opt-in less the kernel's static shared memory), so a context with a smaller
+// n_ctx cannot lower it under another context's needs.
+cudaError_t k_attention_prepare(size_t smem_optin, size_t *max_dynamic)
+{
+    cudaFuncAttributes fa;
+    cudaError_t e = cudaFuncGetAttributes(&fa, attention_kernel);
+    if (e != cudaSuccess)
+        return e;
+    *max_dynamic = smem_optin > fa.sharedSizeBytes ? smem_optin - fa.sharedSizeBytes : 0;
+    return cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)*max_dynamic);
+}
+
+void k_attention(cudaStream_t st, const attn_launch *a)
+{
+    const dim3 grid((unsigned)a->n, (unsigned)a->n_head);
+    attention_kernel<<<grid, kAttnThreads, k_attention_smem(a->n_ctx, a->n_batch_max, a->head_dim), st>>>(*a);
+}
+
+void k_argmax(cudaStream_t st, const float *logits, int rows, int n_vocab, int32_t *out)
+{
+    argmax_kernel<<<rows, 256, 0, st>>>(logits, n_vocab, out);
+}
+
+void k_kv_store(cudaStream_t st, float *k, float *v, const float *kn, const float *vn, int n, int row_dim,
+                const int *n_prefix)
+{
+    kv_store_kernel<<<n, 256, 0, st>>>(k, v, kn, vn, row_dim, n_prefix);
+}
+
+void k_kv_commit(cudaStream_t st, float *k, float *v, int n_layer, int n_ctx, int row_dim, int n_past,
+                 const int32_t *path, int n)
+{
+    kv_commit_kernel<<<n_layer, 256, 0, st>>>(k, v, n_ctx, row_dim, n_past, path, n);
+}
