@@ -53,6 +53,9 @@ typedef struct arb_step_record {  /* one row of the `steps` table (drafting.md Â
     int match_n;            /* n* of the context match, 0 if none */
     int d_len;              /* continuation length */
     bool consensus;         /* â‰¥ 2 n-gram lengths agree on the first token */
+    bool consensus_distinct;/* ... at different occurrences */
+    int agree_len;          /* agreement length of continuations at different occurrences */
+    int match_len;          /* matched context length (common suffix, <= 64) */
     float r;                /* spine ratio used */
     float p_s_hat;          /* EMA of spine acceptance before this step's update */
     int bs, br, bsp, spine_alloc_sum; /* Algorithm 1 budget split */

@@ -39,6 +39,7 @@ static const char *const topologies[] = {"", "iso", "sequoia"};
 static const char *const verifiers[] = {"greedy", "nss", "naive", "naivetree", "bv", "spectr",
                                         "specinfer", "khisti", "traversal"}; /* verifiers/verifier.h */
 static const char *const schedulers[] = {"goose_tiers", "fixed", "none"};
+static const char *const consensus_modes[] = {"any", "distinct", "long"}; /* method.h */
 
 const arb_drafter_i *arb_drafter_find(const char *name)
 {
@@ -69,6 +70,8 @@ bool arb_method_known(const char *kind, const char *name)
         return in_list(verifiers, N(verifiers), name);
     if (!strcmp(kind, "scheduler"))
         return in_list(schedulers, N(schedulers), name);
+    if (!strcmp(kind, "consensus"))
+        return in_list(consensus_modes, N(consensus_modes), name);
     return false;
 #undef N
 }
@@ -112,6 +115,7 @@ static const arb_method_param params[] = {
     {"context_spine", ARB_PARAM_BOOL, OFF(context_spine), GOOSE, 0, 1, "ablation: context-match spine"},
     {"control_tr_spine", ARB_PARAM_BOOL, OFF(control_tr_spine), GOOSE, 0, 1, "control: spine tokens from TR"},
     {"bypass_match_len", ARB_PARAM_BOOL, OFF(bypass_match_len), GOOSE, 0, 1, "bypass length test on the match"},
+    {"consensus", ARB_PARAM_STR, OFF(consensus), GOOSE, 0, 0, "any | distinct | long (consensus reading)"},
     {"extend_chain", ARB_PARAM_BOOL, OFF(extend_chain), GOOSE, 0, 1, "extension width 1 (Prop. 1 chains)"},
     {"hot_start", ARB_PARAM_BOOL, OFF(hot_start), "tr goose", 0, 1, "keep tables across prompts"},
     {"harvest_prefill", ARB_PARAM_BOOL, OFF(harvest_prefill), "tr goose", 0, 1, "harvest prefill logits"},
@@ -166,6 +170,7 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     snprintf(s->drafter, sizeof s->drafter, "%s", d->name);
     snprintf(s->verifier, sizeof s->verifier, "greedy");
     snprintf(s->scheduler, sizeof s->scheduler, "goose_tiers");
+    snprintf(s->consensus, sizeof s->consensus, "any");
     s->budget = 60;
     s->max_depth = 6;
     s->topk = 10;
@@ -211,6 +216,7 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
         snprintf(s->scheduler, sizeof s->scheduler, "none");
         s->budget = 81;
         s->hot_start = true;
+        s->harvest_prefill = false; /* the TR reference harvests decode forwards only */
     } else if (d == &arb_drafter_draft) { /* draft model, i.i.d. paths by default (DTE §4 baseline) */
         snprintf(s->id, sizeof s->id, "Draft");
         snprintf(s->scheduler, sizeof s->scheduler, "none");
@@ -312,6 +318,9 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: unknown '%s' (greedy)", s->id, s->verifier);
     if (!arb_method_known("scheduler", s->scheduler))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: scheduler: unknown '%s'", s->id, s->scheduler);
+    if (!arb_method_known("consensus", s->consensus))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: consensus: unknown '%s' (any, distinct, long)", s->id,
+                       s->consensus);
     if (s->topology[0] && strcmp(s->drafter, "goose"))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: topology: '%s' needs drafter goose", s->id, s->topology);
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {

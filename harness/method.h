@@ -66,6 +66,9 @@ typedef struct arb_method_spec {
     bool context_spine;   /* tree mode uses the context-match spine (on) */
     bool control_tr_spine;/* control: spine shape kept, tokens from TR (off) */
     bool bypass_match_len;/* length test on the matched context, not the chain (off) */
+    char consensus[32];   /* consensus reading: "any" (two n agree on the first token), "distinct"
+                             (... at different occurrences), "long" (different occurrences agree
+                             on >= bypass_min tokens); docs/greedy-methods.md */
     bool extend_chain;    /* extension nodes get width 1 (off: confidence-aware BFS) */
     bool hot_start;       /* keep tables across prompts (goose off; tr on, as the reference) */
     bool harvest_prefill; /* harvest the prefill logits (goose on; tr off, reference quirk) */

@@ -123,10 +123,12 @@ static int on_step(const arb_step_record *r, void *ud)
     if (g->goose) {
         char buf[400];
         snprintf(buf, sizeof buf,
-                 "{\"match_n\":%d,\"d_len\":%d,\"consensus\":%s,\"r\":%.4g,\"p_s_hat\":%.4g,\"bs\":%d,"
+                 "{\"match_n\":%d,\"d_len\":%d,\"match_len\":%d,\"consensus\":%s,\"consensus_distinct\":%s,"
+                 "\"agree_len\":%d,\"r\":%.4g,\"p_s_hat\":%.4g,\"bs\":%d,"
                  "\"br\":%d,\"bsp\":%d,\"spine_alloc_sum\":%d,\"spine_break_depth\":%d,"
                  "\"bigram_hits\":%d,\"table_fill\":%d}",
-                 r->match_n, r->d_len, r->consensus ? "true" : "false", r->r, r->p_s_hat, r->bs, r->br,
+                 r->match_n, r->d_len, r->match_len, r->consensus ? "true" : "false",
+                 r->consensus_distinct ? "true" : "false", r->agree_len, r->r, r->p_s_hat, r->bs, r->br,
                  r->bsp, r->spine_alloc_sum, r->spine_break_depth, r->bigram_hits, r->table_fill);
         s->extra_json = g->extra[g->n_steps] = strdup(buf);
     }

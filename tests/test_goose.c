@@ -211,6 +211,78 @@ Test(goose, algorithm2_mode_selection)
     arb_tree_release(&t);
 }
 
+Test(goose, consensus_readings_and_match_length)
+{
+    /* D: the 4- and 3-gram agree, but from the same occurrence; continuation 7 < 8 */
+    int32_t D[] = {9, 1, 2, 3, 50, 51, 7, 9, 1, 2, 3};
+    /* F: two different occurrences agree on 2 tokens; continuation 16, matched context 5 */
+    int32_t F[] = {1, 2, 3, 4, 5, 50, 51, 52, 8, 3, 4, 5, 50, 51, 53, 9, 1, 2, 3, 4, 5};
+    static const struct { const char *consensus; bool match_len; int min; arb_step_mode d, f; } cases[] = {
+        {"any", false, 8, ARB_MODE_BYPASS, ARB_MODE_BYPASS},
+        {"distinct", false, 8, ARB_MODE_TREE, ARB_MODE_BYPASS},   /* F bypasses by |d| = 16 */
+        {"distinct", true, 8, ARB_MODE_TREE, ARB_MODE_BYPASS},    /* F by distinct consensus */
+        {"long", true, 8, ARB_MODE_TREE, ARB_MODE_TREE},          /* 2 agreeing tokens < 8 */
+        {"long", true, 2, ARB_MODE_BYPASS, ARB_MODE_BYPASS},      /* matched contexts 4 and 5 >= 2 */
+        {"any", true, 8, ARB_MODE_BYPASS, ARB_MODE_BYPASS},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        arb_method_spec s = spec();
+        snprintf(s.consensus, sizeof s.consensus, "%s", cases[i].consensus);
+        s.bypass_match_len = cases[i].match_len;
+        s.bypass_min = cases[i].min;
+        cr_assert_eq(arb_method_spec_validate(&s, NULL), ARB_OK);
+        const arb_drafter_i *dr = &arb_drafter_goose;
+        void *st;
+        cr_assert_eq(dr->create(&s, 1000, &st, NULL), ARB_OK);
+        arb_tree t;
+        arb_tree_init(&t, 64, NULL);
+        arb_step_record rec;
+        cr_assert_eq(run_propose(dr, st, D, 11, &t, &rec), cases[i].d, "case %zu, D", i);
+        cr_assert_eq(run_propose(dr, st, F, 21, &t, &rec), cases[i].f, "case %zu, F", i);
+        cr_assert(rec.consensus_distinct);
+        cr_assert_eq(rec.agree_len, 2);
+        cr_assert_eq(rec.match_len, 5);
+        dr->destroy(st);
+        arb_tree_release(&t);
+    }
+    arb_method_spec s = spec();
+    snprintf(s.consensus, sizeof s.consensus, "most");
+    cr_assert_neq(arb_method_spec_validate(&s, NULL), ARB_OK, "unknown consensus reading");
+}
+
+Test(goose, control_bypass_chain_holds_no_pld_tokens)
+{
+    /* The control row swaps every PLD token for a TR-drawn one, the bypass chain included */
+    arb_method_spec s;
+    cr_assert_eq(arb_method_spec_preset("goose-control", &s, NULL), ARB_OK);
+    const arb_drafter_i *dr = &arb_drafter_goose;
+    void *st;
+    cr_assert_eq(dr->create(&s, 1000, &st, NULL), ARB_OK);
+    arb_tree t;
+    arb_tree_init(&t, 64, NULL);
+    arb_step_record rec;
+    int32_t A[40];
+    for (int i = 0; i < 20; i++)
+        A[i] = A[20 + i] = 100 + i;
+    memset(&rec, 0, sizeof rec);
+    dr->begin(st, 256, true, NULL);
+    dr->append(st, A, 23);
+    harvest_one(dr, st, 101, 102, 500); /* (a_prev, anchor) -> 500 */
+    harvest_one(dr, st, 102, 500, 501);
+    arb_tree_reset(&t, A[22]);
+    dr->propose(st, A, 23, &t, &rec);
+    arb_tree_finalize(&t);
+    cr_assert_eq(rec.mode, ARB_MODE_BYPASS, "the real match still decides the mode");
+    cr_assert_eq(t.n, 3, "chain stops where the table has no successor");
+    cr_assert(t.tok[1] == 500 && t.tok[2] == 501);
+    for (int i = 1; i < t.n; i++) {
+        cr_assert_eq(t.source[i], ARB_SRC_TR);
+        cr_assert(t.flags[i] & ARB_NODE_SPINE, "spine priority kept");
+    }
+    dr->destroy(st);
+    arb_tree_release(&t);
+}
+
 Test(goose, ema_and_tiers)
 {
     arb_method_spec s = spec();

@@ -138,6 +138,8 @@ Test(pld, context_match_longest_n_and_consensus)
     cr_assert_eq(m.len, 10, "continuation up to the end of S (shorter than C_max)");
     cr_assert_eq(m.d[0], 50);
     cr_assert(m.consensus);
+    cr_assert_not(m.consensus_distinct, "all three lengths matched the same occurrence");
+    cr_assert_eq(m.agree_len, 0);
     cr_assert_geq(m.match_len, 5);
     arb_ngram_index_free(ix);
     /* the 4-gram "2 3 4 5" last occurred (more recently) followed by 60, the 5-gram only at 0:
@@ -149,6 +151,17 @@ Test(pld, context_match_longest_n_and_consensus)
     cr_assert_eq(m.d[0], 50);
     cr_assert_eq(m.len, 3);
     cr_assert(m.consensus, "3- and 4-gram both continue with 60");
+    cr_assert_not(m.consensus_distinct, "... from the same occurrence");
+    arb_ngram_index_free(ix);
+    /* two different occurrences agree: the 5-gram's (start 5: 50 51 52) and the more recent
+       3-gram's (start 12: 50 51 53) agree on 2 tokens */
+    int32_t F[] = {1, 2, 3, 4, 5, 50, 51, 52, 8, 3, 4, 5, 50, 51, 53, 9, 1, 2, 3, 4, 5};
+    ix = from(F, 21, 3, 5);
+    arb_pld_context_match(ix, 3, 5, 20, false, &m);
+    cr_assert_eq(m.n, 5);
+    cr_assert_eq(m.d[0], 50);
+    cr_assert(m.consensus && m.consensus_distinct);
+    cr_assert_eq(m.agree_len, 2);
     arb_ngram_index_free(ix);
     /* only the 3-gram matches, nothing to agree with */
     int32_t C[] = {3, 4, 5, 70, 1, 1, 3, 4, 5};

@@ -257,6 +257,79 @@ static void gd_append(void *st, const int32_t *tok, int n)
         ARB_ASSERT(arb_ngram_index_append(g->ix, tok[i]) == 0);
 }
 
+/* Control row (Table 2 "w/o PLD tokens, shape kept"): a chain of up to `max` tokens drawn
+   from the adjacency table (each the top successor of the previous two), standing in for the
+   context-match continuation in both the bypass chain and the tree spine. */
+static int tr_chain(arb_goose *g, int32_t a_prev, int32_t anchor, int max, int32_t *out)
+{
+    int32_t ids[ARB_ADJ_K_MAX];
+    float sc[ARB_ADJ_K_MAX];
+    int32_t pp = a_prev, cur = anchor;
+    int k = 0;
+    max = max < SPINE_MAX ? max : SPINE_MAX;
+    while (k < max && g_succ(g, pp, cur, ids, sc) > 0) {
+        out[k++] = ids[0];
+        pp = cur;
+        cur = ids[0];
+    }
+    return k;
+}
+
+/* Does this match go to the linear bypass? The readings are compared in
+   docs/greedy-methods.md ("Which reading"). */
+static bool take_bypass(const arb_method_spec *sp, const arb_pld_match *m)
+{
+    if (!sp->bypass || m->len <= 0)
+        return false;
+    int len_test = sp->bypass_match_len ? m->match_len : m->len;
+    if (sp->bypass_len && len_test >= sp->bypass_min)
+        return true;
+    if (!sp->bypass_consensus)
+        return false;
+    if (!strcmp(sp->consensus, "distinct"))
+        return m->consensus_distinct;
+    if (!strcmp(sp->consensus, "long"))
+        return m->agree_len >= sp->bypass_min;
+    return m->consensus;
+}
+
+static void propose_bypass(arb_goose *g, int32_t a_prev, int32_t anchor, const arb_pld_match *m, arb_tree *t)
+{
+    const int32_t *d = m->d;
+    int len = m->len;
+    arb_src src = ARB_SRC_PLD;
+    if (g->sp.control_tr_spine) {
+        len = tr_chain(g, a_prev, anchor, len, g->spine_tok);
+        d = g->spine_tok;
+        src = ARB_SRC_TR;
+    }
+    int p = 0;
+    for (int i = 0; i < len && p >= 0; i++) {
+        p = arb_tree_add(t, p, d[i], src, 0, NAN);
+        if (p >= 0) {
+            t->flags[p] |= ARB_NODE_SPINE;
+            g->m_sp++;
+        }
+    }
+}
+
+static void propose_spine_tree(arb_goose *g, int32_t a_prev, int32_t anchor, const arb_pld_match *m,
+                               arb_tree *t, arb_step_record *rec)
+{
+    const arb_method_spec *sp = &g->sp;
+    double r = arb_goose_tier(sp, g->p_s_hat);
+    const int32_t *d = m->d;
+    int mm = sp->context_spine ? m->len : 0;
+    if (sp->control_tr_spine && mm > 0) {
+        /* same spine length as the real match would get, tokens from the table */
+        int bs = (int)floor(sp->budget * r);
+        mm = tr_chain(g, a_prev, anchor, bs < mm ? bs : mm, g->spine_tok);
+        d = g->spine_tok;
+    }
+    arb_goose_build(g, a_prev, anchor, d, mm, r, t, rec);
+    g->m_sp = rec->bs;
+}
+
 static void gd_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_step_record *rec)
 {
     arb_goose *g = st;
@@ -276,46 +349,19 @@ static void gd_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
         rec->match_n = m.n;
         rec->d_len = m.len;
         rec->consensus = m.consensus;
-        int len_test = sp->bypass_match_len ? m.match_len : m.len;
-        if (sp->bypass && m.len > 0 &&
-            ((sp->bypass_len && len_test >= sp->bypass_min) || (sp->bypass_consensus && m.consensus))) {
-            int p = 0;
-            for (int i = 0; i < m.len && p >= 0; i++) {
-                p = arb_tree_add(t, p, m.d[i], ARB_SRC_PLD, 0, NAN);
-                if (p >= 0) {
-                    t->flags[p] |= ARB_NODE_SPINE;
-                    g->m_sp++;
-                }
-            }
+        rec->consensus_distinct = m.consensus_distinct;
+        rec->agree_len = m.agree_len;
+        rec->match_len = m.match_len;
+        if (take_bypass(sp, &m)) {
+            propose_bypass(g, a_prev, anchor, &m, t);
             rec->mode = ARB_MODE_BYPASS;
             rec->table_fill = arb_adj_fill(g->adj);
             return;
         }
         int32_t ids[ARB_ADJ_K_MAX];
         float sc[ARB_ADJ_K_MAX];
-        bool has_succ = g_succ(g, a_prev, anchor, ids, sc) > 0;
-        if (m.len > 0 || has_succ) {
-            double r = arb_goose_tier(sp, g->p_s_hat);
-            const int32_t *d = m.d;
-            int mm = sp->context_spine ? m.len : 0;
-            if (sp->control_tr_spine && mm > 0) {
-                /* same spine length as the real match would get, tokens from the table */
-                int bs = (int)floor(sp->budget * r);
-                bs = bs < mm ? bs : mm;
-                bs = bs < SPINE_MAX ? bs : SPINE_MAX;
-                int32_t pp = a_prev, cur = anchor;
-                int k = 0;
-                while (k < bs && g_succ(g, pp, cur, ids, sc) > 0) {
-                    g->spine_tok[k++] = ids[0];
-                    pp = cur;
-                    cur = ids[0];
-                }
-                d = g->spine_tok;
-                mm = k;
-            }
-            arb_goose_build(g, a_prev, anchor, d, mm, r, t, rec);
-            g->m_sp = rec->bs;
-        }
+        if (m.len > 0 || g_succ(g, a_prev, anchor, ids, sc) > 0)
+            propose_spine_tree(g, a_prev, anchor, &m, t, rec);
     }
     rec->mode = t->n > 1 ? ARB_MODE_TREE : ARB_MODE_AR;
     rec->bigram_hits = g->bigram_hits;

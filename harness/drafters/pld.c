@@ -207,7 +207,7 @@ void arb_pld_context_match(const arb_ngram_index *ix, int n_min, int n_max, int 
 {
     memset(m, 0, sizeof *m);
     int L = ix->len;
-    int first_tok[NGRAM_MAX + 1];
+    int start_of[NGRAM_MAX + 1];
     int n_found = 0;
     for (int n = n_max; n >= n_min; n--) {
         int p = -1;
@@ -223,7 +223,7 @@ void arb_pld_context_match(const arb_ngram_index *ix, int n_min, int n_max, int 
         if (p < 0)
             continue;
         int start = p + n;
-        first_tok[n_found++] = ix->S[start];
+        start_of[n_found++] = start;
         if (m->n == 0) {
             int end = start + c_max < L ? start + c_max : L;
             m->n = n;
@@ -237,9 +237,20 @@ void arb_pld_context_match(const arb_ngram_index *ix, int n_min, int n_max, int 
         }
     }
     for (int a = 0; a < n_found; a++)
-        for (int b = a + 1; b < n_found; b++)
-            if (first_tok[a] == first_tok[b])
-                m->consensus = true;
+        for (int b = a + 1; b < n_found; b++) {
+            int sa = start_of[a], sb = start_of[b];
+            if (ix->S[sa] != ix->S[sb])
+                continue;
+            m->consensus = true;
+            if (sa == sb)
+                continue;
+            m->consensus_distinct = true;
+            int k = 0; /* both continuations end at L */
+            while (k < c_max && sa + k < L && sb + k < L && ix->S[sa + k] == ix->S[sb + k])
+                k++;
+            if (k > m->agree_len)
+                m->agree_len = k;
+        }
 }
 
 /* ---- the PLD drafter (Saxena chain; AR step when nothing matches) ---- */

@@ -53,6 +53,12 @@ typedef struct arb_pld_match {
     const int32_t *d;   /* continuation tokens (points into the index's sequence) */
     bool consensus;     /* two different n with matches agree on the first token */
     int match_len;      /* matched context length: longest common suffix ending at p+n (<= 64) */
+    /* Stricter consensus readings (docs/greedy-methods.md, "Which reading"): a 5-gram match
+       implies 4- and 3-gram matches, often at the same occurrence, so `consensus` is nearly
+       always true when n* >= 4. These count only matches at different occurrences. */
+    bool consensus_distinct; /* two n whose occurrences differ agree on the first token */
+    int agree_len;           /* longest agreement (tokens) between continuations of two
+                                different occurrences, capped at c_max; 0 if none */
 } arb_pld_match;
 
 /* GOOSE ContextMatch over n in [n_min, n_max], continuation up to c_max tokens; earliest:
