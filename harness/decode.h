@@ -41,6 +41,7 @@ typedef struct arb_step_record {  /* one row of the `steps` table (drafting.md Â
     int L_cache;            /* committed KV rows before the step */
     int n_nodes;            /* tree nodes incl. anchor (= tokens sent to the engine) */
     int tree_depth;         /* deepest node */
+    int stop_fanout;        /* children of the last accepted node (0: the walk ended at a leaf) */
     int accepted_k;         /* accepted draft nodes (bonus excluded) */
     int committed;          /* tokens committed: k + 1, less after EOS / max_new truncation */
     int32_t bonus_token;    /* argmax after the accepted path */

@@ -174,24 +174,31 @@ static int load_prompts(sqlite3 *db, const char *key, arb_run_stats *s, arb_err 
     return rc;
 }
 
+/* Acceptance by depth. Depth d was within reach on a step when the walk accepted d-1 nodes
+   and the last of them had children (stop_fanout > 0), or accepted more. Rows written before
+   schema v2 have no stop_fanout: for those, "the tree was at least d deep" stands in, exact for
+   chains but an over-count for trees (a deep tree elsewhere does not put depth d under the
+   accepted path). */
 static int load_depths(sqlite3 *db, const char *key, arb_run_stats *s, arb_err *err)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db,
-                           "SELECT s.accepted, s.tree_depth, COUNT(*) FROM steps s JOIN prompts p"
+                           "SELECT s.accepted, s.tree_depth, s.stop_fanout > 0, s.stop_fanout IS NULL, COUNT(*)"
+                           " FROM steps s JOIN prompts p"
                            " ON s.run_key=p.run_key AND s.prompt_id=p.prompt_id WHERE s.run_key=?"
-                           " GROUP BY s.accepted, s.tree_depth",
+                           " GROUP BY 1, 2, 3, 4",
                            -1, &st, NULL) != SQLITE_OK)
         return ARB_ERR(err, ARB_E_DB, "steps: %s", sqlite3_errmsg(db));
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     while (sqlite3_step(st) == SQLITE_ROW) {
         int k = sqlite3_column_int(st, 0), depth = sqlite3_column_int(st, 1);
-        int64_t c = sqlite3_column_int64(st, 2);
+        bool open = sqlite3_column_int(st, 2) != 0, legacy = sqlite3_column_int(st, 3) != 0;
+        int64_t c = sqlite3_column_int64(st, 4);
         if (k < 0 || depth < 0)
             continue;
         s->hist[k < ARB_METRICS_DMAX ? k : ARB_METRICS_DMAX] += c;
         for (int d = 1; d <= depth && d <= ARB_METRICS_DMAX; d++) {
-            if (k >= d - 1)
+            if (k >= d || (k == d - 1 && (legacy || open)))
                 s->depth_reach[d] += c;
             if (k >= d)
                 s->depth_acc[d] += c;

@@ -108,6 +108,7 @@ static int on_step(const arb_step_record *r, void *ud)
     memset(s, 0, sizeof *s);
     s->step = g->step_base + r->step;
     s->l_cache = r->L_cache, s->n_nodes = r->n_nodes, s->tree_depth = r->tree_depth;
+    s->stop_fanout = r->stop_fanout;
     s->accepted = r->accepted_k, s->committed = r->committed, s->bonus = r->bonus_token;
     s->mode = (unsigned)r->mode < 4 ? mode_name[r->mode] : "?";
     s->category = (int)r->category, s->topology_id = r->topology_id;

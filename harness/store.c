@@ -41,7 +41,7 @@ static const char schema_sql[] =
     " PRIMARY KEY(run_key, prompt_id));"
     "CREATE TABLE IF NOT EXISTS steps("
     " run_key TEXT NOT NULL, prompt_id TEXT NOT NULL, step INTEGER NOT NULL, l_cache INTEGER,"
-    " n_nodes INTEGER, tree_depth INTEGER, accepted INTEGER, committed INTEGER, bonus INTEGER,"
+    " n_nodes INTEGER, tree_depth INTEGER, stop_fanout INTEGER, accepted INTEGER, committed INTEGER, bonus INTEGER,"
     " mode TEXT, category INTEGER, topology_id INTEGER, n_spine INTEGER, acc_spine INTEGER,"
     " acc_pld INTEGER, acc_tr INTEGER, acc_draft INTEGER, acc_head INTEGER, acc_lade INTEGER,"
     " acc_lade_window INTEGER, acc_rest INTEGER,"
@@ -96,7 +96,7 @@ static int prepare_inserts(arb_store *s, arb_err *err)
 {
     char sql[2048];
     int n = snprintf(sql, sizeof sql,
-                     "INSERT INTO steps(run_key,prompt_id,step,l_cache,n_nodes,tree_depth,accepted,"
+                     "INSERT INTO steps(run_key,prompt_id,step,l_cache,n_nodes,tree_depth,stop_fanout,accepted,"
                      "committed,bonus,mode,category,topology_id,n_spine,acc_spine");
     for (int i = 1; i < ARB_STORE_NSRC; i++)
         n += snprintf(sql + n, sizeof sql - n, ",acc_%s", src_col[i]);
@@ -104,7 +104,7 @@ static int prepare_inserts(arb_store *s, arb_err *err)
         n += snprintf(sql + n, sizeof sql - n, ",prop_%s", src_col[i]);
     n += snprintf(sql + n, sizeof sql - n,
                   ",draft_us,eval_us,verify_us,update_us,commit_us,extra) VALUES(?");
-    for (int i = 1; i < 14 + 2 * (ARB_STORE_NSRC - 1) + 6; i++)
+    for (int i = 1; i < 15 + 2 * (ARB_STORE_NSRC - 1) + 6; i++)
         n += snprintf(sql + n, sizeof sql - n, ",?");
     snprintf(sql + n, sizeof sql - n, ")");
     int rc = prepare(s, sql, &s->ins_step, err);
@@ -156,6 +156,17 @@ int arb_store_open(const char *path, arb_store **out, arb_err *err)
                  "BEGIN IMMEDIATE; %s INSERT OR REPLACE INTO meta VALUES('schema_version','%d');"
                  " PRAGMA user_version=%d; COMMIT;",
                  schema_sql, ARB_STORE_SCHEMA_VERSION, ARB_STORE_SCHEMA_VERSION);
+        if ((rc = exec(s, sql, err))) {
+            exec(s, "ROLLBACK", NULL);
+            goto fail;
+        }
+    }
+    if (version == 1) { /* v2 added steps.stop_fanout; older rows keep NULL (unknown) */
+        char sql[256];
+        snprintf(sql, sizeof sql,
+                 "BEGIN IMMEDIATE; ALTER TABLE steps ADD COLUMN stop_fanout INTEGER;"
+                 " INSERT OR REPLACE INTO meta VALUES('schema_version','%d'); PRAGMA user_version=%d; COMMIT;",
+                 ARB_STORE_SCHEMA_VERSION, ARB_STORE_SCHEMA_VERSION);
         if ((rc = exec(s, sql, err))) {
             exec(s, "ROLLBACK", NULL);
             goto fail;
@@ -266,7 +277,13 @@ static int put_step(arb_store *s, const char *run_key, const char *pid, const ar
     sqlite3_bind_text(st, i++, pid, -1, SQLITE_STATIC);
     const int ints[] = {x->step,  x->l_cache,  x->n_nodes,     x->tree_depth,
                         x->accepted, x->committed, (int)x->bonus};
-    for (int j = 0; j < 7; j++)
+    for (int j = 0; j < 4; j++)
+        sqlite3_bind_int(st, i++, ints[j]);
+    if (x->stop_fanout >= 0)
+        sqlite3_bind_int(st, i++, x->stop_fanout);
+    else
+        sqlite3_bind_null(st, i++);
+    for (int j = 4; j < 7; j++)
         sqlite3_bind_int(st, i++, ints[j]);
     bind_text(st, i++, x->mode);
     sqlite3_bind_int(st, i++, x->category);

@@ -24,7 +24,7 @@
 
 #include "error.h"
 
-#define ARB_STORE_SCHEMA_VERSION 1
+#define ARB_STORE_SCHEMA_VERSION 2 /* 2: steps.stop_fanout */
 #define ARB_STORE_NSRC 8 /* source columns, indexed like arb_src in tree.h (0 = root, unused) */
 
 typedef struct arb_store arb_store;
@@ -52,6 +52,7 @@ typedef struct arb_store_session { /* one run in one invocation: where it was me
 
 typedef struct arb_store_step { /* one decoding step (drafting.md §1.8) */
     int step, l_cache, n_nodes, tree_depth;
+    int stop_fanout;             /* children of the last accepted node; -1 unknown (stored NULL) */
     int accepted;                /* k: accepted draft tokens, bonus excluded */
     int committed;               /* tokens committed this step (k + 1 unless truncated) */
     int32_t bonus;

@@ -62,6 +62,7 @@ static inline int fx_build(arb_store *st, int shard_i, int shard_n, arb_err *err
                         arb_store_step *x = &steps[s];
                         int k = fx_k(m, d, p, s);
                         x->step = s, x->n_nodes = m ? 20 : 1, x->tree_depth = m ? 6 : 0;
+                        x->stop_fanout = m && k < 6 && (p + s) % 3 ? 2 : 0; /* some walks end at leaves */
                         x->accepted = k, x->committed = k + 1, x->mode = m ? "tree" : "ar";
                         x->category = m >= 3 ? (k == 0 ? 0 : s % 3 == 0 ? 2 : 1) : -1;
                         x->acc_src[1] = fx_acc_pld(m, k), x->acc_src[2] = k - fx_acc_pld(m, k);

@@ -109,18 +109,26 @@ Test(metrics, acceptance_by_depth_and_histogram, .init = setup, .fini = teardown
     int i = run_index(1, 1, 5);
     arb_run_stats s;
     cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[i], &s, &err), ARB_OK);
-    int64_t hist[8] = {0};
+    int64_t hist[8] = {0}, reach[8] = {0}, acc[8] = {0};
     for (int p = 0; p < FX_N_PROMPTS; p++)
-        for (int q = 0; q < fx_steps(p); q++)
-            hist[fx_k(5, 1, p, q)]++;
+        for (int q = 0; q < fx_steps(p); q++) {
+            int k = fx_k(5, 1, p, q);
+            bool open = k < 6 && (p + q) % 3; /* the fixture's stop_fanout > 0 */
+            hist[k]++;
+            /* depth d was within reach iff k >= d, or k = d-1 and the last accepted node had
+               children; accepted iff k >= d (tree depth 6) */
+            for (int d = 1; d <= 6; d++) {
+                reach[d] += k >= d || (k == d - 1 && open);
+                acc[d] += k >= d;
+            }
+        }
     for (int k = 0; k < 8; k++)
         cr_assert_eq(s.hist[k], hist[k], "k=%d", k);
-    for (int d = 1; d <= 6; d++) { /* tree depth 6: reached d iff k >= d-1; accepted iff k >= d */
-        int64_t reach = 0, acc = 0;
-        for (int k = 0; k < 8; k++)
-            reach += k >= d - 1 ? hist[k] : 0, acc += k >= d ? hist[k] : 0;
-        cr_assert_eq(s.depth_reach[d], reach, "d=%d", d);
-        cr_assert_eq(s.depth_acc[d], acc, "d=%d", d);
+    for (int d = 1; d <= 6; d++) {
+        cr_assert_eq(s.depth_reach[d], reach[d], "d=%d", d);
+        cr_assert_eq(s.depth_acc[d], acc[d], "d=%d", d);
+        if (d >= 2) /* reaching depth d needs d-1 accepted; some walks stop at a leaf */
+            cr_assert_leq(s.depth_reach[d], s.depth_acc[d - 1], "d=%d", d);
     }
     cr_assert_eq(s.depth_reach[7], 0);
     arb_run_stats_release(&s);

@@ -64,6 +64,7 @@ static int put_prompt(arb_store *s, const char *key, const char *pid, int seed, 
         st[i].step = i;
         st[i].n_nodes = 10 + i;
         st[i].tree_depth = 4;
+        st[i].stop_fanout = i == 0 ? -1 : i % 3; /* -1: unknown, stored as NULL */
         st[i].accepted = (seed + i) % 4;
         st[i].committed = st[i].accepted + 1;
         st[i].mode = "tree";
@@ -224,5 +225,26 @@ Test(store, model_sha256_is_cached, .init = mkdir_tmp, .fini = rm_tmp)
     cr_assert_eq(arb_store_model_sha256(s, path, got, &err), ARB_OK);
     cr_assert_eq(got[0], 'z');
     cr_assert_eq(arb_store_model_sha256(s, "/nonexistent/x.gguf", got, &err), ARB_E_NOTFOUND);
+    arb_store_close(s);
+}
+
+Test(store, v1_database_gains_stop_fanout_and_keeps_its_rows, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    arb_store *s = open_db("old.db");
+    put_run(s, "k1");
+    arb_err err = {0};
+    cr_assert_eq(put_prompt(s, "k1", "p0", 3, 5, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps WHERE stop_fanout IS NULL"), 1);
+    cr_assert_eq(count(s, "SELECT SUM(stop_fanout) FROM steps"), 1 + 2 + 0 + 1);
+    /* turn it into what arbor wrote before schema v2 */
+    cr_assert_eq(sqlite3_exec(arb_store_db(s), "ALTER TABLE steps DROP COLUMN stop_fanout; PRAGMA user_version=1;",
+                              NULL, NULL, NULL), SQLITE_OK);
+    arb_store_close(s);
+    s = open_db("old.db");
+    cr_assert_eq(count(s, "PRAGMA user_version"), ARB_STORE_SCHEMA_VERSION);
+    cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps WHERE run_key='k1' AND stop_fanout IS NULL"), 5);
+    cr_assert_eq(put_prompt(s, "k1", "p1", 4, 5, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps"), 10);
+    cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps WHERE stop_fanout IS NOT NULL"), 4);
     arb_store_close(s);
 }
