@@ -114,6 +114,7 @@ static const arb_method_param params[] = {
     {"bypass_consensus", ARB_PARAM_BOOL, OFF(bypass_consensus), GOOSE, 0, 1, "bypass on consensus"},
     {"context_spine", ARB_PARAM_BOOL, OFF(context_spine), GOOSE, 0, 1, "ablation: context-match spine"},
     {"control_tr_spine", ARB_PARAM_BOOL, OFF(control_tr_spine), GOOSE, 0, 1, "control: spine tokens from TR"},
+    {"control_bypass", ARB_PARAM_BOOL, OFF(control_bypass), GOOSE, 0, 1, "control: bypass chains from TR too"},
     {"bypass_match_len", ARB_PARAM_BOOL, OFF(bypass_match_len), GOOSE, 0, 1, "bypass length test on the match"},
     {"consensus", ARB_PARAM_STR, OFF(consensus), GOOSE, 0, 0, "any | distinct | long (consensus reading)"},
     {"extend_chain", ARB_PARAM_BOOL, OFF(extend_chain), GOOSE, 0, 1, "extension width 1 (Prop. 1 chains)"},
@@ -170,7 +171,11 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     snprintf(s->drafter, sizeof s->drafter, "%s", d->name);
     snprintf(s->verifier, sizeof s->verifier, "greedy");
     snprintf(s->scheduler, sizeof s->scheduler, "goose_tiers");
-    snprintf(s->consensus, sizeof s->consensus, "any");
+    /* The bypass reading the evidence supports (docs/greedy-methods.md, "Which reading"): the
+       length test on the matched context, consensus only between different occurrences. The
+       spec's literal reading (|d| >= 8, any two lengths) sends nearly every match to the bypass. */
+    snprintf(s->consensus, sizeof s->consensus, "distinct");
+    s->bypass_match_len = true;
     s->budget = 60;
     s->max_depth = 6;
     s->topk = 10;

@@ -65,8 +65,10 @@ typedef struct arb_method_spec {
     bool bypass_consensus;/* ... triggered by consensus (on) */
     bool context_spine;   /* tree mode uses the context-match spine (on) */
     bool control_tr_spine;/* control: spine shape kept, tokens from TR (off) */
-    bool bypass_match_len;/* length test on the matched context, not the chain (off) */
-    char consensus[32];   /* consensus reading: "any" (two n agree on the first token), "distinct"
+    bool control_bypass;  /* ... the bypass chain's tokens too (off: tree spines only, which is
+                             what the paper's Table 2 numbers imply; docs/greedy-methods.md) */
+    bool bypass_match_len;/* length test on the matched context, not the chain (on) */
+    char consensus[32];   /* consensus reading: "distinct" (default), "any" (two n agree on the first token), "distinct"
                              (... at different occurrences), "long" (different occurrences agree
                              on >= bypass_min tokens); docs/greedy-methods.md */
     bool extend_chain;    /* extension nodes get width 1 (off: confidence-aware BFS) */

@@ -163,7 +163,11 @@ static void harvest_one(const arb_drafter_i *dr, void *st, int32_t prev, int32_t
 
 Test(goose, algorithm2_mode_selection)
 {
+    /* the spec's literal reading (|d| >= 8, any two lengths agree); the default reading is
+       covered by consensus_readings_and_match_length */
     arb_method_spec s = spec();
+    s.bypass_match_len = false;
+    snprintf(s.consensus, sizeof s.consensus, "any");
     const arb_drafter_i *dr = &arb_drafter_goose;
     void *st;
     cr_assert_eq(dr->create(&s, 1000, &st, NULL), ARB_OK);
@@ -252,9 +256,12 @@ Test(goose, consensus_readings_and_match_length)
 
 Test(goose, control_bypass_chain_holds_no_pld_tokens)
 {
-    /* The control row swaps every PLD token for a TR-drawn one, the bypass chain included */
+    /* control_bypass: the control row swaps every PLD token for a TR-drawn one, the bypass
+       chain included (the default control leaves bypass chains alone) */
     arb_method_spec s;
     cr_assert_eq(arb_method_spec_preset("goose-control", &s, NULL), ARB_OK);
+    s.control_bypass = true;
+    s.bypass_match_len = false; /* bypass on |d| = 20 */
     const arb_drafter_i *dr = &arb_drafter_goose;
     void *st;
     cr_assert_eq(dr->create(&s, 1000, &st, NULL), ARB_OK);
@@ -279,6 +286,20 @@ Test(goose, control_bypass_chain_holds_no_pld_tokens)
         cr_assert_eq(t.source[i], ARB_SRC_TR);
         cr_assert(t.flags[i] & ARB_NODE_SPINE, "spine priority kept");
     }
+    /* the default control: the same state's bypass chain is the real continuation */
+    dr->destroy(st);
+    s.control_bypass = false;
+    cr_assert_eq(dr->create(&s, 1000, &st, NULL), ARB_OK);
+    memset(&rec, 0, sizeof rec);
+    dr->begin(st, 256, true, NULL);
+    dr->append(st, A, 23);
+    harvest_one(dr, st, 101, 102, 500);
+    arb_tree_reset(&t, A[22]);
+    dr->propose(st, A, 23, &t, &rec);
+    arb_tree_finalize(&t);
+    cr_assert_eq(rec.mode, ARB_MODE_BYPASS);
+    cr_assert_eq(t.n, 21);
+    cr_assert(t.tok[1] == 103 && t.source[1] == ARB_SRC_PLD);
     dr->destroy(st);
     arb_tree_release(&t);
 }
@@ -303,7 +324,9 @@ Test(goose, ema_and_tiers)
     int32_t A[40];
     for (int i = 0; i < 20; i++)
         A[i] = A[20 + i] = 100 + i;
-    run_propose(dr, st, A, 23, &t, &rec); /* bypass, 20 spine nodes */
+    run_propose(dr, st, A, 30, &t, &rec); /* matched context 10 >= 8: bypass, 20 spine nodes */
+    cr_assert_eq(rec.mode, ARB_MODE_BYPASS);
+    cr_assert_eq(t.n, 21);
     cr_assert_float_eq(rec.p_s_hat, 0.3, 1e-6);
     int32_t path[21];
     for (int i = 0; i <= 5; i++)
@@ -364,9 +387,9 @@ Test(goose, ablation_switches_change_the_documented_structure)
             n_spine[p] += (t.flags[i] & ARB_NODE_SPINE) != 0;
         spine_br[p] = spine_children_tr(&t);
         bigram[p] = rec.bigram_hits;
-        /* a consensus state: does it bypass? */
-        int32_t D[] = {9, 1, 2, 3, 50, 51, 7, 9, 1, 2, 3};
-        bypass_modes[p] = run_propose(dr, st, D, 11, &t, &rec) == ARB_MODE_BYPASS;
+        /* a consensus state (two occurrences agree; short matched context): does it bypass? */
+        int32_t F[] = {1, 2, 3, 4, 5, 50, 51, 52, 8, 3, 4, 5, 50, 51, 53, 9, 1, 2, 3, 4, 5};
+        bypass_modes[p] = run_propose(dr, st, F, 21, &t, &rec) == ARB_MODE_BYPASS;
         dr->destroy(st);
     }
     cr_assert_gt(n_spine[0], 0);

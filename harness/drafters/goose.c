@@ -298,7 +298,7 @@ static void propose_bypass(arb_goose *g, int32_t a_prev, int32_t anchor, const a
     const int32_t *d = m->d;
     int len = m->len;
     arb_src src = ARB_SRC_PLD;
-    if (g->sp.control_tr_spine) {
+    if (g->sp.control_tr_spine && g->sp.control_bypass) {
         len = tr_chain(g, a_prev, anchor, len, g->spine_tok);
         d = g->spine_tok;
         src = ARB_SRC_TR;
