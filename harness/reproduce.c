@@ -377,9 +377,10 @@ static int align_stratum(ctx *x, stratum *s, arb_err *err)
     return ARB_OK;
 }
 
-/* The stratum of dataset ds in the group of run g: runs with roles in want[0..nw) (as
-   columns 0, 1, 2), role 0 first. Returns ARB_OK with s->m = 0 when a role has no run. */
-static int build_stratum(ctx *x, int g, const char *ds, const int *want, int nw, stratum *s,
+/* The stratum of dataset ds in the group of run g (exact: g's own dataset and generation
+   limit): runs with roles in want[0..nw) (as columns 0, 1, 2), role 0 first. Returns ARB_OK
+   with s->m = 0 when a role has no run. */
+static int build_stratum(ctx *x, int g, const char *ds, const int *want, int nw, bool exact, stratum *s,
                          arb_err *err)
 {
     memset(s, 0, sizeof *s);
@@ -387,7 +388,7 @@ static int build_stratum(ctx *x, int g, const char *ds, const int *want, int nw,
     int per_role[3] = {0, 0, 0};
     for (int r = 0; r < nw; r++)
         for (int i = 0; i < x->n_runs; i++) {
-            if (x->role[i] != want[r] || !same_group(&x->runs[g], &x->runs[i], false) ||
+            if (x->role[i] != want[r] || !same_group(&x->runs[g], &x->runs[i], exact) ||
                 strcmp(x->runs[i].dataset, ds) || s->R == 3 * 64)
                 continue;
             if (!x->rd[i].loaded) {
@@ -463,7 +464,7 @@ static int eval_cell(ctx *x, int g, const char *const *ds, int nd, const int *wa
     int ns = 0, rc = ARB_OK;
     bool complete = true;
     for (int k = 0; k < nd && k < MAX_STRATA && !rc; k++) {
-        rc = build_stratum(x, g, ds[k], want, nw, &s[ns++], err);
+        rc = build_stratum(x, g, ds[k], want, nw, nd == 1, &s[ns++], err);
         complete &= !rc && s[ns - 1].m > 0;
     }
     cell->paper = paper_stat(x, ds, nd, want, nw);

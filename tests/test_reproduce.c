@@ -64,7 +64,8 @@ static void put_prompt(const char *key, int p, int n_gen, int n_calls, int acc_s
     }
     char pid[32];
     snprintf(pid, sizeof pid, "P/%03d", p);
-    int32_t ids[1] = {0};
+    static int32_t ids[16384]; /* the store writes n_gen ids */
+    cr_assert(n_gen <= 16384);
     arb_store_prompt pr = {.prompt_id = pid, .prompt_idx = p, .n_prompt = 10, .n_gen = n_gen,
                            .n_calls = n_calls, .wall_us = 1000 * n_calls, .n_repeats = 1,
                            .stop = "limit", .lossless = -1, .ids = ids};
@@ -222,6 +223,21 @@ Test(reproduce, sign_is_a_macro_over_datasets_and_abs_holds_within_tolerance, .i
     ctl.threshold = 0.0005, ctl.tolerance = 0.01; /* the tolerance widens the band */
     r = eval(&ctl, &o);
     cr_assert_eq(r.verdict, ARB_VERDICT_HOLDS);
+    arb_repro_result_release(&r);
+}
+
+Test(reproduce, generation_limits_are_separate_cells, .init = setup, .fini = teardown)
+{
+    put_series("a0", "A", "humaneval", 12, 3.0, 0.05), put_series("b0", "B", "humaneval", 12, 2.0, 0.05);
+    put_run("a1", "A", "humaneval", 128); /* same method and dataset, another limit: not a sweep point */
+    for (int p = 0; p < 12; p++)
+        put_prompt("a1", p, 9000, 1000, 2, 4);
+    arb_repro_opts o = arb_repro_default_opts();
+    arb_claim c = claim(ARB_CLAIM_ORDER, "A", "B", NULL);
+    arb_repro_result r = eval(&c, &o);
+    cr_assert_eq(r.n_cells, 2);
+    cr_assert_float_eq(r.cells[0].v, 0.5, 1e-9, "A at 64 vs B at 64 only");
+    cr_assert_eq(r.cells[1].verdict, ARB_VERDICT_MISSING, "no B at 128");
     arb_repro_result_release(&r);
 }
 
