@@ -18,6 +18,7 @@ static const struct arb_cmd cmds[] = {
     {"inspect", arb_cmd_inspect, "validate a GGUF file and show its metadata and tensor table"},
     {"run", arb_cmd_run, "run an experiment config (JSON) into a results database; resumable, shardable"},
     {"report", arb_cmd_report, "paper tables (GOOSE Tables 1-3, pivots) from a results database"},
+    {"reproduce", arb_cmd_reproduce, "run a paper's claims (goose, dte) and print verdicts: holds, fails, inconclusive"},
     {"compare", arb_cmd_compare, "regression gate: a metric of two results databases, exit 1 on a drop"},
     {"merge", arb_cmd_merge, "combine shard results databases into one"},
     {"plot", arb_cmd_plot, "figures (speedup bars, p_s vs p_t, tau sweeps, accepted lengths) via gnuplot"},

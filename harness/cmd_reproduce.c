@@ -1,0 +1,317 @@
+/* cmd_reproduce.c — `arbor reproduce PAPER`: run (or resume) the configs behind a paper's
+ * claims (results/paper/claims.json) through the runner, then print each claim's verdict
+ * (reproduce.h, docs/reproduce.md). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "arb_config.h"
+#include "claims.h"
+#include "cli.h"
+#include "config.h"
+#include "reproduce.h"
+#include "runner.h"
+#include "store.h"
+
+#define MAX_CONFIGS 16
+
+static const char usage[] =
+    "usage: arbor reproduce PAPER [--db PATH] [--limit N] [--shard i/N] [--max-new N] [--no-run]\n"
+    "                       [--json FILE] [--md FILE] [options]\n"
+    "\n"
+    "PAPER is goose or dte. Runs every config behind the paper's claims (results/paper/claims.json)\n"
+    "like `arbor run` (finished prompts are skipped, so a second call resumes), then prints per\n"
+    "claim the paper's figure, ours, a 95% bootstrap interval over prompts and a verdict: holds,\n"
+    "fails, inconclusive (the interval straddles the threshold), missing (no data), untestable\n"
+    "(docs/reproduce.md).\n"
+    "\n"
+    "Options:\n"
+    "  --db PATH       one database for every config (default results/<config name>.db each)\n"
+    "  --limit N       at most N prompts per dataset (overrides the configs' limits)\n"
+    "  --shard i/N     only prompts whose dataset index % N == i (then `arbor merge`)\n"
+    "  --max-new N     generation limit per turn for every dataset (default: the configs')\n"
+    "  --no-run        only evaluate what the database(s) hold\n"
+    "  --json FILE     write the verdicts as JSON (what a CI job gates on)\n"
+    "  --md FILE       write the Markdown tables to FILE as well as stdout\n"
+    "  --claims FILE   the claims (default results/paper/claims.json in the source tree)\n"
+    "  --data DIR      dataset directory (default $ARBOR_DATA, else the cache)\n"
+    "  --threads N     threads per model\n"
+    "  --boot N        bootstrap resamples (1000), --seed S their seed (0), --min-n N the\n"
+    "                  prompts per cell below which an interval is called uninformative (10)\n"
+    "  --quiet         no progress output\n";
+
+typedef struct args {
+    const char *paper, *db, *json, *md, *claims, *data;
+    int limit, max_new, threads, n_boot, n_min, shard_i, shard_n;
+    long seed;
+    bool no_run, quiet;
+} args;
+
+static volatile sig_atomic_t stop_flag; /* set by the signal handler, read between steps */
+
+static void on_signal(int sig)
+{
+    stop_flag = 1;
+    signal(sig, SIG_DFL);
+}
+
+static int int_arg(const char *flag, const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || n < lo || n > hi) {
+        fprintf(stderr, "arbor reproduce: %s: expected an integer in [%ld, %ld], got '%s'\n", flag, lo, hi, v);
+        return 2;
+    }
+    *out = n;
+    return 0;
+}
+
+static int parse_valued(args *a, const char *f, const char *v)
+{
+    const char **slot = !strcmp(f, "--db") ? &a->db : !strcmp(f, "--json") ? &a->json
+                      : !strcmp(f, "--md") ? &a->md : !strcmp(f, "--claims") ? &a->claims
+                      : !strcmp(f, "--data") ? &a->data : NULL;
+    long x = 0;
+    int rc = 0;
+    arb_err err = {0};
+    if (slot)
+        *slot = v;
+    else if (!strcmp(f, "--shard") && arb_runner_parse_shard(v, &a->shard_i, &a->shard_n, &err))
+        fprintf(stderr, "arbor reproduce: %s\n", err.msg), rc = 2;
+    else if (!strcmp(f, "--seed"))
+        rc = int_arg(f, v, 0, 1L << 40, &a->seed);
+    else if (strcmp(f, "--shard") && !(rc = int_arg(f, v, !strcmp(f, "--boot") ? 0 : 1, 1 << 30, &x))) {
+        int *dst = !strcmp(f, "--limit") ? &a->limit : !strcmp(f, "--max-new") ? &a->max_new
+                 : !strcmp(f, "--threads") ? &a->threads : !strcmp(f, "--boot") ? &a->n_boot : &a->n_min;
+        *dst = (int)x;
+    }
+    return rc;
+}
+
+static int parse_args(int argc, char **argv, args *a)
+{
+    static const char *const valued[] = {"--db", "--json", "--md", "--claims", "--data", "--shard", "--seed",
+                                         "--limit", "--max-new", "--threads", "--boot", "--min-n", NULL};
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        bool is_valued = false;
+        for (const char *const *k = valued; *k && !is_valued; k++)
+            is_valued = !strcmp(*k, f);
+        if (!strcmp(f, "--no-run") || !strcmp(f, "--quiet")) {
+            *(f[2] == 'n' ? &a->no_run : &a->quiet) = true;
+        } else if (is_valued) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "arbor reproduce: %s needs a value\n", f);
+                return 2;
+            }
+            int rc = parse_valued(a, f, argv[++i]);
+            if (rc)
+                return rc;
+        } else if (f[0] == '-' || a->paper) {
+            fprintf(stderr, "arbor reproduce: unexpected argument '%s'\n%s", f, usage);
+            return 2;
+        } else {
+            a->paper = f;
+        }
+    }
+    if (!a->paper || (strcmp(a->paper, "goose") && strcmp(a->paper, "dte"))) {
+        fprintf(stderr, "arbor reproduce: PAPER must be goose or dte%s%s%s\n%s", a->paper ? " (got '" : "",
+                a->paper ? a->paper : "", a->paper ? "')" : "", usage);
+        return 2;
+    }
+    return 0;
+}
+
+/* A config named by a claim: relative to the source tree (or as given if absolute). */
+static int load_config(const char *rel, const args *a, arb_config **out, arb_err *err)
+{
+    char path[4096];
+    const char *root = getenv("ARBOR_SOURCE_ROOT") ? getenv("ARBOR_SOURCE_ROOT") : ARB_SOURCE_ROOT;
+    snprintf(path, sizeof path, "%s%s%s", rel[0] == '/' ? "" : root, rel[0] == '/' ? "" : "/", rel);
+    int rc = arb_config_load(path, out, err);
+    for (int d = 0; !rc && a->max_new > 0 && d < (*out)->n_datasets; d++)
+        (*out)->datasets[d].max_new_tokens = a->max_new; /* part of the run key: new runs */
+    return rc;
+}
+
+/* Every method id a claim names must be a method id of its config. */
+static int check_methods(const arb_claim *c, const arb_config *cfg, arb_err *err)
+{
+    for (int j = -1; j < c->n_b; j++) {
+        const char *id = j < 0 ? c->a : c->b[j];
+        bool found = false;
+        for (int m = 0; m < cfg->n_methods && !found; m++)
+            found = !strcmp(cfg->methods[m].base_id, id);
+        if (!found)
+            return ARB_ERR(err, ARB_E_INVAL, "claim %s: method \"%s\" is not a method id of %s", c->id, id,
+                           c->config);
+    }
+    return ARB_OK;
+}
+
+static int run_config(const arb_config *cfg, const args *a, arb_err *err)
+{
+    arb_run_opts o = arb_run_default_opts();
+    o.db_path = a->db, o.limit = a->limit, o.data_dir = a->data, o.threads = a->threads;
+    o.shard_i = a->shard_i, o.shard_n = a->shard_n, o.log = a->quiet ? NULL : stderr, o.stop = &stop_flag;
+    arb_run_summary s;
+    if (!a->quiet)
+        fprintf(stderr, "arbor reproduce: %s\n", cfg->path);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    int rc = arb_runner_run(cfg, &o, &s, err);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (!rc && !a->quiet)
+        fprintf(stderr, "arbor reproduce: %s: %ld generations stored, %ld already present, %ld failed, %.1f s → %s\n",
+                cfg->name, s.n_done, s.n_skipped, s.n_failed, s.seconds, s.db_path);
+    return rc;
+}
+
+static int eval_claim(const arb_claim *c, const arb_config *cfg, const args *a, arb_repro_result *r,
+                      arb_err *err)
+{
+    char db[4096], tsv[4096];
+    const char *root = getenv("ARBOR_SOURCE_ROOT") ? getenv("ARBOR_SOURCE_ROOT") : ARB_SOURCE_ROOT;
+    snprintf(db, sizeof db, a->db ? "%s" : "results/%s.db", a->db ? a->db : cfg->name);
+    snprintf(tsv, sizeof tsv, "%s/results/paper/%s.tsv", root, c->paper);
+    arb_repro_opts o = arb_repro_default_opts();
+    o.n_boot = a->n_boot, o.seed = (uint64_t)a->seed, o.n_min = a->n_min;
+    o.scope = cfg, o.max_new = a->max_new, o.paper_tsv = tsv;
+    struct stat sb;
+    arb_store *st = NULL;
+    if (stat(db, &sb) != 0) { /* nothing measured yet: every cell is missing */
+        int rc = arb_store_open(":memory:", &st, err);
+        rc = rc ? rc : arb_repro_eval(arb_store_db(st), c, &o, r, err);
+        arb_store_close(st);
+        return rc;
+    }
+    int rc = arb_store_open(db, &st, err);
+    if (!rc)
+        rc = arb_repro_eval(arb_store_db(st), c, &o, r, err);
+    arb_store_close(st);
+    return rc;
+}
+
+static int write_out(const arb_repro_result *r, int n, const args *a, arb_err *err)
+{
+    int rc = arb_repro_write_md(r, n, stdout);
+    FILE *f = NULL;
+    if (!rc && a->md && (!(f = fopen(a->md, "w")) || arb_repro_write_md(r, n, f) || fclose(f)))
+        return ARB_ERR(err, ARB_E_IO, "%s: cannot write", a->md);
+    if (!rc && a->json) {
+        arb_repro_opts o = arb_repro_default_opts();
+        o.n_boot = a->n_boot, o.seed = (uint64_t)a->seed, o.n_min = a->n_min;
+        if (!(f = fopen(a->json, "w")))
+            return ARB_ERR(err, ARB_E_IO, "%s: cannot write", a->json);
+        rc = arb_repro_write_json(r, n, &o, f, err);
+        if (fclose(f) && !rc)
+            rc = ARB_ERR(err, ARB_E_IO, "%s: write error", a->json);
+    }
+    return rc;
+}
+
+typedef struct plan {
+    arb_claims *cl;
+    int *cfg_of;                        /* per claim: index into cfgs, -1 = another paper or untestable */
+    arb_config *cfgs[MAX_CONFIGS];
+    const char *rel[MAX_CONFIGS];       /* each config as the claims name it */
+    int n_cfg;
+} plan;
+
+static void plan_release(plan *p)
+{
+    for (int k = 0; k < p->n_cfg; k++)
+        arb_config_free(p->cfgs[k]);
+    free(p->cfg_of);
+    arb_claims_free(p->cl);
+}
+
+/* Load the paper's claims and their configs (each config once, in claim order). */
+static int plan_load(const args *a, plan *p, arb_err *err)
+{
+    char path[4096];
+    const char *root = getenv("ARBOR_SOURCE_ROOT") ? getenv("ARBOR_SOURCE_ROOT") : ARB_SOURCE_ROOT;
+    snprintf(path, sizeof path, a->claims ? "%s" : "%s/results/paper/claims.json", a->claims ? a->claims : root);
+    int rc = arb_claims_load(path, &p->cl, err);
+    if (!rc && !(p->cfg_of = malloc((size_t)p->cl->n * sizeof *p->cfg_of)))
+        rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+    for (int i = 0; !rc && i < p->cl->n; i++) {
+        const arb_claim *c = &p->cl->c[i];
+        p->cfg_of[i] = -1;
+        if (strcmp(c->paper, a->paper) || c->untestable)
+            continue;
+        int k = 0;
+        while (k < p->n_cfg && strcmp(p->rel[k], c->config))
+            k++;
+        if (k == MAX_CONFIGS)
+            return ARB_ERR(err, ARB_E_INVAL, "%s: more than %d configs", path, MAX_CONFIGS);
+        if (k == p->n_cfg && !(rc = load_config(c->config, a, &p->cfgs[k], err)))
+            p->rel[p->n_cfg++] = c->config;
+        if (!rc)
+            rc = check_methods(c, p->cfgs[k], err);
+        p->cfg_of[i] = k;
+    }
+    return rc;
+}
+
+/* Evaluate the paper's claims (untestable ones included) into r[0..*n). */
+static int evaluate(const plan *p, const args *a, arb_repro_result *r, int *n, arb_err *err)
+{
+    int rc = ARB_OK;
+    *n = 0;
+    for (int i = 0; !rc && i < p->cl->n; i++) {
+        const arb_claim *c = &p->cl->c[i];
+        if (strcmp(c->paper, a->paper))
+            continue;
+        if (p->cfg_of[i] < 0) {
+            arb_repro_opts o = arb_repro_default_opts();
+            rc = arb_repro_eval(NULL, c, &o, &r[(*n)++], err); /* untestable: no database read */
+        } else {
+            rc = eval_claim(c, p->cfgs[p->cfg_of[i]], a, &r[*n], err);
+            *n += !rc;
+        }
+    }
+    return rc;
+}
+
+int arb_cmd_reproduce(int argc, char **argv)
+{
+    if (arb_cli_wants_help(argc, argv)) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    args a = {.n_boot = 1000, .n_min = 10, .shard_n = 1};
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc;
+    arb_err err = {0};
+    plan p = {0};
+    if (plan_load(&a, &p, &err)) {
+        fprintf(stderr, "arbor reproduce: %s\n", err.msg);
+        plan_release(&p);
+        return 2;
+    }
+    for (int k = 0; !a.no_run && !rc && k < p.n_cfg; k++)
+        rc = run_config(p.cfgs[k], &a, &err);
+    arb_repro_result *r = rc ? NULL : calloc((size_t)p.cl->n, sizeof *r);
+    int n = 0;
+    if (!rc && !r)
+        rc = ARB_ERR(&err, ARB_E_NOMEM, "out of memory");
+    if (!rc && !(rc = evaluate(&p, &a, r, &n, &err)))
+        rc = write_out(r, n, &a, &err);
+    for (int i = 0; r && i < n; i++)
+        arb_repro_result_release(&r[i]);
+    free(r);
+    plan_release(&p);
+    if (rc == ARB_E_INTERRUPTED) {
+        fprintf(stderr, "\narbor reproduce: interrupted; run the same command to resume\n");
+        return 130;
+    }
+    if (rc)
+        fprintf(stderr, "\narbor reproduce: %s\n", err.msg);
+    return rc ? 1 : 0;
+}
