@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "drafters/drafter.h"
+#include "drafters/goose.h"
 #include "verifiers/verifier.h"
 
 /* ---- registries (STYLE practice 11): one row per plug-in ---- */
@@ -97,6 +98,7 @@ static const arb_method_param params[] = {
     {"ngram_max", ARB_PARAM_INT, OFF(ngram_max), CTX, 1, 8, "longest n-gram query"},
     {"max_draft", ARB_PARAM_INT, OFF(max_draft), CTX, 1, 64, "continuation length (PLD 10, GOOSE C_max 20)"},
     {"bypass_min", ARB_PARAM_INT, OFF(bypass_min), GOOSE, 1, 1000, "bypass when the chain is this long"},
+    {"bypass_max", ARB_PARAM_INT, OFF(bypass_max), GOOSE, -1, 63, "bypass chain cap (-1: budget-1, 0: max_draft)"},
     {"pld_earliest", ARB_PARAM_BOOL, OFF(pld_earliest), CTX, 0, 1, "earliest occurrence (else most recent)"},
     {"ema", ARB_PARAM_DOUBLE, OFF(ema), GOOSE, 0, 1, "weight of the newest spine observation"},
     {"ps_init", ARB_PARAM_DOUBLE, OFF(ps_init), GOOSE, 0, 1, "initial spine acceptance estimate"},
@@ -176,6 +178,7 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
        spec's literal reading (|d| >= 8, any two lengths) sends nearly every match to the bypass. */
     snprintf(s->consensus, sizeof s->consensus, "distinct");
     s->bypass_match_len = true;
+    s->bypass_max = -1;
     s->budget = 60;
     s->max_depth = 6;
     s->topk = 10;
@@ -293,8 +296,10 @@ int arb_method_max_nodes(const arb_method_spec *s)
     if (d == &arb_drafter_draft)
         return 1 + s->dte_l + s->dte_k * s->dte_b;
     int n = s->budget;
-    if (!s->topology[0] && 1 + s->max_draft > n)
-        n = 1 + s->max_draft; /* bypass chain */
+    int byp = arb_goose_bypass_cap(s);
+    int chain = byp > s->max_draft ? byp : s->max_draft;
+    if (!s->topology[0] && 1 + chain > n)
+        n = 1 + chain; /* bypass chain */
     return n;
 }
 

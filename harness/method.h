@@ -48,6 +48,9 @@ typedef struct arb_method_spec {
     int ngram_min, ngram_max; /* query lengths: goose 3..5, pld 1..3 (Saxena) */
     int max_draft;        /* continuation length: pld 10 (num_pred), goose C_max 20 */
     int bypass_min;       /* θ_byp: bypass when the match is at least this long (8) */
+    int bypass_max;       /* bypass chain length cap: -1 = budget - 1 (default: "the tree reduces to a
+                             deep linear chain"), 0 = max_draft (C_max, the spec's reading), else
+                             this many (<= 63); docs/greedy-methods.md, "Which reading" */
     bool pld_earliest;    /* occurrence choice: earliest (Saxena, pld) / most recent (goose) */
     /* ---- scheduler (GOOSE Algorithm 2) ---- */
     double ema;           /* weight of the newest spine-acceptance observation (0.3) */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "resample.h"
 
 enum { SRC_PLD = 1, SRC_TR = 2 }; /* arb_src values (tree.h) */
 
@@ -291,26 +292,6 @@ static double eval(const arb_run_stats *r, const arb_run_stats *ar, arb_metric m
     }
 }
 
-static uint64_t splitmix(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double quantile(const double *v, int n, double q)
-{
-    double pos = q * (n - 1);
-    int i = (int)pos;
-    return i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[n - 1];
-}
 
 /* Percentile bootstrap: fn evaluates one resample given as k-column rows. */
 typedef double (*stat_fn)(const void *ctx, const int *rows, int m, int k);
@@ -333,7 +314,7 @@ static void bootstrap(const void *ctx, stat_fn fn, const int *rows, int m, int k
     int nv = 0;
     for (int b = 0; b < n_boot; b++) {
         for (int i = 0; i < m; i++) {
-            int j = (int)(splitmix(&x) % (uint64_t)m);
+            int j = (int)(arb_splitmix64(&x) % (uint64_t)m);
             memcpy(&rs[i * k], &rows[j * k], (size_t)k * sizeof *rs);
         }
         double v = fn(ctx, rs, m, k);
@@ -341,9 +322,9 @@ static void bootstrap(const void *ctx, stat_fn fn, const int *rows, int m, int k
             vals[nv++] = v;
     }
     if (nv > 0) {
-        qsort(vals, (size_t)nv, sizeof *vals, cmp_d);
-        out->lo = quantile(vals, nv, 0.025);
-        out->hi = quantile(vals, nv, 0.975);
+        qsort(vals, (size_t)nv, sizeof *vals, arb_cmp_double);
+        out->lo = arb_quantile_sorted(vals, nv, 0.025);
+        out->hi = arb_quantile_sorted(vals, nv, 0.975);
     }
     free(rs);
     free(vals);

@@ -14,6 +14,7 @@
 
 #include "analysis.h"
 #include "metrics.h"
+#include "resample.h"
 
 enum { E4_ACC_S, E4_PROP_S, E4_ACC_T, E4_PROP_T, E4_LEN, E4_TREE, E4_N };
 #define MAX_STRATA 64 /* datasets in one macro cell */
@@ -272,27 +273,6 @@ static double unit_stat(const ctx *x, const stratum *s, int ns, int *const *pick
     return ns ? sum / ns : NAN;
 }
 
-/* splitmix64 and the interpolated quantile, as metrics.c's bootstrap uses them */
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double p = *(const double *)a, q = *(const double *)b;
-    return (p > q) - (p < q);
-}
-
-static double quantile(const double *v, int n, double q)
-{
-    double pos = q * (n - 1);
-    int i = (int)pos;
-    return i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[n - 1];
-}
 
 static int bootstrap(const ctx *x, const stratum *s, int ns, arb_repro_cell *cell, arb_err *err)
 {
@@ -316,14 +296,14 @@ static int bootstrap(const ctx *x, const stratum *s, int ns, arb_repro_cell *cel
     for (int b = 0; !rc && total >= 2 && b < x->o->n_boot; b++) {
         for (int k = 0; k < ns; k++)
             for (int i = 0; i < s[k].m; i++)
-                picks[k][i] = (int)(splitmix(&st) % (uint64_t)s[k].m);
+                picks[k][i] = (int)(arb_splitmix64(&st) % (uint64_t)s[k].m);
         double v = unit_stat(x, s, ns, picks);
         if (!isnan(v))
             vals[nv++] = v;
     }
     if (nv > 0) {
-        qsort(vals, (size_t)nv, sizeof *vals, cmp_d);
-        cell->lo = quantile(vals, nv, 0.025), cell->hi = quantile(vals, nv, 0.975);
+        qsort(vals, (size_t)nv, sizeof *vals, arb_cmp_double);
+        cell->lo = arb_quantile_sorted(vals, nv, 0.025), cell->hi = arb_quantile_sorted(vals, nv, 0.975);
     }
     for (int k = 0; k < ns; k++)
         free(picks[k]);

@@ -432,3 +432,32 @@ Test(goose, control_spine_tokens_come_from_the_table)
     dr->destroy(st);
     arb_tree_release(&t);
 }
+
+Test(goose, bypass_chain_cap)
+{
+    /* a 60-token repeat: the bypass chain is C_max = 20 long with bypass_max 0 (the spec), B - 1
+       with -1 (the default), bypass_max long otherwise */
+    int32_t A[120];
+    for (int i = 0; i < 60; i++)
+        A[i] = A[60 + i] = 1000 + i;
+    const int caps[] = {0, 40, 10, -1};
+    const int want[] = {20, 40, 10, 59}; /* -1: B - 1 */
+    for (int c = 0; c < 4; c++) {
+        arb_method_spec s = spec();
+        s.bypass_max = caps[c];
+        cr_assert_eq(arb_method_spec_validate(&s, NULL), ARB_OK);
+        cr_assert_geq(arb_method_max_nodes(&s), 1 + want[c]);
+        const arb_drafter_i *dr = &arb_drafter_goose;
+        void *st;
+        cr_assert_eq(dr->create(&s, 1000, &st, NULL), ARB_OK);
+        arb_tree t;
+        arb_tree_init(&t, arb_method_max_nodes(&s), NULL);
+        arb_step_record rec;
+        cr_assert_eq(run_propose(dr, st, A, 70, &t, &rec), ARB_MODE_BYPASS, "cap %d", caps[c]);
+        cr_assert_eq(t.n, 1 + want[c], "cap %d", caps[c]);
+        cr_assert_eq(t.tok[t.n - 1], 1000 + (10 + want[c] - 1) % 60);
+        cr_assert_eq(rec.d_len, 20, "the tree spine's C_max is unchanged");
+        dr->destroy(st);
+        arb_tree_release(&t);
+    }
+}

@@ -49,6 +49,13 @@ void arb_goose_split(int B, int m, double r, double rho, int *bs, int *br, int *
         a[i - 1] = (int)floor(*bsp * (1.0 / i) / H);
 }
 
+int arb_goose_bypass_cap(const arb_method_spec *s)
+{
+    int c = s->bypass_max > 0 ? s->bypass_max : s->bypass_max < 0 ? s->budget - 1 : s->max_draft;
+    c = c < SPINE_MAX - 1 ? c : SPINE_MAX - 1;
+    return c > 1 ? c : 1;
+}
+
 double arb_goose_tier(const arb_method_spec *s, double p)
 {
     if (!strcmp(s->scheduler, "fixed") && s->fixed_r >= 0.0)
@@ -345,7 +352,13 @@ static void gd_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
         arb_sequoia_fill(t, a_prev, g->sq_parent, g->sq_rank, g->sq_n, g_succ, g);
     } else {
         arb_pld_match m;
-        arb_pld_context_match(g->ix, sp->ngram_min, sp->ngram_max, sp->max_draft, sp->pld_earliest, &m);
+        /* the continuation is read up to the longer of the tree spine's C_max and the bypass
+           cap; each use trims it to its own length */
+        int c_byp = arb_goose_bypass_cap(sp);
+        int c_all = c_byp > sp->max_draft ? c_byp : sp->max_draft;
+        arb_pld_context_match(g->ix, sp->ngram_min, sp->ngram_max, c_all, sp->pld_earliest, &m);
+        int full = m.len;
+        m.len = m.len < sp->max_draft ? m.len : sp->max_draft;
         rec->match_n = m.n;
         rec->d_len = m.len;
         rec->consensus = m.consensus;
@@ -353,6 +366,7 @@ static void gd_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
         rec->agree_len = m.agree_len;
         rec->match_len = m.match_len;
         if (take_bypass(sp, &m)) {
+            m.len = full < c_byp ? full : c_byp;
             propose_bypass(g, a_prev, anchor, &m, t);
             rec->mode = ARB_MODE_BYPASS;
             rec->table_fill = arb_adj_fill(g->adj);

@@ -30,6 +30,9 @@ typedef struct arb_goose arb_goose;
 void arb_goose_split(int B, int m, double r, double rho, int *bs, int *br, int *bsp, int *a);
 /* Spine-ratio tier of p̂_s (or spec->fixed_r when scheduler is "fixed"). */
 double arb_goose_tier(const arb_method_spec *s, double p_s_hat);
+/* Length cap of a bypass chain: bypass_max, budget - 1 for -1, max_draft (C_max) for 0;
+   never more than 63. */
+int arb_goose_bypass_cap(const arb_method_spec *s);
 
 int arb_goose_new(const arb_method_spec *s, int n_vocab, arb_goose **out, arb_err *err);
 void arb_goose_free(arb_goose *g);
