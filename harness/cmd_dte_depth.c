@@ -17,6 +17,7 @@
 #include "drafters/draft_model.h"
 #include "genutil.h"
 #include "plot.h"
+#include "resample.h"
 #include "sample.h"
 #include "verifiers/otanalysis.h"
 #include "verifiers/verifier.h"
@@ -43,6 +44,67 @@ static const char usage[] =
 
 #define MAXD 16
 #define MAXSH 16
+#define N_VF 8      /* verifiers compared; Traversal is the last */
+#define N_BOOT 2000 /* resamples of roots for the Traversal-gap intervals */
+
+/* Per root: Traversal's exact block efficiency minus each verifier's, averaged over the shapes
+   (the DTE claim "Traversal >= every other verifier" on the same trees), grown by doubling. */
+typedef struct be_gaps {
+    double *gap; /* [root][N_VF] */
+    int n, cap;
+} be_gaps;
+
+static int gaps_push(be_gaps *g, const double be[MAXSH][N_VF], int n_sh, arb_err *err)
+{
+    if (g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 256;
+        double *x = realloc(g->gap, sizeof(double) * N_VF * (size_t)cap);
+        if (!x)
+            return ARB_ERR(err, ARB_E_NOMEM, "dte-depth: out of memory");
+        g->gap = x, g->cap = cap;
+    }
+    for (int i = 0; i < N_VF; i++) {
+        double s = 0;
+        for (int si = 0; si < n_sh; si++)
+            s += be[si][N_VF - 1] - be[si][i];
+        g->gap[(size_t)g->n * N_VF + i] = s / n_sh;
+    }
+    g->n++;
+    return ARB_OK;
+}
+
+/* Mean gap per verifier and a 95% percentile-bootstrap interval over roots (seed 0). Verdict:
+   Traversal >= X holds when the interval's lower end is >= 0, fails when its upper end is < 0. */
+static int print_gaps(const be_gaps *g, const char *const *vn, arb_err *err)
+{
+    double *v = malloc(sizeof(double) * N_BOOT);
+    if (!v)
+        return ARB_ERR(err, ARB_E_NOMEM, "dte-depth: out of memory");
+    printf("\n# Traversal's expected block efficiency minus each verifier's on the same trees (mean over\n"
+           "# shapes, then over %d roots; 95%% bootstrap interval over roots, %d resamples, seed 0)\n\n"
+           "| verifier | Traversal - verifier | 95%% interval | Traversal >= verifier |\n|---|---|---|---|\n",
+           g->n, N_BOOT);
+    for (int i = 0; i + 1 < N_VF; i++) {
+        double mean = 0;
+        for (int r = 0; r < g->n; r++)
+            mean += g->gap[(size_t)r * N_VF + i];
+        mean /= g->n;
+        uint64_t s = 0;
+        for (int b = 0; b < N_BOOT; b++) {
+            double sum = 0;
+            for (int r = 0; r < g->n; r++)
+                sum += g->gap[(arb_splitmix64(&s) % (uint64_t)g->n) * N_VF + i];
+            v[b] = sum / g->n;
+        }
+        qsort(v, N_BOOT, sizeof *v, arb_cmp_double);
+        double lo = arb_quantile_sorted(v, N_BOOT, 0.025), hi = arb_quantile_sorted(v, N_BOOT, 0.975);
+        const double eps = 1e-9; /* exact expectations: equal verifiers differ by rounding only */
+        printf("| %s | %+.4f | [%+.4f, %+.4f] | %s |\n", vn[i], mean, lo, hi,
+               lo >= -eps ? "holds" : hi < -eps ? "fails" : "inconclusive");
+    }
+    free(v);
+    return ARB_OK;
+}
 
 typedef struct depth_tab {   /* what the per-depth table and figure show */
     int D, K, n_roots;
@@ -215,7 +277,8 @@ int arb_cmd_dte_depth(int argc, char **argv)
     double *q = malloc(sizeof(double) * 64 * (size_t)vo.V);
     double *p = malloc(sizeof(double) * 64 * (size_t)vo.V);
     float *lg = malloc(sizeof(float) * 64 * (size_t)vo.V);
-    static const char *vn[8] = {"nss", "naive", "bv", "naivetree", "spectr", "specinfer", "khisti", "traversal"};
+    static const char *vn[N_VF] = {"nss", "naive", "bv", "naivetree", "spectr", "specinfer", "khisti", "traversal"};
+    be_gaps gaps = {0};
     arb_verifier *vf[8] = {0};
     double sum_be[MAXSH][8] = {{0}}, sum_us[MAXSH] = {0};
     for (int i = 0; !rc && be_on && i < 8; i++)
@@ -274,6 +337,7 @@ int arb_cmd_dte_depth(int argc, char **argv)
                 int n_S = n;
                 for (int g = 0; !rc && g < max_new; g++) {
                     bool root = g % every == every - 1;
+                    double be_root[MAXSH][N_VF];
                     for (int si = 0; root && si < n_sh && !rc; si++) {
                         /* one (k, l, b) tree, one target pass, 8 exact expectations */
                         arb_rng r;
@@ -293,8 +357,11 @@ int arb_cmd_dte_depth(int argc, char **argv)
                             double e = 0;
                             arb_otan_expected_accepted(an, vf[i], &in, &e);
                             sum_be[si][i] += 1 + e;
+                            be_root[si][i] = 1 + e;
                         }
                     }
+                    if (!rc && root && be_on && n_sh > 0)
+                        rc = gaps_push(&gaps, be_root, n_sh, &err);
                     arb_tree_reset(&t, S[n_S - 1]);
                     if (root) {
                         arb_rng r;
@@ -377,12 +444,14 @@ int arb_cmd_dte_depth(int argc, char **argv)
                 printf("| %s | %.4f | (%d,%d,%d) | %.2f | (%d,%d,%d) |\n", vn[i], sum_be[bb][i] / n_roots, shp[bb].k,
                        shp[bb].l, shp[bb].b, sum_be[bt][i] / sum_us[bt] * 1e6, shp[bt].k, shp[bt].l, shp[bt].b);
             }
+            if (gaps.n > 0 && (rc = print_gaps(&gaps, vn, &err)))
+                fprintf(stderr, "arbor dte-depth: %s\n", err.msg);
         }
     } else {
         fprintf(stderr, "arbor dte-depth: %s\n", err.msg);
     }
     arb_tree_release(&t);
-    free(q); free(p); free(lg); free(idx); free(S);
+    free(q); free(p); free(lg); free(idx); free(S); free(gaps.gap);
     arb_otan_free(an);
     for (int i = 0; i < 8; i++)
         arb_verifier_free(vf[i]);
