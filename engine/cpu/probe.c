@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../engine.h"
+#include "engine.h"
 #include "cpuinfo.h"
 #include "matmul.h"
 #include "threadpool.h"
