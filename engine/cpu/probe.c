@@ -37,6 +37,12 @@ void arb_machine_get(arb_machine *out)
     out->matmul_isa = arb_matmul_isa();
 }
 
+const char *arb_cpu_kernels(const char *isa)
+{
+    const struct mm_impl *k;
+    return arb_matmul_kernels(isa, &k) == ARB_OK ? arb_matmul_kernels_name(k) : NULL;
+}
+
 /* ---------------------------------------------------------------- bandwidth */
 
 typedef struct bw_job {

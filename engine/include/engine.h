@@ -40,11 +40,19 @@ typedef enum arb_backend_kind {
 typedef struct arb_load_opts {
     arb_backend_kind backend; /* default CPU */
     int n_threads;            /* worker threads for this model's kernels; 0 = all cores */
+    const char *isa;          /* CPU matmul kernel family for this model: NULL or "auto" = the
+                                 best this CPU has; "scalar", "avx2", "avx512" (= "avx512vnni")
+                                 = that family, or the best the CPU has when it lacks it. Other
+                                 names: ARB_E_INVAL. Copied at load (arb_cpu_kernels names it) */
     bool vocab_only;          /* metadata + tokenizer only, no tensors (tokenize/inspect);
                                  arb_ctx_new then fails with ARB_E_INVAL */
     bool gpu_exact;           /* CUDA: batch-invariant kernels only (bit-identical trees and
                                  chains, like the CPU); false = "fast": cuBLAS FP16 GEMMs for
                                  large batches, deterministic but not batch-invariant */
+    bool attn_scalar;         /* CPU: the scalar attention/SwiGLU instead of the AVX2 one
+                                 (bit-identical; for tests that compare the two) */
+    bool no_pack;             /* CPU: keep the GGUF layout instead of repacking Q4_0/Q4_1/Q8_0
+                                 for the AVX-512 kernels (bit-identical; less memory) */
 } arb_load_opts;
 /* "cpu", "cuda" (fast mode) or "cuda-exact" into o->backend / o->gpu_exact;
    ARB_E_INVAL naming the accepted spellings otherwise. */
@@ -147,9 +155,13 @@ typedef struct arb_machine {
     char cpu_model[64];     /* cpuid brand string, "unknown" if absent */
     char cpu_flags[96];     /* kernel-relevant ISA flags present, space-separated */
     int n_cores;            /* online logical CPUs */
-    const char *matmul_isa; /* CPU kernel family in use: "avx512vnni", "avx2", "scalar" */
+    const char *matmul_isa; /* best CPU kernel family here (what isa = NULL selects):
+                               "avx512vnni", "avx2", "scalar" */
 } arb_machine;
 void arb_machine_get(arb_machine *out);
+/* The CPU kernel family arb_load_opts.isa = isa selects on this machine ("avx512vnni",
+   "avx2", "scalar"); NULL if isa is not a known name. */
+const char *arb_cpu_kernels(const char *isa);
 /* Best read bandwidth (bytes/s) summing a `bytes` buffer (make it larger than the
    last-level cache) on n_threads threads for about `seconds`; < 0 if out of memory. */
 double arb_probe_read_bw(size_t bytes, int n_threads, double seconds);
