@@ -33,7 +33,8 @@ static const arch_row arch_table[] = {
 
 arb_load_opts arb_load_default_opts(void)
 {
-    arb_load_opts o = {.backend = ARB_BACKEND_CPU, .n_threads = 0, .vocab_only = false, .gpu_exact = false};
+    arb_load_opts o = {.backend = ARB_BACKEND_CPU, .n_threads = 0, .isa = NULL, .vocab_only = false,
+                       .gpu_exact = false, .attn_scalar = false, .no_pack = false};
     return o;
 }
 
@@ -133,6 +134,7 @@ static int bind_mat(const arb_model *m, const char *name, int n_in, int n_out, a
     out->n_out = n_out;
     out->row_bytes = arb_type_row_bytes(t->type, (uint64_t)n_in);
     out->data = t->data;
+    out->kern = m->kern;
     return ARB_OK;
 }
 
@@ -269,7 +271,7 @@ static int model_mats(arb_model *m, arb_qmat **out)
 }
 
 /* Drop the mapping's pages of a packed tensor: clean private file pages, re-read
-   from the file should a non-AVX-512 kernel ever touch them (ARBOR_ISA, tests). */
+   from the file should a non-AVX-512 kernel ever touch them (tests). */
 static void drop_pages(const void *data, size_t bytes)
 {
     const uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = ((uintptr_t)data + pg - 1) & ~(pg - 1);
@@ -280,12 +282,12 @@ static void drop_pages(const void *data, size_t bytes)
 
 /* With the AVX-512 kernels (CPU backend), repack every Q4_0/Q4_1/Q8_0 matrix once
    (engine/cpu/matmul_pack.c): a decode step then reads each chunk with aligned
-   loads instead of a transposition. ARBOR_NO_PACK=1 keeps the GGUF layout (the
+   loads instead of a transposition. opts.no_pack keeps the GGUF layout (the
    results are bit-identical either way; tests compare). */
 static int pack_weights(arb_model *m, arb_err *err)
 {
-    const char *no = getenv("ARBOR_NO_PACK");
-    if (m->opts.backend != ARB_BACKEND_CPU || strcmp(arb_matmul_isa(), "avx512vnni") || (no && *no && *no != '0'))
+    if (m->opts.backend != ARB_BACKEND_CPU || strcmp(arb_matmul_kernels_name(m->kern), "avx512vnni") ||
+        m->opts.no_pack)
         return ARB_OK;
     arb_qmat **mats = malloc(sizeof *mats * (size_t)(7 * m->n_layer + 1));
     if (!mats)
@@ -363,7 +365,13 @@ int arb_model_load(const char *path, const arb_load_opts *o, arb_model **out, ar
         m->opts.n_threads = nc > 0 ? (int)nc : 1;
     }
     m->vocab_only = m->opts.vocab_only;
-    int rc = arb_gguf_open(path, &m->g, err);
+    int rc = arb_matmul_kernels(m->opts.isa, &m->kern);
+    if (rc != ARB_OK) {
+        rc = ARB_ERR(err, rc, "%s: load option isa '%s' unknown (auto, scalar, avx2, avx512)", path, m->opts.isa);
+        goto fail;
+    }
+    m->opts.isa = arb_matmul_kernels_name(m->kern);
+    rc = arb_gguf_open(path, &m->g, err);
     if (rc != ARB_OK)
         goto fail;
 

@@ -42,7 +42,9 @@ struct arb_model {
     char *path;             /* owned copy */
     arb_gguf *g;            /* owned; weights point into its mapping */
     arb_tokenizer *tok;     /* owned; NULL if the file has no tokenizer */
-    arb_load_opts opts;     /* as passed (n_threads resolved) */
+    arb_load_opts opts;     /* as passed (n_threads resolved; isa = the family's name, a
+                               static string, not the caller's pointer) */
+    const struct mm_impl *kern; /* CPU kernel family of every matrix (opts.isa) */
     arb_arch arch;
     char arch_name[16];     /* "llama", ... */
     char name[128];         /* general.name or file name */

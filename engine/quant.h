@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine.h" /* arb_type_name */
+
 typedef enum arb_type {
     ARB_TYPE_F32 = 0, ARB_TYPE_F16 = 1, ARB_TYPE_Q4_0 = 2, ARB_TYPE_Q4_1 = 3,
     ARB_TYPE_Q8_0 = 8, ARB_TYPE_Q8_1 = 9, ARB_TYPE_Q4_K = 12, ARB_TYPE_Q6_K = 14,
@@ -44,7 +46,7 @@ typedef struct { uint8_t ql[ARB_QK_K / 2]; uint8_t qh[ARB_QK_K / 4]; int8_t scal
 
 bool arb_type_known(uint32_t type);          /* one of the types above */
 bool arb_type_supported(uint32_t type);      /* dequant implemented */
-const char *arb_type_name(uint32_t type);    /* "Q4_1", or "type#N" for unknown */
+/* arb_type_name(type): engine.h ("Q4_1", or "type#N" for unknown) */
 size_t arb_type_block_elems(uint32_t type);  /* 1 for F32/F16/BF16; 0 if unknown */
 size_t arb_type_block_bytes(uint32_t type);  /* 0 if unknown */
 /* Bytes of a row of n elements; 0 if n is not a multiple of the block size or type unknown. */

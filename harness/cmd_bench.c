@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "engine.h"
+#include "genutil.h"
 #include "modelfetch.h"
 
 static const char usage[] =
@@ -282,7 +283,7 @@ static int bench_engine(int argc, char **argv)
     if (!threads)
         threads = mach.n_cores;
 
-    arb_load_opts lo = arb_load_default_opts();
+    arb_load_opts lo = arb_gen_load_opts();
     lo.n_threads = threads;
     if (arb_load_opts_set_backend(&lo, backend, &err)) {
         fprintf(stderr, "arbor bench engine: --backend: %s\n", err.msg);
@@ -319,7 +320,7 @@ static int bench_engine(int argc, char **argv)
 
     printf("arbor bench engine: %s\n", path);
     printf("machine   %s, %d cores, kernels %s, %d thread%s\n          flags: %s\n", mach.cpu_model,
-           mach.n_cores, mach.matmul_isa, threads, threads == 1 ? "" : "s", mach.cpu_flags);
+           mach.n_cores, arb_cpu_kernels(lo.isa), threads, threads == 1 ? "" : "s", mach.cpu_flags);
     printf("model     %s (%s), %d layers, n_embd %d, vocab %d, %.1f M params, %.1f MB weights\n", b.mi.name,
            b.mi.arch, b.mi.n_layer, b.mi.n_embd, b.mi.n_vocab, b.mi.n_params / 1e6, b.mi.weight_bytes / 1e6);
     fflush(stdout);

@@ -1,9 +1,9 @@
 /* cmd_inspect.c — `arbor inspect FILE`: a GGUF file's header, metadata and tensor table.
  *
- * A file-format tool, so it reads the GGUF directly through engine/gguf.h and quant.h
- * rather than engine.h (which exposes loaded models, not files). The file is validated
- * exactly as the model loader validates it, so this is also the way to see why a file
- * is rejected: the error names the byte offset and the kv/tensor index.
+ * A file-format tool: it reads the GGUF through engine.h's file view (arb_gguf_open,
+ * the kv and tensor tables, arb_type_name) rather than a loaded model. The file is
+ * validated exactly as the model loader validates it, so this is also the way to see
+ * why a file is rejected: the error names the byte offset and the kv/tensor index.
  */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -12,9 +12,8 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "gguf.h"
+#include "engine.h"
 #include "modelfetch.h"
-#include "quant.h"
 
 static const char usage[] =
     "usage: arbor inspect FILE [--json] [--items N] [--width N]\n"

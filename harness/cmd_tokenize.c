@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "engine.h"
+#include "genutil.h"
 #include "modelfetch.h"
 
 static const char k_usage[] =
@@ -116,7 +117,7 @@ int arb_cmd_tokenize(int argc, char **argv) {
     }
     if (file) text = owned;
     char path[4096];
-    arb_load_opts lo = arb_load_default_opts();
+    arb_load_opts lo = arb_gen_load_opts();
     lo.vocab_only = true;
     if (arb_model_resolve(model, path, sizeof path, &err) || arb_model_load(path, &lo, &m, &err)) {
         fprintf(stderr, "arbor tokenize: %s\n", err.msg);

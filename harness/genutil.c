@@ -6,6 +6,18 @@
 
 #include "modelfetch.h"
 
+arb_load_opts arb_gen_load_opts(void)
+{
+    arb_load_opts lo = arb_load_default_opts();
+    const char *isa = getenv("ARBOR_ISA"), *no_pack = getenv("ARBOR_NO_PACK");
+    /* Unknown names were always ignored (the best family); keep that for the variable,
+       while arb_model_load rejects them as an option. */
+    lo.isa = isa && arb_cpu_kernels(isa) ? isa : NULL;
+    lo.attn_scalar = getenv("ARBOR_ATTN_SCALAR") != NULL;
+    lo.no_pack = no_pack && *no_pack && *no_pack != '0';
+    return lo;
+}
+
 int arb_gen_load(const char *model_spec, const char *backend, int n_threads, int n_ctx, arb_model **m, arb_ctx **c,
                  arb_err *err)
 {
@@ -15,7 +27,7 @@ int arb_gen_load(const char *model_spec, const char *backend, int n_threads, int
     int rc = arb_model_resolve(model_spec, path, sizeof path, err);
     if (rc)
         return rc;
-    arb_load_opts lo = arb_load_default_opts();
+    arb_load_opts lo = arb_gen_load_opts();
     lo.n_threads = n_threads;
     if (backend && (rc = arb_load_opts_set_backend(&lo, backend, err)))
         return rc;

@@ -14,8 +14,15 @@
 
 #include "engine.h"
 
+/* arb_load_default_opts() plus the CPU kernel switches from the environment:
+   ARBOR_ISA=scalar|avx2|avx512 (.isa; another value is ignored), ARBOR_ATTN_SCALAR set
+   (.attn_scalar), ARBOR_NO_PACK=1 (.no_pack; "" and "0" mean unset). The only place arbor
+   reads them: the engine takes them as load options. Every model the harness loads
+   (target, draft model, tokenizer, bench) starts from these options. */
+arb_load_opts arb_gen_load_opts(void);
+
 /* model_spec: "default" or a path (modelfetch.h). backend: "cpu", "cuda", "cuda-exact"
-   (NULL = cpu). n_ctx 0 = the engine default. */
+   (NULL = cpu). n_ctx 0 = the engine default. Load options: arb_gen_load_opts(). */
 int arb_gen_load(const char *model_spec, const char *backend, int n_threads, int n_ctx, arb_model **m, arb_ctx **c,
                  arb_err *err);
 /* chat: apply the model's chat template to one user turn (with the assistant prompt);

@@ -13,6 +13,7 @@
 
 #include "dataset.h"
 #include "decode.h"
+#include "genutil.h"
 #include "modelfetch.h"
 #include "progress.h"
 #include "store.h"
@@ -429,7 +430,7 @@ static int run_model(runner *R, int mi, arb_dataset **dss, arb_err *err)
     int rc = arb_model_resolve(cm->path, path, sizeof path, err);
     if (!rc)
         rc = arb_store_model_sha256(R->st, path, sha, err);
-    arb_load_opts lo = arb_load_default_opts();
+    arb_load_opts lo = arb_gen_load_opts();
     lo.n_threads = R->o->threads > 0 ? R->o->threads : cm->threads;
     lo.backend = cm->cuda ? ARB_BACKEND_CUDA : ARB_BACKEND_CPU;
     lo.gpu_exact = cm->gpu_exact;

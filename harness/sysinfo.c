@@ -10,6 +10,7 @@
 #include "arb_config.h"
 #include "arb_git_rev.h"
 #include "engine.h"
+#include "genutil.h"
 
 /* ISA flags worth recording: what the kernels dispatch on, and what explains a timing. */
 static const char *const isa_flags[] = {
@@ -108,5 +109,7 @@ void arb_sysinfo_get(arb_sysinfo *s)
         snprintf(s->git_rev, sizeof s->git_rev, "%s", ARB_GIT_REV);
     arb_machine m;
     arb_machine_get(&m);
-    snprintf(s->kernels, sizeof s->kernels, "%s", m.matmul_isa ? m.matmul_isa : "unknown");
+    /* The family the run's models use: the best one unless ARBOR_ISA lowers it. */
+    const char *k = arb_cpu_kernels(arb_gen_load_opts().isa);
+    snprintf(s->kernels, sizeof s->kernels, "%s", k ? k : m.matmul_isa ? m.matmul_isa : "unknown");
 }

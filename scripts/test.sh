@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/test.sh — the whole test suite from a fresh machine: install, build, fetch the
 # default model, run the unit + model suites, then the unit suite under ASan+UBSan.
+# The first stage checks the engine boundary (scripts/check_boundary.sh).
 #   usage: scripts/test.sh            (ARBOR_DATA defaults to ../shared/datasets if present)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,7 @@ stage() {  # stage NAME CMD...   (output also goes to $log, for the totals at th
   else summary+=("| $name | FAILED | $((SECONDS - t0)) s |"); status=1; fi
 }
 werror=(-Dwerror=true)
+stage "engine boundary" scripts/check_boundary.sh
 stage "release build" scripts/setup.sh build-release --buildtype=release "${werror[@]}"
 stage "fetch model" ./build-release/harness/arbor fetch-model --quiet
 stage "unit + model tests" meson test -C build-release --suite unit --suite model --print-errorlogs --num-processes 2

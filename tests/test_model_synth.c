@@ -223,19 +223,21 @@ Test(model_synth, vocab_only_needs_a_tokenizer)
 }
 
 /* The attention and SwiGLU AVX2 instantiations do the scalar code's operations lane for lane:
-   logits are bit-identical with ARBOR_ATTN_SCALAR set (the scalar path). */
+   logits are bit-identical with arb_load_opts.attn_scalar set (the scalar path; this test
+   set ARBOR_ATTN_SCALAR before the engine took it as a load option). */
 static void attention_paths_agree(int n_head_kv)
 {
     synth_opts o = {.arch = "qwen2", .seed = 61, .n_head_kv = n_head_kv};
-    arb_model *m = load_synth(&o, 1);
     enum { N = 40 };
     int32_t tok[N], par[N];
     uint64_t s = 3;
     random_tree(&s, N, S_VOCAB, tok, par);
     float *a = malloc(sizeof(float) * S_VOCAB * 100), *b = malloc(sizeof(float) * S_VOCAB * 100);
     for (int pass = 0; pass < 2; pass++) {
-        if (pass)
-            setenv("ARBOR_ATTN_SCALAR", "1", 1);
+        arb_load_opts lo = arb_load_default_opts();
+        lo.n_threads = 1;
+        lo.attn_scalar = pass == 1;
+        arb_model *m = load_synth_opts(&o, &lo);
         arb_ctx *c = check_ctx(m, 256, 64, 0, false);
         int32_t pre[100], pp[100];
         for (int i = 0; i < 100; i++) {
@@ -246,12 +248,11 @@ static void attention_paths_agree(int n_head_kv)
         check_commit_chain(c, 100);
         check_eval(c, tok, par, N, pass ? b : a, NULL);
         arb_ctx_free(c);
+        arb_model_free(m);
     }
-    unsetenv("ARBOR_ATTN_SCALAR");
     cr_assert(memcmp(a, b, sizeof(float) * S_VOCAB * N) == 0);
     free(a);
     free(b);
-    arb_model_free(m);
 }
 Test(model_synth, attention_isa_paths_agree) { attention_paths_agree(0); }
 Test(model_synth, attention_isa_paths_agree_one_kv_head) { attention_paths_agree(1); }

@@ -13,7 +13,7 @@
  * The attention kernels (scores, exp, weighted sum) exist in a scalar and an AVX2
  * version that perform the same float operations in the same order lane for lane
  * (multiplies and adds, never fused), so the ISA never changes a result either;
- * ARBOR_ATTN_SCALAR=1 forces the scalar one (tests compare them).
+ * arb_load_opts.attn_scalar forces the scalar one (tests compare them).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -789,7 +789,7 @@ static const arb_backend_i cpu_iface = {
     .parallel_for = cpu_parallel_for,
 };
 
-int arb_backend_cpu_init(int n_threads, arb_backend *be, arb_err *err)
+int arb_backend_cpu_init(int n_threads, bool attn_scalar, arb_backend *be, arb_err *err)
 {
     memset(be, 0, sizeof *be);
     cpu_ctx *c = calloc(1, sizeof *c);
@@ -801,7 +801,7 @@ int arb_backend_cpu_init(int n_threads, arb_backend *be, arb_err *err)
         return rc;
     }
 #ifdef ARB_HAVE_AVX2_PATH
-    c->avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !getenv("ARBOR_ATTN_SCALAR");
+    c->avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !attn_scalar;
     c->avx512 = c->avx2 && __builtin_cpu_supports("avx512f");
 #endif
     be->iface = &cpu_iface;

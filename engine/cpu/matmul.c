@@ -5,8 +5,9 @@
  * then splits the output rows into fixed chunks that pool threads claim. Each
  * (row, token) pair is reduced by the same sequence of float operations whatever
  * n_tok, the tiling, the thread count or which thread computes it, which is what
- * makes the engine batch invariant. The kernel family is chosen once per process from cpuid
- * (ARBOR_ISA=scalar|avx2|avx512 forces one); SIMD families live in
+ * makes the engine batch invariant. The kernel family is a property of each matrix
+ * (arb_qmat.kern, set by the model from arb_load_opts.isa; NULL = the best family this
+ * CPU has, chosen once from cpuid); SIMD families live in
  * matmul_avx2.c / matmul_avx512.c and may fall back to the scalar kernel per type.
  */
 #include <pthread.h>
@@ -299,33 +300,49 @@ const mm_impl arb_mm_scalar = {
 
 /* ---------------------------------------------------------------- dispatch */
 
-/* The chosen family: a per-process constant (the CPU does not change), cached
-   because cpuid + getenv per call would cost more than a small matmul. The only
-   writer besides the first call is the test hook arb_matmul_force_isa. */
+/* The process default, for matrices that name no family (kern NULL: built outside a
+   model, as tests and the probes do): the best family this CPU has. It stays a global
+   because it is a fact of the machine, not configuration (a model's choice travels in
+   its matrices, arb_load_opts.isa), cached because cpuid per call would cost more than a
+   small matmul, and because tests switch the family under hand-built matrices with
+   arb_matmul_force_isa, its only other writer. */
 static _Atomic(const mm_impl *) g_impl;
 
-static const mm_impl *best_impl(void)
+static bool cpu_has(const arb_cpuinfo *ci, const mm_impl *p)
 {
-    arb_cpuinfo ci;
-    arb_cpuinfo_get(&ci);
-    const char *env = getenv("ARBOR_ISA");
-    const mm_impl *best = &arb_mm_scalar;
-    if (ci.avx2 && ci.fma && ci.f16c && arb_mm_avx2.q4_1)
-        best = &arb_mm_avx2;
-    if (ci.avx512f && ci.avx512bw && ci.avx512vl && ci.avx512vnni && arb_mm_avx512.q4_1)
-        best = &arb_mm_avx512;
-    if (env && !strcmp(env, "scalar"))
+    if (p == &arb_mm_avx2)
+        return ci->avx2 && ci->fma && ci->f16c && arb_mm_avx2.q4_1;
+    if (p == &arb_mm_avx512)
+        return ci->avx512f && ci->avx512bw && ci->avx512vl && ci->avx512vnni && arb_mm_avx512.q4_1;
+    return p == &arb_mm_scalar;
+}
+
+static const mm_impl *best_impl(const arb_cpuinfo *ci)
+{
+    return cpu_has(ci, &arb_mm_avx512) ? &arb_mm_avx512 : cpu_has(ci, &arb_mm_avx2) ? &arb_mm_avx2 : &arb_mm_scalar;
+}
+
+/* A family by name, NULL if unknown ("auto" = best_impl). */
+static const mm_impl *named_impl(const arb_cpuinfo *ci, const char *name)
+{
+    if (!name || !*name || !strcmp(name, "auto"))
+        return best_impl(ci);
+    if (!strcmp(name, "scalar"))
         return &arb_mm_scalar;
-    if (env && !strcmp(env, "avx2") && best != &arb_mm_scalar)
+    if (!strcmp(name, "avx2"))
         return &arb_mm_avx2;
-    return best;
+    if (!strcmp(name, "avx512") || !strcmp(name, arb_mm_avx512.name))
+        return &arb_mm_avx512;
+    return NULL;
 }
 
 static const mm_impl *impl(void)
 {
     const mm_impl *p = atomic_load_explicit(&g_impl, memory_order_acquire);
     if (!p) {
-        p = best_impl(); /* idempotent: racing first calls store the same pointer */
+        arb_cpuinfo ci;
+        arb_cpuinfo_get(&ci);
+        p = best_impl(&ci); /* idempotent: racing first calls store the same pointer */
         atomic_store_explicit(&g_impl, p, memory_order_release);
     }
     return p;
@@ -333,21 +350,25 @@ static const mm_impl *impl(void)
 
 const char *arb_matmul_isa(void) { return impl()->name; }
 
+int arb_matmul_kernels(const char *name, const mm_impl **out)
+{
+    arb_cpuinfo ci;
+    arb_cpuinfo_get(&ci);
+    const mm_impl *p = named_impl(&ci, name);
+    /* A family the CPU lacks falls back to the best it has (as ARBOR_ISA always did):
+       a configuration written on one machine still runs on another. */
+    *out = p ? (cpu_has(&ci, p) ? p : best_impl(&ci)) : NULL;
+    return p ? ARB_OK : ARB_E_INVAL;
+}
+
+const char *arb_matmul_kernels_name(const mm_impl *k) { return k ? k->name : impl()->name; }
+
 int arb_matmul_force_isa(const char *name)
 {
     arb_cpuinfo ci;
     arb_cpuinfo_get(&ci);
-    const mm_impl *p = NULL;
-    if (!strcmp(name, "scalar"))
-        p = &arb_mm_scalar;
-    else if (!strcmp(name, "avx2") && ci.avx2 && ci.fma && ci.f16c && arb_mm_avx2.q4_1)
-        p = &arb_mm_avx2;
-    else if ((!strcmp(name, "avx512") || !strcmp(name, arb_mm_avx512.name)) && ci.avx512f && ci.avx512bw &&
-             ci.avx512vl && ci.avx512vnni && arb_mm_avx512.q4_1)
-        p = &arb_mm_avx512;
-    else if (!strcmp(name, "auto"))
-        p = best_impl();
-    if (!p)
+    const mm_impl *p = named_impl(&ci, name);
+    if (!p || !name || !*name || !cpu_has(&ci, p))
         return ARB_E_UNSUPPORTED;
     atomic_store_explicit(&g_impl, p, memory_order_release);
     return ARB_OK;
@@ -444,7 +465,7 @@ static void rows_task(void *ud, int ith, int nth)
 /* The run for w on x: layout, kernel, quantizer flavour (no work done yet). */
 static void mm_setup(mm_run *m, const arb_qmat *w, const float *x, int n_tok, float *y, void *work)
 {
-    const mm_impl *p = impl();
+    const mm_impl *p = w->kern ? w->kern : impl();
     *m = (mm_run){.job = {.w = w, .x = x, .lay = arb_mm_layout(w->type, w->n_in), .n_tok = n_tok, .y = y}};
     m->rows = rows_for(p, w);
     m->simd_quant = p != &arb_mm_scalar;
@@ -535,7 +556,8 @@ void arb_matmul_multi_pre(arb_threadpool *tp, const arb_qmat *const *ws, int nw,
 {
     bool same = nw >= 1 && nw <= MM_MULTI_MAX;
     for (int i = 1; same && i < nw; i++)
-        same = ws[i]->type == ws[0]->type && ws[i]->n_in == ws[0]->n_in && !ws[i]->packed == !ws[0]->packed;
+        same = ws[i]->type == ws[0]->type && ws[i]->n_in == ws[0]->n_in && !ws[i]->packed == !ws[0]->packed &&
+               ws[i]->kern == ws[0]->kern;
     if (!same || n_tok <= 0) {
         if (pre && n_tok > 0)
             pre->fn(pre->ud, 0, n_tok);

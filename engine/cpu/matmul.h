@@ -30,11 +30,18 @@ typedef struct arb_qmat {
     const void *data;  /* n_out * row_bytes, usually inside the GGUF mapping */
     const void *packed; /* NULL, or the same rows repacked for the AVX-512 kernels
                            (arb_matmul_pack); results are bit-identical either way */
+    const struct mm_impl *kern; /* kernel family: the model's (arb_load_opts.isa, set at
+                                   bind time); NULL = the process default, arb_matmul_isa() */
 } arb_qmat;
 
 size_t arb_matmul_work_bytes(uint32_t type, int n_in, int n_tok);
 void arb_matmul(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_tok, float *y, void *work);
-const char *arb_matmul_isa(void); /* "avx512vnni", "avx2", "scalar" */
+const char *arb_matmul_isa(void); /* process default: "avx512vnni", "avx2", "scalar" */
+/* The family for a name (arb_load_opts.isa): NULL, "" or "auto" = the best this CPU
+   has; "scalar", "avx2", "avx512"/"avx512vnni" = that family, or the best the CPU has
+   when it lacks it. ARB_E_INVAL for another name (*out = NULL). */
+int arb_matmul_kernels(const char *name, const struct mm_impl **out);
+const char *arb_matmul_kernels_name(const struct mm_impl *k); /* "avx2", ... */
 
 /* ws[0..nw) applied to the same x (Q, K, V; gate, up): when they share type, n_in
    and packing the activation is quantized once and one pool run covers all their

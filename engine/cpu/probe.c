@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../engine.h"
+#include "engine.h"
 #include "cpuinfo.h"
 #include "matmul.h"
 #include "threadpool.h"
@@ -35,6 +35,12 @@ void arb_machine_get(arb_machine *out)
     memcpy(out->cpu_flags, ci.flags, sizeof out->cpu_flags);
     out->n_cores = ci.n_cores;
     out->matmul_isa = arb_matmul_isa();
+}
+
+const char *arb_cpu_kernels(const char *isa)
+{
+    const struct mm_impl *k;
+    return arb_matmul_kernels(isa, &k) == ARB_OK ? arb_matmul_kernels_name(k) : NULL;
 }
 
 /* ---------------------------------------------------------------- bandwidth */

@@ -12,7 +12,7 @@
 #ifndef ARB_THREADPOOL_H
 #define ARB_THREADPOOL_H
 
-#include "../error.h"
+#include "error.h"
 
 typedef struct arb_threadpool arb_threadpool;
 typedef void (*arb_task_fn)(void *ud, int ith, int nth);

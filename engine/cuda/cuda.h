@@ -37,7 +37,7 @@
 extern "C" {
 #endif
 
-#include "../engine.h"
+#include "engine.h"
 
 /* Batches of at least this many nodes use cuBLAS in fast mode. Below it the GEMV
    kernel reads the quantized weights once per 8 nodes, which costs less than one

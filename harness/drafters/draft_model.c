@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "genutil.h"
+
 struct arb_draft_model {
     arb_model *own;          /* a separate draft GGUF (NULL for self-draft) */
     arb_ctx *ctx;            /* draft context */
@@ -61,7 +63,7 @@ int arb_draft_model_new(arb_model *target, const arb_draft_model_opts *o, int n_
     co.n_ctx = o->n_ctx;
     int rc = ARB_OK;
     if (o->path && o->path[0]) {
-        arb_load_opts lo = arb_load_default_opts();
+        arb_load_opts lo = arb_gen_load_opts(); /* the target's CPU kernel switches */
         lo.n_threads = o->n_threads;
         if ((rc = arb_model_load(o->path, &lo, &d->own, err)))
             goto fail;

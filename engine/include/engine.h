@@ -40,11 +40,19 @@ typedef enum arb_backend_kind {
 typedef struct arb_load_opts {
     arb_backend_kind backend; /* default CPU */
     int n_threads;            /* worker threads for this model's kernels; 0 = all cores */
+    const char *isa;          /* CPU matmul kernel family for this model: NULL or "auto" = the
+                                 best this CPU has; "scalar", "avx2", "avx512" (= "avx512vnni")
+                                 = that family, or the best the CPU has when it lacks it. Other
+                                 names: ARB_E_INVAL. Copied at load (arb_cpu_kernels names it) */
     bool vocab_only;          /* metadata + tokenizer only, no tensors (tokenize/inspect);
                                  arb_ctx_new then fails with ARB_E_INVAL */
     bool gpu_exact;           /* CUDA: batch-invariant kernels only (bit-identical trees and
                                  chains, like the CPU); false = "fast": cuBLAS FP16 GEMMs for
                                  large batches, deterministic but not batch-invariant */
+    bool attn_scalar;         /* CPU: the scalar attention/SwiGLU instead of the AVX2 one
+                                 (bit-identical; for tests that compare the two) */
+    bool no_pack;             /* CPU: keep the GGUF layout instead of repacking Q4_0/Q4_1/Q8_0
+                                 for the AVX-512 kernels (bit-identical; less memory) */
 } arb_load_opts;
 /* "cpu", "cuda" (fast mode) or "cuda-exact" into o->backend / o->gpu_exact;
    ARB_E_INVAL naming the accepted spellings otherwise. */
@@ -147,9 +155,13 @@ typedef struct arb_machine {
     char cpu_model[64];     /* cpuid brand string, "unknown" if absent */
     char cpu_flags[96];     /* kernel-relevant ISA flags present, space-separated */
     int n_cores;            /* online logical CPUs */
-    const char *matmul_isa; /* CPU kernel family in use: "avx512vnni", "avx2", "scalar" */
+    const char *matmul_isa; /* best CPU kernel family here (what isa = NULL selects):
+                               "avx512vnni", "avx2", "scalar" */
 } arb_machine;
 void arb_machine_get(arb_machine *out);
+/* The CPU kernel family arb_load_opts.isa = isa selects on this machine ("avx512vnni",
+   "avx2", "scalar"); NULL if isa is not a known name. */
+const char *arb_cpu_kernels(const char *isa);
 /* Best read bandwidth (bytes/s) summing a `bytes` buffer (make it larger than the
    last-level cache) on n_threads threads for about `seconds`; < 0 if out of memory. */
 double arb_probe_read_bw(size_t bytes, int n_threads, double seconds);
@@ -177,6 +189,76 @@ double arb_gpu_probe_bw(size_t bytes, int reps);
    n a multiple of its block size), the reference dequantization the kernels follow.
    ARB_E_UNSUPPORTED for another type, ARB_E_INVAL for a bad n. */
 int arb_dequantize(uint32_t type, const void *src, float *dst, size_t n, arb_err *err);
+
+/* ---- a GGUF file as stored, for `arbor inspect` (engine/gguf.c) ----
+   Byte layout and validation: engine/gguf.h. Every count, length and offset is checked
+   at open, so the views below point into the read-only mapping and stay valid until
+   arb_gguf_close. Strings are views, NOT NUL-terminated. */
+typedef enum arb_gguf_type {
+    ARB_GGUF_U8 = 0, ARB_GGUF_I8 = 1, ARB_GGUF_U16 = 2, ARB_GGUF_I16 = 3,
+    ARB_GGUF_U32 = 4, ARB_GGUF_I32 = 5, ARB_GGUF_F32 = 6, ARB_GGUF_BOOL = 7,
+    ARB_GGUF_STRING = 8, ARB_GGUF_ARRAY = 9, ARB_GGUF_U64 = 10, ARB_GGUF_I64 = 11,
+    ARB_GGUF_F64 = 12,
+} arb_gguf_type;
+
+typedef struct arb_gguf_str {
+    const char *ptr; /* points into the mapping, NOT NUL-terminated */
+    uint64_t len;    /* bytes */
+} arb_gguf_str;
+
+/* One metadata value. Scalars are decoded; arrays keep a pointer to their raw
+   elements in the mapping (validated at open), read them with the accessors.
+   Decoded scalars: U8..U64 in v.u64, I8..I64 in v.i64, F32/F64 in v.f64, BOOL in v.b. */
+typedef struct arb_gguf_value {
+    arb_gguf_type type;
+    union {
+        uint64_t u64; int64_t i64; double f64; bool b; arb_gguf_str str;
+        struct {
+            arb_gguf_type elem_type; /* type of elements (may be ARRAY: nested) */
+            uint64_t n;              /* element count */
+            const uint8_t *data;     /* first element in the mapping */
+            uint64_t n_bytes;        /* bytes spanned by all elements */
+        } arr;
+    } v;
+} arb_gguf_value;
+
+typedef struct arb_gguf_kv {
+    arb_gguf_str key;
+    arb_gguf_value value;
+} arb_gguf_kv;
+
+typedef struct arb_gguf_tensor {
+    arb_gguf_str name;
+    uint32_t n_dims;     /* 1..4 */
+    uint64_t ne[4];      /* elements per dim, ne[0] fastest-varying (row length) */
+    uint32_t type;       /* ggml type id (arb_type_name) */
+    uint64_t offset;     /* from the start of the data section */
+    uint64_t n_bytes;    /* size of the data, from type and shape */
+    const void *data;    /* into the mapping */
+} arb_gguf_tensor;
+
+typedef struct arb_gguf arb_gguf; /* an open, validated GGUF file */
+
+/* Open and validate a file (mmap, read-only), exactly as arb_model_load does. On failure
+   *out = NULL and err names the file and the byte offset. Returns ARB_OK, ARB_E_IO,
+   ARB_E_FORMAT, ARB_E_NOMEM. */
+int arb_gguf_open(const char *path, arb_gguf **out, arb_err *err);
+void arb_gguf_close(arb_gguf *g); /* NULL-safe */
+uint32_t arb_gguf_version(const arb_gguf *g);
+uint64_t arb_gguf_alignment(const arb_gguf *g);
+uint64_t arb_gguf_n_kv(const arb_gguf *g);
+const arb_gguf_kv *arb_gguf_kv_at(const arb_gguf *g, uint64_t i);         /* i < n_kv */
+uint64_t arb_gguf_n_tensors(const arb_gguf *g);
+const arb_gguf_tensor *arb_gguf_tensor_at(const arb_gguf *g, uint64_t i); /* i < n_tensors */
+/* Element i of an ARRAY value (scalars decoded; strings and nested arrays as views).
+   O(1) for fixed-size elements, O(i) walk for strings/arrays; arb_gguf_arr_str is O(1)
+   for string arrays (indexed at open). ARB_E_INVAL if arr is not an array, ARB_E_RANGE
+   if i >= n; arb_gguf_arr_str: ARB_E_FORMAT if the elements are not strings. */
+int arb_gguf_arr_at(const arb_gguf_value *arr, uint64_t i, arb_gguf_value *out);
+int arb_gguf_arr_str(const arb_gguf *g, const arb_gguf_value *arr, uint64_t i, arb_gguf_str *out);
+void arb_gguf_str_copy(arb_gguf_str s, char *buf, size_t cap); /* NUL-terminated, truncates */
+const char *arb_gguf_type_name(arb_gguf_type t);                 /* "u32", "string", ... */
+const char *arb_type_name(uint32_t type); /* ggml tensor type: "Q4_1", or "type#N" if unknown */
 
 /* ---- low-level: the GGUF behind a model, for inspect/metadata ---- */
 const char *arb_model_path(const arb_model *m);
