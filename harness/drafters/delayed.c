@@ -1,4 +1,4 @@
-/* delayed.c — random (l, k, b) delayed trees drafted with a draft model (drafting.md §11.1):
+/* delayed.c — random (l, k, b) delayed trees drafted with a draft model (docs/spec/drafting.md §11.1):
  * a trunk of l tokens, then k i.i.d. branches of length b from its end, merged into a trie
  * with C(v) in path order and q_v kept at every internal node. A single chain is (1, 0, L)
  * and i.i.d. multi-path drafting is (k, 0, L). The draft model's state is in

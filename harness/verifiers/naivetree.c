@@ -1,4 +1,4 @@
-/* naivetree.c — the NaiveTree OT solver (verification.md §3.2, DTE Algorithm 2): accept the
+/* naivetree.c — the NaiveTree OT solver (docs/spec/verification.md §3.2, DTE Algorithm 2): accept the
  * first draw C[0] with probability min(1, p/q), else sample the residual [p - q]_+ (which may
  * land on another drafted child). SpecTr and Khisti reuse arb_ot_solve_naive for n = 1. The
  * top-down walk is arb_ot_run (ot.c).

@@ -1,4 +1,4 @@
-/* nss.c — NSS, naive speculative sampling in SpecInfer's sense (verification.md §2): at every
+/* nss.c — NSS, naive speculative sampling in SpecInfer's sense (docs/spec/verification.md §2): at every
  * reached node sample from p_v and descend while the sample is a drafted child. q and C are
  * ignored, so it is valid on every regime, deterministic trees included. The top-down walk
  * is arb_ot_run (ot.c).

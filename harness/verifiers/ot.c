@@ -1,4 +1,4 @@
-/* ot.c — the top-down driver shared by every OT-based verifier (verification.md §0.7) and
+/* ot.c — the top-down driver shared by every OT-based verifier (docs/spec/verification.md §0.7) and
  * the init/free of verifiers whose state is just an arb_ot_work. The solvers live in their
  * own files: nss.c (§2), naivetree.c (§3.2), spectr.c, specinfer.c, khisti.c.
  *
