@@ -6,7 +6,7 @@
  * NULL and gets the stated default. The CPU backend (engine/cpu/backend_cpu.c)
  * is the exact reference: every reduction runs in a fixed order that depends
  * only on the vector lengths, never on the number of nodes, the tree shape or
- * the thread count (batch invariance, DESIGN.md).
+ * the thread count (batch invariance, docs/ARCHITECTURE.md "Conventions").
  *
  *     arb_backend be; arb_err err = {0};
  *     if (arb_backend_cpu_init(2, false, &be, &err)) die(err.msg);

@@ -1,4 +1,4 @@
-/* analysis.h — GOOSE's theory checks (drafting.md §4.8): Proposition 1 (lower bound on
+/* analysis.h — GOOSE's theory checks (docs/spec/drafting.md §4.8): Proposition 1 (lower bound on
  * τ for a spine tree), Proposition 2 (optimal branch widths, water-filled), the exact
  * tree-yield evaluator under the independent acceptance model, and the Appendix E.4
  * procedure computed from step records (τ_eq1 <= τ_meas, τ_eq1 > τ_iso).

@@ -1,5 +1,5 @@
 /* cmd_dte_depth.c — `arbor dte-depth`: per-depth OTLP acceptance rates and L1(p, q) along
- * draft paths (DTE paper Fig. 1; verification.md §10.2). For each prompt a target trajectory
+ * draft paths (DTE paper Fig. 1; docs/spec/verification.md §10.2). For each prompt a target trajectory
  * is sampled (T, top-p); every --every tokens the draft model drafts one path of --depth
  * tokens from the current root, one target pass scores it, and at each depth d the rates of
  * the OT solvers for n = --paths i.i.d. draws and ||p_v - q_v||_1 are averaged.

@@ -1,4 +1,4 @@
-/* decode.c — the step loop (see decode.h; drafting.md §1.1, §1.6–1.8). */
+/* decode.c — the step loop (see decode.h; docs/spec/drafting.md §1.1, §1.6–1.8). */
 #include "decode.h"
 
 #include <stdlib.h>
@@ -36,7 +36,7 @@ struct arb_decoder {
     int S_cap, n_S;
     int32_t *gen;             /* generated ids */
     int gen_cap;
-    /* sampling verification (drafter with q_rows, T > 0): verification.md §0.5 */
+    /* sampling verification (drafter with q_rows, T > 0): docs/spec/verification.md §0.5 */
     arb_verifier *vf;         /* NULL: greedy walk / AR sampling */
     double *P;                /* [tree cap * V] processed target laws */
 };
@@ -326,7 +326,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         return ARB_ERR(err, rc, "generate: cannot reset the context");
     res->n_prompt = n_prompt;
     double t_start = now_us();
-    /* Prefill: one target call producing one token (drafting.md §1.1). */
+    /* Prefill: one target call producing one token (docs/spec/drafting.md §1.1). */
     if ((rc = prefill(d, prompt, n_prompt, err)))
         return rc;
     int last = (n_prompt - 1) % d->rows;

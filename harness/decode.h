@@ -1,4 +1,4 @@
-/* decode.h — the speculative decoding loop for one prompt (drafting.md §1.1, §1.6–1.8):
+/* decode.h — the speculative decoding loop for one prompt (docs/spec/drafting.md §1.1, §1.6–1.8):
  * prefill → [propose → eval → verify → observe/update → commit → record]* until EOS or
  * max_new. Every method (AR, PLD, TR, GOOSE, Iso, Sequoia) runs through this loop; the
  * decoder owns the drafter state, the tree and the logits buffer, all sized at creation,
@@ -28,7 +28,7 @@
 enum { ARB_STAT_PLD, ARB_STAT_TR, ARB_STAT_DRAFT, ARB_STAT_HEAD, ARB_STAT_LADE, ARB_STAT_REST,
        ARB_STAT_COUNT };                                  /* per-source counters */
 typedef enum arb_step_mode { ARB_MODE_AR = 0, ARB_MODE_TREE, ARB_MODE_BYPASS, ARB_MODE_CHAIN } arb_step_mode;
-typedef enum arb_path_cat {  /* drafting.md §4.5; AR fallback / bypass are told apart by mode */
+typedef enum arb_path_cat {  /* docs/spec/drafting.md §4.5; AR fallback / bypass are told apart by mode */
     ARB_CAT_NONE = 0,        /* k = 0 */
     ARB_CAT_PURE_PLD,        /* every accepted node is spine / PLD (bypass with k > 0 too) */
     ARB_CAT_SPINE_CONT,      /* ≥ 1 spine node, then ≥ 1 TR node */
@@ -36,7 +36,7 @@ typedef enum arb_path_cat {  /* drafting.md §4.5; AR fallback / bypass are told
     ARB_CAT_OTHER,           /* first accepted node from another source */
 } arb_path_cat;
 
-typedef struct arb_step_record {  /* one row of the `steps` table (drafting.md §1.8, §4.9) */
+typedef struct arb_step_record {  /* one row of the `steps` table (docs/spec/drafting.md §1.8, §4.9) */
     int step;               /* 0 = first step after prefill */
     int L_cache;            /* committed KV rows before the step */
     int n_nodes;            /* tree nodes incl. anchor (= tokens sent to the engine) */

@@ -185,7 +185,7 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     s->rho = 0.5;
     s->s_min = 0.01;
     s->iso_k = 3;
-    /* [CHOICE] a TR-like rank profile until one is estimated from step logs (drafting.md §5) */
+    /* [CHOICE] a TR-like rank profile until one is estimated from step logs (docs/spec/drafting.md §5) */
     static const double sq[] = {0.35, 0.12, 0.06, 0.04, 0.03, 0.02, 0.015, 0.01, 0.008, 0.006};
     memcpy(s->sequoia_p, sq, sizeof sq);
     s->ngram_min = 3;
@@ -211,7 +211,7 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
         snprintf(s->id, sizeof s->id, "AR");
         snprintf(s->scheduler, sizeof s->scheduler, "none");
         s->budget = 1;
-    } else if (d == &arb_drafter_pld) { /* Saxena's reference (drafting.md §2.1) */
+    } else if (d == &arb_drafter_pld) { /* Saxena's reference (docs/spec/drafting.md §2.1) */
         snprintf(s->id, sizeof s->id, "PLD");
         snprintf(s->scheduler, sizeof s->scheduler, "none");
         s->ngram_min = 1;
@@ -261,7 +261,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
         snprintf(s->id, sizeof s->id, "%s", base[i].id);
         const char *n = base[i].name;
         if (!strncmp(n, "iso", 3) || !strcmp(n, "sequoia")) {
-            /* Iso/Sequoia: GOOSE's unigram tier, no PLD (drafting.md §4.6-4.7) */
+            /* Iso/Sequoia: GOOSE's unigram tier, no PLD (docs/spec/drafting.md §4.6-4.7) */
             snprintf(s->topology, sizeof s->topology, "%s", n[0] == 'i' ? "iso" : "sequoia");
             snprintf(s->scheduler, sizeof s->scheduler, "none");
             s->iso_k = n[0] == 'i' ? n[3] - '0' : s->iso_k;
@@ -346,7 +346,7 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: fixed_r: scheduler fixed needs fixed_r in [0,1]", s->id);
     if (!strcmp(s->drafter, "tr") && s->topk < 8)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: topk: TR template 2.2.2 needs topk >= 8", s->id);
-    if (!strcmp(s->drafter, "draft")) { /* sampling verifiers: validity matrix (verification.md §0.6) */
+    if (!strcmp(s->drafter, "draft")) { /* sampling verifiers: validity matrix (docs/spec/verification.md §0.6) */
         arb_regime rg = s->dte_l > 0 ? ARB_REGIME_DELAYED : s->dte_k > 1 ? ARB_REGIME_IID : ARB_REGIME_SINGLE;
         if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
             return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss naive naivetree "

@@ -1,5 +1,5 @@
 /* method.h — a speculative-decoding method: drafter × topology × verifier × scheduler
- * plus every parameter, with defaults (drafting.md §1.9, §4.1, §4.6), and the table of
+ * plus every parameter, with defaults (docs/spec/drafting.md §1.9, §4.1, §4.6), and the table of
  * parameter names/types the config layer validates keys against.
  *
  *     arb_method_spec s;
@@ -60,7 +60,7 @@ typedef struct arb_method_spec {
     double fixed_r;       /* scheduler "fixed": this r every cycle; < 0 = unset */
     /* ---- adjacency tables ---- */
     int bigram_log2;      /* tier-2 capacity = 2^bigram_log2 entries (15) */
-    /* ---- ablations and choices (drafting.md §4.6) ---- */
+    /* ---- ablations and choices (docs/spec/drafting.md §4.6) ---- */
     bool spine_branches;  /* attach branches under spine nodes (on) */
     bool bigram;          /* use the bigram tier (on; Iso default off) */
     bool bypass;          /* linear bypass for long / consensus matches (on) */
@@ -79,12 +79,12 @@ typedef struct arb_method_spec {
     bool harvest_prefill; /* harvest the prefill logits (goose on; tr off, reference quirk) */
     bool tr_prune_unfilled; /* TR: drop template nodes whose row was never written (off) */
     bool verify_first_match; /* greedy walk: GOOSE Alg. 3 literal instead of longest path */
-    /* ---- sampling (verification.md §0.2) ---- */
+    /* ---- sampling (docs/spec/verification.md §0.2) ---- */
     double temperature;   /* 0 = greedy */
     double top_p;         /* 1 = off */
     int top_k;            /* 0 = off */
     uint64_t seed;        /* run seed; RNG keyed by (seed, prompt id, step, stream) */
-    /* ---- draft model and delayed trees (drafter "draft", drafting.md §11) ---- */
+    /* ---- draft model and delayed trees (drafter "draft", docs/spec/drafting.md §11) ---- */
     char draft_model[32]; /* "self" (target cut after draft_layers), "target" (its GGUF again), a path */
     int draft_layers;     /* self-draft depth (24) */
     int dte_k, dte_l, dte_b; /* k i.i.d. paths of length b after a trunk of l (single chain: 1, 0, L) */

@@ -1,4 +1,4 @@
-/* metrics.c — see metrics.h. Definitions follow drafting.md §1.7 and §4.8–4.9. */
+/* metrics.c — see metrics.h. Definitions follow docs/spec/drafting.md §1.7 and §4.8–4.9. */
 #include "metrics.h"
 
 #include <math.h>

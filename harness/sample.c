@@ -3,7 +3,7 @@
  * Why Philox: a counter-based generator needs no state beyond (key, counter), so the
  * random numbers of (run, prompt, step, stream) do not depend on how many were drawn
  * elsewhere — shards and re-runs agree, and every verifier sees the same draft trees
- * for the same seed (common random numbers, verification.md §0.4).
+ * for the same seed (common random numbers, docs/spec/verification.md §0.4).
  */
 #include "sample.h"
 

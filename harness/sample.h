@@ -1,4 +1,4 @@
-/* sample.h — processed next-token laws and a counter-based RNG (verification.md §0.2, §0.4).
+/* sample.h — processed next-token laws and a counter-based RNG (docs/spec/verification.md §0.2, §0.4).
  *
  * PROCESS turns raw logits into the law the user asked for (temperature, top-k, top-p), in
  * double precision, identically for the target p and the draft q. The RNG is stateless
@@ -29,7 +29,7 @@ typedef struct arb_sampling {
 } arb_sampling;
 arb_sampling arb_sampling_default(void); /* T = 1, top_k = 0, top_p = 1 */
 
-/* PROCESS (verification.md §0.2): z[V] logits -> pi[V] (double, sums to 1).
+/* PROCESS (docs/spec/verification.md §0.2): z[V] logits -> pi[V] (double, sums to 1).
    idx: V int32 scratch (used by top-k/top-p only; may be NULL when both are off).
    Returns the number of tokens with pi > 0. Allocates nothing. */
 int arb_sample_process(const float *z, int V, const arb_sampling *s, double *pi, int32_t *idx);
@@ -62,7 +62,7 @@ double arb_rng_u(arb_rng *r);                           /* U(): [0,1), 53 bits *
 bool arb_rng_bern(arb_rng *r, double a);                /* BERN(a): U() < a */
 bool arb_rng_ratio(arb_rng *r, double num, double den); /* RATIO: U()*den < num */
 /* SAMPLE(w): w[V] >= 0, need not sum to 1. Returns a token, or -1 when Σw <= 0 (the caller
-   falls back, verification.md §12). Consumes exactly one U() when Σw > 0, none otherwise. */
+   falls back, docs/spec/verification.md §12). Consumes exactly one U() when Σw > 0, none otherwise. */
 int arb_sample_w(arb_rng *r, const double *w, int V);
 
 /* Philox4x32-10 block function (exposed for the known-answer test). */

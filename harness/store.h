@@ -50,7 +50,7 @@ typedef struct arb_store_session { /* one run in one invocation: where it was me
     const char *status;          /* "running" | "done" | "interrupted" | "failed" */
 } arb_store_session;
 
-typedef struct arb_store_step { /* one decoding step (drafting.md §1.8) */
+typedef struct arb_store_step { /* one decoding step (docs/spec/drafting.md §1.8) */
     int step, l_cache, n_nodes, tree_depth;
     int stop_fanout;             /* children of the last accepted node; -1 unknown (stored NULL) */
     int accepted;                /* k: accepted draft tokens, bonus excluded */

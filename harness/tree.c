@@ -1,4 +1,4 @@
-/* tree.c — the draft tree (see tree.h, drafting.md §1.2–1.4).
+/* tree.c — the draft tree (see tree.h, docs/spec/drafting.md §1.2–1.4).
  *
  * Structure of arrays with a fixed capacity: building a tree is a sequence of
  * arb_tree_add calls that only write into preallocated rows. Child lists and the

@@ -1,5 +1,5 @@
 /* tree.h — the draft tree every drafter builds and every verifier walks
- * (drafting.md §1.2–1.6).
+ * (docs/spec/drafting.md §1.2–1.6).
  *
  * Node 0 is the anchor (the last committed token, parent -1, depth 0); every other
  * node has 0 <= parent < own index and depth = depth[parent] + 1. Capacity is fixed
@@ -13,7 +13,7 @@
  *     arb_eval(ctx, t.tok, t.parent, t.n, logits, NULL, &err);
  *     arb_tree_release(&t);
  *
- * For i.i.d./delayed trees (verification.md §0.3) equal siblings are merged into one
+ * For i.i.d./delayed trees (docs/spec/verification.md §0.3) equal siblings are merged into one
  * node and the sampled order of next tokens through each node is kept in child_seq.
  */
 #ifndef ARB_TREE_H
@@ -85,7 +85,7 @@ int arb_tree_push_seq(arb_tree *t, int v, int c);
 void arb_tree_finalize(arb_tree *t);
 /* Write the root-to-v batch indices into path (anchor first); returns the count (depth+1). */
 int arb_tree_path(const arb_tree *t, int v, int32_t *path);
-/* (added) Ancestor bitsets (drafting.md §1.3): row i (words uint64 per row) has bit j set
+/* (added) Ancestor bitsets (docs/spec/drafting.md §1.3): row i (words uint64 per row) has bit j set
    iff j is an ancestor of i or j == i. words >= (n + 63) / 64. */
 void arb_tree_ancestors(const arb_tree *t, uint64_t *bits, int words);
 /* (added) Number of children of v (after finalize). */

@@ -1,5 +1,5 @@
 /* test_analysis.c — GOOSE Propositions 1-2, the tree-yield evaluator (against Monte Carlo)
- * and the Appendix E.4 accumulator (drafting.md §4.8). */
+ * and the Appendix E.4 accumulator (docs/spec/drafting.md §4.8). */
 #include <criterion/criterion.h>
 #include <math.h>
 

@@ -1,5 +1,5 @@
 /* test_decode.c — the decode loop on the real default model: every greedy method emits
- * exactly the AR tokens (drafting.md §1, GOOSE "lossless"), step records add up, limits
+ * exactly the AR tokens (docs/spec/drafting.md §1, GOOSE "lossless"), step records add up, limits
  * and EOS stop, decoders are reusable across prompts. Skips without the model. */
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* test_goose.c — GOOSE budget arithmetic, BuildSpineTree invariants, Algorithm 2 routing,
- * the EMA/tier scheduler and the Table 2 ablation switches (drafting.md §4). */
+ * the EMA/tier scheduler and the Table 2 ablation switches (docs/spec/drafting.md §4). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* test_iso.c — Iso(k) BFS k-ary trees (drafting.md §4.7). */
+/* test_iso.c — Iso(k) BFS k-ary trees (docs/spec/drafting.md §4.7). */
 #include <criterion/criterion.h>
 
 #include "topology/iso.h"

@@ -1,4 +1,4 @@
-/* test_otanalysis.c — the closed forms of verification.md §11.2 and the exact-enumeration
+/* test_otanalysis.c — the closed forms of docs/spec/verification.md §11.2 and the exact-enumeration
  * losslessness checks of §11.3, with no randomness: every draft tree of a regime is
  * enumerated with its probability (the production drafting code driven by a scripted token
  * source), the exact law of (accepted path, extra token) is computed from the per-node output

@@ -1,5 +1,5 @@
 /* test_pld.c — the n-gram index against brute force, Saxena PLD, GOOSE ContextMatch
- * (drafting.md §2). */
+ * (docs/spec/drafting.md §2). */
 #include <criterion/criterion.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* test_sample.c — PROCESS (verification.md §0.2) and the RNG primitives (§0.4, §11.6). */
+/* test_sample.c — PROCESS (docs/spec/verification.md §0.2) and the RNG primitives (§0.4, §11.6). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* test_sequoia.c — Sequoia's DP (drafting.md §5): test vectors, reconstruction, k-ary limit. */
+/* test_sequoia.c — Sequoia's DP (docs/spec/drafting.md §5): test vectors, reconstruction, k-ary limit. */
 #include <criterion/criterion.h>
 #include <math.h>
 

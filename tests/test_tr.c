@@ -1,4 +1,4 @@
-/* test_tr.c — adjacency tables, top-K softmax, the TR template and drafter (drafting.md §3,
+/* test_tr.c — adjacency tables, top-K softmax, the TR template and drafter (docs/spec/drafting.md §3,
  * §4.2). */
 #include <criterion/criterion.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* test_tree.c — the draft tree (drafting.md §1.2-1.4) and the greedy walk (§1.5). */
+/* test_tree.c — the draft tree (docs/spec/drafting.md §1.2-1.4) and the greedy walk (§1.5). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* test_verifiers.c — Monte Carlo losslessness of every sampling verifier on the real
- * sampling path (verification.md §11.4): production drafting (tree.h + arb_rng), the
+ * sampling path (docs/spec/verification.md §11.4): production drafting (tree.h + arb_rng), the
  * verifier from the registry, plain target sampling to complete H = 2 tokens. For each
  * configuration the first token and the first two tokens are compared with the exact
  * target law by Pearson X² (cells with expected count < 20 merged, α = 1e-9) and by TV

@@ -1,5 +1,5 @@
 /* vf_models.h — synthetic target/draft models and draft-tree regimes for the verifier tests
- * (verification.md §11.1, §0.3). Header-only, shared by test_verifiers.c and test_otanalysis.c.
+ * (docs/spec/verification.md §11.1, §0.3). Header-only, shared by test_verifiers.c and test_otanalysis.c.
  *
  * A model gives p(.|c) and q(.|c) for every context c = token path from the tree root up to
  * depth D (contexts numbered as a complete V-ary tree: child of id i by token t is V*i+t+1).

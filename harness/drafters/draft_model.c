@@ -1,36 +1,16 @@
-/* draft_model.c — single / i.i.d. / delayed drafting with a draft arb_ctx (see draft_model.h). */
-#include "draft_model.h"
+/* draft_model.c — the draft model's lifecycle (a separate GGUF or a self-draft) and the
+ * "draft" drafter of the method table (see draft_model.h). The (l, k, b) tree sampler that
+ * every shape goes through (single chain, i.i.d. paths, delayed trees) is in delayed.c. */
+#include "draft_model_int.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "genutil.h"
-
-struct arb_draft_model {
-    arb_model *own;          /* a separate draft GGUF (NULL for self-draft) */
-    arb_ctx *ctx;            /* draft context */
-    int V, n_max, n_batch;
-    int n_done;              /* S tokens committed in ctx (prefix of the sequence) */
-    float *logits;           /* n_batch x V */
-    int32_t *btok, *bpar, *chain; /* n_batch: batch tokens/parents, chain scratch */
-    int32_t *idx;            /* V: PROCESS scratch */
-    int32_t *pos;            /* n_max: current node of each path */
-    double *q_root;          /* V: law at the anchor of the last propose */
-};
 
 arb_draft_model_opts arb_draft_model_default_opts(void)
 {
     return (arb_draft_model_opts){.path = NULL, .self_layers = 24, .n_ctx = 0, .n_threads = 0};
-}
-
-int arb_draft_shape_nodes(arb_draft_shape s) { return 1 + s.l + s.k * s.b; }
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 void arb_draft_model_free(arb_draft_model *d)
@@ -116,118 +96,6 @@ void arb_draft_model_reset(arb_draft_model *d)
 
 const double *arb_draft_model_q_root(const arb_draft_model *d) { return d->q_root; }
 int arb_draft_model_n_vocab(const arb_draft_model *d) { return d->V; }
-
-/* Evaluate S[from..to) as a chain on top of the committed prefix and commit it, in chunks of
-   n_batch; the last row's logits stay in d->logits[0]. */
-static int catch_up(arb_draft_model *d, const int32_t *S, int from, int to, arb_draft_stats *st, arb_err *err)
-{
-    while (from < to) {
-        int n = to - from < d->n_batch ? to - from : d->n_batch;
-        for (int i = 0; i < n; i++)
-            d->bpar[i] = i - 1;
-        int rc = arb_eval(d->ctx, S + from, d->bpar, n, d->logits, NULL, err);
-        if (!rc)
-            rc = arb_commit(d->ctx, d->chain, n, err);
-        if (rc)
-            return rc;
-        if (n > 1) /* keep the last row first */
-            memmove(d->logits, d->logits + (size_t)(n - 1) * d->V, sizeof(float) * (size_t)d->V);
-        st->n_evals++;
-        st->n_tokens += n;
-        from += n;
-    }
-    return ARB_OK;
-}
-
-static int add_child(arb_tree *t, int v, int32_t x, const double *qv)
-{
-    int c = arb_tree_find_child(t, v, x);
-    if (c < 0)
-        c = arb_tree_add(t, v, x, ARB_SRC_DRAFT, -1, (float)qv[x]);
-    if (c >= 0 && arb_tree_push_seq(t, v, c))
-        return -1;
-    return c;
-}
-
-int arb_draft_model_propose(arb_draft_model *d, const int32_t *S, int n_S, arb_draft_shape sh,
-                            const arb_sampling *smp, arb_rng *rng, arb_tree *t, double *q,
-                            arb_draft_stats *st, arb_err *err)
-{
-    double t0 = now_us();
-    arb_draft_stats dummy;
-    if (!st)
-        st = &dummy;
-    memset(st, 0, sizeof *st);
-    if (sh.k < 1 || sh.l < 0 || sh.b < 0 || arb_draft_shape_nodes(sh) > t->cap || arb_draft_shape_nodes(sh) > d->n_max ||
-        sh.k * sh.b > d->n_batch)
-        return ARB_ERR(err, ARB_E_INVAL, "draft model: shape (l=%d, k=%d, b=%d) exceeds the tree capacity %d",
-                       sh.l, sh.k, sh.b, t->cap);
-    if (n_S < 1)
-        return ARB_ERR(err, ARB_E_INVAL, "draft model: empty sequence");
-    if (n_S <= d->n_done || d->n_done > arb_ctx_n_past(d->ctx)) { /* new prompt (or anchor reused) */
-        arb_draft_model_reset(d);
-    }
-    int rc = catch_up(d, S, d->n_done, n_S, st, err); /* the anchor is always evaluated here */
-    if (rc)
-        return rc;
-    d->n_done = n_S;
-    const size_t V = (size_t)d->V;
-    arb_sample_process(d->logits, d->V, smp, q, d->idx);
-    memcpy(d->q_root, q, sizeof(double) * V);
-    /* trunk: l tokens, committed tentatively so that each next law is one eval away */
-    int cur = 0, rc2 = ARB_OK;
-    for (int i = 0; i < sh.l; i++) {
-        int32_t x = arb_sample_w(rng, q + (size_t)cur * V, d->V);
-        int c = add_child(t, cur, x, q + (size_t)cur * V);
-        if (c < 0)
-            return ARB_ERR(err, ARB_E_RANGE, "draft model: tree full");
-        cur = c;
-        if (i + 1 == sh.l && sh.b == 0)
-            break; /* last trunk node is a leaf: no law needed */
-        d->bpar[0] = -1;
-        if ((rc2 = arb_eval(d->ctx, &x, d->bpar, 1, d->logits, NULL, err)) ||
-            (rc2 = arb_commit(d->ctx, d->chain, 1, err)))
-            break;
-        st->n_evals++;
-        st->n_tokens++;
-        arb_sample_process(d->logits, d->V, smp, q + (size_t)cur * V, d->idx);
-    }
-    /* branches: k i.i.d. paths of length b from the trunk end, level by level */
-    int e = cur;
-    for (int j = 0; j < sh.k && !rc2; j++)
-        d->pos[j] = e;
-    for (int lev = 0; lev < sh.b && !rc2; lev++) {
-        int first_new = t->n;
-        for (int j = 0; j < sh.k; j++) {
-            const double *qv = q + (size_t)d->pos[j] * V;
-            int32_t x = arb_sample_w(rng, qv, d->V);
-            int c = add_child(t, d->pos[j], x, qv);
-            if (c < 0)
-                return ARB_ERR(err, ARB_E_RANGE, "draft model: tree full");
-            d->pos[j] = c;
-        }
-        if (lev + 1 == sh.b)
-            break; /* leaves: no law needed */
-        int nb = t->n - (e + 1); /* the branch trie so far, in index order */
-        for (int i = 0; i < nb; i++) {
-            int v = e + 1 + i;
-            d->btok[i] = t->tok[v];
-            d->bpar[i] = t->parent[v] == e ? -1 : t->parent[v] - (e + 1);
-        }
-        if ((rc2 = arb_eval(d->ctx, d->btok, d->bpar, nb, d->logits, NULL, err)))
-            break;
-        st->n_evals++;
-        st->n_tokens += nb;
-        for (int v = first_new; v < t->n; v++)
-            arb_sample_process(d->logits + (size_t)(v - (e + 1)) * V, d->V, smp, q + (size_t)v * V, d->idx);
-    }
-    /* drop the tentative trunk rows: the draft context holds exactly S again */
-    int rc3 = arb_ctx_truncate(d->ctx, n_S);
-    st->us = now_us() - t0;
-    if (rc2)
-        return rc2;
-    return rc3 ? ARB_ERR(err, rc3, "draft model: cannot truncate the draft context") : ARB_OK;
-}
 
 /* ---------------- the "draft" drafter (drafter.h vtable) ---------------- */
 #include "drafter.h"

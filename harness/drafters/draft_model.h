@@ -1,4 +1,4 @@
-/* draft_model.h — a draft language model with its own context (drafting.md §11.1): any GGUF
+/* draft_model.h — a draft language model with its own context (docs/spec/drafting.md §11.1): any GGUF
  * that shares the target's vocabulary, or a self-draft (the target cut after layer L). It
  * drafts a single chain, k i.i.d. paths, or a delayed tree (trunk l, then k i.i.d. branches
  * of length b), merged into a trie with C(v) in path order, and keeps the exact processed

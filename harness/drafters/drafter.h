@@ -55,7 +55,7 @@ typedef struct arb_drafter_i {
     /* Before propose: keys the drafting RNG (run seed from the spec, prompt id, step). */
     void (*set_step)(void *st, uint32_t prompt_id, int step);
     /* After propose: n x V doubles, row v = the law q_v v's children were sampled from
-       (sampling verifiers, verification.md §0.5). */
+       (sampling verifiers, docs/spec/verification.md §0.5). */
     const double *(*q_rows)(void *st);
 } arb_drafter_i;
 

@@ -1,5 +1,5 @@
 /* goose.c — GOOSE spine trees, Algorithm 2 routing, Iso(k)/Sequoia on GOOSE's sources
- * (see goose.h; drafting.md §4). */
+ * (see goose.h; docs/spec/drafting.md §4). */
 #include "goose.h"
 
 #include <math.h>
@@ -145,7 +145,7 @@ int arb_goose_new(const arb_method_spec *s, int n_vocab, arb_goose **out, arb_er
 arb_adj *arb_goose_adj(arb_goose *g) { return g->adj; }
 double arb_goose_ps_hat(const arb_goose *g) { return g->p_s_hat; }
 
-/* attach(u, prev, alloc) of drafting.md §4.4: top successors of u not already children of
+/* attach(u, prev, alloc) of docs/spec/drafting.md §4.4: top successors of u not already children of
    u and scoring >= s_min, at most min(alloc, K, budget left); each child's extension
    allowance is alloc shared by relative score. Children are queued for Step 4. */
 static void attach(arb_goose *g, arb_tree *t, int u, int32_t prev, int alloc, int B, int rel_child,

@@ -1,4 +1,4 @@
-/* goose.h — GOOSE: anisotropic spine trees (drafting.md §4; Jin, Nguyen, Inoue 2026).
+/* goose.h — GOOSE: anisotropic spine trees (docs/spec/drafting.md §4; Jin, Nguyen, Inoue 2026).
  *
  * Each cycle ContextMatch (pld.h) proposes a chain d; a long or consensus match goes out
  * as a linear bypass chain, otherwise a spine tree is built (Algorithm 1): the first bs

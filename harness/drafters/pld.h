@@ -1,5 +1,5 @@
 /* pld.h — prompt lookup: an O(1)-amortised n-gram index over the committed sequence
- * (drafting.md §2.2), Saxena's PLD chain (§2.1) and GOOSE's ContextMatch (§2.3).
+ * (docs/spec/drafting.md §2.2), Saxena's PLD chain (§2.1) and GOOSE's ContextMatch (§2.3).
  *
  *     arb_ngram_index *ix;
  *     arb_ngram_index_new(1, 3, 4096, &ix, &err);    // n-gram lengths 1..3, capacity in tokens

@@ -1,5 +1,5 @@
 /* tr.h — adjacency tables of top-K successors harvested from the target's logits, and
- * the Token Recycling drafter (drafting.md §3, GOOSE's two tiers §4.2).
+ * the Token Recycling drafter (docs/spec/drafting.md §3, GOOSE's two tiers §4.2).
  *
  *     arb_adj *a;
  *     arb_adj_new(n_vocab, 10, 15, &a, &err);        // K = 10, bigram tier 2^15 entries (0: off)

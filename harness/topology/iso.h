@@ -1,5 +1,5 @@
 /* iso.h — Iso(k): the uniform-rate k-ary tree filled in BFS order under a node budget
- * (drafting.md §4.7), fed by any successor source (GOOSE's adjacency table).
+ * (docs/spec/drafting.md §4.7), fed by any successor source (GOOSE's adjacency table).
  *
  *     int succ(void *ud, int32_t prev, int32_t tok, int32_t *ids, float *sc);  // your source
  *     arb_tree_reset(&t, anchor);

@@ -1,5 +1,5 @@
 /* sequoia.h — Sequoia's dynamic program for the best tree under a positional acceptance
- * vector (drafting.md §5, Infini-AI-Lab/Sequoia tree_search.py), and filling such a
+ * vector (docs/spec/drafting.md §5, Infini-AI-Lab/Sequoia tree_search.py), and filling such a
  * static tree from a successor source.
  *
  *     double p[] = {0.6, 0.2, 0.1, 0.05};

@@ -1,4 +1,4 @@
-/* bv.c — block verification (Sun et al., Alg. 2; verification.md §7): sequence-level weights
+/* bv.c — block verification (Sun et al., Alg. 2; docs/spec/verification.md §7): sequence-level weights
  * w_i along the chain, h_i = probability that prefix i is the answer given no longer prefix
  * was, coins from the longest prefix down, and a weighted residual for the extra token.
  * Optimal among single-path verifiers. On multi-path trees it runs on path 1.

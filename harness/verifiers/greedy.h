@@ -1,5 +1,5 @@
-/* greedy.h — greedy (T = 0) verification: the longest accepted path (drafting.md §1.5,
- * verification.md §1), with source priority PLD/spine > TR > others as the tie-break.
+/* greedy.h — greedy (T = 0) verification: the longest accepted path (docs/spec/drafting.md §1.5,
+ * docs/spec/verification.md §1), with source priority PLD/spine > TR > others as the tie-break.
  *
  *     int32_t y[n];  arb_greedy_argmax_rows(logits, n, V, y);   // y[v] = argmax, ties -> low id
  *     arb_verify_out o;

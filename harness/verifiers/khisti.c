@@ -1,4 +1,4 @@
-/* khisti.c — Khisti et al. multi-draft sampling as in the DTE reference code (verification.md §6):
+/* khisti.c — Khisti et al. multi-draft sampling as in the DTE reference code (docs/spec/verification.md §6):
  * a pairwise tournament over the draws in sampled order, each round resolved by a small LP
  * (truncated to the s best-ranked tokens) that makes the winner's law q_I as close to p as
  * possible, then one naive speculative step with draft law q_I.

@@ -1,4 +1,4 @@
-/* naive.c — single-path speculative sampling (Leviathan et al., Chen et al.; verification.md
+/* naive.c — single-path speculative sampling (Leviathan et al., Chen et al.; docs/spec/verification.md
  * §3.1). On multi-path trees it runs on path 1 (C(v)[0] at every node): a valid marginal
  * q chain, the other paths are wasted (§0.6 "first path only").
  */

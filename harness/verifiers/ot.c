@@ -1,5 +1,6 @@
-/* ot.c — the top-down driver shared by every OT-based verifier (verification.md §0.7),
- * plus the two simplest solvers: NSS (§2) and NaiveTree (§3.2).
+/* ot.c — the top-down driver shared by every OT-based verifier (docs/spec/verification.md §0.7) and
+ * the init/free of verifiers whose state is just an arb_ot_work. The solvers live in their
+ * own files: nss.c (§2), naivetree.c (§3.2), spectr.c, specinfer.c, khisti.c.
  *
  * OT_VERIFY: at the current node, a solver returns a token whose law is exactly p_v when
  * C(v) holds i.i.d. draws from q_v; if it is a drafted child, descend, else it is the
@@ -79,27 +80,7 @@ int arb_ot_run(arb_ot_work *w, const arb_verify_in *in, arb_ot_solve_fn solve, b
     }
 }
 
-/* ---------------- NSS (§2): sample from p, ignore q and C ---------------- */
-
-int arb_ot_solve_nss(arb_ot_work *w, const double *p, const double *q, const int32_t *C, int n,
-                     arb_rng *rng, int32_t *nf)
-{
-    return arb_vf_sample_or(rng, p, p, w->V, nf);
-}
-
-/* ---------------- NaiveTree (§3.2): the first draw, then the residual ---------------- */
-
-int arb_ot_solve_naive(arb_ot_work *w, const double *p, const double *q, const int32_t *C, int n,
-                       arb_rng *rng, int32_t *nf)
-{
-    int x = C[0];
-    if (q[x] > 0 && arb_rng_ratio(rng, p[x], q[x])) /* q(x) = 0: impossible draw, reject */
-        return x;
-    arb_vf_residual(p, 1.0, q, w->V, w->r);
-    return arb_vf_sample_or(rng, w->r, p, w->V, nf);
-}
-
-/* ---------------- vtables ---------------- */
+/* ---------------- init/free of verifiers whose state is an arb_ot_work ---------------- */
 
 int arb_ot_vt_init(void **state, const arb_verifier_opts *o, arb_err *err)
 {
@@ -121,25 +102,3 @@ void arb_ot_vt_free(void *state)
     arb_ot_work_release(state);
     free(state);
 }
-
-static int nss_verify(void *state, const arb_verify_in *in, arb_verify_out *out)
-{
-    return arb_ot_run(state, in, arb_ot_solve_nss, false, out);
-}
-
-static int naivetree_verify(void *state, const arb_verify_in *in, arb_verify_out *out)
-{
-    return arb_ot_run(state, in, arb_ot_solve_naive, true, out);
-}
-
-const arb_verifier_i arb_verifier_nss = {
-    .name = "nss", .needs_q = false, .needs_logits = false, .sampling = true,
-    .valid = {ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES},
-    .init = arb_ot_vt_init, .free = arb_ot_vt_free, .verify = nss_verify,
-};
-
-const arb_verifier_i arb_verifier_naivetree = {
-    .name = "naivetree", .needs_q = true, .needs_logits = false, .sampling = true,
-    .valid = {ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_NO},
-    .init = arb_ot_vt_init, .free = arb_ot_vt_free, .verify = naivetree_verify,
-};

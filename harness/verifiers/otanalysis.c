@@ -1,5 +1,5 @@
 /* otanalysis.c — output laws, acceptance rates and the block-efficiency estimator
- * (verification.md §10, §8.5). Each law mirrors its solver line by line (same ρ, same LP
+ * (docs/spec/verification.md §10, §8.5). Each law mirrors its solver line by line (same ρ, same LP
  * vertex, same fallbacks), so the paired test of §11.4 can compare them with the real
  * verifiers draw by draw.
  */

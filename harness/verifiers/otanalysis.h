@@ -1,4 +1,4 @@
-/* otanalysis.h — closed forms behind the verifiers (verification.md §10, §8.5): each OT
+/* otanalysis.h — closed forms behind the verifiers (docs/spec/verification.md §10, §8.5): each OT
  * solver's output law OUT(x | p, q, C) (its restriction to C(v) is the DTE branching
  * probability), the OTLP acceptance rate of n i.i.d. draws, and the expected block
  * efficiency of one drafted tree with no verification randomness (DTE Eqs. 1-3), which the

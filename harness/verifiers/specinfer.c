@@ -1,4 +1,4 @@
-/* specinfer.c — SpecInfer multi-round speculative sampling (verification.md §5): each draw
+/* specinfer.c — SpecInfer multi-round speculative sampling (docs/spec/verification.md §5): each draw
  * is tested against the current residual r; after a rejection r <- norm([r - q]_+).
  * Mode "sequential" (default) takes the draws in sampled order; "uniform" picks a remaining
  * draw uniformly at random (the SpecInfer paper and the DTE code) — same law on i.i.d. trees.

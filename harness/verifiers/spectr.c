@@ -1,4 +1,4 @@
-/* spectr.c — SpecTr K-SEQ (verification.md §4): every draw is tested against p/(ρ q), the
+/* spectr.c — SpecTr K-SEQ (docs/spec/verification.md §4): every draw is tested against p/(ρ q), the
  * division factor ρ chosen as the root of f(ρ) = 1 − (1 − β(ρ))^n − ρ β(ρ) on [1, n], and the
  * final residual p − (A/β)·min(p/ρ, q) restores the missing mass.
  */

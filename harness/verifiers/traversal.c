@@ -1,4 +1,4 @@
-/* traversal.c — Traversal verification (Weng et al. 2025; verification.md §8): bottom-up,
+/* traversal.c — Traversal verification (Weng et al. 2025; docs/spec/verification.md §8): bottom-up,
  * leaf to root. The first alive leaf in DFS order (children in first-appearance order) is
  * accepted with its sequence-level weight; on rejection it is deleted and its parent's
  * target law becomes the weighted residual, the parent's draft law loses the rejected

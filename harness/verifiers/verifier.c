@@ -54,7 +54,7 @@ int arb_verifier_check(const char *name, arb_regime r, arb_err *err)
     if (!vi)
         return ARB_ERR(err, ARB_E_INVAL, "verifier '%s': unknown", name ? name : "(null)");
     if ((unsigned)r >= ARB_REGIME_COUNT || vi->valid[r] == ARB_VALID_NO)
-        return ARB_ERR(err, ARB_E_INVAL, "verifier '%s' is not valid for %s trees (verification.md §0.6)",
+        return ARB_ERR(err, ARB_E_INVAL, "verifier '%s' is not valid for %s trees (docs/spec/verification.md §0.6)",
                        name, arb_regime_name(r));
     return ARB_OK;
 }

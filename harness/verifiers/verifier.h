@@ -1,4 +1,4 @@
-/* verifier.h — which drafted node is accepted and which token follows it (verification.md).
+/* verifier.h — which drafted node is accepted and which token follows it (docs/spec/verification.md).
  *
  * A verifier reads the draft tree (tree.h), the processed target law p_v at every node and
  * the draft law q_v at every internal node (n_nodes x V double rows, sample.h PROCESS), and
@@ -14,7 +14,7 @@
  *
  * Adding a verifier: (1) one file harness/verifiers/<name>.c defining
  * `const arb_verifier_i arb_verifier_<name>` (name, needs_q/needs_logits, the validity row of
- * verification.md §0.6, init/free/verify); (2) one row in the table in verifier.c and one
+ * docs/spec/verification.md §0.6, init/free/verify); (2) one row in the table in verifier.c and one
  * extern below; (3) a case in tests/test_verifiers.c (the suite walks the table).
  */
 #ifndef ARB_VERIFIER_H
@@ -26,7 +26,7 @@
 #include "sample.h"
 #include "tree.h"
 
-typedef enum arb_regime { /* how the tree was drafted (verification.md §0.3) */
+typedef enum arb_regime { /* how the tree was drafted (docs/spec/verification.md §0.3) */
     ARB_REGIME_SINGLE = 0, ARB_REGIME_IID, ARB_REGIME_DELAYED, ARB_REGIME_WOR, ARB_REGIME_DET,
     ARB_REGIME_COUNT
 } arb_regime;

@@ -4,7 +4,7 @@
  * trees), else the child list in index order (chains, deterministic trees); nodes flagged
  * ARB_NODE_NOACCEPT are never offered. D(v) is C(v) with repeats dropped (first appearance).
  * OT solvers: one function per method with the signature of arb_ot_solve_fn; the driver
- * arb_ot_run walks the tree top-down (verification.md §0.7).
+ * arb_ot_run walks the tree top-down (docs/spec/verification.md §0.7).
  */
 #ifndef ARB_VF_INT_H
 #define ARB_VF_INT_H
@@ -71,7 +71,7 @@ int arb_traversal_sequence(void *state, const arb_verify_in *in, int32_t *node, 
 int arb_bv_sequence(void *state, const arb_verify_in *in, int32_t *node, double *prob,
                     const double **law);
 
-/* Negative-control variants for tests only (verification.md §11.5); 0 = correct. */
+/* Negative-control variants for tests only (docs/spec/verification.md §11.5); 0 = correct. */
 enum { ARB_VF_BROKEN_NONE = 0, ARB_VF_BROKEN_TRAV_INDEX_ORDER = 1, ARB_VF_BROKEN_TRAV_NO_RENORM = 2 };
 void arb_traversal_set_broken(void *state, int variant);
 
