@@ -254,54 +254,55 @@ Test(goose, consensus_readings_and_match_length)
     cr_assert_neq(arb_method_spec_validate(&s, NULL), ARB_OK, "unknown consensus reading");
 }
 
+/* begin, append S, write the successor pairs (prev, tok) -> succ, then propose */
+static void propose_after(const arb_drafter_i *dr, void *st, const int32_t *S, int n, const int32_t (*succ)[3],
+                          int n_succ, arb_tree *t, arb_step_record *rec)
+{
+    memset(rec, 0, sizeof *rec);
+    dr->begin(st, 256, true, NULL);
+    dr->append(st, S, n);
+    for (int i = 0; i < n_succ; i++)
+        harvest_one(dr, st, succ[i][0], succ[i][1], succ[i][2]);
+    arb_tree_reset(t, S[n - 1]);
+    dr->propose(st, S, n, t, rec);
+    arb_tree_finalize(t);
+}
+
 Test(goose, control_bypass_chain_holds_no_pld_tokens)
 {
     /* control_bypass: the control row swaps every PLD token for a TR-drawn one, the bypass
-       chain included (the default control leaves bypass chains alone) */
-    arb_method_spec s;
-    cr_assert_eq(arb_method_spec_preset("goose-control", &s, NULL), ARB_OK);
-    s.control_bypass = true;
-    s.bypass_match_len = false; /* bypass on |d| = 20 */
-    const arb_drafter_i *dr = &arb_drafter_goose;
-    void *st;
-    cr_assert_eq(dr->create(&s, 1000, &st, NULL), ARB_OK);
-    arb_tree t;
-    arb_tree_init(&t, 64, NULL);
-    arb_step_record rec;
+       chain included; the default control leaves bypass chains alone */
     int32_t A[40];
     for (int i = 0; i < 20; i++)
         A[i] = A[20 + i] = 100 + i;
-    memset(&rec, 0, sizeof rec);
-    dr->begin(st, 256, true, NULL);
-    dr->append(st, A, 23);
-    harvest_one(dr, st, 101, 102, 500); /* (a_prev, anchor) -> 500 */
-    harvest_one(dr, st, 102, 500, 501);
-    arb_tree_reset(&t, A[22]);
-    dr->propose(st, A, 23, &t, &rec);
-    arb_tree_finalize(&t);
-    cr_assert_eq(rec.mode, ARB_MODE_BYPASS, "the real match still decides the mode");
-    cr_assert_eq(t.n, 3, "chain stops where the table has no successor");
-    cr_assert(t.tok[1] == 500 && t.tok[2] == 501);
-    for (int i = 1; i < t.n; i++) {
-        cr_assert_eq(t.source[i], ARB_SRC_TR);
-        cr_assert(t.flags[i] & ARB_NODE_SPINE, "spine priority kept");
+    static const int32_t succ[][3] = {{101, 102, 500}, {102, 500, 501}}; /* (a_prev, anchor) -> 500 -> 501 */
+    for (int swap = 1; swap >= 0; swap--) {
+        arb_method_spec s;
+        cr_assert_eq(arb_method_spec_preset("goose-control", &s, NULL), ARB_OK);
+        s.control_bypass = swap;
+        s.bypass_match_len = false; /* bypass on |d| = 20 */
+        const arb_drafter_i *dr = &arb_drafter_goose;
+        void *st;
+        cr_assert_eq(dr->create(&s, 1000, &st, NULL), ARB_OK);
+        arb_tree t;
+        arb_tree_init(&t, 64, NULL);
+        arb_step_record rec;
+        propose_after(dr, st, A, 23, succ, 2, &t, &rec);
+        cr_assert_eq(rec.mode, ARB_MODE_BYPASS, "the real match still decides the mode");
+        if (swap) {
+            cr_assert_eq(t.n, 3, "chain stops where the table has no successor");
+            cr_assert(t.tok[1] == 500 && t.tok[2] == 501);
+        } else {
+            cr_assert_eq(t.n, 21, "the real 20-token continuation");
+            cr_assert_eq(t.tok[1], 103);
+        }
+        for (int i = 1; i < t.n; i++) {
+            cr_assert_eq(t.source[i], swap ? ARB_SRC_TR : ARB_SRC_PLD);
+            cr_assert(t.flags[i] & ARB_NODE_SPINE, "spine priority kept");
+        }
+        dr->destroy(st);
+        arb_tree_release(&t);
     }
-    /* the default control: the same state's bypass chain is the real continuation */
-    dr->destroy(st);
-    s.control_bypass = false;
-    cr_assert_eq(dr->create(&s, 1000, &st, NULL), ARB_OK);
-    memset(&rec, 0, sizeof rec);
-    dr->begin(st, 256, true, NULL);
-    dr->append(st, A, 23);
-    harvest_one(dr, st, 101, 102, 500);
-    arb_tree_reset(&t, A[22]);
-    dr->propose(st, A, 23, &t, &rec);
-    arb_tree_finalize(&t);
-    cr_assert_eq(rec.mode, ARB_MODE_BYPASS);
-    cr_assert_eq(t.n, 21);
-    cr_assert(t.tok[1] == 103 && t.source[1] == ARB_SRC_PLD);
-    dr->destroy(st);
-    arb_tree_release(&t);
 }
 
 Test(goose, ema_and_tiers)
