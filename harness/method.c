@@ -101,6 +101,7 @@ static const arb_method_param params[] = {
     {"bypass_max", ARB_PARAM_INT, OFF(bypass_max), GOOSE, -1, 63, "bypass chain cap (-1: budget-1, 0: max_draft)"},
     {"pld_earliest", ARB_PARAM_BOOL, OFF(pld_earliest), CTX, 0, 1, "earliest occurrence (else most recent)"},
     {"ema", ARB_PARAM_DOUBLE, OFF(ema), GOOSE, 0, 1, "weight of the newest spine observation"},
+    {"ema_geometric", ARB_PARAM_BOOL, OFF(ema_geometric), GOOSE, 0, 1, "spine observation acc/(acc+rejected)"},
     {"ps_init", ARB_PARAM_DOUBLE, OFF(ps_init), GOOSE, 0, 1, "initial spine acceptance estimate"},
     {"tier_lo", ARB_PARAM_DOUBLE, OFF(tier_lo), GOOSE, 0, 1, "p_s below this: r_lo"},
     {"tier_hi", ARB_PARAM_DOUBLE, OFF(tier_hi), GOOSE, 0, 1, "p_s below this: r_mid, else r_hi"},

@@ -54,6 +54,8 @@ typedef struct arb_method_spec {
     bool pld_earliest;    /* occurrence choice: earliest (Saxena, pld) / most recent (goose) */
     /* ---- scheduler (GOOSE Algorithm 2) ---- */
     double ema;           /* weight of the newest spine-acceptance observation (0.3) */
+    bool ema_geometric;   /* observation = per-token acceptance acc / (acc + [a spine token was
+                             rejected]) instead of acc / proposed (off; docs/greedy-methods.md) */
     double ps_init;       /* initial p̂_s (0.3) */
     double tier_lo, tier_hi;   /* p̂_s thresholds (0.2, 0.4) */
     double r_lo, r_mid, r_hi;  /* spine ratios per tier (0.15, 0.30, 0.50) */

@@ -462,3 +462,32 @@ Test(goose, bypass_chain_cap)
         arb_tree_release(&t);
     }
 }
+
+Test(goose, ema_geometric_observation)
+{
+    /* 5 of a 20-token bypass chain accepted: the spec's observation is 5/20, the geometric
+       reading's 5/6 (five successes, one failure); a fully accepted chain observes 1 */
+    int32_t A[40];
+    for (int i = 0; i < 20; i++)
+        A[i] = A[20 + i] = 100 + i;
+    arb_method_spec s = spec();
+    s.ema_geometric = true;
+    const arb_drafter_i *dr = &arb_drafter_goose;
+    void *st;
+    cr_assert_eq(dr->create(&s, 1000, &st, NULL), ARB_OK);
+    arb_tree t;
+    arb_tree_init(&t, 64, NULL);
+    arb_step_record rec;
+    cr_assert_eq(run_propose(dr, st, A, 30, &t, &rec), ARB_MODE_BYPASS);
+    cr_assert_eq(t.n, 21);
+    int32_t path[21];
+    for (int i = 0; i <= 20; i++)
+        path[i] = i;
+    dr->verified(st, &t, path, 6, &rec);
+    cr_assert_float_eq(arb_goose_ps_hat(st), 0.3 * (5.0 / 6.0) + 0.7 * 0.3, 1e-12);
+    double before = arb_goose_ps_hat(st);
+    dr->verified(st, &t, path, 21, &rec);
+    cr_assert_float_eq(arb_goose_ps_hat(st), 0.3 * 1.0 + 0.7 * before, 1e-12);
+    dr->destroy(st);
+    arb_tree_release(&t);
+}

@@ -399,7 +399,10 @@ static void gd_verified(void *st, const arb_tree *t, const int32_t *path, int n_
     int acc = 0;
     for (int i = 1; i < n_path; i++)
         acc += (t->flags[path[i]] & ARB_NODE_SPINE) != 0;
-    double obs = (double)acc / g->m_sp;
+    /* acc / proposed (the spec) falls with the chain's length even at a fixed per-token rate;
+       the geometric reading estimates that rate: acc successes, one failure if the walk left
+       the spine before its end */
+    double obs = g->sp.ema_geometric ? (double)acc / (acc + (acc < g->m_sp)) : (double)acc / g->m_sp;
     g->p_s_hat = g->sp.ema * obs + (1.0 - g->sp.ema) * g->p_s_hat;
 }
 
