@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "alloc.h"
 #include "config_int.h"
 
 #define MAX_POINTS 4096 /* sweep points per method: more is almost surely a typo */
@@ -138,7 +139,12 @@ static int add_point(arb_config *c, const arb_method_spec *base, const param_set
             value_text(ps[k].p, v, true, txt, sizeof txt);
             size_t n = strlen(label);
             snprintf(label + n, sizeof label - n, "%s%s=%s", n_sw ? "," : "[", ps[k].name, txt);
-            cJSON_AddItemToObject(sw, ps[k].name, cJSON_Duplicate(v, true));
+            cJSON *dup = cJSON_Duplicate(v, true);
+            if (!dup || !cJSON_AddItemToObject(sw, ps[k].name, dup)) { /* else sweep_json lacks it */
+                cJSON_Delete(dup);
+                rc = ARB_ERR(err, ARB_E_NOMEM, "%s.%s: out of memory", path, ps[k].name);
+                break;
+            }
             n_sw++;
         }
     }
@@ -150,8 +156,8 @@ static int add_point(arb_config *c, const arb_method_spec *base, const param_set
     cJSON_Delete(sw);
     if (rc)
         return rc;
-    m->label = strdup(label);
-    m->base_id = strdup(base->id);
+    m->label = arb_strdup(label);
+    m->base_id = arb_strdup(base->id);
     m->sweep_json = swj;
     if (!m->label || !m->base_id || !swj) {
         free(m->label), free(m->base_id), free(swj);
@@ -247,7 +253,7 @@ static int parse_method(arb_config *c, const cJSON *e, int i, arb_err *err)
             return rc;
         }
     }
-    arb_cfg_method *nm = realloc(c->methods, (size_t)(c->n_methods + total) * sizeof *nm);
+    arb_cfg_method *nm = arb_realloc(c->methods, (size_t)(c->n_methods + total) * sizeof *nm);
     if (!nm)
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     c->methods = nm;
