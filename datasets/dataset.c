@@ -554,6 +554,9 @@ static int unknown_name(const char *name, arb_err *err)
                    known);
 }
 
+static int parse_buffer(const arb_dataset_info *in, const char *split, const sbuf *buf,
+                        const char *path, arb_dataset **out, arb_err *err);
+
 int arb_dataset_open(const char *data_dir, const char *name, const char *split, arb_dataset **out,
                      arb_err *err)
 {
@@ -575,16 +578,24 @@ int arb_dataset_open(const char *data_dir, const char *name, const char *split, 
         return ARB_ERR(err, ARB_E_NOTFOUND, "%s: %s (dataset %s): run `datasets/fetch --only %s` "
                        "or set ARBOR_DATA / --data to a directory that has %s", path,
                        strerror(errno), in->name, in->name, in->file);
+    sbuf buf = {0};
+    int rc = read_file(path, &buf, err);
+    if (!rc)
+        rc = parse_buffer(in, split, &buf, path, out, err);
+    free(buf.p);
+    return rc;
+}
+
+/* Records of a whole file held in buf (NUL-terminated), split applied; path labels messages. */
+static int parse_buffer(const arb_dataset_info *in, const char *split, const sbuf *buf,
+                        const char *path, arb_dataset **out, arb_err *err)
+{
     arb_dataset *d = arb_calloc(1, sizeof *d);
     if (!d)
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     d->info = in;
-    sbuf buf = {0};
-    int rc = read_file(path, &buf, err);
     bool jsonl = strstr(in->file, ".jsonl") != NULL;
-    if (!rc)
-        rc = jsonl ? parse_jsonl(d, path, &buf, err) : parse_array(d, path, &buf, err);
-    free(buf.p);
+    int rc = jsonl ? parse_jsonl(d, path, buf, err) : parse_array(d, path, buf, err);
     if (!rc && d->n_read == 0)
         rc = ARB_ERR(err, ARB_E_FORMAT, "%s: no records (empty file?)", path);
     if (!rc)
@@ -595,6 +606,21 @@ int arb_dataset_open(const char *data_dir, const char *name, const char *split, 
     }
     *out = d;
     return ARB_OK;
+}
+
+int arb_dataset_open_buffer(const char *name, const char *split, const char *data, size_t n,
+                            const char *label, arb_dataset **out, arb_err *err)
+{
+    *out = NULL;
+    const arb_dataset_info *in = arb_dataset_find(name);
+    if (!in)
+        return unknown_name(name, err);
+    sbuf buf = {0};
+    int rc = sbuf_add(&buf, data, n, err); /* the parsers want a NUL after the last byte */
+    if (!rc)
+        rc = parse_buffer(in, split && *split ? split : "test", &buf, label, out, err);
+    free(buf.p);
+    return rc;
 }
 
 void arb_dataset_free(arb_dataset *d)
