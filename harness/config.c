@@ -246,7 +246,10 @@ static int parse_sampling(arb_config *c, const cJSON *root, arb_err *err)
                 return ARB_ERR(err, ARB_E_INVAL, "%s.%s: empty sweep list", p, names[k]);
             for (int j = 0; it; it = cJSON_IsArray(v) ? it->next : NULL, j++) {
                 bool ok = k == 2 ? arb_config_json_is_int(it) : cJSON_IsNumber(it);
-                if (!ok || it->valuedouble < lo[k] || it->valuedouble > hi[k] || nv[k] == 64)
+                if (nv[k] == 64)
+                    return ARB_ERR(err, ARB_E_INVAL, "%s.%s: sweep list longer than 64 values", p,
+                                   names[k]);
+                if (!ok || it->valuedouble < lo[k] || it->valuedouble > hi[k])
                     return ARB_ERR(err, ARB_E_INVAL, "%s.%s%s: expected %s in [%g, %g], got %s", p,
                                    names[k], cJSON_IsArray(v) ? "[]" : "",
                                    k == 2 ? "integer" : "number", k == 1 ? 0.0 : lo[k], hi[k],
