@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 #include <zlib.h>
 
+#include "alloc.h"
 #include "dataset_int.h"
 #include "modelfetch.h" /* arb_cache_dir */
 
@@ -78,7 +79,7 @@ static int sbuf_add(sbuf *b, const char *s, size_t n, arb_err *err)
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n + 1)
             cap = cap > SIZE_MAX / 2 ? b->n + n + 1 : cap * 2;
-        char *p = realloc(b->p, cap);
+        char *p = arb_realloc(b->p, cap);
         if (!p)
             return ARB_ERR(err, ARB_E_NOMEM, "out of memory (%zu bytes)", cap);
         b->p = p;
@@ -277,7 +278,7 @@ static void record_release(arb_record *r)
 
 static int dup_str(const char *s, const char **out, arb_err *err)
 {
-    char *p = strdup(s);
+    char *p = arb_strdup(s);
     if (!p)
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     *out = p;
@@ -338,7 +339,7 @@ static int record_build(const arb_dataset_info *in, const cJSON *obj, size_t ind
                            "\"%s\", got an empty array", LOC_ARGS(l), in->turns_field);
         if (n < 1)
             return bad_field(l, "non-empty array-of-strings", in->turns_field, v, err);
-        if (!(r->turns = calloc((size_t)n, sizeof *r->turns)))
+        if (!(r->turns = arb_calloc((size_t)n, sizeof *r->turns)))
             return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
         const cJSON *it;
         cJSON_ArrayForEach(it, v) {
@@ -357,7 +358,7 @@ static int record_build(const arb_dataset_info *in, const cJSON *obj, size_t ind
     rc = render(in->prompt, in->prompt + strlen(in->prompt), obj, false, l, &b, err);
     if (!rc && !b.p)
         rc = sbuf_add(&b, "", 0, err);
-    if (!rc && !(r->turns = calloc(1, sizeof *r->turns)))
+    if (!rc && !(r->turns = arb_calloc(1, sizeof *r->turns)))
         rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     if (rc) {
         free(b.p);
@@ -372,7 +373,7 @@ static int dataset_add(arb_dataset *d, const cJSON *obj, const loc *l, arb_err *
 {
     if (d->n == d->cap) {
         size_t cap = d->cap ? d->cap * 2 : 256;
-        arb_record *p = realloc(d->recs, cap * sizeof *p);
+        arb_record *p = arb_realloc(d->recs, cap * sizeof *p);
         if (!p)
             return ARB_ERR(err, ARB_E_NOMEM, "out of memory (%zu records)", cap);
         d->recs = p;
@@ -414,7 +415,10 @@ static int parse_jsonl(arb_dataset *d, const char *path, const sbuf *buf, arb_er
         if (q < le) { /* blank lines (a trailing newline) carry no record */
             loc l = {path, true, line};
             const char *stop = NULL;
+            errno = 0;
             cJSON *obj = cJSON_ParseWithLengthOpts(q, (size_t)(le - q), &stop, false);
+            if (!obj && errno == ENOMEM) /* cJSON's NULL also means a failed allocation */
+                return ARB_ERR(err, ARB_E_NOMEM, "%s:%zu: out of memory parsing JSON", path, line);
             if (!obj) {
                 size_t col = stop && stop >= p && stop <= le ? (size_t)(stop - p) + 1 : 0;
                 return ARB_ERR(err, ARB_E_FORMAT, "%s:%zu: invalid JSON (column %zu)", path, line, col);
@@ -436,7 +440,10 @@ static int parse_jsonl(arb_dataset *d, const char *path, const sbuf *buf, arb_er
 static int parse_array(arb_dataset *d, const char *path, const sbuf *buf, arb_err *err)
 {
     const char *stop = NULL;
+    errno = 0;
     cJSON *root = cJSON_ParseWithLengthOpts(buf->p, buf->n, &stop, false);
+    if (!root && errno == ENOMEM) /* cJSON's NULL also means a failed allocation */
+        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory parsing JSON", path);
     if (!root) {
         if (buf->n == 0)
             return ARB_OK; /* reported as "no records" by the caller */
@@ -547,6 +554,9 @@ static int unknown_name(const char *name, arb_err *err)
                    known);
 }
 
+static int parse_buffer(const arb_dataset_info *in, const char *split, const sbuf *buf,
+                        const char *path, arb_dataset **out, arb_err *err);
+
 int arb_dataset_open(const char *data_dir, const char *name, const char *split, arb_dataset **out,
                      arb_err *err)
 {
@@ -568,16 +578,24 @@ int arb_dataset_open(const char *data_dir, const char *name, const char *split, 
         return ARB_ERR(err, ARB_E_NOTFOUND, "%s: %s (dataset %s): run `datasets/fetch --only %s` "
                        "or set ARBOR_DATA / --data to a directory that has %s", path,
                        strerror(errno), in->name, in->name, in->file);
-    arb_dataset *d = calloc(1, sizeof *d);
+    sbuf buf = {0};
+    int rc = read_file(path, &buf, err);
+    if (!rc)
+        rc = parse_buffer(in, split, &buf, path, out, err);
+    free(buf.p);
+    return rc;
+}
+
+/* Records of a whole file held in buf (NUL-terminated), split applied; path labels messages. */
+static int parse_buffer(const arb_dataset_info *in, const char *split, const sbuf *buf,
+                        const char *path, arb_dataset **out, arb_err *err)
+{
+    arb_dataset *d = arb_calloc(1, sizeof *d);
     if (!d)
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     d->info = in;
-    sbuf buf = {0};
-    int rc = read_file(path, &buf, err);
     bool jsonl = strstr(in->file, ".jsonl") != NULL;
-    if (!rc)
-        rc = jsonl ? parse_jsonl(d, path, &buf, err) : parse_array(d, path, &buf, err);
-    free(buf.p);
+    int rc = jsonl ? parse_jsonl(d, path, buf, err) : parse_array(d, path, buf, err);
     if (!rc && d->n_read == 0)
         rc = ARB_ERR(err, ARB_E_FORMAT, "%s: no records (empty file?)", path);
     if (!rc)
@@ -588,6 +606,21 @@ int arb_dataset_open(const char *data_dir, const char *name, const char *split, 
     }
     *out = d;
     return ARB_OK;
+}
+
+int arb_dataset_open_buffer(const char *name, const char *split, const char *data, size_t n,
+                            const char *label, arb_dataset **out, arb_err *err)
+{
+    *out = NULL;
+    const arb_dataset_info *in = arb_dataset_find(name);
+    if (!in)
+        return unknown_name(name, err);
+    sbuf buf = {0};
+    int rc = sbuf_add(&buf, data, n, err); /* the parsers want a NUL after the last byte */
+    if (!rc)
+        rc = parse_buffer(in, split && *split ? split : "test", &buf, label, out, err);
+    free(buf.p);
+    return rc;
 }
 
 void arb_dataset_free(arb_dataset *d)

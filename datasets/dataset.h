@@ -69,6 +69,10 @@ int arb_dataset_dir(const char *flag, char *buf, size_t cap, arb_err *err);
    ARB_E_NOMEM. *out = NULL on failure. */
 int arb_dataset_open(const char *data_dir, const char *name, const char *split, arb_dataset **out,
                      arb_err *err);
+/* The same from the file's bytes in memory (plain, not gzip); label stands for the path in
+   messages. For tests and the fuzz target (tests/fuzz/fuzz_dataset.c). */
+int arb_dataset_open_buffer(const char *name, const char *split, const char *data, size_t n,
+                            const char *label, arb_dataset **out, arb_err *err);
 void arb_dataset_free(arb_dataset *d); /* NULL-safe */
 
 size_t arb_dataset_count(const arb_dataset *d);               /* records after split/filter */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "alloc.h"
 #include "sha256.h"
 
 #define PATH_MAX_ 256
@@ -78,7 +79,7 @@ static int get_str(const cJSON *o, const char *path, const char *key, bool requi
     if (!cJSON_IsString(v) || !v->valuestring[0])
         return ARB_ERR(err, ARB_E_INVAL, "%s.%s: expected non-empty string, got %s", path, key,
                        cJSON_IsString(v) ? "\"\"" : arb_config_json_type(v));
-    if (!(*out = strdup(v->valuestring)))
+    if (!(*out = arb_strdup(v->valuestring)))
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     return ARB_OK;
 }
@@ -135,7 +136,7 @@ static int parse_models(arb_config *c, const cJSON *root, arb_err *err)
     if (rc)
         return rc;
     c->n_models = cJSON_GetArraySize(arr);
-    if (!(c->models = calloc((size_t)c->n_models, sizeof *c->models)))
+    if (!(c->models = arb_calloc((size_t)c->n_models, sizeof *c->models)))
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     int i = 0;
     for (const cJSON *e = arr->child; e; e = e->next, i++) {
@@ -177,7 +178,7 @@ static int parse_datasets(arb_config *c, const cJSON *root, arb_err *err)
     if (rc)
         return rc;
     c->n_datasets = cJSON_GetArraySize(arr);
-    if (!(c->datasets = calloc((size_t)c->n_datasets, sizeof *c->datasets)))
+    if (!(c->datasets = arb_calloc((size_t)c->n_datasets, sizeof *c->datasets)))
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     int i = 0;
     for (const cJSON *e = arr->child; e; e = e->next, i++) {
@@ -213,7 +214,7 @@ static int parse_sampling(arb_config *c, const cJSON *root, arb_err *err)
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "sampling");
     int rc;
     if (!arr) {
-        if (!(c->sampling = calloc(1, sizeof *c->sampling)))
+        if (!(c->sampling = arb_calloc(1, sizeof *c->sampling)))
             return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
         c->sampling[0] = (arb_cfg_sampling){0.0, 1.0, 0};
         c->n_sampling = 1;
@@ -245,7 +246,10 @@ static int parse_sampling(arb_config *c, const cJSON *root, arb_err *err)
                 return ARB_ERR(err, ARB_E_INVAL, "%s.%s: empty sweep list", p, names[k]);
             for (int j = 0; it; it = cJSON_IsArray(v) ? it->next : NULL, j++) {
                 bool ok = k == 2 ? arb_config_json_is_int(it) : cJSON_IsNumber(it);
-                if (!ok || it->valuedouble < lo[k] || it->valuedouble > hi[k] || nv[k] == 64)
+                if (nv[k] == 64)
+                    return ARB_ERR(err, ARB_E_INVAL, "%s.%s: sweep list longer than 64 values", p,
+                                   names[k]);
+                if (!ok || it->valuedouble < lo[k] || it->valuedouble > hi[k])
                     return ARB_ERR(err, ARB_E_INVAL, "%s.%s%s: expected %s in [%g, %g], got %s", p,
                                    names[k], cJSON_IsArray(v) ? "[]" : "",
                                    k == 2 ? "integer" : "number", k == 1 ? 0.0 : lo[k], hi[k],
@@ -254,7 +258,7 @@ static int parse_sampling(arb_config *c, const cJSON *root, arb_err *err)
             }
         }
         int add = nv[0] * nv[1] * nv[2];
-        arb_cfg_sampling *ns = realloc(c->sampling, (size_t)(c->n_sampling + add) * sizeof *ns);
+        arb_cfg_sampling *ns = arb_realloc(c->sampling, (size_t)(c->n_sampling + add) * sizeof *ns);
         if (!ns)
             return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
         c->sampling = ns;
@@ -273,7 +277,7 @@ static int parse_seeds(arb_config *c, const cJSON *root, arb_err *err)
     int n = !v ? 1 : cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
     if (n == 0)
         return ARB_ERR(err, ARB_E_INVAL, "seed: empty sweep list");
-    if (!(c->seeds = calloc((size_t)n, sizeof *c->seeds)))
+    if (!(c->seeds = arb_calloc((size_t)n, sizeof *c->seeds)))
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     c->n_seeds = n;
     const cJSON *it = v && cJSON_IsArray(v) ? v->child : v;
@@ -317,16 +321,21 @@ int arb_config_parse(const char *json, const char *name, arb_config **out, arb_e
 {
     *out = NULL;
     const char *end = NULL;
+    errno = 0;
     cJSON *root = cJSON_ParseWithOpts(json, &end, true);
+    /* cJSON returns NULL for both bad syntax and a failed allocation; only the latter sets
+       errno to ENOMEM (its parser calls nothing else that does). */
+    if (!root && errno == ENOMEM)
+        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory parsing JSON", name);
     if (!root) {
         int line = 1, col = 1;
         for (const char *q = json; end && q < end && *q; q++)
             *q == '\n' ? (line++, col = 1) : col++;
         return ARB_ERR(err, ARB_E_FORMAT, "%s:%d:%d: malformed JSON", name, line, col);
     }
-    arb_config *c = calloc(1, sizeof *c);
+    arb_config *c = arb_calloc(1, sizeof *c);
     int rc = c ? ARB_OK : ARB_ERR(err, ARB_E_NOMEM, "out of memory");
-    if (!rc && !(c->path = strdup(name)))
+    if (!rc && !(c->path = arb_strdup(name)))
         rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     if (!rc && (rc = parse_root(c, root, err)))
         arb_err_prefix(err, "%s", name);
@@ -350,11 +359,13 @@ int arb_config_load(const char *path, arb_config **out, arb_err *err)
     for (;;) {
         if (n + 4096 + 1 > cap) {
             cap = cap ? 2 * cap : 65536;
-            char *nb = cap > (64u << 20) ? NULL : realloc(buf, cap);
+            char *nb = cap > (64u << 20) ? NULL : arb_realloc(buf, cap);
             if (!nb) {
                 free(buf);
                 fclose(f);
-                return ARB_ERR(err, ARB_E_FORMAT, "%s: too large for a config", path);
+                if (cap > (64u << 20))
+                    return ARB_ERR(err, ARB_E_FORMAT, "%s: too large for a config (> 64 MiB)", path);
+                return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory (%zu bytes)", path, cap);
             }
             buf = nb;
         }

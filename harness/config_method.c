@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "alloc.h"
 #include "config_int.h"
 
 #define MAX_POINTS 4096 /* sweep points per method: more is almost surely a typo */
@@ -69,8 +70,9 @@ static int check_value(const arb_method_param *p, const cJSON *v, const char *pa
     return ARB_ERR(err, ARB_E_INVAL, "%s: unsupported parameter type", path);
 }
 
-/* Text form for arb_method_param_set; `label` uses the short %g form. */
-static void value_text(const arb_method_param *p, const cJSON *v, bool label, char *buf, size_t cap)
+/* Text form for arb_method_param_set; `label` uses the short %g form. False when it does
+   not fit in cap (a long list): the caller reports it rather than parse a cut-off value. */
+static bool value_text(const arb_method_param *p, const cJSON *v, bool label, char *buf, size_t cap)
 {
     const char *fmt = label ? "%g" : "%.17g";
     buf[0] = 0;
@@ -88,6 +90,7 @@ static void value_text(const arb_method_param *p, const cJSON *v, bool label, ch
         }
         break;
     }
+    return strlen(buf) + 1 < cap;
 }
 
 typedef struct param_set {       /* one parameter key of a method entry */
@@ -129,7 +132,11 @@ static int add_point(arb_config *c, const arb_method_spec *base, const param_set
     int n_sw = 0, rc = ARB_OK;
     for (int k = 0; k < n_ps && !rc; k++) {
         const cJSON *v = ps[k].sweep ? cJSON_GetArrayItem(ps[k].v, pick[k]) : ps[k].v;
-        value_text(ps[k].p, v, false, txt, sizeof txt);
+        if (!value_text(ps[k].p, v, false, txt, sizeof txt)) {
+            rc = ARB_ERR(err, ARB_E_INVAL, "%s.%s: value longer than %zu bytes", path, ps[k].name,
+                         sizeof txt - 1);
+            break;
+        }
         if ((rc = arb_method_param_set(&m->spec, ps[k].name, txt, err))) {
             arb_err_prefix(err, "%s.%s", path, ps[k].name);
             break;
@@ -137,8 +144,20 @@ static int add_point(arb_config *c, const arb_method_spec *base, const param_set
         if (ps[k].sweep) {
             value_text(ps[k].p, v, true, txt, sizeof txt);
             size_t n = strlen(label);
-            snprintf(label + n, sizeof label - n, "%s%s=%s", n_sw ? "," : "[", ps[k].name, txt);
-            cJSON_AddItemToObject(sw, ps[k].name, cJSON_Duplicate(v, true));
+            /* A cut label could collide with another point's or hide what was swept. */
+            if ((size_t)snprintf(label + n, sizeof label - n, "%s%s=%s]", n_sw ? "," : "[",
+                                 ps[k].name, txt) >= sizeof label - n) {
+                rc = ARB_ERR(err, ARB_E_INVAL, "%s: sweep label \"%.40s...\" longer than %zu bytes: "
+                             "fewer swept parameters or shorter values", path, label, sizeof label - 1);
+                break;
+            }
+            label[strlen(label) - 1] = 0; /* the "]" was only reserved */
+            cJSON *dup = cJSON_Duplicate(v, true);
+            if (!dup || !cJSON_AddItemToObject(sw, ps[k].name, dup)) { /* else sweep_json lacks it */
+                cJSON_Delete(dup);
+                rc = ARB_ERR(err, ARB_E_NOMEM, "%s.%s: out of memory", path, ps[k].name);
+                break;
+            }
             n_sw++;
         }
     }
@@ -150,8 +169,8 @@ static int add_point(arb_config *c, const arb_method_spec *base, const param_set
     cJSON_Delete(sw);
     if (rc)
         return rc;
-    m->label = strdup(label);
-    m->base_id = strdup(base->id);
+    m->label = arb_strdup(label);
+    m->base_id = arb_strdup(base->id);
     m->sweep_json = swj;
     if (!m->label || !m->base_id || !swj) {
         free(m->label), free(m->base_id), free(swj);
@@ -247,7 +266,7 @@ static int parse_method(arb_config *c, const cJSON *e, int i, arb_err *err)
             return rc;
         }
     }
-    arb_cfg_method *nm = realloc(c->methods, (size_t)(c->n_methods + total) * sizeof *nm);
+    arb_cfg_method *nm = arb_realloc(c->methods, (size_t)(c->n_methods + total) * sizeof *nm);
     if (!nm)
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     c->methods = nm;

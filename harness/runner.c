@@ -222,7 +222,12 @@ static int gen_record(runner *R, const arb_model *m, arb_decoder *d, const arb_r
     gen_reset(g);
     char *answers[64] = {0};
     int rc = ARB_OK;
-    for (int t = 0; t < r->n_turns && t < 32 && !rc; t++) {
+    /* render() holds at most 64 messages (32 user turns and their answers); a longer record
+       is refused rather than generated with its later turns silently dropped. */
+    if (r->n_turns > 32)
+        return ARB_ERR(err, ARB_E_UNSUPPORTED, "record %s: %d user turns, more than the 32 "
+                       "arbor generates", r->id, r->n_turns);
+    for (int t = 0; t < r->n_turns && !rc; t++) {
         int32_t *ids = NULL;
         int n = 0;
         if ((rc = render(m, R->c->chat, r, t, answers, &ids, &n, err)))
@@ -469,11 +474,16 @@ int arb_runner_run(const arb_config *c, const arb_run_opts *o, arb_run_summary *
     if (o->shard_n < 1 || o->shard_i < 0 || o->shard_i >= o->shard_n)
         return ARB_ERR(err, ARB_E_INVAL, "shard %d/%d: expected 0 <= i < N", o->shard_i, o->shard_n);
     if (o->db_path) {
-        snprintf(sum->db_path, sizeof sum->db_path, "%s", o->db_path);
+        if ((size_t)snprintf(sum->db_path, sizeof sum->db_path, "%s", o->db_path) >= sizeof sum->db_path)
+            return ARB_ERR(err, ARB_E_RANGE, "--db: path longer than %zu bytes", sizeof sum->db_path - 1);
     } else {
         if (mkdir("results", 0777) != 0 && errno != EEXIST)
             return ARB_ERR(err, ARB_E_IO, "results/: %s", strerror(errno));
-        snprintf(sum->db_path, sizeof sum->db_path, "results/%s.db", c->name);
+        /* a cut name would write to another config's database */
+        if ((size_t)snprintf(sum->db_path, sizeof sum->db_path, "results/%s.db", c->name) >=
+            sizeof sum->db_path)
+            return ARB_ERR(err, ARB_E_RANGE, "%s: name: longer than %zu bytes for a results path",
+                           c->path, sizeof sum->db_path - 12);
     }
     char dir[4096];
     int rc = arb_dataset_dir(o->data_dir, dir, sizeof dir, err);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "alloc.h"
 #include "sha256.h"
 
 struct arb_store {
@@ -57,7 +58,8 @@ static const char schema_sql[] =
 
 static int db_err(arb_store *s, arb_err *err, const char *what)
 {
-    return ARB_ERR(err, ARB_E_DB, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+    int code = sqlite3_errcode(s->db) == SQLITE_NOMEM ? ARB_E_NOMEM : ARB_E_DB;
+    return ARB_ERR(err, code, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
 }
 
 static int exec(arb_store *s, const char *sql, arb_err *err)
@@ -71,12 +73,22 @@ static int exec(arb_store *s, const char *sql, arb_err *err)
     return ARB_OK;
 }
 
+/* The fault-injection countdown (arb_store_fail_after): ARB_E_DB for the write that fails. */
+static int fault(arb_store *s, arb_err *err, const char *what)
+{
+    if (s->fail_after > 0 && --s->fail_after == 0)
+        return ARB_ERR(err, ARB_E_DB, "%s: %s: injected fault", s->path, what);
+    return ARB_OK;
+}
+
 /* Step a write statement; honours the fault-injection countdown. */
 static int step_write(arb_store *s, sqlite3_stmt *st, arb_err *err, const char *what)
 {
-    if (s->fail_after > 0 && --s->fail_after == 0) {
+    int frc = fault(s, err, what);
+    if (frc) {
         sqlite3_reset(st);
-        return ARB_ERR(err, ARB_E_DB, "%s: %s: injected fault", s->path, what);
+        sqlite3_clear_bindings(st);
+        return frc;
     }
     int rc = sqlite3_step(st);
     int out = (rc == SQLITE_DONE || rc == SQLITE_ROW) ? ARB_OK : db_err(s, err, what);
@@ -125,8 +137,8 @@ static int prepare_inserts(arb_store *s, arb_err *err)
 int arb_store_open(const char *path, arb_store **out, arb_err *err)
 {
     *out = NULL;
-    arb_store *s = calloc(1, sizeof *s);
-    if (!s || !(s->path = strdup(path))) {
+    arb_store *s = arb_calloc(1, sizeof *s);
+    if (!s || !(s->path = arb_strdup(path))) {
         free(s);
         return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", path);
     }
@@ -142,8 +154,14 @@ int arb_store_open(const char *path, arb_store **out, arb_err *err)
     sqlite3_stmt *st = NULL;
     if ((rc = prepare(s, "PRAGMA user_version", &st, err)))
         goto fail;
-    int version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    /* A failed step (SQLITE_NOMEM, SQLITE_BUSY) must not read as version 0: that would stamp
+       a v1 database as current without its migration. */
+    int r = sqlite3_step(st), version = r == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    if (r != SQLITE_ROW)
+        rc = db_err(s, err, "PRAGMA user_version");
     sqlite3_finalize(st);
+    if (rc)
+        goto fail;
     if (version > ARB_STORE_SCHEMA_VERSION) {
         rc = ARB_ERR(err, ARB_E_UNSUPPORTED,
                      "%s: results schema version %d is newer than this arbor's (%d)", path, version,
@@ -198,10 +216,13 @@ sqlite3 *arb_store_db(arb_store *s) { return s->db; }
 const char *arb_store_path(const arb_store *s) { return s->path; }
 void arb_store_fail_after(arb_store *s, int n) { s->fail_after = n; }
 
+/* SQLITE_STATIC: every string outlives the step that uses it (step_write clears the bindings),
+   and a TRANSIENT copy can fail to allocate, which sqlite3_bind_text reports only in its
+   return value and the step would then store NULL in its place. */
 static void bind_text(sqlite3_stmt *st, int i, const char *v)
 {
     if (v)
-        sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, i);
 }
@@ -259,8 +280,8 @@ int arb_store_session_put(arb_store *s, const arb_store_session *x, arb_err *err
 int arb_store_prompt_done(arb_store *s, const char *run_key, const char *prompt_id, bool *done,
                           arb_err *err)
 {
-    sqlite3_bind_text(s->q_done, 1, run_key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s->q_done, 2, prompt_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s->q_done, 1, run_key, -1, SQLITE_STATIC); /* see bind_text */
+    sqlite3_bind_text(s->q_done, 2, prompt_id, -1, SQLITE_STATIC);
     int rc = sqlite3_step(s->q_done);
     *done = rc == SQLITE_ROW;
     sqlite3_reset(s->q_done);
@@ -338,10 +359,10 @@ int arb_store_prompt_put(arb_store *s, const char *run_key, const arb_store_prom
             sqlite3_bind_null(st, 12);
         else
             sqlite3_bind_int(st, 12, p->lossless);
-        sqlite3_bind_text(st, 13, hex, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 13, hex, -1, SQLITE_STATIC);
         rc = step_write(s, st, err, "prompts");
     }
-    if (!rc)
+    if (!rc && !(rc = fault(s, err, "commit")))
         rc = exec(s, "COMMIT", err);
     if (rc) {
         exec(s, "ROLLBACK", NULL);
@@ -365,7 +386,7 @@ int arb_store_tokens_get(arb_store *s, const char *run_key, const char *prompt_i
     if (r == SQLITE_ROW) {
         int nb = sqlite3_column_bytes(st, 0);
         const void *b = sqlite3_column_blob(st, 0);
-        *ids = malloc(nb > 0 ? (size_t)nb : 1);
+        *ids = arb_malloc(nb > 0 ? (size_t)nb : 1);
         if (!*ids)
             rc = ARB_ERR(err, ARB_E_NOMEM, "tokens: out of memory");
         else {

@@ -96,6 +96,8 @@ int arb_store_tokens_get(arb_store *s, const char *run_key, const char *prompt_i
 int arb_store_merge_from(arb_store *s, const char *src_path, int *n_prompts, arb_err *err);
 /* sha256 of a model file, cached in the database by (path, size, mtime). */
 int arb_store_model_sha256(arb_store *s, const char *path, char hex[65], arb_err *err);
-void arb_store_fail_after(arb_store *s, int n); /* test hook: fail the n-th write from now (0 off) */
+/* Test hook: the n-th write from now (a row insert, or prompt_put's COMMIT) fails with
+   ARB_E_DB "injected fault", once; 0 disarms. tests/test_store.c sweeps n over them. */
+void arb_store_fail_after(arb_store *s, int n);
 
 #endif

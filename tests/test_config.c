@@ -212,3 +212,18 @@ Test(config, missing_file_is_an_io_error)
     cr_assert_null(c);
     cr_assert(strstr(err.msg, "/nonexistent/x.json") != NULL);
 }
+
+/* Limits that used to cut silently or report the wrong thing are errors naming the field. */
+Test(config, sweep_limits_are_errors_naming_the_field)
+{
+    char json[4096];
+    int n = snprintf(json, sizeof json, "{\"name\":\"x\"," BASE_MODELS "," BASE_DATA "," BASE_METH
+                     ",\"sampling\":{\"temperature\":[0");
+    for (int i = 1; i < 65; i++)
+        n += snprintf(json + n, sizeof json - (size_t)n, ",%d", i);
+    snprintf(json + n, sizeof json - (size_t)n, "]}}");
+    arb_config *c = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_config_parse(json, "t.json", &c, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "sampling.temperature: sweep list longer than 64 values"), "%s", err.msg);
+}
