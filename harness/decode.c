@@ -278,8 +278,9 @@ static int prefill(arb_decoder *d, const int32_t *prompt, int n_prompt, arb_err 
 
 /* Ranks along the accepted path (docs/results-db.md "Ranks"): every ranked child of a path node
    (anchor .. stop node, np nodes) is one trial of its rank; the child the walk took is a hit.
-   The stop node's children are all misses (none is the target's token). */
-static void record_ranks(const arb_tree *t, const int32_t *path, int np, arb_step_record *rec)
+   The stop node's children are all misses (none is the target's token). A spine/PLD child is
+   not a ranked candidate: taking it records rank -1 and offers nothing. */
+void arb_decode_record_ranks(const arb_tree *t, const int32_t *path, int np, arb_step_record *rec)
 {
     for (int i = 0; i < np; i++) {
         int next = i + 1 < np ? path[i + 1] : -1;
@@ -436,7 +437,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         rec.bonus_token = vo.extra;
         classify(t, d->path, np - 1, &rec);
         if (!d->vf) /* greedy walk: the accepted child is the target's token */
-            record_ranks(t, d->path, np, &rec);
+            arb_decode_record_ranks(t, d->path, np, &rec);
         rec.draft_us = t1 - t0;
         rec.eval_us = t2 - t1;
         rec.verify_us = t3 - t2;

@@ -119,5 +119,10 @@ const arb_method_spec *arb_decoder_spec(const arb_decoder *d);
 void arb_decoder_free(arb_decoder *d);       /* NULL-safe */
 
 uint64_t arb_decode_hash(const int32_t *ids, int n); /* the result hash */
+/* Add the rank fields of rec (acc_rank, rank_offer, rank_hit) for the accepted path
+   path[0..np) (anchor .. stop node) of a finalized tree; the loop calls it after each greedy
+   walk. Every ranked child of a path node is a trial of its rank, the one taken a hit. */
+struct arb_tree;
+void arb_decode_record_ranks(const struct arb_tree *t, const int32_t *path, int np, arb_step_record *rec);
 
 #endif
