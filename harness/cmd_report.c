@@ -22,6 +22,9 @@ static const char usage[] =
     "  dte      tau and tok/s per verifier x sampling setting (T, top-p) at the best (k, b)\n"
     "           per dataset and setting, averaged over datasets; the winning (k,b) per\n"
     "           dataset in parentheses (DTE Tables 2/3)\n"
+    "  sequoia-p  Sequoia's positional acceptance p[k] estimated from the ranks logged by\n"
+    "           greedy ranked-tree runs (iso3 iso5 tr goose sequoia): trials, hits, p with a\n"
+    "           Wilson 95% interval per method and pooled, and the sequoia_p list to paste\n"
     "  auto     dte when every speculative run uses a draft model, else table3 (default)\n"
     "\n"
     "Options:\n"
@@ -30,6 +33,8 @@ static const char usage[] =
     "                    (sampling: the whole setting, e.g. 'T=1 p=0.9')\n"
     "  --cols K          pivot column keys (dataset)\n"
     "  --metric M        pivot metric: tau tps speedup p_s p_t spine_share acc_len lossless n_prompts\n"
+    "  --method ID       sequoia-p: only this method\n"
+    "  --dataset NAME    sequoia-p: only this dataset\n"
     "  --model ID        only this model (table2: the model to show; default the first)\n"
     "  --paper MODEL     add the published value of this paper model beside ours\n"
     "                    (Vicuna-7B Llama-3-8B Qwen3-8B Vicuna-13B Vicuna-33B)\n"
@@ -58,7 +63,8 @@ int arb_cmd_report(int argc, char **argv)
                           : !strcmp(a, "--paper-file") ? &o.paper_path : !strcmp(a, "--spine") ? &o.spine
                           : !strcmp(a, "--iso3") ? &o.iso3 : !strcmp(a, "--iso5") ? &o.iso5
                           : !strcmp(a, "--ref") ? &o.ref : !strcmp(a, "--pld") ? &o.pld
-                          : !strcmp(a, "--tr") ? &o.tr : !strcmp(a, "-o") ? &out : NULL;
+                          : !strcmp(a, "--tr") ? &o.tr : !strcmp(a, "-o") ? &out
+                          : !strcmp(a, "--method") ? &o.method : !strcmp(a, "--dataset") ? &o.dataset : NULL;
         if (!strcmp(a, "--ci")) {
             o.ci = true;
             continue;

@@ -276,6 +276,28 @@ static int prefill(arb_decoder *d, const int32_t *prompt, int n_prompt, arb_err 
     return ARB_OK;
 }
 
+/* Ranks along the accepted path (docs/results-db.md "Ranks"): every ranked child of a path node
+   (anchor .. stop node, np nodes) is one trial of its rank; the child the walk took is a hit.
+   The stop node's children are all misses (none is the target's token). A spine/PLD child is
+   not a ranked candidate: taking it records rank -1 and offers nothing. */
+void arb_decode_record_ranks(const arb_tree *t, const int32_t *path, int np, arb_step_record *rec)
+{
+    for (int i = 0; i < np; i++) {
+        int next = i + 1 < np ? path[i + 1] : -1;
+        for (int c = t->first_child[path[i]]; c >= 0; c = t->next_sibling[c]) {
+            int r = t->rank[c];
+            bool ranked = r >= 0 && !(t->flags[c] & (ARB_NODE_SPINE | ARB_NODE_NOACCEPT)) &&
+                          t->source[c] != ARB_SRC_PLD;
+            if (c == next && i < ARB_RANK_PATH_MAX)
+                rec->acc_rank[rec->n_acc_rank++] = (int8_t)(ranked && r < 128 ? r : -1);
+            if (!ranked || r >= ARB_RANK_MAX)
+                continue;
+            rec->rank_offer[r]++;
+            rec->rank_hit[r] += c == next;
+        }
+    }
+}
+
 static void classify(const arb_tree *t, const int32_t *path, int k, arb_step_record *rec)
 {
     for (int i = 1; i < t->n; i++) {
@@ -414,6 +436,8 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         rec.accepted_k = np - 1;
         rec.bonus_token = vo.extra;
         classify(t, d->path, np - 1, &rec);
+        if (!d->vf) /* greedy walk: the accepted child is the target's token */
+            arb_decode_record_ranks(t, d->path, np, &rec);
         rec.draft_us = t1 - t0;
         rec.eval_us = t2 - t1;
         rec.verify_us = t3 - t2;

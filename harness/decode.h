@@ -25,6 +25,8 @@
 #include "engine.h"
 #include "method.h"
 
+enum { ARB_RANK_MAX = 16,         /* successor ranks whose offers/hits a step counts (0..15) */
+       ARB_RANK_PATH_MAX = 64 };  /* accepted nodes whose rank a step keeps (the path's first 64) */
 enum { ARB_STAT_PLD, ARB_STAT_TR, ARB_STAT_DRAFT, ARB_STAT_HEAD, ARB_STAT_LADE, ARB_STAT_REST,
        ARB_STAT_COUNT };                                  /* per-source counters */
 typedef enum arb_step_mode { ARB_MODE_AR = 0, ARB_MODE_TREE, ARB_MODE_BYPASS, ARB_MODE_CHAIN } arb_step_mode;
@@ -64,6 +66,13 @@ typedef struct arb_step_record {  /* one row of the `steps` table (docs/spec/dra
     int spine_break_depth;  /* first rejected spine depth, -1 if none */
     int bigram_hits;        /* successor lists that came from the bigram tier */
     int table_fill;         /* non-empty unigram rows */
+    /* Positional acceptance (Sequoia's p[k], docs/results-db.md "Ranks"): a child is *ranked*
+       when it came from a successor list at rank r (0 = best), i.e. rank >= 0, not spine/PLD. */
+    int n_acc_rank;         /* entries in acc_rank: min(accepted_k, ARB_RANK_PATH_MAX) */
+    int8_t acc_rank[ARB_RANK_PATH_MAX]; /* rank of the i-th accepted node, -1 if unranked */
+    uint16_t rank_offer[ARB_RANK_MAX];  /* ranked children of rank r under the path's nodes
+                                           (anchor .. stop node): trials of rank r */
+    uint16_t rank_hit[ARB_RANK_MAX];    /* ... that were the accepted child: successes */
     /* microseconds per phase */
     double draft_us, eval_us, verify_us, update_us, commit_us;
 } arb_step_record;
@@ -110,5 +119,10 @@ const arb_method_spec *arb_decoder_spec(const arb_decoder *d);
 void arb_decoder_free(arb_decoder *d);       /* NULL-safe */
 
 uint64_t arb_decode_hash(const int32_t *ids, int n); /* the result hash */
+/* Add the rank fields of rec (acc_rank, rank_offer, rank_hit) for the accepted path
+   path[0..np) (anchor .. stop node) of a finalized tree; the loop calls it after each greedy
+   walk. Every ranked child of a path node is a trial of its rank, the one taken a hit. */
+struct arb_tree;
+void arb_decode_record_ranks(const struct arb_tree *t, const int32_t *path, int np, arb_step_record *rec);
 
 #endif

@@ -186,7 +186,8 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     s->rho = 0.5;
     s->s_min = 0.01;
     s->iso_k = 3;
-    /* [CHOICE] a TR-like rank profile until one is estimated from step logs (docs/spec/drafting.md §5) */
+    /* [CHOICE] a TR-like rank profile: the vector estimated from step logs (report sequoia-p) did
+       not raise tau on the default model (docs/greedy-methods.md item 11) */
     static const double sq[] = {0.35, 0.12, 0.06, 0.04, 0.03, 0.02, 0.015, 0.01, 0.008, 0.006};
     memcpy(s->sequoia_p, sq, sizeof sq);
     s->ngram_min = 3;

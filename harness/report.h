@@ -11,6 +11,8 @@
  *   dte     τ and tok/s per verifier × sampling setting at the best (k, b) per dataset and
  *           setting, averaged over datasets; winners as cell notes (DTE Tables 2/3, Appendix F;
  *           no intervals: a cell is a mean of per-dataset maxima)
+ *   sequoia-p  Sequoia's positional acceptance p[k] from the logged ranks, with counts, Wilson
+ *           95% intervals and the `sequoia_p` list (report_sequoia.c)
  *   auto    (the default) dte when every speculative run is a draft-model run, else table3
  * With paper_model set, each value column gets a neighbour with the published figure for that
  * paper model (results/paper/goose.tsv).
@@ -45,6 +47,8 @@ typedef struct arb_report_opts {
     const char *pld, *tr;     /* synergy baselines (PLD, TR) */
     int n_boot;               /* bootstrap resamples (1000); 0 = no intervals */
     bool ci;                  /* print intervals in table cells (summary always has them) */
+    const char *method;       /* sequoia-p: only this method id (NULL: every ranked method) */
+    const char *dataset;      /* sequoia-p: only this dataset (NULL: all) */
 } arb_report_opts;
 
 arb_report_opts arb_report_default_opts(void);

@@ -66,4 +66,7 @@ int arb_report_dte(arb_rctx *c, arb_grid *g, arb_err *err);
 void arb_report_setting(const arb_run_info *r, char *buf, size_t cap);
 bool arb_report_is_dte(const arb_rctx *c);
 
+/* report_sequoia.c: Sequoia's p[k] estimated from the logged ranks (table "sequoia-p"). */
+int arb_report_sequoia_p(arb_rctx *c, arb_grid *g, arb_err *err);
+
 #endif

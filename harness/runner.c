@@ -87,6 +87,31 @@ static void gen_free(gen_out *g)
     free(g->steps), free(g->extra), free(g->ids);
 }
 
+/* ",\"acc_ranks\":[..],\"rank_offer\":[..],\"rank_hit\":[..]" for a step that offered ranked
+   children (offer/hit lists end at the last offered rank), else "" (docs/results-db.md "Ranks"). */
+static void rank_json(const arb_step_record *r, char *buf, size_t cap)
+{
+    int nk = 0;
+    for (int k = 0; k < ARB_RANK_MAX; k++)
+        if (r->rank_offer[k])
+            nk = k + 1;
+    buf[0] = 0;
+    if (!nk)
+        return;
+    size_t n = (size_t)snprintf(buf, cap, ",\"acc_ranks\":[");
+    for (int i = 0; i < r->n_acc_rank && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%d", i ? "," : "", r->acc_rank[i]);
+    const uint16_t *v[2] = {r->rank_offer, r->rank_hit};
+    const char *name[2] = {"rank_offer", "rank_hit"};
+    for (int j = 0; j < 2 && n < cap; j++) {
+        n += (size_t)snprintf(buf + n, cap - n, "],\"%s\":[", name[j]);
+        for (int k = 0; k < nk && n < cap; k++)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%u", k ? "," : "", (unsigned)v[j][k]);
+    }
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+}
+
 static int on_step(const arb_step_record *r, void *ud)
 {
     gen_out *g = ud;
@@ -122,16 +147,20 @@ static int on_step(const arb_step_record *r, void *ud)
     s->verify_us = llround(r->verify_us), s->update_us = llround(r->update_us);
     s->commit_us = llround(r->commit_us);
     g->extra[g->n_steps] = NULL;
+    char buf[1400], ranks[900];
+    rank_json(r, ranks, sizeof ranks);
     if (g->goose) {
-        char buf[400];
         snprintf(buf, sizeof buf,
                  "{\"match_n\":%d,\"d_len\":%d,\"match_len\":%d,\"consensus\":%s,\"consensus_distinct\":%s,"
                  "\"agree_len\":%d,\"r\":%.4g,\"p_s_hat\":%.4g,\"bs\":%d,"
                  "\"br\":%d,\"bsp\":%d,\"spine_alloc_sum\":%d,\"spine_break_depth\":%d,"
-                 "\"bigram_hits\":%d,\"table_fill\":%d}",
+                 "\"bigram_hits\":%d,\"table_fill\":%d%s}",
                  r->match_n, r->d_len, r->match_len, r->consensus ? "true" : "false",
                  r->consensus_distinct ? "true" : "false", r->agree_len, r->r, r->p_s_hat, r->bs, r->br,
-                 r->bsp, r->spine_alloc_sum, r->spine_break_depth, r->bigram_hits, r->table_fill);
+                 r->bsp, r->spine_alloc_sum, r->spine_break_depth, r->bigram_hits, r->table_fill, ranks);
+        s->extra_json = g->extra[g->n_steps] = strdup(buf);
+    } else if (ranks[0]) { /* other ranked trees (TR): only the rank fields */
+        snprintf(buf, sizeof buf, "{%s}", ranks + 1);
         s->extra_json = g->extra[g->n_steps] = strdup(buf);
     }
     g->n_steps++;

@@ -2,6 +2,7 @@
  * exactly the AR tokens (docs/spec/drafting.md §1, GOOSE "lossless"), step records add up, limits
  * and EOS stop, decoders are reusable across prompts. Skips without the model. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,8 @@
 #include "genutil.h"
 #include "method.h"
 #include "modelfetch.h"
+#include "tree.h"
+#include "verifiers/greedy.h"
 
 static arb_model *M;
 static arb_ctx *C;
@@ -40,7 +43,32 @@ static const char *prompts[] = {
 typedef struct rec_sum {
     int steps, committed, max_nodes;
     bool bad_k;
+    bool bad_rank;          /* rank fields disagree with k or with each other */
+    bool all_ranked;        /* set by the caller: every accepted node must carry a rank (no spine) */
+    int rank_cap;           /* set by the caller: ranks must stay below this (iso3: 3), 0 = any */
+    long hits;              /* Σ rank_hit */
 } rec_sum;
+
+/* The rank fields of a step agree with its accepted length: one acc_rank per accepted node,
+   rank_hit[r] = accepted nodes of rank r, hits <= offers, and offers only when a tree was built. */
+static bool ranks_ok(const arb_step_record *r, const rec_sum *s)
+{
+    int n = r->accepted_k < ARB_RANK_PATH_MAX ? r->accepted_k : ARB_RANK_PATH_MAX, cnt[ARB_RANK_MAX] = {0};
+    if (r->n_acc_rank != n)
+        return false;
+    for (int i = 0; i < n; i++) {
+        int k = r->acc_rank[i];
+        if ((s->all_ranked && k < 0) || (s->rank_cap && k >= s->rank_cap))
+            return false;
+        if (k >= 0 && k < ARB_RANK_MAX)
+            cnt[k]++;
+    }
+    for (int k = 0; k < ARB_RANK_MAX; k++)
+        if (cnt[k] != r->rank_hit[k] || r->rank_hit[k] > r->rank_offer[k] || (r->n_nodes == 1 && r->rank_offer[k]) ||
+            (s->rank_cap && k >= s->rank_cap && r->rank_offer[k]))
+            return false;
+    return true;
+}
 
 static int on_step(const arb_step_record *r, void *ud)
 {
@@ -51,6 +79,9 @@ static int on_step(const arb_step_record *r, void *ud)
         s->max_nodes = r->n_nodes;
     if (r->accepted_k > r->tree_depth || r->committed > r->accepted_k + 1 || r->committed < 1)
         s->bad_k = true;
+    s->bad_rank |= !ranks_ok(r, s);
+    for (int k = 0; k < ARB_RANK_MAX; k++)
+        s->hits += r->rank_hit[k];
     return 0;
 }
 
@@ -68,6 +99,8 @@ static void generate(const char *method, const char *prompt, int max_new, int32_
     arb_decode_opts o = arb_decode_default_opts();
     o.max_new = max_new;
     memset(sum, 0, sizeof *sum);
+    sum->all_ranked = !strncmp(method, "iso", 3) || !strcmp(method, "sequoia") || !strcmp(method, "tr");
+    sum->rank_cap = !strncmp(method, "iso", 3) ? method[3] - '0' : 0;
     arb_decode_cb cb = {.on_step = on_step, .ud = sum};
     cr_assert_eq(arb_decoder_generate(d, ids, n, &o, &cb, res, &err), ARB_OK, "%s: %s", method, err.msg);
     memcpy(out, res->ids, (size_t)res->n_generated * sizeof *out);
@@ -103,6 +136,9 @@ Test(decode, every_greedy_method_reproduces_ar, .init = setup, .fini = teardown,
             cr_assert_eq(s.committed + 1, n, "%s: step records add up", methods[m]);
             cr_assert_eq(s.steps + 1, r.n_target_calls);
             cr_assert_not(s.bad_k, "%s: k <= depth, 1 <= committed <= k + 1", methods[m]);
+            cr_assert_not(s.bad_rank, "%s: acc_rank / rank_hit / rank_offer agree with the path", methods[m]);
+            if (s.all_ranked && r.n_generated > s.steps + 1)
+                cr_assert_gt(s.hits, 0, "%s accepted drafts, so some rank was hit", methods[m]);
             cr_assert_leq(s.max_nodes, 81);
             cr_log_info("prompt %zu %-16s tau %.2f", p, methods[m], (double)n / r.n_target_calls);
         }
@@ -163,4 +199,69 @@ Test(decode, limits_reuse_and_first_match_mode, .init = setup, .fini = teardown,
     cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK);
     cr_assert_eq(arb_decoder_generate(d, ref, 0, &o, NULL, &r, &err), ARB_E_INVAL);
     arb_decoder_free(d);
+}
+
+/* A synthetic tree through the greedy walk: the recorded ranks are those of the walked path's
+   nodes, every ranked child of a path node (stop node included) is one offer, spine / PLD and
+   NOACCEPT children are not candidates, and ranks >= ARB_RANK_MAX are kept in acc_rank only.
+   Needs no model. */
+Test(decode, ranks_follow_the_accepted_path)
+{
+    arb_err err = {0};
+    arb_tree t;
+    cr_assert_eq(arb_tree_init(&t, 32, &err), ARB_OK);
+    arb_tree_reset(&t, 100);
+    int sp = arb_tree_add(&t, 0, 50, ARB_SRC_TR, 0, NAN);    /* control spine child: not ranked */
+    t.flags[sp] |= ARB_NODE_SPINE;
+    int a0 = arb_tree_add(&t, 0, 10, ARB_SRC_TR, 0, 0.5f);
+    int a1 = arb_tree_add(&t, 0, 11, ARB_SRC_TR, 1, 0.2f);
+    int a2 = arb_tree_add(&t, 0, 12, ARB_SRC_TR, 2, 0.1f);
+    int b0 = arb_tree_add(&t, a1, 20, ARB_SRC_TR, 0, 0.5f);
+    int b1 = arb_tree_add(&t, a1, 21, ARB_SRC_TR, 1, 0.3f);
+    arb_tree_add(&t, a1, 22, ARB_SRC_PLD, 0, NAN);           /* a PLD node: not ranked */
+    int c20 = arb_tree_add(&t, b1, 30, ARB_SRC_TR, 20, 0.1f); /* a rank past ARB_RANK_MAX */
+    int c0 = arb_tree_add(&t, c20, 40, ARB_SRC_TR, 0, 0.5f);
+    int c3 = arb_tree_add(&t, c20, 43, ARB_SRC_TR, 3, 0.1f);
+    int nx = arb_tree_add(&t, c20, 44, ARB_SRC_TR, 1, 0.1f);
+    t.flags[nx] |= ARB_NODE_NOACCEPT;
+    int s0 = arb_tree_add(&t, sp, 60, ARB_SRC_TR, 2, 0.1f);  /* branch under the spine */
+    arb_tree_finalize(&t);
+    (void)a0, (void)a2, (void)b0, (void)c0, (void)c3;
+    /* target: anchor -> 11 (rank 1) -> 21 (rank 1) -> 30 (rank 20) -> 99 (no child): stop at c20 */
+    int32_t y[32], best[32], path[32];
+    for (int i = 0; i < t.n; i++)
+        y[i] = 99;
+    y[0] = 11, y[a1] = 21, y[b1] = 30, y[sp] = 60;
+    arb_verify_out vo;
+    arb_greedy_walk(&t, y, ARB_GREEDY_LONGEST, best, &vo);
+    cr_assert_eq(vo.node, c20);
+    int np = arb_tree_path(&t, vo.node, path);
+    arb_step_record rec = {0};
+    arb_decode_record_ranks(&t, path, np, &rec);
+    cr_assert_eq(rec.n_acc_rank, 3);
+    cr_expect_eq(rec.acc_rank[0], 1);
+    cr_expect_eq(rec.acc_rank[1], 1);
+    cr_expect_eq(rec.acc_rank[2], 20);
+    /* offers: anchor r0 r1 r2 (spine skipped); a1: r0 r1; c20 (stop): r0 r3 (NOACCEPT skipped) */
+    static const int offer[ARB_RANK_MAX] = {3, 2, 1, 1}, hit[ARB_RANK_MAX] = {0, 2, 0, 0};
+    for (int k = 0; k < ARB_RANK_MAX; k++) {
+        cr_expect_eq(rec.rank_offer[k], offer[k], "offer[%d] = %d", k, rec.rank_offer[k]);
+        cr_expect_eq(rec.rank_hit[k], hit[k], "hit[%d] = %d", k, rec.rank_hit[k]);
+    }
+    /* the target takes the spine, then its rank-2 branch: acc_rank -1, 2 */
+    y[0] = 50;
+    arb_greedy_walk(&t, y, ARB_GREEDY_LONGEST, best, &vo);
+    cr_assert_eq(vo.node, s0);
+    np = arb_tree_path(&t, vo.node, path);
+    rec = (arb_step_record){0};
+    arb_decode_record_ranks(&t, path, np, &rec);
+    cr_assert_eq(rec.n_acc_rank, 2);
+    cr_expect_eq(rec.acc_rank[0], -1);
+    cr_expect_eq(rec.acc_rank[1], 2);
+    static const int offer2[ARB_RANK_MAX] = {1, 1, 2}, hit2[ARB_RANK_MAX] = {0, 0, 1};
+    for (int k = 0; k < ARB_RANK_MAX; k++) {
+        cr_expect_eq(rec.rank_offer[k], offer2[k], "spine path offer[%d] = %d", k, rec.rank_offer[k]);
+        cr_expect_eq(rec.rank_hit[k], hit2[k], "spine path hit[%d] = %d", k, rec.rank_hit[k]);
+    }
+    arb_tree_release(&t);
 }
