@@ -277,7 +277,13 @@ int arb_cmd_dte_depth(int argc, char **argv)
     double *q = malloc(sizeof(double) * 64 * (size_t)vo.V);
     double *p = malloc(sizeof(double) * 64 * (size_t)vo.V);
     float *lg = malloc(sizeof(float) * 64 * (size_t)vo.V);
-    static const char *vn[N_VF] = {"nss", "naive", "bv", "naivetree", "spectr", "specinfer", "khisti", "traversal"};
+    const char *vn[N_VF]; /* the sampling verifiers in registry order (Traversal is its last row) */
+    int n_vn = 0;
+    for (int i = 0; i < arb_verifier_count(); i++)
+        if (arb_verifier_at(i)->sampling && n_vn < N_VF)
+            vn[n_vn++] = arb_verifier_at(i)->name;
+    if (!rc && (n_vn != N_VF || strcmp(vn[N_VF - 1], "traversal")))
+        rc = ARB_ERR(&err, ARB_E_INVAL, "dte-depth: expected %d sampling verifiers ending with traversal", N_VF);
     be_gaps gaps = {0};
     arb_verifier *vf[8] = {0};
     double sum_be[MAXSH][8] = {{0}}, sum_us[MAXSH] = {0};

@@ -37,8 +37,6 @@ const arb_drafter_i arb_drafter_none = {
 static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_pld, &arb_drafter_tr,
                                                 &arb_drafter_goose, &arb_drafter_draft};
 static const char *const topologies[] = {"", "iso", "sequoia"};
-static const char *const verifiers[] = {"greedy", "nss", "naive", "naivetree", "bv", "spectr",
-                                        "specinfer", "khisti", "traversal"}; /* verifiers/verifier.h */
 static const char *const schedulers[] = {"goose_tiers", "fixed", "none"};
 static const char *const consensus_modes[] = {"any", "distinct", "long"}; /* method.h */
 
@@ -68,7 +66,7 @@ bool arb_method_known(const char *kind, const char *name)
     if (!strcmp(kind, "topology"))
         return in_list(topologies, N(topologies), name);
     if (!strcmp(kind, "verifier"))
-        return in_list(verifiers, N(verifiers), name);
+        return arb_verifier_find(name) != NULL; /* the registry is the one list */
     if (!strcmp(kind, "scheduler"))
         return in_list(schedulers, N(schedulers), name);
     if (!strcmp(kind, "consensus"))
@@ -326,8 +324,12 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: drafter: unknown '%s'", s->id, s->drafter);
     if (!arb_method_known("topology", s->topology))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: topology: unknown '%s' (iso, sequoia)", s->id, s->topology);
-    if (!arb_method_known("verifier", s->verifier))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: unknown '%s' (greedy)", s->id, s->verifier);
+    if (!arb_method_known("verifier", s->verifier)) {
+        char names[256] = "";
+        for (int i = 0, n = 0; i < arb_verifier_count() && n < (int)sizeof names; i++)
+            n += snprintf(names + n, sizeof names - (size_t)n, "%s%s", i ? ", " : "", arb_verifier_at(i)->name);
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: unknown '%s' (%s)", s->id, s->verifier, names);
+    }
     if (!arb_method_known("scheduler", s->scheduler))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: scheduler: unknown '%s'", s->id, s->scheduler);
     if (!arb_method_known("consensus", s->consensus))
