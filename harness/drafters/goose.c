@@ -12,11 +12,13 @@
 #include "topology/sequoia.h"
 
 enum { TOPO_SPINE = 0, TOPO_ISO, TOPO_SEQUOIA };
+enum { CONS_ANY = 0, CONS_DISTINCT, CONS_LONG }; /* arb_method_spec.consensus, parsed once */
 #define SPINE_MAX 64
 
 struct arb_goose {
     arb_method_spec sp;
     int topo;
+    int consensus;          /* CONS_* */
     int cap;                /* largest tree */
     arb_ngram_index *ix;
     arb_adj *adj;
@@ -98,6 +100,7 @@ int arb_goose_new(const arb_method_spec *s, int n_vocab, arb_goose **out, arb_er
         return ARB_ERR(err, ARB_E_NOMEM, "goose: out of memory");
     g->sp = *s;
     g->topo = !strcmp(s->topology, "iso") ? TOPO_ISO : !strcmp(s->topology, "sequoia") ? TOPO_SEQUOIA : TOPO_SPINE;
+    g->consensus = !strcmp(s->consensus, "distinct") ? CONS_DISTINCT : !strcmp(s->consensus, "long") ? CONS_LONG : CONS_ANY;
     g->cap = arb_method_max_nodes(s);
     int rc = arb_ngram_index_new(s->ngram_min, s->ngram_max, 4096, &g->ix, err);
     if (!rc)
@@ -284,8 +287,9 @@ static int tr_chain(arb_goose *g, int32_t a_prev, int32_t anchor, int max, int32
 
 /* Does this match go to the linear bypass? The readings are compared in
    docs/greedy-methods.md ("Which reading"). */
-static bool take_bypass(const arb_method_spec *sp, const arb_pld_match *m)
+static bool take_bypass(const arb_goose *g, const arb_pld_match *m)
 {
+    const arb_method_spec *sp = &g->sp;
     if (!sp->bypass || m->len <= 0)
         return false;
     int len_test = sp->bypass_match_len ? m->match_len : m->len;
@@ -293,11 +297,11 @@ static bool take_bypass(const arb_method_spec *sp, const arb_pld_match *m)
         return true;
     if (!sp->bypass_consensus)
         return false;
-    if (!strcmp(sp->consensus, "distinct"))
-        return m->consensus_distinct;
-    if (!strcmp(sp->consensus, "long"))
-        return m->agree_len >= sp->bypass_min;
-    return m->consensus;
+    switch (g->consensus) {
+    case CONS_DISTINCT: return m->consensus_distinct;
+    case CONS_LONG: return m->agree_len >= sp->bypass_min;
+    default: return m->consensus;
+    }
 }
 
 static void propose_bypass(arb_goose *g, int32_t a_prev, int32_t anchor, const arb_pld_match *m, arb_tree *t)
@@ -365,7 +369,7 @@ static void gd_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
         rec->consensus_distinct = m.consensus_distinct;
         rec->agree_len = m.agree_len;
         rec->match_len = m.match_len;
-        if (take_bypass(sp, &m)) {
+        if (take_bypass(g, &m)) {
             m.len = full < c_byp ? full : c_byp;
             propose_bypass(g, a_prev, anchor, &m, t);
             rec->mode = ARB_MODE_BYPASS;
