@@ -19,7 +19,7 @@
 
 static const char usage[] =
     "usage: arbor reproduce PAPER [--db PATH] [--limit N] [--shard i/N] [--max-new N] [--no-run]\n"
-    "                       [--json FILE] [--md FILE] [options]\n"
+    "                       [--json FILE] [--md FILE] [--plot DIR] [options]\n"
     "\n"
     "PAPER is goose or dte. Runs every config behind the paper's claims (results/paper/claims.json)\n"
     "like `arbor run` (finished prompts are skipped, so a second call resumes), then prints per\n"
@@ -35,6 +35,9 @@ static const char usage[] =
     "  --no-run        only evaluate what the database(s) hold\n"
     "  --json FILE     write the verdicts as JSON (what a CI job gates on)\n"
     "  --md FILE       write the Markdown tables to FILE as well as stdout\n"
+    "  --plot DIR      after the verdicts, DIR/reproduce_PAPER.{dat,gp,png,svg}: per table a panel,\n"
+    "                  per cell ours with its interval, the paper's value and the threshold\n"
+    "                  (without gnuplot only .dat and .gp)\n"
     "  --claims FILE   the claims (default results/paper/claims.json in the source tree)\n"
     "  --data DIR      dataset directory (default $ARBOR_DATA, else the cache)\n"
     "  --threads N     threads per model\n"
@@ -43,7 +46,7 @@ static const char usage[] =
     "  --quiet         no progress output\n";
 
 typedef struct args {
-    const char *paper, *db, *json, *md, *claims, *data;
+    const char *paper, *db, *json, *md, *plot, *claims, *data;
     int limit, max_new, threads, n_boot, n_min, shard_i, shard_n;
     long seed;
     bool no_run, quiet;
@@ -72,7 +75,8 @@ static int int_arg(const char *flag, const char *v, long lo, long hi, long *out)
 static int parse_valued(args *a, const char *f, const char *v)
 {
     const char **slot = !strcmp(f, "--db") ? &a->db : !strcmp(f, "--json") ? &a->json
-                      : !strcmp(f, "--md") ? &a->md : !strcmp(f, "--claims") ? &a->claims
+                      : !strcmp(f, "--md") ? &a->md : !strcmp(f, "--plot") ? &a->plot
+                      : !strcmp(f, "--claims") ? &a->claims
                       : !strcmp(f, "--data") ? &a->data : NULL;
     long x = 0;
     int rc = 0;
@@ -93,7 +97,7 @@ static int parse_valued(args *a, const char *f, const char *v)
 
 static int parse_args(int argc, char **argv, args *a)
 {
-    static const char *const valued[] = {"--db", "--json", "--md", "--claims", "--data", "--shard", "--seed",
+    static const char *const valued[] = {"--db", "--json", "--md", "--plot", "--claims", "--data", "--shard", "--seed",
                                          "--limit", "--max-new", "--threads", "--boot", "--min-n", NULL};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
@@ -210,6 +214,13 @@ static int write_out(const arb_repro_result *r, int n, const args *a, arb_err *e
         rc = arb_repro_write_json(r, n, &o, f, err);
         if (fclose(f) && !rc)
             rc = ARB_ERR(err, ARB_E_IO, "%s: write error", a->json);
+    }
+    if (!rc && a->plot) { /* no gnuplot: the .dat and .gp stay, say so, the verdicts still count */
+        rc = arb_repro_write_plot(r, n, a->plot, NULL, true, err);
+        if (rc == ARB_E_EXTERNAL)
+            fprintf(stderr, "arbor reproduce: %s\n", err->msg), rc = ARB_OK;
+        else if (!rc && !a->quiet)
+            fprintf(stderr, "arbor reproduce: figure %s/reproduce_%s.{dat,gp,png,svg}\n", a->plot, a->paper);
     }
     return rc;
 }

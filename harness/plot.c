@@ -94,12 +94,18 @@ static double metric(const pctx *c, int i, arb_metric m, int n_boot, arb_ci *ci,
 int arb_plot_script(const char *out_dir, const char *templates, const char *name, const char *vars,
                     int w, int h, arb_err *err)
 {
+    return arb_plot_script_tpl(out_dir, templates, name, name, vars, w, h, err);
+}
+
+int arb_plot_script_tpl(const char *out_dir, const char *templates, const char *tpl, const char *name,
+                        const char *vars, int w, int h, arb_err *err)
+{
     char tpath[4096], opath[4096];
     const char *root = getenv("ARBOR_SOURCE_ROOT") ? getenv("ARBOR_SOURCE_ROOT") : ARB_SOURCE_ROOT;
     if (templates)
-        snprintf(tpath, sizeof tpath, "%s/%s.gp", templates, name);
+        snprintf(tpath, sizeof tpath, "%s/%s.gp", templates, tpl);
     else
-        snprintf(tpath, sizeof tpath, "%s/plots/%s.gp", root, name);
+        snprintf(tpath, sizeof tpath, "%s/plots/%s.gp", root, tpl);
     FILE *t = fopen(tpath, "r");
     if (!t)
         return ARB_ERR(err, ARB_E_NOTFOUND, "%s: gnuplot template not found (--templates DIR)", tpath);
@@ -109,7 +115,7 @@ int arb_plot_script(const char *out_dir, const char *templates, const char *name
         fclose(t);
         return ARB_ERR(err, ARB_E_IO, "%s: %s", opath, strerror(errno));
     }
-    fprintf(f, "# %s.gp — written by `arbor plot` from %s; rerun: gnuplot %s.gp\n", name, tpath, name);
+    fprintf(f, "# %s.gp — written by arbor from %s; rerun: gnuplot %s.gp\n", name, tpath, name);
     fprintf(f, "datafile = '%s.dat'\n%s", name, vars);
     fprintf(f, "do for [arb_term = 1:2] {\n"
                "reset\n"

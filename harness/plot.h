@@ -46,6 +46,10 @@ int arb_plot_write(sqlite3 *db, const arb_plot_opts *o, arb_err *err);
    <templates or source root/plots>/<name>.gp once per terminal (PNG w×h, SVG). */
 int arb_plot_script(const char *out_dir, const char *templates, const char *name, const char *vars,
                     int w, int h, arb_err *err);
+/* The same with template <tpl>.gp for output <name> (`arbor reproduce --plot`: reproduce_cells
+   → reproduce_<paper>). */
+int arb_plot_script_tpl(const char *out_dir, const char *templates, const char *tpl, const char *name,
+                        const char *vars, int w, int h, arb_err *err);
 /* Run gnuplot on out_dir/<name>.gp (in out_dir): <name>.png and <name>.svg. */
 int arb_plot_render(const char *out_dir, const char *name, arb_err *err);
 

@@ -18,6 +18,7 @@
  *     arb_repro_result r;
  *     if (arb_repro_eval(db, &claims->c[i], &o, &r, &err)) die(err.msg);
  *     arb_repro_write_md(&r, 1, stdout);                  // or write_json for CI
+ *     arb_repro_write_plot(&r, 1, "fig", NULL, true, &err); // fig/reproduce_goose.{dat,gp,png,svg}
  *     arb_repro_result_release(&r);
  */
 #ifndef ARB_REPRODUCE_H
@@ -77,5 +78,11 @@ int arb_repro_write_md(const arb_repro_result *r, int n, FILE *f);
 /* JSON: {"n_boot", "seed", "summary": {verdict: count}, "claims": [... "cells": [...]]}. */
 int arb_repro_write_json(const arb_repro_result *r, int n, const arb_repro_opts *o, FILE *f,
                          arb_err *err);
+/* Figure (reproduce_plot.c): out_dir/reproduce_<paper>.{dat,gp}, one panel per table (claim id
+   up to its last '.'), per cell ours with its interval, the paper's value and the threshold;
+   rendered to .png/.svg when render (without gnuplot: ARB_E_EXTERNAL, .dat and .gp written).
+   templates: directory of reproduce_cells.gp, NULL = <source root>/plots. */
+int arb_repro_write_plot(const arb_repro_result *r, int n, const char *out_dir, const char *templates,
+                         bool render, arb_err *err);
 
 #endif

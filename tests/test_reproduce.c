@@ -353,3 +353,107 @@ Test(reproduce, json_and_markdown_name_every_claim_and_verdict, .init = setup, .
     for (int i = 0; i < 3; i++)
         arb_repro_result_release(&r[i]);
 }
+
+/* `arbor reproduce --plot`: the .dat holds per cell ours, its interval, the paper's value and
+   the threshold, one block per table (claim id up to its last '.'), untestable claims left out;
+   gnuplot (when installed) renders a real PNG. */
+static bool png_magic(const char *path)
+{
+    unsigned char buf[8];
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f)
+        fclose(f);
+    return got == 8 && !memcmp(buf, "\x89PNG\r\n\x1a\n", 8);
+}
+
+Test(reproduce, plot_data_has_ours_interval_paper_and_threshold, .init = setup, .fini = teardown)
+{
+    const char *root = getenv("ARBOR_SOURCE_ROOT");
+    if (!root)
+        cr_skip("ARBOR_SOURCE_ROOT not set (run through meson test)");
+    put_series("a0", "A", "humaneval", 20, 3.0, 0.1);
+    put_series("b0", "B", "humaneval", 20, 2.0, 0.1);
+    arb_repro_opts o = arb_repro_default_opts();
+    arb_claim c1 = claim(ARB_CLAIM_ORDER, "A", "B", NULL), c2 = claim(ARB_CLAIM_ORDER, "B", "A", NULL);
+    arb_claim c3 = claim(ARB_CLAIM_ORDER, "A", "B", NULL), c4 = claim(ARB_CLAIM_ORDER, NULL, NULL, NULL);
+    c1.id = "goose.c1.x", c1.paper_value = 0.4;  /* one cell, no per-cell value: the claim's */
+    c2.id = "goose.t2.y", c3.id = "goose.t2.z", c3.threshold = 0.1, c3.op = ARB_OP_ABS_LT;
+    c4.id = "goose.u.none", c4.untestable = "no config";
+    arb_repro_result r[4] = {eval(&c1, &o), eval(&c2, &o), eval(&c3, &o), eval(&c4, &o)};
+    char dir[64], tpl[1024], path[256];
+    snprintf(dir, sizeof dir, "/tmp/arb_test_repro_fig_XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(tpl, sizeof tpl, "%s/plots", root);
+    bool gp = system("gnuplot --version >/dev/null 2>&1") == 0;
+    arb_err err = {0};
+    cr_assert_eq(arb_repro_write_plot(r, 4, dir, tpl, gp, &err), ARB_OK, "%s", err.msg);
+
+    snprintf(path, sizeof path, "%s/reproduce_goose.dat", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    char line[512];
+    int n_head = 0, n_row = 0, n_blank = 0;
+    const char *want_label[] = {"humaneval", "y: humaneval", "z: humaneval"};
+    const arb_repro_result *want[] = {&r[0], &r[1], &r[2]};
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '\n') {
+            n_blank++;
+            continue;
+        }
+        if (!strncmp(line, "pos label claim cell ours lo hi paper threshold n verdict op", 60)) {
+            n_head++;
+            continue;
+        }
+        int pos, n;
+        char label[96], id[64], cell[96], verdict[32], op[8];
+        double v, lo, hi, paper, thr;
+        cr_assert_eq(sscanf(line, "%d \"%95[^\"]\" \"%63[^\"]\" \"%95[^\"]\" %lf %lf %lf %lf %lf %d %31s \"%7[^\"]\"",
+                            &pos, label, id, cell, &v, &lo, &hi, &paper, &thr, &n, verdict, op), 12, "%s", line);
+        cr_assert(n_row < 3, "%s", line);
+        const arb_repro_result *e = want[n_row];
+        cr_assert_eq(pos, n_row == 2 ? 1 : 0, "%s", line);
+        cr_assert_str_eq(label, want_label[n_row]);
+        cr_assert_str_eq(id, e->claim->id);
+        cr_assert_str_eq(cell, "humaneval");
+        cr_assert_float_eq(v, e->cells[0].v, 1e-5, "%s", line);
+        cr_assert_float_eq(lo, e->cells[0].lo, 1e-5, "%s", line);
+        cr_assert_float_eq(hi, e->cells[0].hi, 1e-5, "%s", line);
+        cr_assert(lo < v && v < hi, "%s", line);
+        if (n_row == 0)
+            cr_assert_float_eq(paper, 0.4, 1e-9, "the claim's paper_value for its one cell");
+        else
+            cr_assert(isnan(paper), "%s", line);
+        cr_assert_float_eq(thr, e->claim->threshold, 1e-9, "%s", line);
+        cr_assert_eq(n, 20);
+        cr_assert_str_eq(verdict, arb_verdict_name(e->cells[0].verdict));
+        cr_assert_str_eq(op, arb_claim_op_name(e->claim->op));
+        n_row++;
+    }
+    fclose(f);
+    cr_assert_eq(n_head, 2, "one block per table: goose.c1, goose.t2 (goose.u is untestable)");
+    cr_assert_eq(n_row, 3);
+    cr_assert_eq(n_blank, 2, "blocks two blank lines apart");
+
+    snprintf(path, sizeof path, "%s/reproduce_goose.gp", dir);
+    f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    char gpbuf[16384];
+    size_t nb = fread(gpbuf, 1, sizeof gpbuf - 1, f);
+    gpbuf[nb] = 0;
+    fclose(f);
+    cr_assert(strstr(gpbuf, "datafile = 'reproduce_goose.dat'") && strstr(gpbuf, "nblocks = 2"), "%s", gpbuf);
+    cr_assert(strstr(gpbuf, "scales[1] = 100") && strstr(gpbuf, "titles[2] = 'goose.t2"), "%s", gpbuf);
+    cr_assert(strstr(gpbuf, "set output 'reproduce_goose.png'"), "%s", gpbuf);
+
+    const char *ext[] = {"dat", "gp", "png", "svg"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/reproduce_goose.%s", dir, ext[i]);
+        if (i == 2 && gp)
+            cr_assert(png_magic(path), "%s is no PNG", path);
+        unlink(path);
+    }
+    rmdir(dir);
+    for (int i = 0; i < 4; i++)
+        arb_repro_result_release(&r[i]);
+}
