@@ -430,9 +430,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         double t6 = now_us();
         rec.n_nodes = t->n;
         rec.tree_depth = t->max_depth;
-        rec.stop_fanout = 0;
-        for (int c = t->first_child[d->path[np - 1]]; c >= 0; c = t->next_sibling[c])
-            rec.stop_fanout++;
+        rec.stop_fanout = arb_tree_n_children(t, d->path[np - 1]);
         rec.accepted_k = np - 1;
         rec.bonus_token = vo.extra;
         classify(t, d->path, np - 1, &rec);
