@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "default_model.h"
 #include "engine.h"
 #include "engine_check.h"
 #include "gguf.h"
@@ -40,20 +41,7 @@ static char model_path[1024];
 
 static arb_model *open_model(int n_threads)
 {
-    const char *env = getenv("ARBOR_MODEL");
-    if (env && *env) {
-        snprintf(model_path, sizeof model_path, "%s", env);
-    } else {
-        const char *cache = getenv("ARBOR_CACHE");
-        const char *home = getenv("HOME");
-        if (cache && *cache)
-            snprintf(model_path, sizeof model_path, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", cache);
-        else
-            snprintf(model_path, sizeof model_path, "%s/.cache/arbor/models/SmolLM2-135M-Instruct.Q4_1.gguf",
-                     home ? home : "");
-    }
-    struct stat st;
-    if (stat(model_path, &st) != 0)
+    if (!arb_test_default_model(model_path, sizeof model_path))
         cr_skip_test("model not found: %s (set ARBOR_MODEL or run arbor fetch-model)", model_path);
     arb_load_opts lo = arb_load_default_opts();
     lo.n_threads = n_threads;

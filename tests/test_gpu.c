@@ -13,6 +13,7 @@
  */
 #include <sys/stat.h>
 
+#include "default_model.h"
 #include "arb_config.h"
 #include "cuda/cuda.h"
 #include "synth_model.h"
@@ -290,18 +291,6 @@ Test(gpu, fast_is_deterministic_and_argmax_matches)
 
 /* ---- the default model ---- */
 
-static bool default_model(char *path, size_t cap)
-{
-    const char *env = getenv("ARBOR_MODEL"), *cache = getenv("ARBOR_CACHE"), *home = getenv("HOME");
-    if (env && *env)
-        snprintf(path, cap, "%s", env);
-    else if (cache && *cache)
-        snprintf(path, cap, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", cache);
-    else
-        snprintf(path, cap, "%s/.cache/arbor/models/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : "");
-    struct stat st;
-    return stat(path, &st) == 0;
-}
 
 static arb_model *load_path(const char *path, const arb_load_opts *lo)
 {
@@ -317,7 +306,7 @@ static void smollm2_greedy(bool exact)
 {
     need_gpu();
     char path[1024];
-    if (!default_model(path, sizeof path))
+    if (!arb_test_default_model(path, sizeof path))
         cr_skip_test("default model not found: %s (set ARBOR_MODEL or run arbor fetch-model)", path);
     arb_load_opts lc = arb_load_default_opts(), lg = gpu_opts(exact);
     lc.n_threads = 2;
@@ -372,7 +361,7 @@ Test(gpu, smollm2_exact_trees_equal_ar)
 {
     need_gpu();
     char path[1024];
-    if (!default_model(path, sizeof path))
+    if (!arb_test_default_model(path, sizeof path))
         cr_skip_test("default model not found: %s", path);
     arb_load_opts lg = gpu_opts(true);
     arb_model *m = load_path(path, &lg);

@@ -12,17 +12,14 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "default_model.h"
+
 static char dir[256], bin[1024];
 
 static void setup(void)
 {
-    const char *m = getenv("ARBOR_MODEL"), *home = getenv("HOME");
     char path[2048];
-    snprintf(path, sizeof path, "%s", m && *m ? m : "");
-    if (!(m && *m))
-        snprintf(path, sizeof path, "%s/.cache/arbor/models/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : "");
-    struct stat sb;
-    if (stat(path, &sb) != 0)
+    if (!arb_test_default_model(path, sizeof path))
         cr_skip("default model not found (%s): run `arbor fetch-model`", path);
     if (!getenv("ARBOR_DATA"))
         cr_skip("ARBOR_DATA not set: no prompts to run");

@@ -14,20 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "default_model.h"
+
 static char dir[256], bin[1024], cfg[512];
 
 static void need_model_and_data(void)
 {
-    const char *m = getenv("ARBOR_MODEL"), *cache = getenv("ARBOR_CACHE"), *home = getenv("HOME");
     char path[2048];
-    if (m && *m)
-        snprintf(path, sizeof path, "%s", m);
-    else if (cache && *cache)
-        snprintf(path, sizeof path, "%s/models/SmolLM2-135M-Instruct.Q4_1.gguf", cache);
-    else
-        snprintf(path, sizeof path, "%s/.cache/arbor/models/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : "");
-    struct stat sb;
-    if (stat(path, &sb) != 0)
+    if (!arb_test_default_model(path, sizeof path))
         cr_skip("default model not found (%s): run `arbor fetch-model`", path);
     if (!getenv("ARBOR_DATA"))
         cr_skip("ARBOR_DATA not set: no prompts to run");
