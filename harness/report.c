@@ -8,7 +8,6 @@
 #include "arb_config.h"
 #include "report_int.h"
 
-typedef arb_paper_row paper_row;
 typedef arb_rctx rctx;
 
 typedef struct strlist { const char *v[256]; int n; } strlist;
@@ -87,13 +86,7 @@ int arb_report_cell(rctx *c, int i, arb_metric m, arb_rcell *out, arb_err *err)
 static double paper_get(const rctx *c, const char *model, const char *method, const char *ds,
                         const char *metric)
 {
-    for (int i = 0; i < c->n_paper; i++) {
-        const paper_row *p = &c->paper[i];
-        if (!strcmp(p->model, model) && !strcmp(p->method, method) && !strcmp(p->dataset, ds) &&
-            !strcmp(p->metric, metric))
-            return p->v;
-    }
-    return NAN;
+    return arb_paper_value(&c->paper, NULL, model, method, ds, metric);
 }
 
 static int load_paper(rctx *c, arb_err *err)
@@ -104,38 +97,8 @@ static int load_paper(rctx *c, arb_err *err)
     else
         snprintf(path, sizeof path, "%s/results/paper/goose.tsv",
                  getenv("ARBOR_SOURCE_ROOT") ? getenv("ARBOR_SOURCE_ROOT") : ARB_SOURCE_ROOT);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return ARB_ERR(err, ARB_E_NOTFOUND, "%s: cannot open the paper's numbers (--paper-file)",
-                       path);
-    char line[1024];
-    int ln = 0, rc = ARB_OK, cap = 0;
-    while (fgets(line, sizeof line, f) && !rc) {
-        ln++;
-        if (line[0] == '#' || line[0] == '\n' || !strncmp(line, "table\t", 6))
-            continue;
-        char t[64], m[64], me[64], d[64], k[64];
-        double v;
-        if (sscanf(line, "%63[^\t]\t%63[^\t]\t%63[^\t]\t%63[^\t]\t%63[^\t]\t%lf", t, m, me, d, k, &v) != 6) {
-            rc = ARB_ERR(err, ARB_E_FORMAT, "%s:%d: expected 6 tab-separated fields", path, ln);
-            break;
-        }
-        if (c->n_paper == cap) {
-            cap = cap ? 2 * cap : 256;
-            paper_row *np = realloc(c->paper, (size_t)cap * sizeof *np);
-            if (!np) {
-                rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
-                break;
-            }
-            c->paper = np;
-        }
-        paper_row *p = &c->paper[c->n_paper++];
-        *p = (paper_row){strdup(m), strdup(me), strdup(d), strdup(k), v};
-        if (!p->model || !p->method || !p->dataset || !p->metric)
-            rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
-    }
-    fclose(f);
-    return rc;
+    int rc = arb_paper_load(path, &c->paper, err);
+    return rc == ARB_E_NOTFOUND ? ARB_ERR(err, rc, "%s: cannot open the paper's numbers (--paper-file)", path) : rc;
 }
 
 bool arb_report_model_ok(const rctx *c, int i)
@@ -581,9 +544,8 @@ int arb_report_write(sqlite3 *db, const arb_report_opts *o, FILE *out, arb_err *
     arb_grid_release(&g);
     for (int i = 0; c.st && i < c.n; i++)
         arb_run_stats_release(&c.st[i]);
-    for (int i = 0; i < c.n_paper; i++)
-        free(c.paper[i].model), free(c.paper[i].method), free(c.paper[i].dataset), free(c.paper[i].metric);
-    free(c.paper), free(c.st), free(c.loaded);
+    arb_paper_release(&c.paper);
+    free(c.st), free(c.loaded);
     arb_metrics_free_runs(c.runs, c.n);
     return rc;
 }

@@ -7,9 +7,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "paper_tsv.h"
 #include "report.h"
-
-typedef struct arb_paper_row { char *model, *method, *dataset, *metric; double v; } arb_paper_row;
 
 typedef struct arb_rctx {     /* what a table builder reads */
     sqlite3 *db;
@@ -18,8 +17,7 @@ typedef struct arb_rctx {     /* what a table builder reads */
     int n;
     arb_run_stats *st;        /* lazily loaded, one per run */
     bool *loaded;
-    arb_paper_row *paper;
-    int n_paper;
+    arb_paper_rows paper;     /* the published numbers (results/paper/goose.tsv) */
 } arb_rctx;
 
 typedef struct arb_rcell {

@@ -14,6 +14,7 @@
 
 #include "analysis.h"
 #include "metrics.h"
+#include "paper_tsv.h"
 #include "resample.h"
 
 enum { E4_ACC_S, E4_PROP_S, E4_ACC_T, E4_PROP_T, E4_LEN, E4_TREE, E4_N };
@@ -31,7 +32,6 @@ typedef struct stratum {     /* one dataset of a cell */
     double *e4;              /* m × E4_N of column 0 (kind bound) */
 } stratum;
 
-typedef struct paper_row { char method[48], dataset[32]; double v; } paper_row;
 
 typedef struct ctx {
     sqlite3 *db;
@@ -41,8 +41,7 @@ typedef struct ctx {
     int n_runs;
     rdata *rd;
     int *role;               /* per run: 0 = a, 1 + j = b[j], -1 = not the claim's or out of scope */
-    paper_row *paper;
-    int n_paper;
+    arb_paper_rows paper;  /* the claim's (table, model) rows are looked up in it */
     arb_repro_result *out;
 } ctx;
 
@@ -164,52 +163,25 @@ static void free_data(ctx *x)
             free(x->rd[i].p[k].id);
         free(x->rd[i].p);
     }
-    free(x->rd), free(x->role), free(x->paper);
+    free(x->rd), free(x->role);
+    arb_paper_release(&x->paper);
     arb_metrics_free_runs(x->runs, x->n_runs);
 }
 
-/* The paper's tau rows of (table, model) from a results/paper TSV file
-   (table model method dataset metric value; '#' comments and the header skipped). */
+/* The paper's numbers (results/paper/<paper>.tsv), when the claim names its (table, model). */
 static int load_paper(ctx *x, arb_err *err)
 {
     const arb_claim *c = x->c;
     if (!c->paper_table || !x->o->paper_tsv)
         return ARB_OK;
-    FILE *f = fopen(x->o->paper_tsv, "r");
-    if (!f)
-        return ARB_ERR(err, ARB_E_IO, "%s: cannot open (claim %s: paper_rows)", x->o->paper_tsv, c->id);
-    char line[512], t[32], mo[48], me[48], ds[32], mt[32];
-    double v;
-    int cap = 0, rc = ARB_OK;
-    while (!rc && fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || sscanf(line, "%31[^\t]\t%47[^\t]\t%47[^\t]\t%31[^\t]\t%31[^\t]\t%lf", t, mo, me,
-                                     ds, mt, &v) != 6)
-            continue;
-        if (strcmp(t, c->paper_table) || strcmp(mo, c->paper_model) || strcmp(mt, "tau"))
-            continue;
-        if (x->n_paper == cap) {
-            paper_row *np = realloc(x->paper, (size_t)(cap = cap ? 2 * cap : 32) * sizeof *np);
-            if (!np) {
-                rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
-                break;
-            }
-            x->paper = np;
-        }
-        paper_row *p = &x->paper[x->n_paper++];
-        snprintf(p->method, sizeof p->method, "%s", me);
-        snprintf(p->dataset, sizeof p->dataset, "%s", ds);
-        p->v = v;
-    }
-    fclose(f);
-    return rc;
+    arb_err e = {0};
+    int rc = arb_paper_load(x->o->paper_tsv, &x->paper, &e);
+    return rc ? ARB_ERR(err, rc, "%s (claim %s: paper_rows)", e.msg, c->id) : ARB_OK;
 }
 
 static double paper_tau(const ctx *x, const char *method, const char *ds)
 {
-    for (int i = 0; i < x->n_paper; i++)
-        if (!strcmp(x->paper[i].method, method) && !strcmp(x->paper[i].dataset, ds))
-            return x->paper[i].v;
-    return NAN;
+    return arb_paper_value(&x->paper, x->c->paper_table, x->c->paper_model, method, ds, "tau");
 }
 
 /* ---- statistic and bootstrap --------------------------------------------------------- */

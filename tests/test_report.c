@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include "fixture_db.h"
@@ -188,6 +189,20 @@ Test(report, paper_column_comes_from_the_transcribed_tsv, .init = setup, .fini =
     md = report(&o, &rc);
     cr_assert_eq(rc, ARB_E_NOTFOUND);
     free(md);
+    /* a malformed row is an error naming the file and line, not a silently missing value */
+    char bad[] = "/tmp/arb_paper_XXXXXX";
+    int fd = mkstemp(bad);
+    cr_assert(fd >= 0);
+    FILE *bf = fdopen(fd, "w");
+    fputs("# comment\ntable\tmodel\tmethod\tdataset\tmetric\tvalue\n"
+          "table3\tQwen3-8B\tGOOSE\thumaneval\ttau\t2.80\ntable3 Qwen3-8B GOOSE mbpp tau 3.1\n", bf);
+    fclose(bf);
+    o.paper_path = bad;
+    md = report(&o, &rc);
+    cr_assert_eq(rc, ARB_E_FORMAT);
+    cr_assert(strstr(md, ":4: expected 6 tab-separated fields"), "%s", md);
+    free(md);
+    unlink(bad);
 }
 
 Test(report, other_tables_and_errors, .init = setup, .fini = teardown)
