@@ -19,6 +19,7 @@ struct arb_goose {
     arb_method_spec sp;
     int topo;
     int consensus;          /* CONS_* */
+    int c_byp, c_all;       /* bypass chain cap; continuation read (max of it and C_max) */
     int cap;                /* largest tree */
     arb_ngram_index *ix;
     arb_adj *adj;
@@ -101,6 +102,8 @@ int arb_goose_new(const arb_method_spec *s, int n_vocab, arb_goose **out, arb_er
     g->sp = *s;
     g->topo = !strcmp(s->topology, "iso") ? TOPO_ISO : !strcmp(s->topology, "sequoia") ? TOPO_SEQUOIA : TOPO_SPINE;
     g->consensus = !strcmp(s->consensus, "distinct") ? CONS_DISTINCT : !strcmp(s->consensus, "long") ? CONS_LONG : CONS_ANY;
+    g->c_byp = arb_goose_bypass_cap(s);
+    g->c_all = g->c_byp > s->max_draft ? g->c_byp : s->max_draft;
     g->cap = arb_method_max_nodes(s);
     int rc = arb_ngram_index_new(s->ngram_min, s->ngram_max, 4096, &g->ix, err);
     if (!rc)
@@ -358,9 +361,7 @@ static void gd_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
         arb_pld_match m;
         /* the continuation is read up to the longer of the tree spine's C_max and the bypass
            cap; each use trims it to its own length */
-        int c_byp = arb_goose_bypass_cap(sp);
-        int c_all = c_byp > sp->max_draft ? c_byp : sp->max_draft;
-        arb_pld_context_match(g->ix, sp->ngram_min, sp->ngram_max, c_all, sp->pld_earliest, &m);
+        arb_pld_context_match(g->ix, sp->ngram_min, sp->ngram_max, g->c_all, sp->pld_earliest, &m);
         int full = m.len;
         m.len = m.len < sp->max_draft ? m.len : sp->max_draft;
         rec->match_n = m.n;
@@ -370,7 +371,7 @@ static void gd_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
         rec->agree_len = m.agree_len;
         rec->match_len = m.match_len;
         if (take_bypass(g, &m)) {
-            m.len = full < c_byp ? full : c_byp;
+            m.len = full < g->c_byp ? full : g->c_byp;
             propose_bypass(g, a_prev, anchor, &m, t);
             rec->mode = ARB_MODE_BYPASS;
             rec->table_fill = arb_adj_fill(g->adj);
