@@ -378,6 +378,9 @@ Test(gpu, smollm2_exact_trees_equal_ar)
 
 /* ---- errors ---- */
 
+/* Fills the whole device for a moment: other tests running beside it in the same process
+   fail their loads. The gpu suite runs with --jobs 1 (tests/meson.build); running this binary
+   with -jN > 1 by hand makes unrelated tests fail (seen on an H100: type_f16, quant_qwen3). */
 Test(gpu, out_of_device_memory_is_an_error)
 {
     need_gpu();
