@@ -128,3 +128,94 @@ Test(costmodel, gpu_roofline_ratios)
     cr_assert_float_eq(arb_cost_gpu_rel(a100, 7e9, 2.0, 100), 1.0, 1e-12);
     cr_assert_float_eq(arb_cost_gpu_rel(a100, 7e9, 2.0, 306), 306.0 * 2039.0 / 312000.0, 1e-9);
 }
+
+/* ---- the report table on a database whose eval times follow a known cost surface ---- */
+
+#include <cjson/cJSON.h>
+
+#include "report.h"
+#include "report_capture.h"
+#include "store.h"
+
+/* linear in n, so a fit on the other runs' node counts interpolates any run exactly */
+static double lin_cost(int n, int L) { return 9000.0 + 1500.0 * (n - 1) + 0.5 * n * L; }
+
+/* AR and three tree methods (8, 16, 32 nodes; k accepted per step), 4 prompts each; wall time =
+   prefill + the eval times + 30 us of harness per step, exactly */
+static void build_cost_db(arb_store *st)
+{
+    static const char *const meth[] = {"AR", "T8", "T16", "T32"};
+    static const int nodes[] = {1, 8, 16, 32}, k_acc[] = {0, 2, 3, 4};
+    arb_err err = {0};
+    for (int m = 0; m < 4; m++) {
+        char key[17];
+        snprintf(key, sizeof key, "c%015d", m);
+        arb_store_run r = {.run_key = key, .config_name = "cost", .method = meth[m], .base_method = meth[m],
+                           .drafter = m ? "goose" : "none", .topology = "", .sweep_json = "{}", .model_id = "tiny",
+                           .model_sha256 = "00", .dataset = "humaneval", .max_new_tokens = 64, .top_p = 1};
+        cr_assert_eq(arb_store_run_put(st, &r, &err), ARB_OK, "%s", err.msg);
+        for (int p = 0; p < 4; p++) {
+            arb_store_step steps[80];
+            int32_t ids[80];
+            const int n_prompt = 40 + 10 * p, gen_max = 60;
+            int gen = 0, s = 0;
+            double wall = 500.0; /* prefill */
+            while (gen < gen_max) {
+                arb_store_step *x = &steps[s];
+                memset(x, 0, sizeof *x);
+                const int c = k_acc[m] + 1 < gen_max - gen ? k_acc[m] + 1 : gen_max - gen;
+                x->step = s, x->n_nodes = nodes[m], x->l_cache = n_prompt + gen, x->accepted = c - 1, x->committed = c;
+                x->mode = m ? "tree" : "ar";
+                x->eval_us = (int64_t)llround(lin_cost(nodes[m], x->l_cache));
+                x->draft_us = m ? 30 : 0;
+                wall += (double)x->eval_us + (double)x->draft_us;
+                gen += c, s++;
+            }
+            for (int i = 0; i < gen; i++)
+                ids[i] = 7 * p + i;
+            char pid[16];
+            snprintf(pid, sizeof pid, "P/%d", p);
+            arb_store_prompt pr = {.prompt_id = pid, .prompt_idx = p, .n_prompt = n_prompt, .n_gen = gen,
+                                   .n_calls = s + 1, .wall_us = (int64_t)wall, .prefill_us = 500, .n_repeats = 1,
+                                   .stop = "limit", .lossless = 1, .ids = ids};
+            cr_assert_eq(arb_store_prompt_put(st, key, &pr, steps, s, &err), ARB_OK, "%s", err.msg);
+        }
+    }
+}
+
+Test(costmodel, report_table_predicts_an_exact_surface)
+{
+    char dir[] = "/tmp/arb_costdbXXXXXX", path[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/c.db", dir);
+    arb_store *st = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_store_open(path, &st, &err), ARB_OK, "%s", err.msg);
+    build_cost_db(st);
+    arb_report_opts o = arb_report_default_opts();
+    o.table = "cost";
+    o.fmt = ARB_FMT_JSON;
+    o.n_boot = 0;
+    int rc;
+    char *out = report_capture(st, &o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", out);
+    /* every tree method: the leave-one-run-out prediction equals the measured speedup (the
+       surface is linear in n, so the other runs' knots interpolate it exactly) */
+    cJSON *j = cJSON_Parse(out);
+    cr_assert(j, "%s", out);
+    const cJSON *rows = j; /* the JSON format: one object per row, a cell is {"value": v} */
+    cr_assert(cJSON_IsArray(rows), "%s", out);
+    cr_assert_eq(cJSON_GetArraySize(rows), 3, "%s", out);
+    const cJSON *row;
+    cJSON_ArrayForEach(row, rows) {
+        const cJSON *meas = cJSON_GetObjectItem(cJSON_GetObjectItem(row, "this machine speedup"), "value"),
+                    *pred = cJSON_GetObjectItem(cJSON_GetObjectItem(row, "this machine predicted"), "value");
+        cr_assert(cJSON_IsNumber(meas) && cJSON_IsNumber(pred), "%s", out);
+        cr_assert_float_eq(pred->valuedouble, meas->valuedouble, 2e-3 * meas->valuedouble, "%s", out);
+    }
+    cJSON_Delete(j);
+    free(out);
+    arb_store_close(st);
+    unlink(path);
+    rmdir(dir);
+}
