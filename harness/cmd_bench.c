@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <errno.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "engine.h"
@@ -292,19 +290,8 @@ static int cost_profile(bench *b, const int *sizes, int n_sizes, const double *t
            L2, 1e3 * best[0], 1e3 * best[3], 100.0 * cm.rms_rel, m);
     if (!save)
         return 0;
-    char dir[4096], file[4400];
-    if (arb_cache_dir(dir, sizeof dir, err))
-        return -1;
-    char name[200];
-    size_t j = 0;
-    for (const char *p = fingerprint; *p && j + 1 < sizeof name; p++) /* a file name from the fingerprint */
-        name[j++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ? *p : '-';
-    name[j] = 0;
-    snprintf(file, sizeof file, "%s/cost", dir);
-    if (mkdir(file, 0755) && errno != EEXIST)
-        return ARB_ERR(err, ARB_E_IO, "%s: cannot create: %s", file, strerror(errno));
-    snprintf(file, sizeof file, "%s/cost/%s.json", dir, name);
-    if (arb_cost_save(&cm, file, err))
+    char file[4400];
+    if (arb_cost_profile_path(fingerprint, true, file, sizeof file, err) || arb_cost_save(&cm, file, err))
         return -1;
     printf("          saved to %s\n", file);
     return 0;
@@ -485,8 +472,8 @@ static int bench_engine(int argc, char **argv)
 
     {
         char fp[200];
-        snprintf(fp, sizeof fp, "%s | %s | %d threads | %s %.1fMB", mach.cpu_model, arb_cpu_kernels(lo.isa), threads,
-                 b.mi.name, b.mi.weight_bytes / 1e6);
+        arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_cpu_kernels(lo.isa), threads, b.mi.name,
+                             (double)b.mi.weight_bytes);
         const int L2 = co.n_ctx - 66; /* the longest context a 64-node tree still fits on */
         if (cost_profile(&b, sizes, 7, tt[1], reps, L2, fp, save_profile, &err))
             goto fail;

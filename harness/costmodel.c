@@ -6,7 +6,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "modelfetch.h"
 
 /* Published datasheet figures (dense FP16 tensor rate, no sparsity). */
 const arb_gpu_roofline arb_gpu_rooflines[3] = {
@@ -254,4 +258,31 @@ int arb_cost_load(const char *path, arb_cost_model *out, arb_err *err)
     }
     cJSON_Delete(o);
     return rc;
+}
+
+void arb_cost_fingerprint(char *buf, size_t cap, const char *cpu_model, const char *kernels, int threads,
+                          const char *model_name, double weight_bytes)
+{
+    snprintf(buf, cap, "%s | %s | %d threads | %s %.1fMB", cpu_model, kernels, threads, model_name,
+             weight_bytes / 1e6);
+}
+
+int arb_cost_profile_path(const char *fingerprint, bool mkdir_dir, char *buf, size_t cap, arb_err *err)
+{
+    char dir[4096], name[200];
+    if (arb_cache_dir(dir, sizeof dir, err))
+        return err->code ? err->code : ARB_E_IO;
+    size_t j = 0; /* letters, digits and dots kept; anything else becomes '-' */
+    for (const char *p = fingerprint; *p && j + 1 < sizeof name; p++)
+        name[j++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.'
+                        ? *p : '-';
+    name[j] = 0;
+    if (mkdir_dir) {
+        snprintf(buf, cap, "%s/cost", dir);
+        if (mkdir(buf, 0755) && errno != EEXIST)
+            return ARB_ERR(err, ARB_E_IO, "%s: cannot create: %s", buf, strerror(errno));
+    }
+    if ((size_t)snprintf(buf, cap, "%s/cost/%s.json", dir, name) >= cap)
+        return ARB_ERR(err, ARB_E_RANGE, "cost profile path longer than %zu bytes", cap - 1);
+    return ARB_OK;
 }

@@ -21,6 +21,9 @@
 #ifndef ARB_COSTMODEL_H
 #define ARB_COSTMODEL_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "error.h"
 
 #define ARB_COST_KNOTS 12
@@ -47,6 +50,13 @@ double arb_cost_us(const arb_cost_model *c, int n, int L);
 /* JSON file round trip (the fit, its source and fingerprint). */
 int arb_cost_save(const arb_cost_model *c, const char *path, arb_err *err);
 int arb_cost_load(const char *path, arb_cost_model *out, arb_err *err);
+
+/* Where a profile holds: "<cpu model> | <kernel family> | <threads> threads | <model name>
+   <weight MB>MB" (the bench writes it, `budget: "auto"` looks it up). */
+void arb_cost_fingerprint(char *buf, size_t cap, const char *cpu_model, const char *kernels, int threads,
+                          const char *model_name, double weight_bytes);
+/* $ARBOR_CACHE/cost/<fingerprint as a file name>.json; mkdir creates cost/ when set. */
+int arb_cost_profile_path(const char *fingerprint, bool mkdir_dir, char *buf, size_t cap, arb_err *err);
 
 /* A GPU's roofline (dense FP16 tensor rate, memory bandwidth): the papers' setting. */
 typedef struct arb_gpu_roofline {
