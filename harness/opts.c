@@ -96,7 +96,7 @@ static int set_value(const arb_cmd_spec *c, const arb_opt *o, const char *v)
     case ARB_OPT_KIND_LIST: {
         arb_opt_list *l = o->dst;
         if (l->n >= l->cap) {
-            snprintf(range, sizeof range, "at most %d times", l->cap);
+            snprintf(range, sizeof range, "%d times", l->cap);
             return fail(c, "%s: given more than %s", o->name, range);
         }
         l->v[l->n++] = v;

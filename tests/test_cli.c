@@ -235,3 +235,49 @@ Test(cli, readme_examples_use_existing_options, .init = find_binary)
     }
     cr_assert_geq(n_flags, 20, "only %d example options found in README.md", n_flags);
 }
+
+/* Usage errors of the converted commands (no model or data needed): exit 2 and a message
+   naming the option or argument; old spellings still parse (their aliases). */
+Test(cli, usage_errors_exit_2_naming_the_option, .init = find_binary)
+{
+    static const struct {
+        const char *args, *expect;
+    } cases[] = {
+        {"run", "missing argument: CONFIG.json"},
+        {"run a.json --limit 0", "--limit: '0' is not an integer"},
+        {"run a.json --shard 3/2", "shard"},
+        {"report --db", "--db needs a value"},
+        {"report --table t3", "--db is required"},
+        {"report --db x.db --format yaml", "--format"},
+        {"merge a.db", "--out is required"},
+        {"merge a.db --output a.db", "a.db is both an input and the output"},
+        {"merge a.db -o a.db", "a.db is both an input and the output"},
+        {"compare a.db", "missing argument: BASE.db NEW.db"},
+        {"compare a.db b.db --max-drop 5", "--max-drop"},
+        {"compare a.db b.db --metric n_prompts", "--metric"},
+        {"plot --out d", "--db is required"},
+        {"datasets show", "show needs a dataset NAME"},
+        {"datasets frob", "unknown subcommand"},
+        {"datasets --limit 2", "--split and --limit apply to show"},
+        {"reproduce nope", "PAPER must be goose or dte (got 'nope')"},
+        {"reproduce goose --boot -1", "--boot"},
+        {"tokenize", "no TEXT (or --file FILE) given"},
+        {"tokenize hi -f x", "give TEXT or --file FILE, not both"},
+        {"tokenize hi --template chatml", "--template needs --chat"},
+        {"inspect a b", "unexpected argument 'b'"},
+        {"inspect x --items -1", "--items"},
+        {"synth-model --shape llama-1b", "--out is required"},
+        {"synth-model --shape llama-1b --out x --layers 0", "--layers"},
+        {"dte-depth --depth 17", "--depth: '17' is not an integer in 1..16"},
+        {"dte-depth --dataset math500 --shape 9,9,9", "--shape '9,9,9'"},
+        {"dte-depth --settings 0:2", "--settings '0:2'"},
+        {"fetch-model --quiet=1", "--quiet takes no value"},
+    };
+    static char out[1 << 16], cmd[16384];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s 2>&1", arbor_bin, cases[i].args);
+        cr_expect_eq(run(cmd, out, sizeof out), 2, "arbor %s: exit status", cases[i].args);
+        cr_expect(strstr(out, cases[i].expect) != NULL, "arbor %s: no \"%s\" in: %s", cases[i].args, cases[i].expect,
+                  out);
+    }
+}
