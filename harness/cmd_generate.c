@@ -60,6 +60,42 @@ static int on_step(const arb_step_record *r, void *ud)
     return 0;
 }
 
+/* The method preset with the sampling overrides given (NULL = the preset's) and each --set
+   KEY=VALUE applied, validated; 0, or 2 after printing the error. */
+static int method_spec(const char *method, const double *temp, const double *top_p, const uint64_t *seed,
+                       const arb_opt_list *sets, arb_method_spec *spec)
+{
+    arb_err err = {0};
+    if (arb_method_spec_preset(method, spec, &err)) {
+        fprintf(stderr, "arbor generate: --method: %s\n", err.msg);
+        return 2;
+    }
+    if (temp)
+        spec->temperature = *temp;
+    if (top_p)
+        spec->top_p = *top_p;
+    if (seed)
+        spec->seed = *seed;
+    for (int i = 0; i < sets->n; i++) {
+        char key[64];
+        const char *eq = strchr(sets->v[i], '=');
+        if (!eq) {
+            fprintf(stderr, "arbor generate: --set: expected KEY=VALUE, got '%s'\n", sets->v[i]);
+            return 2;
+        }
+        snprintf(key, sizeof key, "%.*s", (int)(eq - sets->v[i]), sets->v[i]);
+        if (arb_method_param_set(spec, key, eq + 1, &err)) {
+            fprintf(stderr, "arbor generate: --set: %s\n", err.msg);
+            return 2;
+        }
+    }
+    if (arb_method_spec_validate(spec, &err)) {
+        fprintf(stderr, "arbor generate: %s\n", err.msg);
+        return 2;
+    }
+    return 0;
+}
+
 int arb_cmd_generate(int argc, char **argv)
 {
     const char *model = "default", *prompt = NULL, *method = "goose", *backend = "cpu";
@@ -98,33 +134,8 @@ int arb_cmd_generate(int argc, char **argv)
     const bool chat = !no_chat;
     arb_err err = {0};
     arb_method_spec spec;
-    if (arb_method_spec_preset(method, &spec, &err)) {
-        fprintf(stderr, "arbor generate: --method: %s\n", err.msg);
+    if (method_spec(method, have_t ? &temp : NULL, have_p ? &top_p : NULL, have_seed ? &seed : NULL, &sets, &spec))
         return 2;
-    }
-    if (have_t)
-        spec.temperature = temp;
-    if (have_p)
-        spec.top_p = top_p;
-    if (have_seed)
-        spec.seed = seed;
-    for (int i = 0; i < sets.n; i++) {
-        char key[64];
-        const char *eq = strchr(sets.v[i], '=');
-        if (!eq) {
-            fprintf(stderr, "arbor generate: --set: expected KEY=VALUE, got '%s'\n", sets.v[i]);
-            return 2;
-        }
-        snprintf(key, sizeof key, "%.*s", (int)(eq - sets.v[i]), sets.v[i]);
-        if (arb_method_param_set(&spec, key, eq + 1, &err)) {
-            fprintf(stderr, "arbor generate: --set: %s\n", err.msg);
-            return 2;
-        }
-    }
-    if (arb_method_spec_validate(&spec, &err)) {
-        fprintf(stderr, "arbor generate: %s\n", err.msg);
-        return 2;
-    }
     arb_model *m = NULL;
     arb_ctx *c = NULL;
     arb_decoder *d = NULL;

@@ -6,16 +6,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The option named by `arg` (without any "=value"); *alias_used tells whether it was
-   spelled by its alias. NULL if none. */
+/* Whether `alias` (one spelling, or several separated by commas: "-o,--output") has the
+   spelling arg[0..len). */
+static bool alias_has(const char *alias, const char *arg, size_t len)
+{
+    for (const char *a = alias; a && *a;) {
+        const char *end = strchr(a, ',');
+        const size_t n = end ? (size_t)(end - a) : strlen(a);
+        if (n == len && !strncmp(a, arg, len))
+            return true;
+        a = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+/* The option named by arg[0..len) (the text before any "=value"), by its name or an
+   alias; NULL if none. */
 static const arb_opt *find_opt(const arb_opt *o, const char *arg, size_t len)
 {
-    for (; o->kind != ARB_OPT_KIND_END; o++) {
-        if (strlen(o->name) == len && !strncmp(o->name, arg, len))
+    for (; o->kind != ARB_OPT_KIND_END; o++)
+        if ((strlen(o->name) == len && !strncmp(o->name, arg, len)) || alias_has(o->alias, arg, len))
             return o;
-        if (o->alias && strlen(o->alias) == len && !strncmp(o->alias, arg, len))
-            return o;
-    }
     return NULL;
 }
 
@@ -52,10 +63,15 @@ void arb_opts_usage(const arb_cmd_spec *c, FILE *f)
         return;
     fprintf(f, "\noptions:\n");
     for (const arb_opt *o = c->opts; o->kind != ARB_OPT_KIND_END; o++) {
-        char head[64];
+        char head[96];
         int n = snprintf(head, sizeof head, "%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
-        if (o->alias)
-            snprintf(head + n, sizeof head - (size_t)n, " (%s)", o->alias);
+        if (o->alias) { /* "(-o, --output)": the accepted other spellings */
+            n += snprintf(head + n, sizeof head - (size_t)n, " (");
+            for (const char *a = o->alias; *a && n < (int)sizeof head - 4; a++)
+                n += *a == ',' ? snprintf(head + n, sizeof head - (size_t)n, ", ")
+                               : snprintf(head + n, sizeof head - (size_t)n, "%c", *a);
+            snprintf(head + n, sizeof head - (size_t)n, ")");
+        }
         fprintf(f, "  %-22s %s\n", head, o->help ? o->help : "");
     }
 }
@@ -80,7 +96,7 @@ static int set_value(const arb_cmd_spec *c, const arb_opt *o, const char *v)
     case ARB_OPT_KIND_LIST: {
         arb_opt_list *l = o->dst;
         if (l->n >= l->cap) {
-            snprintf(range, sizeof range, "at most %d times", l->cap);
+            snprintf(range, sizeof range, "%d times", l->cap);
             return fail(c, "%s: given more than %s", o->name, range);
         }
         l->v[l->n++] = v;

@@ -15,8 +15,8 @@
  *
  * Rows with an alias, a `seen` flag or `required` are written with designated
  * initializers ({.name = "--max-new", .alias = "-n", .kind = ARB_OPT_KIND_INT, ...}).
- * Spelling: `--name VALUE` or `--name=VALUE`; an alias (`-n`, or an old spelling) is
- * accepted and listed in the help after the name. Errors name the command and the
+ * Spelling: `--name VALUE` or `--name=VALUE`; an alias (`-n`, or an old spelling; several
+ * separated by commas: "-o,--output") is accepted and listed in the help after the name. Errors name the command and the
  * option ("arbor generate: --max-new: 'x' is not an integer in 1..1048576"). Nothing is
  * allocated: values point into argv.
  */
@@ -44,7 +44,7 @@ typedef struct arb_opt_list {  /* the values of a repeatable option */
 
 typedef struct arb_opt {
     const char *name;    /* "--max-new" (the one spelling documented) */
-    const char *alias;   /* "-n" or an old spelling, or NULL */
+    const char *alias;   /* "-n" or an old spelling ("-o,--output": several), or NULL */
     arb_opt_kind kind;
     void *dst;           /* per kind: bool *, const char **, int *, double *, uint64_t *, arb_opt_list * */
     double lo, hi;       /* INT/DOUBLE range */
