@@ -9,8 +9,8 @@
  *   ARBOR_STATS_MODELS  random models per configuration         default 20
  *   ARBOR_STATS_REPS    replicates per negative control and N    default 20
  *
- *   ARBOR_STATS_LONG=1 nice build/tests/test_verifiers_long --jobs 1 --ascii   # ~40 min, 1 core
- *   meson test -C build --suite stats-long                                  # the same
+ *   ARBOR_STATS_LONG=1 nice build/tests/test_verifiers_long --jobs 1   # ~40 min on one core
+ *   ARBOR_STATS_LONG=1 meson test -C build --suite stats-long          # the same
  *
  * Each configuration line prints the number of (model, H) χ² tests that failed at α = 1e-9
  * (expected 0: 2400 tests at 1e-9), the smallest p-value, the count of p < 0.01 (about 1 % under
@@ -38,7 +38,7 @@ static void require_long_mode(void)
 {
     const char *s = getenv("ARBOR_STATS_LONG");
     if (!s || !*s || !strcmp(s, "0"))
-        cr_skip_test("long statistical mode: set ARBOR_STATS_LONG=1 (meson test --suite stats-long)");
+        cr_skip_test("long statistical mode: set ARBOR_STATS_LONG=1 (ARBOR_STATS_LONG=1 meson test --suite stats-long)");
 }
 
 #define MODELS_MAX 200
