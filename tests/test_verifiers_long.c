@@ -8,6 +8,8 @@
  *   ARBOR_STATS_DRAWS   draws per (configuration, model)        default 1000000
  *   ARBOR_STATS_MODELS  random models per configuration         default 20
  *   ARBOR_STATS_REPS    replicates per negative control and N    default 20
+ *   ARBOR_STATS_FILTER  run only configurations whose label "VERIFIER REGIME" contains this
+ *                       text, e.g. "iid(k=4,L=3)" or "khisti/s5" (to shard the run)
  *
  *   ARBOR_STATS_LONG=1 nice build/tests/test_verifiers_long --jobs 1   # ~40 min on one core
  *   ARBOR_STATS_LONG=1 meson test -C build --suite stats-long          # the same
@@ -46,6 +48,11 @@ static void require_long_mode(void)
 /* One §11.4 configuration over M random models: every (model, H) must pass. */
 static void long_cfg(const vm_model *models, int M, long N, const mc_cfg *base, uint32_t id)
 {
+    char vb[32], rb[32], label[80];
+    snprintf(label, sizeof label, "%s %s", cfg_label(base, vb, sizeof vb), regime_label(&base->g, rb, sizeof rb));
+    const char *only = getenv("ARBOR_STATS_FILTER");
+    if (only && *only && !strstr(label, only))
+        return;
     int fail_x2 = 0, fail_tv = 0, fail_pair = 0, fallback = 0, p01 = 0;
     double pmin = 1, ratio_max = 0, tv2_max = 0, acc = 0;
     clock_t t0 = clock();
@@ -66,10 +73,9 @@ static void long_cfg(const vm_model *models, int M, long N, const mc_cfg *base, 
         fallback += s.n_fallback;
         acc += s.mean_acc / M;
     }
-    char vb[32], rb[32];
     printf("[long] %-12s %-16s draws %ld models %d | X2 fail %d/%d  min p %.2e  p<0.01 %d/%d  "
            "max X2/crit %.3f | TV fail %d (max TV2 %.4f) | paired fail %d | fallback %d | E[acc] %.4f | %.0f s\n",
-           cfg_label(base, vb, sizeof vb), regime_label(&base->g, rb, sizeof rb), N, M, fail_x2, 2 * M,
+           vb, rb, N, M, fail_x2, 2 * M,
            pmin, p01, 2 * M, ratio_max, fail_tv, tv2_max, fail_pair, fallback, acc,
            (double)(clock() - t0) / CLOCKS_PER_SEC);
     fflush(stdout);
