@@ -280,7 +280,7 @@ int arb_cmd_dte_depth(int argc, char **argv)
     const char *vn[N_VF]; /* the sampling verifiers in registry order (Traversal is its last row) */
     int n_vn = 0;
     for (int i = 0; i < arb_verifier_count(); i++)
-        if (arb_verifier_at(i)->sampling && n_vn < N_VF)
+        if (arb_verifier_at(i)->sampling && !arb_verifier_at(i)->approximate && n_vn < N_VF)
             vn[n_vn++] = arb_verifier_at(i)->name;
     if (!rc && (n_vn != N_VF || strcmp(vn[N_VF - 1], "traversal")))
         rc = ARB_ERR(&err, ARB_E_INVAL, "dte-depth: expected %d sampling verifiers ending with traversal", N_VF);

@@ -9,6 +9,7 @@
 #include "decode.h"
 #include "genutil.h"
 #include "method.h"
+#include "verifiers/verifier.h"
 
 static const char usage[] =
     "usage: arbor generate --prompt TEXT [--model default|PATH] [-n N] [--method M]\n"
@@ -21,9 +22,10 @@ static const char usage[] =
     "tok/s and time to first token to stderr. The prompt goes through the model's chat\n"
     "template unless --no-chat.\n"
     "\n"
-    "  --method M       ar pld tr goose iso3 iso5 sequoia, or a GOOSE ablation:\n"
+    "  --method M       ar pld tr goose iso3 iso5 sequoia draft eagle2, or a GOOSE ablation:\n"
     "                  goose-nospinebr goose-unigram goose-nobypass goose-nospine goose-control\n"
-    "                  (default goose; T > 0 needs ar)\n"
+    "                  (default goose; T > 0 needs ar, draft or eagle2; --set verifier=typical\n"
+    "                  for typical acceptance, which is approximate)\n"
     "  --set KEY=VALUE override a method parameter (e.g. --set budget=40 --set rho=0.4)\n"
     "  --steps         print one line per decoding step to stderr\n"
     "  --threads N     kernel threads (default: all cores)\n"
@@ -207,9 +209,10 @@ int arb_cmd_generate(int argc, char **argv)
     fflush(stdout);
     double tau = (double)r.n_generated / r.n_target_calls;
     fprintf(stderr,
-            "\n[%s] %d prompt tokens, %d generated in %d target calls: tau %.3f, %.2f tok/s, "
+            "\n[%s%s] %d prompt tokens, %d generated in %d target calls: tau %.3f, %.2f tok/s, "
             "time to first token %.1f ms, harness %.2f%% of eval, tables %.2f MB%s\n",
-            spec.id, r.n_prompt, r.n_generated, r.n_target_calls, tau, r.n_generated / (r.wall_us / 1e6),
+            spec.id, spec.temperature > 0 && arb_verifier_find(spec.verifier)->approximate ? " (approximate)" : "",
+            r.n_prompt, r.n_generated, r.n_target_calls, tau, r.n_generated / (r.wall_us / 1e6),
             (g.t_first - g.t0) / 1e3, r.eval_us > 0 ? 100.0 * r.harness_us / r.eval_us : 0.0,
             arb_decoder_table_bytes(d) / 1048576.0, r.stopped_eos ? " (stopped at EOS)" : "");
 done:

@@ -135,6 +135,9 @@ static const arb_method_param params[] = {
     {"paths", ARB_PARAM_INT, OFF(dte_k), "draft", 1, 16, "k: i.i.d. draft paths (branching factor)"},
     {"trunk", ARB_PARAM_INT, OFF(dte_l), "draft", 0, 32, "l: trunk length before the branch point"},
     {"branch_len", ARB_PARAM_INT, OFF(dte_b), "draft", 0, 32, "b: length of each branch (single chain: paths 1, trunk 0)"},
+    /* typical_*: in a run's config JSON only when the verifier is typical (config_method.c) */
+    {"typical_eps", ARB_PARAM_DOUBLE, OFF(typical_eps), "draft " E2, 0, 1, "typical: posterior threshold epsilon"},
+    {"typical_alpha", ARB_PARAM_DOUBLE, OFF(typical_alpha), "draft " E2, 0, 1e9, "typical: entropy factor alpha"},
 };
 
 const arb_method_param *arb_method_params(int *n)
@@ -244,6 +247,8 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     s->dte_k = 2;
     s->dte_l = 0;
     s->dte_b = 4;
+    s->typical_eps = 0.09; /* Medusa's medusa_generate defaults (docs/spec/verification.md §9) */
+    s->typical_alpha = 0.3;
     return ARB_OK;
 }
 
@@ -362,7 +367,7 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
     if (!strcmp(s->drafter, "draft")) { /* sampling verifiers: validity matrix (docs/spec/verification.md §0.6) */
         arb_regime rg = s->dte_l > 0 ? ARB_REGIME_DELAYED : s->dte_k > 1 ? ARB_REGIME_IID : ARB_REGIME_SINGLE;
         if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss naive naivetree "
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss naive naivetree typical "
                            "bv spectr specinfer khisti traversal)", s->id);
         arb_err ve = {0};
         if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, rg, &ve))
@@ -371,7 +376,7 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
             return ARB_ERR(err, ARB_E_INVAL, "method %s: branch_len: the draft tree is empty", s->id);
     } else if (!strcmp(s->drafter, "eagle2-draft")) { /* top-k trees: DET (docs/spec/verification.md §0.6) */
         if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss typical)", s->id);
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss, typical)", s->id);
         arb_err ve = {0};
         if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, ARB_REGIME_DET, &ve))
             return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);
@@ -380,6 +385,9 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
     } else if (strcmp(s->verifier, "greedy"))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s needs drafter draft or eagle2-draft", s->id,
                        s->verifier);
+    if (!strcmp(s->verifier, "typical") && (s->top_p < 1 || s->top_k > 0))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: typical is defined on the unfiltered softmax(z/T); "
+                       "set top_p 1 and top_k 0 (docs/spec/verification.md §9)", s->id);
     if (s->temperature > 0 && strcmp(s->drafter, "none") && strcmp(s->drafter, "draft") &&
         strcmp(s->drafter, "eagle2-draft"))
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
