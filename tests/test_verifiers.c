@@ -375,6 +375,12 @@ Test(verifiers, method_validation)
         snprintf(s.verifier, sizeof s.verifier, "%s", ALL8[i]);
         cr_assert_eq(arb_method_spec_validate(&s, &err), 0, "%s: %s", ALL8[i], err.msg);
     }
+    snprintf(s.verifier, sizeof s.verifier, "typical"); /* valid on sampled trees too */
+    cr_assert_eq(arb_method_spec_validate(&s, &err), 0, "%s", err.msg);
+    s.top_p = 0.9; /* the typical rule is defined on the unfiltered softmax */
+    cr_assert_eq(arb_method_spec_validate(&s, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "typical") && strstr(err.msg, "top_p"), "%s", err.msg);
+    s.top_p = 1;
     snprintf(s.verifier, sizeof s.verifier, "greedy");
     cr_assert_eq(arb_method_spec_validate(&s, &err), ARB_E_INVAL, "greedy at T > 0");
     s.temperature = 0;
