@@ -10,7 +10,7 @@
  * π is the processed law p the decode loop hands every verifier, which is softmax(z/T) exactly
  * when top_k = 0 and top_p = 1 (method validation rejects typical with either filter, since
  * the Medusa rule is defined on the unfiltered softmax). At T = 0 the decode loop uses the
- * greedy walk (drafting.md §1.5); on a one-hot p this verifier gives the same answer.
+ * greedy walk (docs/spec/drafting.md §1.5); on a one-hot p this verifier gives the same answer.
  *
  * Why it is approximate: a fixed threshold on the target probability is not a test that
  * matches the target law; accepted continuations over-represent likely tokens and never hold a
