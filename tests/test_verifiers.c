@@ -201,6 +201,8 @@ static void check(const vm_model *m, const char *model_name, const mc_cfg *c)
         cr_expect_not(passes(&s), "%s %s: an approximate verifier passed the losslessness tests", c->verifier,
                       regime_label(&c->g, buf, sizeof buf));
         cr_expect(s.x2[1] > s.crit[1] || s.x2[2] > s.crit[2], "%s: X2 does not flag it", c->verifier);
+        cr_expect_gt(s.tv[1], s.tv_bound[1], "%s: the first-token TV %.4f is within noise (%.4f)", c->verifier,
+                     s.tv[1], s.tv_bound[1]);
         cr_expect_eq(s.n_fallback, 0);
         return;
     }
