@@ -92,6 +92,9 @@ typedef struct arb_method_spec {
     char draft_model[32]; /* "self" (target cut after draft_layers), "target" (its GGUF again), a path */
     int draft_layers;     /* self-draft depth (24) */
     int dte_k, dte_l, dte_b; /* k i.i.d. paths of length b after a trunk of l (single chain: 1, 0, L) */
+    /* ---- typical acceptance (verifier "typical", docs/spec/verification.md §9; NOT lossless) ---- */
+    double typical_eps;   /* posterior threshold ε (0.09) */
+    double typical_alpha; /* entropy factor α (0.3): θ = min(ε, α e^{-H}) */
 } arb_method_spec;
 
 typedef enum arb_param_type { ARB_PARAM_INT, ARB_PARAM_DOUBLE, ARB_PARAM_BOOL, ARB_PARAM_STR,
