@@ -64,6 +64,15 @@ const arb_dataset_info arb_dataset_catalog[] = {
     {"sharegpt-90k", "sharegpt/sg_90k_part1_html_cleaned_lang_first_sampled_sorted.json", 2978,
      2053294, "e95458dfb016a21e5ced20ced9b1694e8d8eeb7c9442005f588563fdd53318c9", SG_LICENSE,
      "test,all", SG_FIELDS, "ShareGPT sg_90k sample: non-empty first turns by a human (2957 of 2978)"},
+    /* Training prompts for self-distillation (arbor distill, docs/heads.md): never an evaluation
+       set. Their single split is "train", so no config can pick them up as a benchmark by default. */
+    {"gsm8k-train", "gsm8k/train.jsonl", 7473, 4166206,
+     "17f347dc51477c50d4efb83959dbb7c56297aba886e5544ee2aaed3024813465", "MIT", "train,all",
+     NULL, NULL, NULL, "{question}", NULL, NULL, "GSM8K train: the question (distillation prompts)"},
+    {"sharegpt-multiturn", "sharegpt-multiturn/ShareGPT_V3_unfiltered_cleaned_split.first5000.json",
+     5000, 35812517, "f63f118ae826414b8400eff7d6eaf4e10185558f7a6bb7f2c62c0818eee99092", SG_LICENSE,
+     "train,all", SG_FIELDS,
+     "ShareGPT V3 unfiltered, first 5000 conversations: first turns by a human (distillation prompts)"},
 };
 
 const size_t arb_dataset_catalog_n = sizeof arb_dataset_catalog / sizeof arb_dataset_catalog[0];

@@ -324,6 +324,10 @@ static int record_build(const arb_dataset_info *in, const cJSON *obj, size_t ind
     }
     if (in->keep_field) {
         const cJSON *v = json_at(obj, in->keep_field);
+        if (!v) { /* absent (sharegpt-multiturn: an empty conversation list): no prompt */
+            *keep = false;
+            return ARB_OK;
+        }
         if (!cJSON_IsString(v))
             return bad_field(l, "string", in->keep_field, v, err);
         *keep = !strcmp(v->valuestring, in->keep_value);

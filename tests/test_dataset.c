@@ -44,13 +44,15 @@ Test(dataset, every_dataset_loads_with_the_manifest_record_count)
     const char *dir = data_or_skip();
     size_t n;
     const arb_dataset_info *list = arb_dataset_list(&n);
-    cr_assert_eq(n, 11);
+    cr_assert_eq(n, 13);
     for (size_t i = 0; i < n; i++) {
         arb_dataset *d = open_ok(dir, list[i].name, "all");
         cr_assert_eq(arb_dataset_n_read(d), list[i].n_records, "%s", list[i].name);
         /* sg_90k holds 20 first turns not by a human (16 system, 4 gpt) and one empty one by a
            human: they are no prompts. */
-        size_t want = strcmp(list[i].name, "sharegpt-90k") ? list[i].n_records : 2957;
+        size_t want = !strcmp(list[i].name, "sharegpt-90k")         ? 2957
+                      : !strcmp(list[i].name, "sharegpt-multiturn") ? 3121 /* parts starting with a human turn */
+                                                                    : list[i].n_records;
         cr_assert_eq(arb_dataset_count(d), want, "%s: %zu prompts", list[i].name, arb_dataset_count(d));
         for (size_t j = 0; j < arb_dataset_count(d); j++) {
             const arb_record *r = arb_dataset_get(d, j);
@@ -103,6 +105,8 @@ static const first_fact firsts[] = {
     {"sharegpt", NULL, "fzcoUcK_0", NULL, "How to stop automatic updates from the WSUS Server", 1},
     {"sharegpt-1000", NULL, "wc1OQ5t_9", NULL, "a. A blog is a type of website", 1},
     {"sharegpt-90k", NULL, "pX51ZUz", NULL, "Below is the payment determination algorithm", 1},
+    {"gsm8k-train", NULL, "0", NULL, "Natalia sold clips to 48 of her friends in April", 1},
+    {"sharegpt-multiturn", NULL, "QWJhYvA_0", NULL, "Summarize the main ideas of Jeff Walker's", 1},
 };
 
 Test(dataset, first_record_of_each_has_the_known_id_and_prompt)
@@ -400,7 +404,8 @@ Test(dataset, manifest_tsv_matches_the_table)
         cr_assert_eq(recs, in->n_records, "%s", name);
         cr_assert_eq(bytes, in->n_bytes, "%s", name);
         cr_assert_str_eq(sha, in->sha256, "%s", name);
-        cr_assert(starts(url, "https://raw.githubusercontent.com/"), "%s", url);
+        /* "-": no public file as is (datasets/fetch --from-dir only; SOURCE.txt says why) */
+        cr_assert(starts(url, "https://raw.githubusercontent.com/") || !strcmp(url, "-"), "%s", url);
     }
     fclose(f);
     cr_assert_eq(row, n);
