@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "cJSON.h"
@@ -104,25 +103,6 @@ static void collect_eval_ids(const char *dir, dset *s)
 static bool skipped(const dset *s, const char *id)
 {
     return s->n_skip && bsearch(&id, s->skip_ids, s->n_skip, sizeof *s->skip_ids, cmp_str);
-}
-
-static int default_out(const char *model_path, const char *sha, int max_new, char *buf, size_t cap, arb_err *err)
-{
-    char dir[4096];
-    int rc = arb_cache_dir(dir, sizeof dir, err);
-    if (rc)
-        return rc;
-    size_t n = strlen(dir);
-    if (n + 10 >= sizeof dir)
-        return ARB_ERR(err, ARB_E_RANGE, "distill: cache path too long");
-    mkdir(dir, 0755);
-    strcat(dir, "/distill");
-    mkdir(dir, 0755);
-    const char *base = strrchr(model_path, '/');
-    base = base ? base + 1 : model_path;
-    if ((size_t)snprintf(buf, cap, "%s/%s.%.12s.n%d.dst", dir, base, sha, max_new) >= cap)
-        return ARB_ERR(err, ARB_E_RANGE, "distill: output path too long");
-    return ARB_OK;
 }
 
 int arb_cmd_distill(int argc, char **argv)
@@ -244,7 +224,7 @@ int arb_cmd_distill(int argc, char **argv)
     arb_model_info mi;
     arb_model_get_info(m, &mi);
     if (!out) {
-        if ((rc = default_out(path, sha, max_new, outbuf, sizeof outbuf, &err)))
+        if ((rc = arb_distill_default_path(path, sha, max_new, outbuf, sizeof outbuf, &err)))
             goto done;
         out = outbuf;
     }

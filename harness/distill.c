@@ -7,6 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include "modelfetch.h"
 #include "sha256.h"
 
 static const char MAGIC[8] = {'A', 'R', 'B', 'D', 'I', 'S', 'T', 0};
@@ -247,3 +250,23 @@ int arb_distill_writer_append(arb_distill_writer *w, uint32_t seq, const int32_t
     }
     return rc;
 }
+
+int arb_distill_default_path(const char *model_path, const char *sha256, int max_new, char *buf, size_t cap, arb_err *err)
+{
+    char dir[4096];
+    int rc = arb_cache_dir(dir, sizeof dir, err);
+    if (rc)
+        return rc;
+    size_t n = strlen(dir);
+    if (n + 10 >= sizeof dir)
+        return ARB_ERR(err, ARB_E_RANGE, "distill: cache path too long");
+    mkdir(dir, 0755);
+    strcat(dir, "/distill");
+    mkdir(dir, 0755);
+    const char *base = strrchr(model_path, '/');
+    base = base ? base + 1 : model_path;
+    if ((size_t)snprintf(buf, cap, "%s/%s.%.12s.n%d.dst", dir, base, sha256, max_new) >= cap)
+        return ARB_ERR(err, ARB_E_RANGE, "distill: output path too long");
+    return ARB_OK;
+}
+

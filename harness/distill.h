@@ -62,4 +62,9 @@ int arb_distill_writer_append(arb_distill_writer *w, uint32_t seq, const int32_t
                               const int32_t *resp, int n_resp, arb_err *err);
 void arb_distill_writer_close(arb_distill_writer *w); /* NULL-safe */
 
+/* The default file of a model: <cache>/distill/<model file>.<sha256[0:12]>.n<max_new>.dst
+   (the cache directories are created). */
+int arb_distill_default_path(const char *model_path, const char *sha256, int max_new, char *buf, size_t cap,
+                             arb_err *err);
+
 #endif
