@@ -12,6 +12,7 @@
 #include "cJSON.h"
 #include "cli.h"
 #include "distill.h"
+#include "drafters/medusa.h"
 #include "genutil.h"
 #include "heads.h"
 #include "heads_file.h"
@@ -32,7 +33,8 @@ static const char usage[] =
     "the heads and what made them (base model sha256, config, data sha256, held-out accuracy).\n"
     "\n"
     "  --data FILE      distill file (default: the model's default distill file, n = 128)\n"
-    "  --out FILE       default: <kind>-<model file>.gguf in the current directory\n"
+    "  --out FILE       default: <cache>/heads/<kind>-<model file>.<sha256[0:12]>.gguf, what\n"
+    "                   the drafters' heads=default loads\n"
     "  --heads K        heads (default 4, at most 8)\n"
     "  --steps N        optimizer steps (default: --epochs passes over the training rows)\n"
     "  --epochs E       passes when --steps is absent (default 1, Medusa's recipe)\n"
@@ -503,9 +505,8 @@ static int run(trainer *T, arb_err *err)
              arb_heads_kind_name(o->kind), o->K, steps, o->batch, o->lr, ao.warmup_steps, o->wd, o->clip, o->heldout,
              o->eval_rows, o->max_records, o->data, d->n_rec);
     if (!o->out) {
-        const char *base = strrchr(path, '/');
-        base = base ? base + 1 : path;
-        snprintf(out, sizeof out, "%s-%.4000s", arb_heads_kind_name(o->kind), base);
+        if ((rc = arb_medusa_default_path(arb_heads_kind_name(o->kind), path, sha, out, sizeof out, err)))
+            goto done;
         o->out = out;
     }
     if ((rc = arb_heads_save(o->out, T->h, &meta, err)))
