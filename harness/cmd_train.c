@@ -442,13 +442,17 @@ static int run(trainer *T, arb_err *err)
         goto done;
     arb_ctx_free(ctx), ctx = NULL; /* the model stays for nothing else: free its memory early */
     size_t n_rows = 0;
+    int n_used = 0, n_held_used = 0;
     for (int r = 0; r < d->n_rec; r++)
         if (T->hid[r]) {
             n_rows += (size_t)d->rec[r].n_resp - 1;
             first_used = first_used < 0 ? r : first_used;
+            n_used++;
+            n_held_used += T->held[r];
         }
-    if (n_held == 0 && o->heldout > 0 && first_used >= 0)
-        T->held[first_used] = true;
+    if (n_held_used == 0 && o->heldout > 0 && first_used >= 0)
+        T->held[first_used] = true, n_held_used = 1;
+    n_held = n_held_used;
     T->train = malloc((n_rows + 1) * sizeof *T->train);
     T->eval = malloc((n_rows + 1) * sizeof *T->eval);
     if (!T->train || !T->eval) {
@@ -485,9 +489,9 @@ static int run(trainer *T, arb_err *err)
     ao.warmup_steps = o->warmup >= 0 ? (o->warmup < steps ? o->warmup : steps) : steps / 20;
     if ((rc = arb_adamw_init(&opt, T->h->n_params, &ao, err)))
         goto done;
-    fprintf(stderr, "train %s: %d heads on %s; %d records (%d held out), %zu training rows, %zu held-out rows; "
+    fprintf(stderr, "train %s: %d heads on %s; %d records used (%d held out), %zu training rows, %zu held-out rows; "
                     "%d steps x %d rows (%.2f epochs), %zu parameters\n",
-            arb_heads_kind_name(o->kind), o->K, mi.name, d->n_rec, n_held ? n_held : 1, T->n_train, T->n_eval, steps,
+            arb_heads_kind_name(o->kind), o->K, mi.name, n_used, n_held, T->n_train, T->n_eval, steps,
             o->batch, (double)steps * o->batch / (double)T->n_train, T->h->n_params);
     double t0 = now_s(), loss_acc[ARB_HEADS_MAX] = {0};
     long loss_n[ARB_HEADS_MAX] = {0};
