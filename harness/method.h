@@ -10,7 +10,7 @@
  *     if (arb_method_spec_validate(&s, &err)) ...        // "method GOOSE: rho: must be in [0,1]"
  *     arb_method_spec_preset("iso3", &s, &err);          // CLI names: ar pld tr goose iso3 iso5 sequoia
  *
- * Drafters: "none" (AR), "pld", "tr", "goose". Topologies: "" (the drafter's own: PLD chain,
+ * Drafters: "none" (AR), "pld", "tr", "goose", "rest" (retrieval, drafters/rest.h). Topologies: "" (the drafter's own: PLD chain,
  * TR template 2.2.2, GOOSE spine tree), "iso" (k-ary BFS, GOOSE sources), "sequoia" (DP tree
  * for a positional acceptance vector, GOOSE sources). Verifiers: "greedy" (T = 0; sampling
  * verifiers belong to verifiers/verifier.h). Schedulers: "goose_tiers" (EMA of spine
@@ -90,6 +90,12 @@ typedef struct arb_method_spec {
     char draft_model[32]; /* "self" (target cut after draft_layers), "target" (its GGUF again), a path */
     int draft_layers;     /* self-draft depth (24) */
     int dte_k, dte_l, dte_b; /* k i.i.d. paths of length b after a trunk of l (single chain: 1, 0, L) */
+    /* ---- REST retrieval (drafter "rest", docs/spec/drafting.md §7; budget = 1 + drafted nodes) ---- */
+    char datastore[32];   /* cache name ("code", "chat"), a path, or "auto": code for code datasets,
+                             chat otherwise (resolved by the runner per dataset) */
+    int rest_suffix_max, rest_suffix_min; /* context suffix lengths tried, long to short (16, 2) */
+    int rest_matches;     /* occurrences used (5000) */
+    int rest_cont_len;    /* continuation tokens per occurrence (10) */
 } arb_method_spec;
 
 typedef enum arb_param_type { ARB_PARAM_INT, ARB_PARAM_DOUBLE, ARB_PARAM_BOOL, ARB_PARAM_STR,
@@ -107,7 +113,8 @@ typedef struct arb_method_param {
 /* Defaults for a drafter ("none"/"ar", "pld", "tr", "goose"). ARB_E_INVAL on unknown names. */
 int arb_method_spec_default(const char *drafter, arb_method_spec *out, arb_err *err);
 /* Named presets: ar pld tr goose iso3 iso5 sequoia, and goose ablations goose-nospinebr,
-   goose-unigram, goose-nobypass, goose-nospine, goose-control (case-insensitive). */
+   goose-unigram, goose-nobypass, goose-nospine, goose-control, draft, rest (datastore "auto"),
+   rest-code, rest-chat (case-insensitive). */
 int arb_method_spec_preset(const char *name, arb_method_spec *out, arb_err *err);
 /* Range and consistency checks; messages "method <id>: <param>: ...". */
 int arb_method_spec_validate(const arb_method_spec *s, arb_err *err);

@@ -60,7 +60,8 @@ typedef struct arb_drafter_i {
 } arb_drafter_i;
 
 extern const arb_drafter_i arb_drafter_none, arb_drafter_pld, arb_drafter_tr, arb_drafter_goose;
-extern const arb_drafter_i arb_drafter_draft; /* draft model: single / iid / delayed (draft_model.c) */
+extern const arb_drafter_i arb_drafter_draft;
+extern const arb_drafter_i arb_drafter_rest;  /* REST retrieval (rest.c) */ /* draft model: single / iid / delayed (draft_model.c) */
 
 /* The registry (method.c): drafter by name ("ar" is an alias of "none"), NULL if unknown. */
 const arb_drafter_i *arb_drafter_find(const char *name);
