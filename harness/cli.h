@@ -27,6 +27,7 @@ int arb_cmd_bench(int argc, char **argv);
 int arb_cmd_dte_depth(int argc, char **argv);
 int arb_cmd_synth_model(int argc, char **argv);
 int arb_cmd_reproduce(int argc, char **argv);
+int arb_cmd_datastore(int argc, char **argv);
 
 /* True if argv has -h or --help (commands print usage and return 0). */
 bool arb_cli_wants_help(int argc, char **argv);
