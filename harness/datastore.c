@@ -351,6 +351,12 @@ int32_t arb_datastore_token(const arb_datastore *ds, uint64_t pos)
 
 uint64_t arb_datastore_sa(const arb_datastore *ds, uint64_t i) { return (uint64_t)ds->sa[i]; }
 
+void arb_datastore_prefetch(const arb_datastore *ds, uint64_t pos)
+{
+    if (pos < ds->meta.n_tokens)
+        __builtin_prefetch(ds->tok + pos * (uint64_t)ds->meta.token_width);
+}
+
 /* Compare the suffix at pos with q[0..m): <0, 0 (q is its prefix), >0. The separator is the
    largest value and the text's end the smallest, as in the byte order divsufsort used. */
 static int cmp_suffix(const arb_datastore *ds, uint64_t pos, const int32_t *q, int m)

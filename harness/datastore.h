@@ -75,6 +75,7 @@ size_t arb_datastore_bytes(const arb_datastore *ds);           /* tokens + suffi
 /* Token at position pos (< n_tokens); a separator reads as -1. */
 int32_t arb_datastore_token(const arb_datastore *ds, uint64_t pos);
 uint64_t arb_datastore_sa(const arb_datastore *ds, uint64_t i); /* i-th smallest suffix's start */
+void arb_datastore_prefetch(const arb_datastore *ds, uint64_t pos); /* a hint: token pos is read soon */
 /* SA rows [*lo, *hi) whose suffix starts with q[0..m). O(m log n); allocates nothing. */
 void arb_datastore_find(const arb_datastore *ds, const int32_t *q, int m, uint64_t *lo, uint64_t *hi);
 
