@@ -112,7 +112,9 @@ static double rest_latency(arb_rest_retriever *r, const arb_datastore *ds, const
                            double *hit_rate, double *nodes, double *worst)
 {
     enum { NQ = 400, CTX = 32 };
-    static int32_t q[NQ][CTX];
+    int32_t (*q)[CTX] = malloc(sizeof(int32_t[NQ][CTX]));
+    if (!q)
+        return NAN;
     for (int i = 0; i < NQ; i++) {
         size_t at = (size_t)(((uint64_t)rnd() << 21 ^ rnd()) % (L - CTX));
         int m = i % 2 ? 2 + i / 2 % 4 : 0;
@@ -139,6 +141,7 @@ static double rest_latency(arb_rest_retriever *r, const arb_datastore *ds, const
     }
     *hit_rate = (double)hits / NQ;
     *nodes = (double)n_nodes / NQ;
+    free(q);
     return best;
 }
 

@@ -438,8 +438,9 @@ int arb_cmd_datastore(int argc, char **argv)
         rc = arb_sha256_file(path, sha, &err);
     if (!rc) {
         const arb_datastore_meta *m = arb_datastore_get_meta(ds);
-        struct stat sb;
-        stat(path, &sb);
+        struct stat sb = {0};
+        if (stat(path, &sb) != 0) /* just written: only the size line would be wrong */
+            sb.st_size = 0;
         printf("datastore  %s\ncorpus     %s\nmodel      %s (tokenizer %.16s...)\n"
                "tokens     %llu in %zu documents (%zu dropped by the %lld-gram eval filter)\n"
                "size       %.1f MiB file, %.1f MiB in memory (%d-byte tokens + 4-byte suffix array)\n"
