@@ -6,7 +6,9 @@
  * the target's threads as decode runs it; spine-tree build, greedy walk, table writes), (4) the
  * EAGLE-2 dynamic tree builder at depth 6 / topk 10 / total 60 on synthetic rows, and
  * with --model, the eval time of a 60-node tree on the real model and the top-K of its real
- * logits rows straight after that eval, for the ratio. */
+ * logits rows straight after that eval, for the ratio. (4) REST: datastore memory, build and
+ * retrieval latency as a synthetic corpus grows 10^6 -> 10^7 (-> 10^8 with --rest-1e8), and
+ * with --model, retrieval on the cached code datastore against a 65-node tree eval. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "decode.h"
 #include "drafters/goose.h"
 #include "drafters/pld.h"
+#include "drafters/rest.h"
 #include "drafters/tr.h"
 #include "dyntree.h"
 #include "genutil.h"
@@ -24,13 +27,16 @@
 #include "verifiers/greedy.h"
 
 static const char usage[] =
-    "usage: arbor bench-harness [--model default|PATH] [--threads N]\n"
+    "usage: arbor bench-harness [--model default|PATH] [--threads N] [--rest-1e8] [--datastore NAME]\n"
     "\n"
     "Measures the harness's own work: n-gram lookups at 1k..16k tokens of context, table\n"
     "memory, and the per-step cost of harvesting, tree building and verification at B = 60\n"
     "on synthetic logits, and EAGLE-2's dynamic tree (selection vs the top-K of expanded rows).\n"
     "With --model, also one 60-node tree eval, the top-K of its real\n"
-    "logits rows on 1 thread and on the target's --threads, and the ratio to eval time.\n";
+    "logits rows on 1 thread and on the target's --threads, and the ratio to eval time.\n"
+    "REST: datastore memory, build time and retrieval latency on a synthetic corpus of 10^6\n"
+    "and 10^7 tokens (--rest-1e8 adds 10^8: minutes, ~3 GB), and with --model, retrieval on\n"
+    "--datastore (default code, see arbor datastore) against one 65-node tree eval.\n";
 
 static double now_us(void)
 {
@@ -95,16 +101,169 @@ static void topk_job_row(void *ud, int i, int n)
     arb_topk_softmax(j->lg + (size_t)i * j->V, j->V, 10, j->ids + (size_t)i * 10, j->sc + (size_t)i * 10);
 }
 
+/* Process CPU time: the REST figures are per-call microseconds on a shared machine, where
+   wall time includes whole time slices given to other processes. */
+static double cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* Zipf-like tokens (rank ~ u^3 of the vocabulary) with copied spans: a corpus where short
+   suffixes match thousands of times and long ones a few, as in text. */
+static void zipf_stream(int32_t *S, size_t L, int V)
+{
+    for (size_t i = 0; i < L;) {
+        if (i > 64 && rnd() % 3 == 0) {
+            size_t len = 4 + rnd() % 40, from = (size_t)(((uint64_t)rnd() << 21 ^ rnd()) % (i - 1 > len ? i - len : 1));
+            for (size_t j = 0; j < len && i < L; j++)
+                S[i++] = S[from + j];
+        } else {
+            double u = (rnd() & 0xFFFFF) / 1048576.0;
+            S[i++] = (int32_t)(u * u * u * (V - 1));
+        }
+    }
+}
+
+/* Mean and worst microseconds of one retrieval (suffix search + trie + selection); best of 3
+   rounds. Half the contexts end in 2..5 corpus tokens after random ones, so the longest match
+   is short and has up to thousands of occurrences (the costly case, common in decoding); the
+   other half are random (mostly no match: the 15 failed searches). */
+static double rest_latency(arb_rest_retriever *r, const arb_datastore *ds, const int32_t *corpus, size_t L, int V,
+                           double *hit_rate, double *nodes, double *worst)
+{
+    enum { NQ = 400, CTX = 32 };
+    int32_t (*q)[CTX] = malloc(sizeof(int32_t[NQ][CTX]));
+    if (!q)
+        return NAN;
+    for (int i = 0; i < NQ; i++) {
+        size_t at = (size_t)(((uint64_t)rnd() << 21 ^ rnd()) % (L - CTX));
+        int m = i % 2 ? 2 + i / 2 % 4 : 0;
+        for (int j = 0; j < CTX; j++)
+            q[i][j] = j >= CTX - m ? corpus[at + (size_t)j] : (int32_t)(rnd() % (uint32_t)V);
+    }
+    double best = 1e30;
+    long hits = 0, n_nodes = 0;
+    *worst = 1e30;
+    for (int round = 0; round < 3; round++) {
+        double tot = 0, mx = 0;
+        hits = n_nodes = 0;
+        for (int i = 0; i < NQ; i++) {
+            arb_rest_result res;
+            double t0 = cpu_us();
+            int n = arb_rest_retrieve(r, ds, q[i], CTX, &res);
+            double dt = cpu_us() - t0;
+            tot += dt, mx = fmax(mx, dt);
+            hits += n > 0;
+            n_nodes += n;
+        }
+        best = fmin(best, tot / NQ);
+        *worst = fmin(*worst, mx);
+    }
+    *hit_rate = (double)hits / NQ;
+    *nodes = (double)n_nodes / NQ;
+    free(q);
+    return best;
+}
+
+static int bench_rest(bool big, const char *ds_name, arb_ctx *c, arb_err *err)
+{
+    enum { V = 49152 };
+    arb_rest_opts o = arb_rest_default_opts();
+    arb_rest_retriever *r = NULL;
+    int rc = arb_rest_retriever_new(&o, &r, err);
+    printf("## REST datastore scaling (synthetic Zipf corpus with copied spans, V = %d; retrieval = "
+           "suffix 16..2, 5000 matches, 10 tokens, 64 nodes)\n\n"
+           "CPU time per call (the machine is shared).\n\n"
+           "| tokens | memory (MiB) | suffix sort (s) | retrieval mean (us) | worst (us) | with a draft | nodes |\n"
+           "|---:|---:|---:|---:|---:|---:|---:|\n", V);
+    for (size_t L = 1000000; !rc && L <= (big ? 100000000u : 10000000u); L *= 10) {
+        int32_t *S = malloc(L * sizeof *S);
+        arb_datastore_builder *b = NULL;
+        arb_datastore *ds = NULL;
+        if (!S) {
+            rc = ARB_ERR(err, ARB_E_NOMEM, "bench-harness: %zu tokens", L);
+            break;
+        }
+        zipf_stream(S, L, V);
+        rc = arb_datastore_builder_new(V, &b, err);
+        for (size_t at = 0; !rc && at < L; at += 100000) /* documents of 10^5 tokens */
+            rc = arb_datastore_builder_add(b, S + at, L - at < 100000 ? L - at : 100000, err);
+        arb_datastore_meta m = {.n_vocab = V};
+        double t0 = cpu_us();
+        if (!rc)
+            rc = arb_datastore_builder_finish(b, &m, &ds, err);
+        else
+            arb_datastore_builder_free(b);
+        double t_sort = (cpu_us() - t0) / 1e6, hit = 0, nodes = 0, worst = 0;
+        if (!rc) {
+            double lat = rest_latency(r, ds, S, L, V, &hit, &nodes, &worst);
+            printf("| %zu | %.1f | %.1f | %.1f | %.0f | %.0f%% | %.1f |\n", L, arb_datastore_bytes(ds) / 1048576.0,
+                   t_sort, lat, worst, 100 * hit, nodes);
+            fflush(stdout);
+        }
+        arb_datastore_free(ds);
+        free(S);
+    }
+    if (!rc && c) { /* the real datastore, real contexts (its own documents), against a tree eval */
+        char path[4096];
+        char sha[65];
+        arb_datastore *ds = NULL;
+        rc = arb_datastore_resolve(ds_name, path, sizeof path, err);
+        if (!rc)
+            rc = arb_datastore_tokenizer_sha256(arb_ctx_model(c), sha, err);
+        if (!rc)
+            rc = arb_datastore_load(path, sha, &ds, err);
+        if (!rc) {
+            uint64_t n = arb_datastore_get_meta(ds)->n_tokens;
+            int32_t *S = malloc(n * sizeof *S);
+            if (!S)
+                rc = ARB_ERR(err, ARB_E_NOMEM, "bench-harness: out of memory");
+            for (uint64_t i = 0; S && i < n; i++)
+                S[i] = arb_datastore_token(ds, i) < 0 ? 0 : arb_datastore_token(ds, i);
+            double hit = 0, nodes = 0, worst = 0, lat = S ? rest_latency(r, ds, S, (size_t)n, V, &hit, &nodes, &worst) : 0;
+            /* one REST-sized tree (65 nodes) on the target, best of 3 */
+            int32_t tok[65], par[65];
+            float *lg = malloc((size_t)65 * V * sizeof *lg);
+            double te = 1e30;
+            for (int i = 0; i < 65; i++)
+                tok[i] = (int32_t)(rnd() % V), par[i] = i ? (i - 1) / 4 : -1;
+            for (int k = 0; k < 3 && !rc && lg; k++) {
+                double t0 = cpu_us();
+                rc = arb_eval(c, tok, par, 65, lg, NULL, err);
+                te = fmin(te, cpu_us() - t0);
+            }
+            if (!rc && lg)
+                printf("\nRetrieval on %s (%llu tokens, %.1f MiB): %.1f us mean (worst %.0f us), %.0f%% with a draft, "
+                       "%.1f nodes; 65-node tree eval: %.0f us; retrieval = %.3f%% of eval (worst %.2f%%)\n", path,
+                       (unsigned long long)n, arb_datastore_bytes(ds) / 1048576.0, lat, worst, 100 * hit, nodes, te,
+                       100 * lat / te, 100 * worst / te);
+            free(lg);
+            free(S);
+        }
+        arb_datastore_free(ds);
+    }
+    printf("\n");
+    arb_rest_retriever_free(r);
+    return rc;
+}
+
 int arb_cmd_bench_harness(int argc, char **argv)
 {
     if (arb_cli_wants_help(argc, argv)) {
         fputs(usage, stdout);
         return 0;
     }
-    const char *model = NULL;
+    const char *model = NULL, *ds_name = "code";
     int threads = 0;
+    bool rest_big = false;
     for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "--model") || !strcmp(argv[i], "--threads")) && i + 1 < argc) {
+        if (!strcmp(argv[i], "--rest-1e8")) {
+            rest_big = true;
+        } else if (!strcmp(argv[i], "--datastore") && i + 1 < argc) {
+            ds_name = argv[++i];
+        } else if ((!strcmp(argv[i], "--model") || !strcmp(argv[i], "--threads")) && i + 1 < argc) {
             if (argv[i][2] == 'm')
                 model = argv[++i];
             else
@@ -321,6 +480,8 @@ int arb_cmd_bench_harness(int argc, char **argv)
                    t.n, te, t.n, tr1, trm, thr_s, thr_s, real, 100.0 * real / te);
         }
     }
+    if (!rc)
+        rc = bench_rest(rest_big, ds_name, c, &err);
 done:
     if (rc)
         fprintf(stderr, "arbor bench-harness: %s\n", err.msg);

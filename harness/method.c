@@ -36,7 +36,7 @@ const arb_drafter_i arb_drafter_none = {
 
 static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_pld, &arb_drafter_tr,
                                                 &arb_drafter_goose, &arb_drafter_draft, &arb_drafter_eagle2,
-                                                &arb_drafter_medusa, &arb_drafter_hydra};
+                                                &arb_drafter_medusa, &arb_drafter_hydra, &arb_drafter_rest};
 static const char *const topologies[] = {"", "iso", "sequoia"};
 static const char *const schedulers[] = {"goose_tiers", "fixed", "none"};
 static const char *const consensus_modes[] = {"any", "distinct", "long"}; /* method.h */
@@ -87,7 +87,7 @@ static const arb_method_param params[] = {
     {"topology", ARB_PARAM_STR, OFF(topology), GOOSE, 0, 0, "\"\" (spine tree) | iso | sequoia"},
     {"verifier", ARB_PARAM_STR, OFF(verifier), "*", 0, 0, "greedy"},
     {"scheduler", ARB_PARAM_STR, OFF(scheduler), GOOSE, 0, 0, "goose_tiers | fixed | none"},
-    {"budget", ARB_PARAM_INT, OFF(budget), GOOSE " " E2 " medusa hydra", 1, 1024,
+    {"budget", ARB_PARAM_INT, OFF(budget), GOOSE " " E2 " medusa hydra rest", 1, 1024,
      "B: nodes per step incl. the anchor (medusa/hydra: tree auto), or \"auto\""},
     {"max_depth", ARB_PARAM_INT, OFF(max_depth), GOOSE " " E2, 1, 62,
      "D: branch depth below its branch point (eagle2-draft: deepest draft node)"},
@@ -142,6 +142,11 @@ static const arb_method_param params[] = {
     /* typical_*: in a run's config JSON only when the verifier is typical (config_method.c) */
     {"typical_eps", ARB_PARAM_DOUBLE, OFF(typical_eps), "draft " E2, 0, 1, "typical: posterior threshold epsilon"},
     {"typical_alpha", ARB_PARAM_DOUBLE, OFF(typical_alpha), "draft " E2, 0, 1e9, "typical: entropy factor alpha"},
+    {"datastore", ARB_PARAM_STR, OFF(datastore), "rest", 0, 0, "auto | cache name (code, chat) | path (.ards)"},
+    {"suffix_max", ARB_PARAM_INT, OFF(rest_suffix_max), "rest", 1, 64, "longest context suffix looked up"},
+    {"suffix_min", ARB_PARAM_INT, OFF(rest_suffix_min), "rest", 1, 64, "shortest context suffix looked up"},
+    {"matches", ARB_PARAM_INT, OFF(rest_matches), "rest", 1, 1000000, "occurrences retrieved"},
+    {"cont_len", ARB_PARAM_INT, OFF(rest_cont_len), "rest", 1, 64, "continuation tokens per occurrence"},
 };
 
 const arb_method_param *arb_method_params(int *n)
@@ -177,7 +182,7 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     memset(s, 0, sizeof *s);
     const arb_drafter_i *d = drafter ? arb_drafter_find(drafter) : NULL;
     if (!d)
-        return ARB_ERR(err, ARB_E_INVAL, "method: drafter: unknown '%s' (none, pld, tr, goose)",
+        return ARB_ERR(err, ARB_E_INVAL, "method: drafter: unknown '%s' (none, pld, tr, goose, draft, rest)",
                        drafter ? drafter : "(null)");
     snprintf(s->drafter, sizeof s->drafter, "%s", d->name);
     snprintf(s->verifier, sizeof s->verifier, "greedy");
@@ -259,6 +264,13 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     s->dte_b = 4;
     s->typical_eps = 0.09; /* Medusa's medusa_generate defaults (docs/spec/verification.md §9) */
     s->typical_alpha = 0.3;
+    snprintf(s->datastore, sizeof s->datastore, "auto");
+    s->rest_suffix_max = 16, s->rest_suffix_min = 2, s->rest_matches = 5000, s->rest_cont_len = 10;
+    if (d == &arb_drafter_rest) { /* the reference's defaults: 64 drafted nodes + the anchor */
+        snprintf(s->id, sizeof s->id, "REST");
+        snprintf(s->scheduler, sizeof s->scheduler, "none");
+        s->budget = 65;
+    }
     return ARB_OK;
 }
 
@@ -274,6 +286,8 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
         {"goose-control", "goose", "GOOSE control (TR spine)"},
         {"draft", "draft", "Draft"}, {"eagle2", "eagle2-draft", "EAGLE2"},
         {"medusa", "medusa", "Medusa"}, {"hydra", "hydra", "Hydra"},
+        {"draft", "draft", "Draft"},
+        {"rest", "rest", "REST"}, {"rest-code", "rest", "REST"}, {"rest-chat", "rest", "REST"},
     };
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
         if (strcasecmp(name, base[i].name))
@@ -299,12 +313,14 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
             s->context_spine = false;
         } else if (!strcmp(n, "goose-control")) {
             s->control_tr_spine = true;
+        } else if (!strncmp(n, "rest-", 5)) { /* a named datastore instead of "auto" */
+            snprintf(s->datastore, sizeof s->datastore, "%s", n + 5);
         }
         return ARB_OK;
     }
     return ARB_ERR(err, ARB_E_INVAL,
                    "method: unknown '%s' (ar pld tr goose iso3 iso5 sequoia goose-nospinebr goose-unigram "
-                   "goose-nobypass goose-nospine goose-control draft eagle2 medusa hydra)", name);
+                   "goose-nobypass goose-nospine goose-control draft eagle2 medusa hydra rest rest-code rest-chat)", name);
 }
 
 int arb_method_max_nodes(const arb_method_spec *s)
@@ -322,6 +338,8 @@ int arb_method_max_nodes(const arb_method_spec *s)
         return s->budget;
     if (d == &arb_drafter_medusa || d == &arb_drafter_hydra) /* mc_sim_7b_63: 63 nodes + anchor */
         return !strcmp(s->tree, "auto") ? s->budget : 64;
+    if (d == &arb_drafter_rest)
+        return s->budget;
     int n = s->budget;
     int byp = arb_goose_bypass_cap(s);
     int chain = byp > s->max_draft ? byp : s->max_draft;
@@ -375,6 +393,15 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: tier_lo: %g > tier_hi %g", s->id, s->tier_lo, s->tier_hi);
     if (!strcmp(s->scheduler, "fixed") && s->fixed_r < 0)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: fixed_r: scheduler fixed needs fixed_r in [0,1]", s->id);
+    if (!strcmp(s->drafter, "rest")) {
+        if (s->budget < 2)
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: budget: REST needs at least 2 nodes (anchor + 1 draft)", s->id);
+        if (s->rest_suffix_min > s->rest_suffix_max)
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: suffix_min: %d > suffix_max %d", s->id, s->rest_suffix_min,
+                           s->rest_suffix_max);
+        if (!s->datastore[0])
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: datastore: empty (auto, a cache name, or a path)", s->id);
+    }
     if (!strcmp(s->drafter, "tr") && s->topk < 8)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: topk: TR template 2.2.2 needs topk >= 8", s->id);
     if (!strcmp(s->drafter, "draft")) { /* sampling verifiers: validity matrix (docs/spec/verification.md §0.6) */

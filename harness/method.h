@@ -10,7 +10,7 @@
  *     if (arb_method_spec_validate(&s, &err)) ...        // "method GOOSE: rho: must be in [0,1]"
  *     arb_method_spec_preset("iso3", &s, &err);          // CLI names: ar pld tr goose iso3 iso5 sequoia
  *
- * Drafters: "none" (AR), "pld", "tr", "goose". Topologies: "" (the drafter's own: PLD chain,
+ * Drafters: "none" (AR), "pld", "tr", "goose", "rest" (retrieval, drafters/rest.h). Topologies: "" (the drafter's own: PLD chain,
  * TR template 2.2.2, GOOSE spine tree), "iso" (k-ary BFS, GOOSE sources), "sequoia" (DP tree
  * for a positional acceptance vector, GOOSE sources). Verifiers: "greedy" (T = 0; sampling
  * verifiers belong to verifiers/verifier.h). Schedulers: "goose_tiers" (EMA of spine
@@ -99,6 +99,12 @@ typedef struct arb_method_spec {
     char heads[32];       /* "default" (<cache>/heads/<kind>-<model file>.<sha12>.gguf) or a heads GGUF path */
     char tree[32];        /* "mc_sim_7b_63" (Medusa's published tree) | "auto" (budget nodes from the
                              file's held-out rank accuracies) */
+    /* ---- REST retrieval (drafter "rest", docs/spec/drafting.md §7; budget = 1 + drafted nodes) ---- */
+    char datastore[32];   /* cache name ("code", "chat"), a path, or "auto": code for code datasets,
+                             chat otherwise (resolved by the runner per dataset) */
+    int rest_suffix_max, rest_suffix_min; /* context suffix lengths tried, long to short (16, 2) */
+    int rest_matches;     /* occurrences used (5000) */
+    int rest_cont_len;    /* continuation tokens per occurrence (10) */
 } arb_method_spec;
 
 typedef enum arb_param_type { ARB_PARAM_INT, ARB_PARAM_DOUBLE, ARB_PARAM_BOOL, ARB_PARAM_STR,
@@ -119,7 +125,8 @@ bool arb_method_param_takes_auto(const arb_method_param *p);
 /* Defaults for a drafter ("none"/"ar", "pld", "tr", "goose"). ARB_E_INVAL on unknown names. */
 int arb_method_spec_default(const char *drafter, arb_method_spec *out, arb_err *err);
 /* Named presets: ar pld tr goose iso3 iso5 sequoia, and goose ablations goose-nospinebr,
-   goose-unigram, goose-nobypass, goose-nospine, goose-control (case-insensitive). */
+   goose-unigram, goose-nobypass, goose-nospine, goose-control, draft, rest (datastore "auto"),
+   rest-code, rest-chat (case-insensitive). */
 int arb_method_spec_preset(const char *name, arb_method_spec *out, arb_err *err);
 /* Range and consistency checks; messages "method <id>: <param>: ...". */
 int arb_method_spec_validate(const arb_method_spec *s, arb_err *err);

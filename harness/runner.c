@@ -12,8 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 #include "dataset.h"
+#include "datastore.h"
 #include "decode.h"
+#include "drafters/rest.h"
 #include "genutil.h"
 #include "modelfetch.h"
 #include "progress.h"
@@ -335,6 +339,43 @@ static int cmp_dbl(const void *a, const void *b)
 }
 
 /* Runs of one model × dataset × sampling × seed: register them, then prompt by prompt. */
+/* REST: "auto" becomes the dataset's datastore (arb_rest_auto_datastore), and the file's
+   sha256 is recorded beside the model's, in the run's params (runs.params: datastore_path,
+   datastore_sha256), so a result names the exact corpus it retrieved from. */
+static int rest_datastore(runner *R, const char *dataset, arb_method_spec *spec, char path[4096], char sha[65],
+                          arb_err *err)
+{
+    if (!strcmp(spec->datastore, "auto"))
+        snprintf(spec->datastore, sizeof spec->datastore, "%s", arb_rest_auto_datastore(dataset));
+    int rc = arb_datastore_resolve(spec->datastore, path, 4096, err);
+    struct stat sb;
+    if (!rc && stat(path, &sb) != 0)
+        rc = ARB_ERR(err, ARB_E_NOTFOUND, "'%s': %s not found (arbor datastore build --corpus code|chat --out %s)",
+                     spec->datastore, path, spec->datastore);
+    if (!rc)
+        rc = arb_store_model_sha256(R->st, path, sha, err);
+    if (rc)
+        arb_err_prefix(err, "method %s: datastore", spec->id);
+    return rc;
+}
+
+static char *rest_params_json(const arb_method_spec *spec, const char *ds_path, const char *ds_sha)
+{
+    char *js = arb_config_spec_json(spec);
+    if (!js || !ds_sha[0])
+        return js;
+    cJSON *o = cJSON_Parse(js);
+    char *out = NULL;
+    if (o && cJSON_AddStringToObject(o, "datastore_path", ds_path) &&
+        cJSON_AddStringToObject(o, "datastore_sha256", ds_sha))
+        out = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!out)
+        return js; /* out of memory: the spec alone */
+    free(js);
+    return out;
+}
+
 static int run_group(runner *R, const arb_model *m, arb_ctx *ctx, const char *model_path,
                      const char *sha, int mi, int di, int si, int ei, const arb_dataset *ds, arb_err *err)
 {
@@ -364,7 +405,10 @@ static int run_group(runner *R, const arb_model *m, arb_ctx *ctx, const char *mo
             arb_err_prefix(err, "%s: methods[%d]", c->path, k);
             break;
         }
-        char *cell = NULL, *params = arb_config_spec_json(&spec);
+        char ds_path[4096] = "", ds_sha[65] = "";
+        if (!strcmp(spec.drafter, "rest") && (rc = rest_datastore(R, cd->name, &spec, ds_path, ds_sha, err)))
+            break;
+        char *cell = NULL, *params = rest_params_json(&spec, ds_path, ds_sha);
         if ((rc = arb_config_cell(c, mi, di, k, si, ei, sha, &cell, ms[k].key, err))) {
             free(params);
             break;

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build}; shift || true
 
 pkgs=(meson ninja-build pkg-config gcc libsqlite3-dev libcjson-dev libcriterion-dev zlib1g-dev
-      gnuplot-nox sqlite3 python3-pip clang libclang-rt-14-dev)
+      gnuplot-nox sqlite3 python3-pip clang libclang-rt-14-dev
+      libdivsufsort-dev libpython3.11-minimal libpython3.11-stdlib)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

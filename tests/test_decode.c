@@ -8,6 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <unistd.h>
+
+#include "datastore.h"
 #include "decode.h"
 #include "heads_file.h"
 #include "sha256.h"
@@ -357,4 +360,102 @@ Test(decode, ranks_follow_the_accepted_path)
         cr_expect_eq(rec.rank_hit[k], hit2[k], "spine path hit[%d] = %d", k, rec.rank_hit[k]);
     }
     arb_tree_release(&t);
+}
+
+/* REST (drafters/rest.h) on a datastore built here: the first half of each prompt's AR output
+   plus a Python stdlib file as noise, so some drafts are right and many are wrong. The output
+   must still be the AR tokens, and retrieval must actually have been accepted. */
+static int rest_step(const arb_step_record *r, void *ud)
+{
+    int *acc = ud;
+    acc[0] += r->acc_by_src[ARB_STAT_REST];
+    acc[1] += r->prop_by_src[ARB_STAT_REST];
+    return 0;
+}
+
+Test(decode, rest_reproduces_ar, .init = setup, .fini = teardown, .timeout = 900)
+{
+    if (!M)
+        cr_skip_test("default model not available (arbor fetch-model)");
+    enum { NP = sizeof prompts / sizeof prompts[0], NEW = 48 };
+    int32_t ref[NP][128], got[128];
+    int n_ref[NP];
+    arb_prompt_result ar[NP], r;
+    rec_sum s;
+    for (int p = 0; p < NP; p++)
+        generate("ar", prompts[p], NEW, ref[p], &n_ref[p], &ar[p], &s);
+    arb_err err = {0};
+    arb_model_info mi;
+    arb_model_get_info(M, &mi);
+    arb_datastore_builder *b;
+    cr_assert_eq(arb_datastore_builder_new(mi.n_vocab, &b, &err), ARB_OK, "%s", err.msg);
+    for (int p = 0; p < NP; p++) {
+        int32_t *ids;
+        int n;
+        cr_assert_eq(arb_gen_prompt(M, prompts[p], true, &ids, &n, &err), ARB_OK, "%s", err.msg);
+        cr_assert_eq(arb_datastore_builder_add(b, ids, (size_t)n, &err), ARB_OK); /* prompt + half the answer */
+        cr_assert_eq(arb_datastore_builder_add(b, ref[p], (size_t)n_ref[p] / 2, &err), ARB_OK);
+        free(ids);
+    }
+    FILE *f = fopen("/usr/lib/python3.11/os.py", "rb");
+    if (f) { /* noise: real code, most retrieved continuations from here are wrong */
+        static char text[1 << 16];
+        size_t len = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        int32_t *ids = malloc(sizeof *ids * (len + 8));
+        int n = 0;
+        cr_assert_eq(arb_tokenize(M, text, len, false, false, ids, (int)len + 8, &n, &err), ARB_OK, "%s", err.msg);
+        cr_assert_eq(arb_datastore_builder_add(b, ids, (size_t)n, &err), ARB_OK);
+        free(ids);
+    }
+    arb_datastore_meta meta = {.n_vocab = mi.n_vocab};
+    cr_assert_eq(arb_datastore_tokenizer_sha256(M, meta.tokenizer_sha256, &err), ARB_OK, "%s", err.msg);
+    arb_datastore *ds;
+    cr_assert_eq(arb_datastore_builder_finish(b, &meta, &ds, &err), ARB_OK, "%s", err.msg);
+    char path[32];
+    snprintf(path, sizeof path, "/tmp/arb-rest-%d.ards", (int)getpid() % 100000);
+    cr_assert_eq(arb_datastore_save(ds, path, &err), ARB_OK, "%s", err.msg);
+    arb_datastore_free(ds);
+
+    arb_method_spec sp;
+    cr_assert_eq(arb_method_spec_preset("rest", &sp, &err), ARB_OK, "%s", err.msg);
+    snprintf(sp.datastore, sizeof sp.datastore, "%s", path);
+    arb_decoder *d;
+    cr_assert_eq(arb_decoder_new(C, &sp, &d, &err), ARB_OK, "%s", err.msg);
+    int acc[2] = {0};
+    for (int p = 0; p < NP; p++) {
+        int32_t *ids;
+        int n;
+        cr_assert_eq(arb_gen_prompt(M, prompts[p], true, &ids, &n, &err), ARB_OK, "%s", err.msg);
+        arb_decode_opts o = arb_decode_default_opts();
+        o.max_new = NEW;
+        arb_decode_cb cb = {.on_step = rest_step, .ud = acc};
+        cr_assert_eq(arb_decoder_generate(d, ids, n, &o, &cb, &r, &err), ARB_OK, "%s", err.msg);
+        free(ids);
+        cr_assert_eq(r.n_generated, n_ref[p]);
+        memcpy(got, r.ids, (size_t)r.n_generated * sizeof *got);
+        for (int i = 0; i < n_ref[p]; i++)
+            cr_assert_eq(got[i], ref[p][i], "rest prompt %d: token %d differs", p, i);
+        cr_assert_eq(r.hash, ar[p].hash);
+        cr_assert_lt(r.n_target_calls, ar[p].n_target_calls, "prompt %d: the stored half is retrieved", p);
+        cr_log_info("prompt %d rest tau %.2f", p, (double)r.n_generated / r.n_target_calls);
+    }
+    cr_assert_gt(acc[0], NP * 4, "REST nodes accepted: %d of %d proposed", acc[0], acc[1]);
+    cr_assert_gt(acc[1], acc[0], "some REST drafts were wrong, so the check covered rejection");
+    arb_decoder_free(d);
+
+    /* a datastore is tied to its tokenizer: one stamped with another fingerprint is refused */
+    arb_datastore_builder *b2;
+    cr_assert_eq(arb_datastore_builder_new(mi.n_vocab, &b2, &err), ARB_OK);
+    cr_assert_eq(arb_datastore_builder_add(b2, ref[0], 8, &err), ARB_OK);
+    arb_datastore_meta m2 = {.n_vocab = mi.n_vocab};
+    snprintf(m2.tokenizer_sha256, sizeof m2.tokenizer_sha256, "%064d", 0);
+    snprintf(m2.model, sizeof m2.model, "some-other-model");
+    cr_assert_eq(arb_datastore_builder_finish(b2, &m2, &ds, &err), ARB_OK);
+    cr_assert_eq(arb_datastore_save(ds, path, &err), ARB_OK);
+    arb_datastore_free(ds);
+    d = NULL;
+    cr_assert_eq(arb_decoder_new(C, &sp, &d, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "another tokenizer") && strstr(err.msg, "some-other-model"), "%s", err.msg);
+    unlink(path);
 }

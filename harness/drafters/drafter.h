@@ -69,6 +69,7 @@ extern const arb_drafter_i arb_drafter_none, arb_drafter_pld, arb_drafter_tr, ar
 extern const arb_drafter_i arb_drafter_draft; /* draft model: single / iid / delayed (draft_model.c) */
 extern const arb_drafter_i arb_drafter_eagle2; /* draft model + EAGLE-2 dynamic tree (eagle2.c) */
 extern const arb_drafter_i arb_drafter_medusa, arb_drafter_hydra; /* trained heads (medusa.c) */
+extern const arb_drafter_i arb_drafter_rest;   /* REST retrieval (rest.c) */
 
 /* The registry (method.c): drafter by name ("ar" is an alias of "none"), NULL if unknown. */
 const arb_drafter_i *arb_drafter_find(const char *name);
