@@ -29,6 +29,7 @@ int arb_cmd_synth_model(int argc, char **argv);
 int arb_cmd_reproduce(int argc, char **argv);
 int arb_cmd_distill(int argc, char **argv);
 int arb_cmd_train(int argc, char **argv);
+int arb_cmd_entmtp(int argc, char **argv);
 
 /* True if argv has -h or --help (commands print usage and return 0). */
 bool arb_cli_wants_help(int argc, char **argv);

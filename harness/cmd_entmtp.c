@@ -1,0 +1,243 @@
+/* cmd_entmtp.c — `arbor entmtp frontier`: EntMTP's greedy acceptance frontier on calibration
+ * prompts (docs/spec/drafting.md §10.1–10.2, docs/entmtp.md). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "dataset.h"
+#include "entmtp_frontier.h"
+#include "entmtp_rollout.h"
+#include "genutil.h"
+#include "opts.h"
+
+static const char description[] =
+    "Subcommand frontier: Algorithm 1 (EntMTP §3.1) for every D_max in 1..--max-depth up to\n"
+    "--budget nodes, scoring each one-node augmentation of the current tree in one joint\n"
+    "forward per step (score_all) over Hydra greedy self-rollouts of the calibration prompts;\n"
+    "then the acceptance Pareto hull, every hull tree re-measured by its own canonical\n"
+    "self-rollout (debiasing, both values logged), and the hull recomputed on the debiased\n"
+    "means. Writes JSON (--out) with every point: n, depth, a (score_all), a_self (NaN: not\n"
+    "debiased), hull flags and the index-path tree. Calibration prompts must be disjoint from\n"
+    "evaluation prompts: use gsm8k-train / sharegpt-multiturn, or --skip past the evaluated ones.";
+
+typedef struct prompts {
+    int n;
+    int32_t **tok;
+    int *len;
+} prompts;
+
+static void prompts_free(prompts *p)
+{
+    for (int i = 0; i < p->n; i++)
+        free(p->tok[i]);
+    free(p->tok);
+    free(p->len);
+}
+
+static int prompts_load(const arb_model *m, const char *dataset, int skip, int n, int max_len, prompts *out,
+                        arb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    char dir[4096];
+    arb_dataset *ds = NULL;
+    int rc = arb_dataset_dir(NULL, dir, sizeof dir, err);
+    if (!rc)
+        rc = arb_dataset_open(dir, dataset, "all", &ds, err);
+    if (rc)
+        return rc;
+    out->tok = calloc((size_t)n, sizeof *out->tok);
+    out->len = calloc((size_t)n, sizeof *out->len);
+    if (!out->tok || !out->len)
+        rc = ARB_ERR(err, ARB_E_NOMEM, "entmtp: out of memory");
+    for (size_t i = (size_t)skip; !rc && out->n < n && i < arb_dataset_count(ds); i++) {
+        const arb_record *r = arb_dataset_get(ds, i);
+        int32_t *ids;
+        int k;
+        if ((rc = arb_gen_prompt(m, r->turns[0], true, &ids, &k, err)))
+            break;
+        if (k > max_len) { /* the paper's max input (1400) scaled down: skip, never cut */
+            free(ids);
+            continue;
+        }
+        out->tok[out->n] = ids;
+        out->len[out->n++] = k;
+    }
+    arb_dataset_free(ds);
+    if (!rc && out->n < n)
+        rc = ARB_ERR(err, ARB_E_RANGE, "entmtp: %s has %d usable prompts after --skip %d (asked %d)", dataset,
+                     out->n, skip, n);
+    if (rc)
+        prompts_free(out);
+    return rc;
+}
+
+typedef struct scorer_ud {
+    arb_rollout *ro;
+    arb_rollout_set set;
+    int calls;
+} scorer_ud;
+
+static int rollout_scorer(const arb_etree *T, const arb_epath *F, int nF, double *a, void *ud, arb_err *err)
+{
+    scorer_ud *u = ud;
+    double aT;
+    int rc = arb_rollout_score(u->ro, T, F, nF, &u->set, a, &aT, NULL, err);
+    u->calls++;
+    fprintf(stderr, "\r  |T| = %3d  candidates %2d  a(T) %.3f", T->n, nF, aT);
+    return rc;
+}
+
+static int write_json(const char *path, const char *dataset, const arb_frontier_point *P, int n, const bool *hull_b,
+                      const bool *hull_s, const prompts *pr, int max_new, arb_err *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return ARB_ERR(err, ARB_E_IO, "entmtp: cannot write %s", path);
+    fprintf(f, "{\"dataset\":\"%s\",\"prompts\":%d,\"max_new\":%d,\"points\":[\n", dataset, pr->n, max_new);
+    char *buf = malloc(8192);
+    for (int i = 0; i < n && buf; i++) {
+        arb_etree_format(&P[i].tree, buf, 8192);
+        fprintf(f, "%s{\"n\":%d,\"depth\":%d,\"tree_depth\":%d,\"a\":%.6f,", i ? ",\n" : "", P[i].n, P[i].depth,
+                P[i].tree.max_depth, P[i].a);
+        if (isnan(P[i].a_self))
+            fprintf(f, "\"a_self\":null,");
+        else
+            fprintf(f, "\"a_self\":%.6f,", P[i].a_self);
+        fprintf(f, "\"hull\":%s,\"hull_self\":%s,\"choices\":%s}", hull_b[i] ? "true" : "false",
+                hull_s[i] ? "true" : "false", buf);
+    }
+    fprintf(f, "\n]}\n");
+    free(buf);
+    if (fclose(f) || !buf)
+        return ARB_ERR(err, ARB_E_IO, "entmtp: cannot write %s", path);
+    return ARB_OK;
+}
+
+static int frontier(int argc, char **argv)
+{
+    const char *model = "default", *heads = NULL, *dataset = "gsm8k-train", *out = "entmtp-frontier.json";
+    int max_depth = 4, budget = 30, n_prompts = 4, skip = 0, max_new = 64, threads = 1, max_len = 400;
+    const arb_opt opts[] = {
+        {.name = "--heads", .kind = ARB_OPT_KIND_STR, .dst = &heads, .metavar = "PATH", .required = true,
+         .help = "Hydra heads GGUF (arbor train hydra)"},
+        ARB_OPT_STR("--model", "M", &model, "default (the cached SmolLM2-135M) or a GGUF path"),
+        ARB_OPT_STR("--dataset", "NAME", &dataset, "calibration prompts (default gsm8k-train)"),
+        ARB_OPT_INT("--skip", "N", &skip, 0, 1 << 24, "records skipped first (default 0)"),
+        ARB_OPT_INT("--prompts", "N", &n_prompts, 1, 100000, "calibration prompts (default 4; paper 100)"),
+        ARB_OPT_INT("--max-new", "N", &max_new, 2, 4096, "rollout length in tokens (default 64; paper 256)"),
+        ARB_OPT_INT("--max-prompt", "N", &max_len, 1, 1 << 20, "skip longer prompts (default 400 tokens)"),
+        ARB_OPT_INT("--max-depth", "D", &max_depth, 1, ARB_ETREE_DEPTH, "D_max runs 1..D (default 4)"),
+        ARB_OPT_INT("--budget", "B", &budget, 3, ARB_ETREE_MAX / 2, "B_max nodes incl. the anchor (default 30)"),
+        ARB_OPT_STR("--out", "FILE", &out, "JSON output (default entmtp-frontier.json)"),
+        ARB_OPT_INT("--threads", "N", &threads, 0, 1024, "kernel threads (default 1)"),
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"entmtp frontier", NULL, description, opts, 0, 0};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? 0 : 2;
+    arb_err err = {0};
+    arb_model *m = NULL;
+    arb_ctx *c = NULL;
+    arb_rollout *ro = NULL;
+    prompts pr = {0};
+    arb_frontier_point *all = NULL;
+    int n_all = 0;
+    int rc = arb_gen_load(model, "cpu", threads, 0, &m, &c, &err);
+    if (!rc)
+        rc = arb_rollout_new(c, heads, &ro, &err);
+    if (!rc && max_depth > arb_rollout_n_heads(ro))
+        rc = ARB_ERR(&err, ARB_E_INVAL, "--max-depth %d: %s has %d heads", max_depth, heads, arb_rollout_n_heads(ro));
+    if (!rc)
+        rc = prompts_load(m, dataset, skip, n_prompts, max_len, &pr, &err);
+    scorer_ud ud = {.ro = ro, .set = {.n = pr.n, .tok = (const int32_t *const *)pr.tok, .len = pr.len,
+                                      .max_new = max_new}};
+    for (int D = 1; D <= max_depth && !rc; D++) {
+        arb_frontier_point *H;
+        int nH;
+        fprintf(stderr, "D_max %d:\n", D);
+        if ((rc = arb_frontier_grow(D, budget, rollout_scorer, &ud, &H, &nH, &err)))
+            break;
+        fputc('\n', stderr);
+        arb_frontier_point *g = realloc(all, (size_t)(n_all + nH) * sizeof *g);
+        if (!g) {
+            free(H);
+            rc = ARB_ERR(&err, ARB_E_NOMEM, "out of memory");
+            break;
+        }
+        all = g;
+        memcpy(all + n_all, H, (size_t)nH * sizeof *H);
+        n_all += nH;
+        free(H);
+    }
+    int *keep = rc ? NULL : malloc((size_t)(n_all + 1) * sizeof *keep);
+    bool *hb = rc ? NULL : calloc((size_t)n_all + 1, 1), *hs = rc ? NULL : calloc((size_t)n_all + 1, 1);
+    if (!rc && (!keep || !hb || !hs))
+        rc = ARB_ERR(&err, ARB_E_NOMEM, "out of memory");
+    if (!rc) {
+        int nk = arb_frontier_hull(all, n_all, false, keep);
+        printf("acceptance hull (score_all): %d of %d trees\n", nk, n_all);
+        printf("%5s %5s %9s %9s %8s\n", "n", "D", "biased", "self", "delta");
+        double worst = 0;
+        for (int k = 0; k < nk && !rc; k++) { /* debias: each hull tree's own self-rollout */
+            arb_frontier_point *p = &all[keep[k]];
+            hb[keep[k]] = true;
+            rc = arb_rollout_score(ro, &p->tree, NULL, 0, &ud.set, NULL, &p->a_self, NULL, &err);
+            double d = (p->a - p->a_self) / p->a_self;
+            if (fabs(d) > fabs(worst))
+                worst = d;
+            printf("%5d %5d %9.4f %9.4f %+7.2f%%\n", p->n, p->tree.max_depth, p->a, p->a_self, 100 * d);
+        }
+        if (!rc) {
+            /* the hull on the debiased means, over the debiased trees */
+            arb_frontier_point *dp = malloc((size_t)nk * sizeof *dp);
+            int *k2 = malloc((size_t)nk * sizeof *k2);
+            if (!dp || !k2)
+                rc = ARB_ERR(&err, ARB_E_NOMEM, "out of memory");
+            for (int k = 0; !rc && k < nk; k++)
+                dp[k] = all[keep[k]];
+            int n2 = rc ? 0 : arb_frontier_hull(dp, nk, true, k2);
+            for (int k = 0; k < n2; k++)
+                hs[keep[k2[k]]] = true;
+            if (!rc)
+                printf("largest relative bias %+.2f%% (paper: within +-3.3%%); hull on debiased means keeps %d of "
+                       "%d; node range %d..%d\n",
+                       100 * worst, n2, nk, nk ? all[keep[0]].n : 0, nk ? all[keep[nk - 1]].n : 0);
+            free(dp);
+            free(k2);
+        }
+    }
+    if (!rc)
+        rc = write_json(out, dataset, all, n_all, hb, hs, &pr, max_new, &err);
+    if (!rc)
+        printf("wrote %s\n", out);
+    free(keep);
+    free(hb);
+    free(hs);
+    free(all);
+    prompts_free(&pr);
+    arb_rollout_free(ro);
+    arb_ctx_free(c);
+    arb_model_free(m);
+    if (rc) {
+        fprintf(stderr, "arbor entmtp frontier: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+int arb_cmd_entmtp(int argc, char **argv)
+{
+    static const char usage[] = "usage: arbor entmtp frontier [options]   (arbor entmtp frontier --help)\n";
+    if (argc >= 2 && !strcmp(argv[1], "frontier"))
+        return frontier(argc - 1, argv + 1);
+    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    fputs(usage, stderr);
+    return 2;
+}
