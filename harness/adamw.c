@@ -66,7 +66,7 @@ double arb_adamw_step(arb_adamw *a, float *params, float *grad)
     const float step = (float)(lr / c1), isc2 = (float)(1.0 / sqrt(c2)), eps = (float)a->o.eps;
     const float decay = (float)(1.0 - lr * a->o.weight_decay);
     for (size_t i = 0; i < a->n; i++) {
-        float g = grad[i] * scale;
+        float g = grad[i] *= scale;
         a->m[i] = b1 * a->m[i] + (1 - b1) * g;
         a->v[i] = b2 * a->v[i] + (1 - b2) * g * g;
         params[i] = params[i] * decay - step * a->m[i] / (sqrtf(a->v[i]) * isc2 + eps);

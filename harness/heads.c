@@ -77,6 +77,90 @@ __attribute__((target("avx2,fma"))) static void axpy_avx2(float *y, float a, con
         y[i] += a * x[i];
 }
 
+/* L[i x V + v] = W[v] . Z[i] for v < V, i < B: 4 vocabulary rows x 2 batch rows per block, so
+   8 FMAs take 6 loads (a plain dot takes 2 per FMA). E % 8 == 0. */
+__attribute__((target("avx2,fma"))) static float hsum8(__m256 s)
+{
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_shuffle_ps(q, q, 1));
+    return _mm_cvtss_f32(q);
+}
+
+__attribute__((target("avx2,fma"))) static void logits_avx2(const float *W, int V, const float *Z, int B, int E,
+                                                             float *L)
+{
+    int v = 0;
+    for (; v + 4 <= V; v += 4) {
+        const float *w0 = W + (size_t)v * E, *w1 = w0 + E, *w2 = w1 + E, *w3 = w2 + E;
+        int i = 0;
+        for (; i + 2 <= B; i += 2) {
+            const float *z0 = Z + (size_t)i * E, *z1 = z0 + E;
+            __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00,
+                   a31 = a00;
+            for (int e = 0; e < E; e += 8) {
+                __m256 x0 = _mm256_loadu_ps(z0 + e), x1 = _mm256_loadu_ps(z1 + e), w;
+                w = _mm256_loadu_ps(w0 + e), a00 = _mm256_fmadd_ps(w, x0, a00), a01 = _mm256_fmadd_ps(w, x1, a01);
+                w = _mm256_loadu_ps(w1 + e), a10 = _mm256_fmadd_ps(w, x0, a10), a11 = _mm256_fmadd_ps(w, x1, a11);
+                w = _mm256_loadu_ps(w2 + e), a20 = _mm256_fmadd_ps(w, x0, a20), a21 = _mm256_fmadd_ps(w, x1, a21);
+                w = _mm256_loadu_ps(w3 + e), a30 = _mm256_fmadd_ps(w, x0, a30), a31 = _mm256_fmadd_ps(w, x1, a31);
+            }
+            float *l0 = L + (size_t)i * V + v, *l1 = l0 + V;
+            l0[0] = hsum8(a00), l0[1] = hsum8(a10), l0[2] = hsum8(a20), l0[3] = hsum8(a30);
+            l1[0] = hsum8(a01), l1[1] = hsum8(a11), l1[2] = hsum8(a21), l1[3] = hsum8(a31);
+        }
+        for (; i < B; i++) {
+            const float *z0 = Z + (size_t)i * E;
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            for (int e = 0; e < E; e += 8) {
+                __m256 x0 = _mm256_loadu_ps(z0 + e);
+                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + e), x0, a0);
+                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + e), x0, a1);
+                a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + e), x0, a2);
+                a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + e), x0, a3);
+            }
+            float *l0 = L + (size_t)i * V + v;
+            l0[0] = hsum8(a0), l0[1] = hsum8(a1), l0[2] = hsum8(a2), l0[3] = hsum8(a3);
+        }
+    }
+    for (; v < V; v++)
+        for (int i = 0; i < B; i++)
+            L[(size_t)i * V + v] = dot_avx2(W + (size_t)v * E, Z + (size_t)i * E, E);
+}
+
+/* dZ[i] = Σ_v G[i x V + v] W[v] (dZ overwritten): blocks of 64 vocabulary rows (kept in L2),
+   4 batch rows x 8 lanes of accumulators per pass. E % 8 == 0. */
+__attribute__((target("avx2,fma"))) static void dz_avx2(const float *W, int V, const float *G, int B, int E,
+                                                         float *dZ)
+{
+    memset(dZ, 0, (size_t)B * E * sizeof *dZ);
+    enum { VB = 64 };
+    for (int v0 = 0; v0 < V; v0 += VB) {
+        int v1 = v0 + VB < V ? v0 + VB : V;
+        int i = 0;
+        for (; i + 4 <= B; i += 4) {
+            const float *g0 = G + (size_t)i * V, *g1 = g0 + V, *g2 = g1 + V, *g3 = g2 + V;
+            for (int e = 0; e < E; e += 8) {
+                float *d0 = dZ + (size_t)i * E + e;
+                __m256 a0 = _mm256_loadu_ps(d0), a1 = _mm256_loadu_ps(d0 + E), a2 = _mm256_loadu_ps(d0 + 2 * E),
+                       a3 = _mm256_loadu_ps(d0 + 3 * E);
+                for (int v = v0; v < v1; v++) {
+                    __m256 w = _mm256_loadu_ps(W + (size_t)v * E + e);
+                    a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(g0 + v), w, a0);
+                    a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(g1 + v), w, a1);
+                    a2 = _mm256_fmadd_ps(_mm256_broadcast_ss(g2 + v), w, a2);
+                    a3 = _mm256_fmadd_ps(_mm256_broadcast_ss(g3 + v), w, a3);
+                }
+                _mm256_storeu_ps(d0, a0), _mm256_storeu_ps(d0 + E, a1), _mm256_storeu_ps(d0 + 2 * E, a2),
+                    _mm256_storeu_ps(d0 + 3 * E, a3);
+            }
+        }
+        for (; i < B; i++)
+            for (int v = v0; v < v1; v++)
+                axpy_avx2(dZ + (size_t)i * E, G[(size_t)i * V + v], W + (size_t)v * E, E);
+    }
+}
+
 static int have_avx2(void)
 {
     static int have = -1; /* a cache of a CPU fact, not state: every thread computes the same */
@@ -90,6 +174,33 @@ static int have_avx2(void)
 #define DOT(a, b, n) dot_c(a, b, n)
 #define AXPY(y, a, x, n) axpy_c(y, a, x, n)
 #endif
+
+static void logits_rows(const float *W, int V, const float *Z, int B, int E, float *L)
+{
+#ifdef HEADS_X86
+    if (have_avx2() && E % 8 == 0) {
+        logits_avx2(W, V, Z, B, E, L);
+        return;
+    }
+#endif
+    for (int v = 0; v < V; v++)
+        for (int i = 0; i < B; i++)
+            L[(size_t)i * V + v] = dot_c(W + (size_t)v * E, Z + (size_t)i * E, E);
+}
+
+static void dz_rows(const float *W, int V, const float *G, int B, int E, float *dZ)
+{
+#ifdef HEADS_X86
+    if (have_avx2() && E % 8 == 0) {
+        dz_avx2(W, V, G, B, E, dZ);
+        return;
+    }
+#endif
+    memset(dZ, 0, (size_t)B * E * sizeof *dZ);
+    for (int v = 0; v < V; v++)
+        for (int i = 0; i < B; i++)
+            axpy_c(dZ + (size_t)i * E, G[(size_t)i * V + v], W + (size_t)v * E, E);
+}
 
 /* ---- lifecycle ---- */
 
@@ -209,15 +320,13 @@ double arb_heads_step(const arb_heads *h, int k, const float *w_lm, const float 
 {
     const int E = h->n_embd, V = h->n_vocab, D = h->d_in[k];
     ARB_ASSERT(B <= ws->rows && k >= 0 && k < h->n_heads);
-    for (int i = 0; i < B; i++)
+    for (int i = 0; i < B; i++) {
         if (y[i] >= 0)
             head_block(h, k, x + (size_t)i * D, ws->u + (size_t)i * E, ws->z + (size_t)i * E);
-    for (int v = 0; v < V; v++) {
-        const float *wv = w_lm + (size_t)v * E;
-        for (int i = 0; i < B; i++)
-            if (y[i] >= 0)
-                ws->logits[(size_t)i * V + v] = DOT(wv, ws->z + (size_t)i * E, E);
+        else /* computed with the others, never read */
+            memset(ws->z + (size_t)i * E, 0, (size_t)E * sizeof(float));
     }
+    logits_rows(w_lm, V, ws->z, B, E, ws->logits);
     double loss = 0;
     for (int i = 0; i < B; i++) {
         float *L = ws->logits + (size_t)i * V;
@@ -247,20 +356,16 @@ double arb_heads_step(const arb_heads *h, int k, const float *w_lm, const float 
         return loss;
     /* g = lambda (softmax - onehot), in place; dz = W_lm^T g */
     for (int i = 0; i < B; i++) {
-        if (y[i] < 0)
-            continue;
         float *L = ws->logits + (size_t)i * V;
+        if (y[i] < 0) {
+            memset(L, 0, (size_t)V * sizeof *L);
+            continue;
+        }
         for (int v = 0; v < V; v++)
             L[v] = lambda * (float)exp((double)L[v] - ws->lse[i]);
         L[y[i]] -= lambda;
-        memset(ws->dz + (size_t)i * E, 0, (size_t)E * sizeof(float));
     }
-    for (int v = 0; v < V; v++) {
-        const float *wv = w_lm + (size_t)v * E;
-        for (int i = 0; i < B; i++)
-            if (y[i] >= 0)
-                AXPY(ws->dz + (size_t)i * E, ws->logits[(size_t)i * V + v], wv, E);
-    }
+    dz_rows(w_lm, V, ws->logits, B, E, ws->dz);
     /* through the block: du = dz * SiLU'(u); dW += du x^T, db += du; Hydra: dR += dz x^T, drb += dz */
     float *gw = grad + (h->w[k] - h->params), *gb = grad + (h->b[k] - h->params);
     float *gr = h->r[k] ? grad + (h->r[k] - h->params) : NULL, *grb = h->r[k] ? grad + (h->rb[k] - h->params) : NULL;
@@ -286,9 +391,22 @@ void arb_heads_topk(const arb_heads *h, int k, const float *w_lm, const float *x
 {
     const int E = h->n_embd, V = h->n_vocab;
     head_block(h, k, x, ws->u, ws->z);
-    for (int v = 0; v < V; v++)
-        ws->logits[v] = DOT(w_lm + (size_t)v * E, ws->z, E);
+    logits_rows(w_lm, V, ws->z, 1, E, ws->logits);
     arb_topk_softmax(ws->logits, V, n_top, ids, probs);
+}
+
+void arb_heads_topk_all(const arb_heads *h, const float *w_lm, const float *x, const int *n_top, int32_t *ids,
+                        float *probs, arb_heads_ws *ws)
+{
+    const int E = h->n_embd, V = h->n_vocab, K = h->n_heads;
+    ARB_ASSERT(h->kind == ARB_HEADS_MEDUSA && ws->rows >= K);
+    for (int k = 0; k < K; k++)
+        head_block(h, k, x, ws->u + (size_t)k * E, ws->z + (size_t)k * E);
+    logits_rows(w_lm, V, ws->z, K, E, ws->logits);
+    for (int k = 0; k < K; k++)
+        if (n_top[k] > 0)
+            arb_topk_softmax(ws->logits + (size_t)k * V, V, n_top[k], ids + (size_t)k * ARB_HEADS_RANKS,
+                             probs + (size_t)k * ARB_HEADS_RANKS);
 }
 
 /* ---- the target's output matrix and embedding in f32 ---- */

@@ -73,6 +73,13 @@ double arb_heads_step(const arb_heads *h, int k, const float *w_lm, const float 
 void arb_heads_topk(const arb_heads *h, int k, const float *w_lm, const float *x, int n_top, int32_t *ids,
                     float *probs, arb_heads_ws *ws);
 
+/* Every head on the same input x (Medusa: x = h) with one pass over w_lm for all of them: the
+   drafter's cost is reading w_lm (V x E floats), once instead of once per head. Head k fills
+   ids/probs[k * ARB_HEADS_RANKS ..) with its n_top[k] <= ARB_HEADS_RANKS best (0: skipped).
+   Medusa only (every d_in is E); ws needs n_heads rows. Same results as arb_heads_topk. */
+void arb_heads_topk_all(const arb_heads *h, const float *w_lm, const float *x, const int *n_top, int32_t *ids,
+                        float *probs, arb_heads_ws *ws);
+
 /* The target's output matrix [V x E] in f32 (output.weight, or token_embd.weight when tied)
    and, if emb is non-NULL, its token embedding [V x E] (the same array when tied: *emb ==
    *w_lm, free once). Read through the model's GGUF (arb_gguf_open + arb_dequantize). */

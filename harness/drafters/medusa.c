@@ -174,7 +174,7 @@ static int md_bind(void *st, arb_ctx *target, arb_err *err)
                        kname, path, arb_heads_kind_name(d->h->kind), d->h->n_embd, d->h->n_vocab, mi.n_embd,
                        mi.n_vocab);
     if ((rc = arb_heads_lm_weights(m, &d->w_lm, d->want == ARB_HEADS_HYDRA ? &d->emb : NULL, err)) ||
-        (rc = arb_heads_ws_new(d->h, 1, &d->ws, err)))
+        (rc = arb_heads_ws_new(d->h, d->h->n_heads, &d->ws, err)))
         return rc;
     d->hid = malloc((size_t)mi.n_embd * sizeof *d->hid);
     d->x = malloc((size_t)d->h->d_in[d->h->n_heads - 1] * sizeof *d->x);
@@ -253,10 +253,8 @@ static void md_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
         rec->mode = ARB_MODE_AR;
         return;
     }
-    if (d->want == ARB_HEADS_MEDUSA)
-        for (int k = 0; k < d->h->n_heads; k++)
-            if (d->n_top[k])
-                arb_heads_topk(d->h, k, d->w_lm, d->hid, d->n_top[k], d->top_ids[k], d->top_p[k], d->ws);
+    if (d->want == ARB_HEADS_MEDUSA) /* one pass over the output matrix for every head */
+        arb_heads_topk_all(d->h, d->w_lm, d->hid, d->n_top, d->top_ids[0], d->top_p[0], d->ws);
     for (int i = 1; i < d->n_tpl; i++) {
         int p = d->tpl_parent[i], dep = d->tpl_depth[i], r = d->tpl_rank[i];
         int32_t *ids;
