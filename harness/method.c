@@ -12,6 +12,7 @@
 
 #include "drafters/drafter.h"
 #include "drafters/goose.h"
+#include "schedulers/scheduler.h"
 #include "verifiers/verifier.h"
 
 /* ---- registries (STYLE practice 11): one row per plug-in ---- */
@@ -131,6 +132,11 @@ static const arb_method_param params[] = {
     {"draft_model", ARB_PARAM_STR, OFF(draft_model), "draft", 0, 0, "self (target cut) | target (same GGUF, q = p) | GGUF path"},
     {"heads", ARB_PARAM_STR, OFF(heads), "medusa hydra", 0, 0, "default | heads GGUF path (arbor train)"},
     {"tree", ARB_PARAM_STR, OFF(tree), "medusa hydra", 0, 0, "mc_sim_7b_63 | auto (budget nodes from held-out rank accuracy)"},
+    {"bank", ARB_PARAM_STR, OFF(bank), "medusa hydra", 0, 0, "EntMTP TopologyBank JSON (arbor entmtp bank)"},
+    {"tree_sched", ARB_PARAM_STR, OFF(tree_sched), "medusa hydra", 0, 0, "\"\" | static | entmtp_tau | ladder (needs bank)"},
+    {"feature", ARB_PARAM_STR, OFF(feature), "medusa hydra", 0, 0, "EntMTP scalar s: lit (p0) | gD | sum"},
+    {"tau_on", ARB_PARAM_DOUBLE, OFF(tau_on), "medusa hydra", -1, 1, "entmtp_tau: - to + when s > tau_on (< 0: bank's tau)"},
+    {"tau_off", ARB_PARAM_DOUBLE, OFF(tau_off), "medusa hydra", -1, 1, "entmtp_tau: + to - when s <= tau_off (< 0: tau_on)"},
     {"draft_layers", ARB_PARAM_INT, OFF(draft_layers), "draft", 1, 1024, "self-draft: target blocks evaluated"},
     {"paths", ARB_PARAM_INT, OFF(dte_k), "draft", 1, 16, "k: i.i.d. draft paths (branching factor)"},
     {"trunk", ARB_PARAM_INT, OFF(dte_l), "draft", 0, 32, "l: trunk length before the branch point"},
@@ -241,6 +247,8 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     }
     snprintf(s->heads, sizeof s->heads, "default");
     snprintf(s->tree, sizeof s->tree, "mc_sim_7b_63");
+    snprintf(s->feature, sizeof s->feature, "lit"); /* EntMTP: s as written (docs/entmtp.md) */
+    s->tau_on = s->tau_off = -1;
     snprintf(s->draft_model, sizeof s->draft_model, "self");
     s->draft_layers = 24;
     s->dte_k = 2;
@@ -306,7 +314,7 @@ int arb_method_max_nodes(const arb_method_spec *s)
     if (d == &arb_drafter_draft)
         return 1 + s->dte_l + s->dte_k * s->dte_b;
     if (d == &arb_drafter_medusa || d == &arb_drafter_hydra) /* mc_sim_7b_63: 63 nodes + anchor */
-        return !strcmp(s->tree, "auto") ? s->budget : 64;
+        return s->tree_sched[0] ? ARB_BANK_TREE_MAX : !strcmp(s->tree, "auto") ? s->budget : 64;
     int n = s->budget;
     int byp = arb_goose_bypass_cap(s);
     int chain = byp > s->max_draft ? byp : s->max_draft;
@@ -342,6 +350,14 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
             n += snprintf(names + n, sizeof names - (size_t)n, "%s%s", i ? ", " : "", arb_verifier_at(i)->name);
         return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: unknown '%s' (%s)", s->id, s->verifier, names);
     }
+    if (s->tree_sched[0] && !arb_tree_sched_find(s->tree_sched))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: tree_sched: unknown '%s' (static, entmtp_tau, ladder)", s->id,
+                       s->tree_sched);
+    if (s->tree_sched[0] && !s->bank[0])
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: tree_sched %s needs a bank (arbor entmtp bank)", s->id,
+                       s->tree_sched);
+    if (s->feature[0] && strcmp(s->feature, "lit") && strcmp(s->feature, "gD") && strcmp(s->feature, "sum"))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: feature: unknown '%s' (lit, gD, sum)", s->id, s->feature);
     if (!arb_method_known("scheduler", s->scheduler))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: scheduler: unknown '%s'", s->id, s->scheduler);
     if (!arb_method_known("consensus", s->consensus))

@@ -29,6 +29,7 @@
 
 #define ARB_METHOD_NAME_MAX 64
 #define ARB_SEQUOIA_K_MAX 16
+#define ARB_BANK_TREE_MAX 128 /* nodes of the largest TopologyBank tree (EntMTP) */
 
 typedef struct arb_method_spec {
     char id[ARB_METHOD_NAME_MAX];        /* label in reports: "AR", "GOOSE", "Iso3" */
@@ -94,6 +95,11 @@ typedef struct arb_method_spec {
     char heads[32];       /* "default" (<cache>/heads/<kind>-<model file>.<sha12>.gguf) or a heads GGUF path */
     char tree[32];        /* "mc_sim_7b_63" (Medusa's published tree) | "auto" (budget nodes from the
                              file's held-out rank accuracies) */
+    /* ---- EntMTP tree scheduling (drafters "medusa", "hydra"; docs/entmtp.md) ---- */
+    char bank[32];        /* TopologyBank JSON (`arbor entmtp bank`); replaces `tree` when tree_sched is set */
+    char tree_sched[32];  /* "" (the static `tree`) | "static" | "entmtp_tau" | "ladder" (schedulers/scheduler.h) */
+    char feature[32];     /* scheduler scalar s: "lit" (p0, the paper as written) | "gD" | "sum" */
+    double tau_on, tau_off; /* entmtp_tau thresholds; < 0 = the bank's tau (tau_off < 0: = tau_on) */
 } arb_method_spec;
 
 typedef enum arb_param_type { ARB_PARAM_INT, ARB_PARAM_DOUBLE, ARB_PARAM_BOOL, ARB_PARAM_STR,

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "drafter.h"
+#include "head_sched.h"
 #include "heads_file.h"
 #include "modelfetch.h"
 #include "sha256.h"
@@ -106,6 +107,12 @@ typedef struct md_state {
     float *hid;               /* [E] the last hidden state */
     float *x;                 /* [d_in max] */
     bool have_hidden;
+    /* EntMTP (tree_sched set): bank, policy, features; the rank-0 chain's head outputs (every
+       head, every step: the feature needs p_d below shallow trees too, §10.5) */
+    arb_headsched *hs;
+    int32_t chain_ids[ARB_HEADS_MAX][ARB_HEADS_RANKS];
+    float chain_p[ARB_HEADS_MAX][ARB_HEADS_RANKS];
+    int n_top_bank[ARB_HEADS_MAX]; /* Medusa: candidates per head over every bank tree (>= 1) */
 } md_state;
 
 static void md_destroy(void *st)
@@ -113,6 +120,7 @@ static void md_destroy(void *st)
     md_state *d = st;
     if (!d)
         return;
+    arb_headsched_free(d->hs);
     arb_heads_free(d->h);
     if (d->emb != d->w_lm)
         free(d->emb);
@@ -214,6 +222,17 @@ static int md_bind(void *st, arb_ctx *target, arb_err *err)
         if (d->n_top[k] > ARB_HEADS_RANKS)
             return ARB_ERR(err, ARB_E_INVAL, "drafter %s: tree ranks up to %d (at most %d)", kname, d->n_top[k],
                            ARB_HEADS_RANKS);
+    if ((rc = arb_headsched_new(&d->spec, d->h->n_heads, arb_method_max_nodes(&d->spec), &d->hs, err)))
+        return rc;
+    if (d->hs) {
+        const arb_topobank *b = arb_headsched_bank(d->hs);
+        for (int k = 0; k < d->h->n_heads; k++) {
+            d->n_top_bank[k] = 1;
+            for (int j = 0; j < b->n; j++)
+                if (b->t[j].n_top[k] > d->n_top_bank[k])
+                    d->n_top_bank[k] = b->t[j].n_top[k];
+        }
+    }
     return ARB_OK;
 }
 
@@ -223,6 +242,8 @@ static int md_begin(void *st, int n_tokens, bool new_run, arb_err *err)
     if (!d->h)
         return ARB_ERR(err, ARB_E_INVAL, "drafter %s: not bound to a target context", arb_heads_kind_name(d->want));
     d->have_hidden = false;
+    if (d->hs)
+        arb_headsched_begin(d->hs);
     return ARB_OK;
 }
 
@@ -236,13 +257,50 @@ static void md_hidden(void *st, const float *h)
 }
 
 /* Hydra input of the head below node v: [h, e(anchor), e(tokens from depth 1 to v)]. */
-static void hydra_x(md_state *d, const arb_tree *t, int v)
+static void hydra_x(md_state *d, const arb_tree *t, int v, int dep)
 {
     const int E = d->h->n_embd;
-    int dep = d->tpl_depth[v];
     memcpy(d->x, d->hid, (size_t)E * sizeof *d->x);
     for (int u = v, i = dep; i >= 0; u = t->parent[u], i--) /* u at depth i: slot i + 1 */
         memcpy(d->x + (size_t)(i + 1) * E, d->emb + (size_t)t->tok[u] * E, (size_t)E * sizeof *d->x);
+}
+
+/* EntMTP: every head on the rank-0 chain (Hydra: head k on [h, e(anchor), e(c_1..c_k)], c_j the
+   chain's top-1 tokens; Medusa: every head on h), the features, the policy's tree. */
+static const arb_topo *sched_pick(md_state *d, const arb_tree *t, arb_step_record *rec)
+{
+    const int K = d->h->n_heads, E = d->h->n_embd;
+    float p[ARB_HEADS_MAX];
+    int32_t top1[ARB_HEADS_MAX];
+    if (d->want == ARB_HEADS_MEDUSA) {
+        arb_heads_topk_all(d->h, d->w_lm, d->hid, d->n_top_bank, d->top_ids[0], d->top_p[0], d->ws);
+        for (int k = 0; k < K; k++)
+            p[k] = d->top_p[k][0], top1[k] = d->top_ids[k][0];
+    } else {
+        memcpy(d->x, d->hid, (size_t)E * sizeof *d->x);
+        memcpy(d->x + E, d->emb + (size_t)t->tok[0] * E, (size_t)E * sizeof *d->x);
+        for (int k = 0; k < K; k++) {
+            arb_heads_topk(d->h, k, d->w_lm, d->x, ARB_HEADS_RANKS, d->chain_ids[k], d->chain_p[k], d->ws);
+            p[k] = d->chain_p[k][0], top1[k] = d->chain_ids[k][0];
+            if (k + 1 < K) /* the next head's input: this one's top-1 appended */
+                memcpy(d->x + (size_t)(k + 2) * E, d->emb + (size_t)top1[k] * E, (size_t)E * sizeof *d->x);
+        }
+    }
+    return arb_headsched_pick(d->hs, p, top1, K, rec);
+}
+
+static void md_verified(void *st, const arb_tree *t, const int32_t *path, int n_path, arb_step_record *rec)
+{
+    md_state *d = st;
+    if (d->hs)
+        arb_headsched_verified(d->hs, t, path, n_path);
+}
+
+static void md_stop_logits(void *st, const float *row, int n_vocab)
+{
+    md_state *d = st;
+    if (d->hs)
+        arb_headsched_base(d->hs, row, n_vocab);
 }
 
 static void md_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_step_record *rec)
@@ -253,18 +311,30 @@ static void md_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
         rec->mode = ARB_MODE_AR;
         return;
     }
-    if (d->want == ARB_HEADS_MEDUSA) /* one pass over the output matrix for every head */
+    /* the tree: the static template, or this step's bank tree (a pointer, §10.4) */
+    int n_tpl = d->n_tpl;
+    const int32_t *tp = d->tpl_parent;
+    const int16_t *tr = d->tpl_rank, *td = d->tpl_depth;
+    const int *n_top = d->n_top;
+    const int *chain = NULL;
+    if (d->hs) {
+        const arb_topo *T = sched_pick(d, t, rec);
+        n_tpl = T->n, tp = T->parent, tr = T->rank, td = T->depth, n_top = T->n_top, chain = T->chain;
+    } else if (d->want == ARB_HEADS_MEDUSA) { /* one pass over the output matrix for every head */
         arb_heads_topk_all(d->h, d->w_lm, d->hid, d->n_top, d->top_ids[0], d->top_p[0], d->ws);
-    for (int i = 1; i < d->n_tpl; i++) {
-        int p = d->tpl_parent[i], dep = d->tpl_depth[i], r = d->tpl_rank[i];
+    }
+    for (int i = 1; i < n_tpl; i++) {
+        int p = tp[i], dep = td[i], r = tr[i];
         int32_t *ids;
         float *pr;
         if (d->want == ARB_HEADS_MEDUSA) {
             ids = d->top_ids[dep - 1], pr = d->top_p[dep - 1];
+        } else if (chain && chain[dep - 1] == p) { /* on the rank-0 chain: computed for the features */
+            ids = d->chain_ids[dep - 1], pr = d->chain_p[dep - 1];
         } else {
-            if (i == 1 || d->tpl_parent[i - 1] != p) { /* first child of p: run head dep-1 once */
-                hydra_x(d, t, p);
-                arb_heads_topk(d->h, dep - 1, d->w_lm, d->x, d->n_top[dep - 1], d->top_ids[p], d->top_p[p], d->ws);
+            if (i == 1 || tp[i - 1] != p) { /* first child of p: run head dep-1 once */
+                hydra_x(d, t, p, dep - 1);
+                arb_heads_topk(d->h, dep - 1, d->w_lm, d->x, n_top[dep - 1], d->top_ids[p], d->top_p[p], d->ws);
             }
             ids = d->top_ids[p], pr = d->top_p[p];
         }
@@ -285,9 +355,11 @@ static size_t md_bytes(const void *st)
 const arb_drafter_i arb_drafter_medusa = {
     .name = "medusa", .create = md_create_medusa, .destroy = md_destroy, .begin = md_begin, .append = md_append,
     .propose = md_propose, .bytes = md_bytes, .bind = md_bind, .hidden = md_hidden,
+    .verified = md_verified, .stop_logits = md_stop_logits,
 };
 
 const arb_drafter_i arb_drafter_hydra = {
     .name = "hydra", .create = md_create_hydra, .destroy = md_destroy, .begin = md_begin, .append = md_append,
     .propose = md_propose, .bytes = md_bytes, .bind = md_bind, .hidden = md_hidden,
+    .verified = md_verified, .stop_logits = md_stop_logits,
 };
