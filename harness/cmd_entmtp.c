@@ -6,11 +6,14 @@
 #include <string.h>
 
 #include "cli.h"
-#include "dataset.h"
 #include "entmtp_frontier.h"
 #include "entmtp_rollout.h"
+#include "entmtp_timing.h"
 #include "genutil.h"
 #include "opts.h"
+
+int arb_entmtp_cmd_bank(int argc, char **argv);  /* cmd_entmtp_bank.c */
+int arb_entmtp_cmd_table(int argc, char **argv);
 
 static const char description[] =
     "Subcommand frontier: Algorithm 1 (EntMTP §3.1) for every D_max in 1..--max-depth up to\n"
@@ -21,57 +24,6 @@ static const char description[] =
     "means. Writes JSON (--out) with every point: n, depth, a (score_all), a_self (NaN: not\n"
     "debiased), hull flags and the index-path tree. Calibration prompts must be disjoint from\n"
     "evaluation prompts: use gsm8k-train / sharegpt-multiturn, or --skip past the evaluated ones.";
-
-typedef struct prompts {
-    int n;
-    int32_t **tok;
-    int *len;
-} prompts;
-
-static void prompts_free(prompts *p)
-{
-    for (int i = 0; i < p->n; i++)
-        free(p->tok[i]);
-    free(p->tok);
-    free(p->len);
-}
-
-static int prompts_load(const arb_model *m, const char *dataset, int skip, int n, int max_len, prompts *out,
-                        arb_err *err)
-{
-    memset(out, 0, sizeof *out);
-    char dir[4096];
-    arb_dataset *ds = NULL;
-    int rc = arb_dataset_dir(NULL, dir, sizeof dir, err);
-    if (!rc)
-        rc = arb_dataset_open(dir, dataset, "all", &ds, err);
-    if (rc)
-        return rc;
-    out->tok = calloc((size_t)n, sizeof *out->tok);
-    out->len = calloc((size_t)n, sizeof *out->len);
-    if (!out->tok || !out->len)
-        rc = ARB_ERR(err, ARB_E_NOMEM, "entmtp: out of memory");
-    for (size_t i = (size_t)skip; !rc && out->n < n && i < arb_dataset_count(ds); i++) {
-        const arb_record *r = arb_dataset_get(ds, i);
-        int32_t *ids;
-        int k;
-        if ((rc = arb_gen_prompt(m, r->turns[0], true, &ids, &k, err)))
-            break;
-        if (k > max_len) { /* the paper's max input (1400) scaled down: skip, never cut */
-            free(ids);
-            continue;
-        }
-        out->tok[out->n] = ids;
-        out->len[out->n++] = k;
-    }
-    arb_dataset_free(ds);
-    if (!rc && out->n < n)
-        rc = ARB_ERR(err, ARB_E_RANGE, "entmtp: %s has %d usable prompts after --skip %d (asked %d)", dataset,
-                     out->n, skip, n);
-    if (rc)
-        prompts_free(out);
-    return rc;
-}
 
 typedef struct scorer_ud {
     arb_rollout *ro;
@@ -90,7 +42,7 @@ static int rollout_scorer(const arb_etree *T, const arb_epath *F, int nF, double
 }
 
 static int write_json(const char *path, const char *dataset, const arb_frontier_point *P, int n, const bool *hull_b,
-                      const bool *hull_s, const prompts *pr, int max_new, arb_err *err)
+                      const bool *hull_s, const arb_entmtp_prompts *pr, int max_new, arb_err *err)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -143,7 +95,7 @@ static int frontier(int argc, char **argv)
     arb_model *m = NULL;
     arb_ctx *c = NULL;
     arb_rollout *ro = NULL;
-    prompts pr = {0};
+    arb_entmtp_prompts pr = {0};
     arb_frontier_point *all = NULL;
     int n_all = 0;
     int rc = arb_gen_load(model, "cpu", threads, 0, &m, &c, &err);
@@ -152,7 +104,7 @@ static int frontier(int argc, char **argv)
     if (!rc && max_depth > arb_rollout_n_heads(ro))
         rc = ARB_ERR(&err, ARB_E_INVAL, "--max-depth %d: %s has %d heads", max_depth, heads, arb_rollout_n_heads(ro));
     if (!rc)
-        rc = prompts_load(m, dataset, skip, n_prompts, max_len, &pr, &err);
+        rc = arb_entmtp_prompts_load(m, dataset, skip, n_prompts, max_len, &pr, &err);
     scorer_ud ud = {.ro = ro, .set = {.n = pr.n, .tok = (const int32_t *const *)pr.tok, .len = pr.len,
                                       .max_new = max_new}};
     for (int D = 1; D <= max_depth && !rc; D++) {
@@ -218,7 +170,7 @@ static int frontier(int argc, char **argv)
     free(hb);
     free(hs);
     free(all);
-    prompts_free(&pr);
+    arb_entmtp_prompts_free(&pr);
     arb_rollout_free(ro);
     arb_ctx_free(c);
     arb_model_free(m);
@@ -231,9 +183,16 @@ static int frontier(int argc, char **argv)
 
 int arb_cmd_entmtp(int argc, char **argv)
 {
-    static const char usage[] = "usage: arbor entmtp frontier [options]   (arbor entmtp frontier --help)\n";
+    static const char usage[] = "usage: arbor entmtp frontier|bank|table [options]   (arbor entmtp <sub> --help)\n"
+                                "  frontier  acceptance frontier + debiasing on calibration prompts\n"
+                                "  bank      throughput frontier, TopologyBank and scheduler calibration\n"
+                                "  table     EntMTP Table 1 (AR, Hydra default, static, EntMTPtau) on eval prompts\n";
     if (argc >= 2 && !strcmp(argv[1], "frontier"))
         return frontier(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "bank"))
+        return arb_entmtp_cmd_bank(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "table"))
+        return arb_entmtp_cmd_table(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         fputs(usage, stdout);
         return 0;
