@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "entmtp_frontier.h"
@@ -11,6 +12,9 @@
 #include "entmtp_timing.h"
 #include "genutil.h"
 #include "opts.h"
+#include "schedulers/features.h"
+#include "schedulers/scheduler.h"
+#include "topobank.h"
 
 int arb_entmtp_cmd_bank(int argc, char **argv);  /* cmd_entmtp_bank.c */
 int arb_entmtp_cmd_table(int argc, char **argv);
@@ -181,14 +185,86 @@ static int frontier(int argc, char **argv)
     return 0;
 }
 
+/* Scheduler overhead per step (§10.4 target < 0.1 ms): the base-distribution features over a
+   real-size logits row (p0, H_t, EMAs), the path values from D head probabilities, the policy's
+   pick and the bank pointer. Head calls are not included: with feature lit they are not needed;
+   with gD / sum, D head calls are (docs/entmtp.md gives their cost from the step logs). */
+static int overhead(int argc, char **argv)
+{
+    int V = 49152, iters = 2000;
+    const arb_opt opts[] = {ARB_OPT_INT("--vocab", "V", &V, 2, 1 << 22, "logits row length (default 49152, SmolLM2)"),
+                            ARB_OPT_INT("--iters", "N", &iters, 1, 1 << 24, "steps timed (default 2000)"),
+                            ARB_OPT_END};
+    const arb_cmd_spec cmd = {"entmtp overhead", NULL, "Times the EntMTP scheduler's per-step work (features + switch).",
+                              opts, 0, 0};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? 0 : 2;
+    arb_err err = {0};
+    float *row = malloc((size_t)V * sizeof *row);
+    const char *ch[2] = {"[[0],[1]]", "[[0],[0,0],[0,0,0],[0,0,0,0],[1]]"};
+    arb_topobank *b = NULL;
+    int rc = row ? arb_topobank_new(ch, 2, 4, &b, &err) : ARB_ERR(&err, ARB_E_NOMEM, "out of memory");
+    void *st = NULL;
+    const arb_tree_sched_i *si = arb_tree_sched_find("entmtp_tau");
+    arb_tree_sched_opts o = {.t_plus = 1, .t_minus = 0, .tau_on = 0.5, .tau_off = 0.5};
+    if (!rc)
+        rc = si->create(b, &o, &st, &err);
+    if (rc) {
+        fprintf(stderr, "arbor entmtp overhead: %s\n", err.msg);
+        free(row);
+        arb_topobank_free(b);
+        return 1;
+    }
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < V; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        row[i] = (float)((x >> 40) * 0x1p-24) * 12.0f;
+    }
+    arb_entfeat f;
+    arb_entfeat_reset(&f, ARB_ENTFEAT_SUM);
+    const float p[4] = {0.6f, 0.5f, 0.4f, 0.3f};
+    const int32_t t1[4] = {1, 2, 3, 4};
+    char js[1024];
+    struct timespec a, c, ca, cc;
+    long sw = 0;
+    const arb_topo *cur = &b->t[0], *prev = cur;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ca);
+    for (int it = 0; it < iters; it++) {
+        row[it % V] += 0.25f; /* a new distribution each step */
+        arb_entfeat_base(&f, row, V);
+        arb_entfeat_heads(&f, p, t1, 4);
+        cur = &b->t[si->pick(st, (it / 7) % 2 ? 0.9 : 0.1)];
+        sw += cur != prev;
+        prev = cur;
+        arb_entfeat_json(&f, js, sizeof js);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &c);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cc);
+    double us = ((c.tv_sec - a.tv_sec) * 1e6 + (c.tv_nsec - a.tv_nsec) / 1e3) / iters;
+    double cpu = ((cc.tv_sec - ca.tv_sec) * 1e6 + (cc.tv_nsec - ca.tv_nsec) / 1e3) / iters;
+    printf("scheduler overhead: %.2f us CPU (%.2f us wall) per step (features over V = %d, path values, pick, "
+           "pointer, log JSON); %ld switches in %d steps; target < 100 us\n", cpu, us, V, sw, iters);
+    si->destroy(st);
+    arb_topobank_free(b);
+    free(row);
+    return 0;
+}
+
 int arb_cmd_entmtp(int argc, char **argv)
 {
-    static const char usage[] = "usage: arbor entmtp frontier|bank|table [options]   (arbor entmtp <sub> --help)\n"
+    static const char usage[] = "usage: arbor entmtp frontier|bank|table|overhead [options]   (arbor entmtp <sub> --help)\n"
                                 "  frontier  acceptance frontier + debiasing on calibration prompts\n"
                                 "  bank      throughput frontier, TopologyBank and scheduler calibration\n"
-                                "  table     EntMTP Table 1 (AR, Hydra default, static, EntMTPtau) on eval prompts\n";
+                                "  table     EntMTP Table 1 (AR, Hydra default, static, EntMTPtau) on eval prompts\n"
+                                "  overhead  scheduler cost per step (features + switch)\n";
     if (argc >= 2 && !strcmp(argv[1], "frontier"))
         return frontier(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "overhead"))
+        return overhead(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "bank"))
         return arb_entmtp_cmd_bank(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "table"))

@@ -137,6 +137,7 @@ static const arb_method_param params[] = {
     {"feature", ARB_PARAM_STR, OFF(feature), "medusa hydra", 0, 0, "EntMTP scalar s: lit (p0) | gD | sum"},
     {"tau_on", ARB_PARAM_DOUBLE, OFF(tau_on), "medusa hydra", -1, 1, "entmtp_tau: - to + when s > tau_on (< 0: bank's tau)"},
     {"tau_off", ARB_PARAM_DOUBLE, OFF(tau_off), "medusa hydra", -1, 1, "entmtp_tau: + to - when s <= tau_off (< 0: tau_on)"},
+    {"entmtp_all_heads", ARB_PARAM_BOOL, OFF(entmtp_all_heads), "medusa hydra", 0, 1, "feature lit: run every head on the rank-0 chain anyway"},
     {"draft_layers", ARB_PARAM_INT, OFF(draft_layers), "draft", 1, 1024, "self-draft: target blocks evaluated"},
     {"paths", ARB_PARAM_INT, OFF(dte_k), "draft", 1, 16, "k: i.i.d. draft paths (branching factor)"},
     {"trunk", ARB_PARAM_INT, OFF(dte_l), "draft", 0, 32, "l: trunk length before the branch point"},

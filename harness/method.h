@@ -100,6 +100,7 @@ typedef struct arb_method_spec {
     char tree_sched[32];  /* "" (the static `tree`) | "static" | "entmtp_tau" | "ladder" (schedulers/scheduler.h) */
     char feature[32];     /* scheduler scalar s: "lit" (p0, the paper as written) | "gD" | "sum" */
     double tau_on, tau_off; /* entmtp_tau thresholds; < 0 = the bank's tau (tau_off < 0: = tau_on) */
+    bool entmtp_all_heads; /* Hydra + feature lit: still run every head on the rank-0 chain (p_d logged) */
 } arb_method_spec;
 
 typedef enum arb_param_type { ARB_PARAM_INT, ARB_PARAM_DOUBLE, ARB_PARAM_BOOL, ARB_PARAM_STR,

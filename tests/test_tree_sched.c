@@ -151,10 +151,10 @@ Test(tree_sched, feature_formulas)
     arb_entfeat f;
     arb_entfeat_reset(&f, ARB_ENTFEAT_GD);
     arb_entfeat_base(&f, row, V);
-    cr_assert_float_eq(f.p0, exp(2.0) / z, 1e-12);
-    cr_assert_float_eq(f.H, h, 1e-12);
+    cr_assert_float_eq(f.p0, exp(2.0) / z, 1e-6); /* float sums (features.c) */
+    cr_assert_float_eq(f.H, h, 1e-6);
     for (int j = 0; j < ARB_ENTFEAT_EMA; j++)
-        cr_assert_float_eq(f.H_ema[j], h, 1e-12); /* first value starts every EMA */
+        cr_assert_float_eq(f.H_ema[j], f.H, 1e-15); /* first value starts every EMA */
     const float p[3] = {0.5f, 0.4f, 0.2f};
     const int32_t top1[3] = {7, 8, 9};
     arb_entfeat_heads(&f, p, top1, 3);

@@ -113,6 +113,7 @@ typedef struct md_state {
     int32_t chain_ids[ARB_HEADS_MAX][ARB_HEADS_RANKS];
     float chain_p[ARB_HEADS_MAX][ARB_HEADS_RANKS];
     int n_top_bank[ARB_HEADS_MAX]; /* Medusa: candidates per head over every bank tree (>= 1) */
+    bool chain_ok;            /* Hydra: chain_ids/chain_p hold this step's rank-0 chain */
 } md_state;
 
 static void md_destroy(void *st)
@@ -276,7 +277,14 @@ static const arb_topo *sched_pick(md_state *d, const arb_tree *t, arb_step_recor
         arb_heads_topk_all(d->h, d->w_lm, d->hid, d->n_top_bank, d->top_ids[0], d->top_p[0], d->ws);
         for (int k = 0; k < K; k++)
             p[k] = d->top_p[k][0], top1[k] = d->top_ids[k][0];
+    } else if (!strcmp(d->spec.feature, "lit") && !d->spec.entmtp_all_heads) {
+        /* s_lit = p0 needs no head: on the CPU every head call is a full pass over the output
+           matrix, so the chain is left to the chosen tree and p_d is not logged [CHOICE,
+           docs/entmtp.md; entmtp_all_heads=true computes it as the spec says] */
+        d->chain_ok = false;
+        return arb_headsched_pick(d->hs, NULL, NULL, 0, rec);
     } else {
+        d->chain_ok = true;
         memcpy(d->x, d->hid, (size_t)E * sizeof *d->x);
         memcpy(d->x + E, d->emb + (size_t)t->tok[0] * E, (size_t)E * sizeof *d->x);
         for (int k = 0; k < K; k++) {
@@ -319,7 +327,8 @@ static void md_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
     const int *chain = NULL;
     if (d->hs) {
         const arb_topo *T = sched_pick(d, t, rec);
-        n_tpl = T->n, tp = T->parent, tr = T->rank, td = T->depth, n_top = T->n_top, chain = T->chain;
+        n_tpl = T->n, tp = T->parent, tr = T->rank, td = T->depth, n_top = T->n_top;
+        chain = d->chain_ok ? T->chain : NULL;
     } else if (d->want == ARB_HEADS_MEDUSA) { /* one pass over the output matrix for every head */
         arb_heads_topk_all(d->h, d->w_lm, d->hid, d->n_top, d->top_ids[0], d->top_p[0], d->ws);
     }

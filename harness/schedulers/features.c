@@ -30,11 +30,19 @@ void arb_entfeat_base(arb_entfeat *f, const float *row, int V)
     float mx = row[0];
     for (int i = 1; i < V; i++)
         mx = row[i] > mx ? row[i] : mx;
-    double z = 0, zl = 0; /* Σ e^(l - mx), Σ (l - mx) e^(l - mx) */
-    for (int i = 0; i < V; i++) {
-        double x = (double)row[i] - mx, e = exp(x);
-        z += e;
-        zl += x * e;
+    /* Σ e^(l - mx) and Σ (l - mx) e^(l - mx) in float (expf: the step budget is 0.1 ms for
+       49k entries), summed per block of 256 into doubles */
+    double z = 0, zl = 0;
+    for (int i0 = 0; i0 < V; i0 += 256) {
+        int i1 = i0 + 256 < V ? i0 + 256 : V;
+        float bz = 0, bl = 0;
+        for (int i = i0; i < i1; i++) {
+            float x = row[i] - mx;
+            float e = x > -40.0f ? expf(x) : 0.0f; /* e^-40 adds nothing a float sum keeps */
+            bz += e;
+            bl += x * e;
+        }
+        z += bz, zl += bl;
     }
     f->p0 = 1.0 / z;
     f->H = log(z) - zl / z; /* -Σ π log π with π = e^x / z */
