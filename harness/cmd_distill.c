@@ -67,7 +67,7 @@ typedef struct dset {
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The ShareGPT evaluation sets are drawn from the same V3 conversations as sharegpt-multiturn:
-   2541 of its 3121 human-first records are evaluation prompts (same conversation part). Collect
+   2540 of its 3118 prompts (human-first parts) are evaluation prompts (same conversation part). Collect
    their ids so the training list skips them. sg_90k ids carry no "_<part>" suffix: its first
    turn is part 0 of the conversation. Later parts of an evaluated conversation stay (other text). */
 static void collect_eval_ids(const char *dir, dset *s)

@@ -164,13 +164,72 @@ static int parse_opts(int argc, char **argv, opts *o)
     return 0;
 }
 
+/* The hidden-state cache next to the distill file, <data>.<model sha256[0:12]>.hidden:
+   "ARBHID1\0" | 64-char model sha256 | 64-char data sha256 | u32 records used | u32 n_embd |
+   f32 rows of every used record, in order. Recomputing costs one prefill per record (minutes on
+   one core for 40k positions); the cache costs 4 x n_embd bytes per position (2.3 KB at 576). */
+static const char HID_MAGIC[8] = {'A', 'R', 'B', 'H', 'I', 'D', '1', 0};
+
+static bool used(const arb_distill_rec *R) { return R->n_resp >= 2 && R->n_prompt >= 1; }
+
+static bool cache_read(trainer *T, const char *path, const char *msha, int n_use, int E)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    char hdr[8 + 64 + 64];
+    uint32_t nu[2];
+    bool ok = fread(hdr, 1, sizeof hdr, f) == sizeof hdr && fread(nu, 4, 2, f) == 2 && !memcmp(hdr, HID_MAGIC, 8) &&
+              !memcmp(hdr + 8, msha, 64) && !memcmp(hdr + 72, T->d->sha256, 64) && nu[0] == (uint32_t)n_use &&
+              nu[1] == (uint32_t)E;
+    for (int r = 0; ok && r < n_use; r++) {
+        const arb_distill_rec *R = &T->d->rec[r];
+        if (!used(R))
+            continue;
+        ok = (T->hid[r] = malloc((size_t)R->n_resp * E * sizeof(float))) &&
+             fread(T->hid[r], sizeof(float) * E, (size_t)R->n_resp, f) == (size_t)R->n_resp;
+    }
+    fclose(f);
+    if (!ok)
+        for (int r = 0; r < n_use; r++)
+            free(T->hid[r]), T->hid[r] = NULL;
+    return ok;
+}
+
+static void cache_write(const trainer *T, const char *path, const char *msha, int n_use, int E)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%.4180s.part", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return;
+    uint32_t nu[2] = {(uint32_t)n_use, (uint32_t)E};
+    bool ok = fwrite(HID_MAGIC, 1, 8, f) == 8 && fwrite(msha, 1, 64, f) == 64 &&
+              fwrite(T->d->sha256, 1, 64, f) == 64 && fwrite(nu, 4, 2, f) == 2;
+    for (int r = 0; ok && r < n_use; r++)
+        if (T->hid[r])
+            ok = fwrite(T->hid[r], sizeof(float) * E, (size_t)T->d->rec[r].n_resp, f) ==
+                 (size_t)T->d->rec[r].n_resp;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path)) {
+        remove(tmp);
+        fprintf(stderr, "train: warning: cannot write the hidden-state cache %s\n", path);
+    }
+}
+
 /* Hidden states of every used record: prefill the prompt but its last token, then one chain
    over [last prompt token, resp[0 .. n_resp - 2]] returning hidden rows and argmax. The argmax
    of row j must be resp[j] (the file holds the target's own greedy answer): counted as a check. */
-static int compute_hidden(trainer *T, arb_ctx *ctx, int E, arb_err *err)
+static int compute_hidden(trainer *T, arb_ctx *ctx, int E, const char *msha, arb_err *err)
 {
     const arb_distill_data *d = T->d;
     int n_use = T->o.max_records > 0 && T->o.max_records < d->n_rec ? T->o.max_records : d->n_rec;
+    char cpath[4200];
+    snprintf(cpath, sizeof cpath, "%.4096s.%.12s.hidden", T->o.data, msha);
+    if (cache_read(T, cpath, msha, n_use, E)) {
+        fprintf(stderr, "train: hidden states from %s\n", cpath);
+        return ARB_OK;
+    }
     int cap = 0;
     for (int r = 0; r < n_use; r++)
         cap = d->rec[r].n_resp > cap ? d->rec[r].n_resp : cap;
@@ -189,7 +248,7 @@ static int compute_hidden(trainer *T, arb_ctx *ctx, int E, arb_err *err)
     int rc = ARB_OK;
     for (int r = 0; r < n_use && !rc; r++) {
         const arb_distill_rec *R = &d->rec[r];
-        if (R->n_resp < 2 || R->n_prompt < 1) { /* no head has a target */
+        if (!used(R)) { /* no head has a target */
             arb_progress_step(&pr, 1, false, "skip");
             continue;
         }
@@ -213,6 +272,8 @@ static int compute_hidden(trainer *T, arb_ctx *ctx, int E, arb_err *err)
     arb_progress_finish(&pr);
     free(par);
     free(am);
+    if (!rc)
+        cache_write(T, cpath, msha, n_use, E);
     if (!rc)
         fprintf(stderr, "train: hidden states of %llu positions in %.1f s; argmax = stored token at %.2f%% "
                         "(greedy self-distillation: 100%% expected on the CPU)\n",
@@ -377,17 +438,21 @@ static int run(trainer *T, arb_err *err)
         T->held[r] = (double)(mix64(o->seed * 0x100000001b3ull ^ d->rec[r].seq) >> 11) * 0x1p-53 < o->heldout;
         n_held += T->held[r];
     }
-    if ((rc = compute_hidden(T, ctx, E, err)))
+    if ((rc = compute_hidden(T, ctx, E, sha, err)))
         goto done;
     arb_ctx_free(ctx), ctx = NULL; /* the model stays for nothing else: free its memory early */
     size_t n_rows = 0;
+    int n_used = 0, n_held_used = 0;
     for (int r = 0; r < d->n_rec; r++)
         if (T->hid[r]) {
             n_rows += (size_t)d->rec[r].n_resp - 1;
             first_used = first_used < 0 ? r : first_used;
+            n_used++;
+            n_held_used += T->held[r];
         }
-    if (n_held == 0 && o->heldout > 0 && first_used >= 0)
-        T->held[first_used] = true;
+    if (n_held_used == 0 && o->heldout > 0 && first_used >= 0)
+        T->held[first_used] = true, n_held_used = 1;
+    n_held = n_held_used;
     T->train = malloc((n_rows + 1) * sizeof *T->train);
     T->eval = malloc((n_rows + 1) * sizeof *T->eval);
     if (!T->train || !T->eval) {
@@ -424,9 +489,9 @@ static int run(trainer *T, arb_err *err)
     ao.warmup_steps = o->warmup >= 0 ? (o->warmup < steps ? o->warmup : steps) : steps / 20;
     if ((rc = arb_adamw_init(&opt, T->h->n_params, &ao, err)))
         goto done;
-    fprintf(stderr, "train %s: %d heads on %s; %d records (%d held out), %zu training rows, %zu held-out rows; "
+    fprintf(stderr, "train %s: %d heads on %s; %d records used (%d held out), %zu training rows, %zu held-out rows; "
                     "%d steps x %d rows (%.2f epochs), %zu parameters\n",
-            arb_heads_kind_name(o->kind), o->K, mi.name, d->n_rec, n_held ? n_held : 1, T->n_train, T->n_eval, steps,
+            arb_heads_kind_name(o->kind), o->K, mi.name, n_used, n_held, T->n_train, T->n_eval, steps,
             o->batch, (double)steps * o->batch / (double)T->n_train, T->h->n_params);
     double t0 = now_s(), loss_acc[ARB_HEADS_MAX] = {0};
     long loss_n[ARB_HEADS_MAX] = {0};

@@ -409,6 +409,20 @@ void arb_heads_topk_all(const arb_heads *h, const float *w_lm, const float *x, c
                              probs + (size_t)k * ARB_HEADS_RANKS);
 }
 
+void arb_heads_topk_batch(const arb_heads *h, const float *w_lm, int n, const int *k, const float *const *x,
+                          const int *n_top, int32_t *ids, float *probs, arb_heads_ws *ws)
+{
+    const int E = h->n_embd, V = h->n_vocab;
+    ARB_ASSERT(n <= ws->rows);
+    for (int i = 0; i < n; i++)
+        head_block(h, k[i], x[i], ws->u + (size_t)i * E, ws->z + (size_t)i * E);
+    logits_rows(w_lm, V, ws->z, n, E, ws->logits);
+    for (int i = 0; i < n; i++)
+        if (n_top[i] > 0)
+            arb_topk_softmax(ws->logits + (size_t)i * V, V, n_top[i], ids + (size_t)i * ARB_HEADS_RANKS,
+                             probs + (size_t)i * ARB_HEADS_RANKS);
+}
+
 /* ---- the target's output matrix and embedding in f32 ---- */
 
 static int dequant_tensor(const arb_gguf *g, const char *name, int E, int V, float **out, arb_err *err)

@@ -80,6 +80,12 @@ void arb_heads_topk(const arb_heads *h, int k, const float *w_lm, const float *x
 void arb_heads_topk_all(const arb_heads *h, const float *w_lm, const float *x, const int *n_top, int32_t *ids,
                         float *probs, arb_heads_ws *ws);
 
+/* n rows at once, row i = head k[i] on input x[i] (d_in[k[i]] floats), one pass over w_lm for
+   all of them (Hydra: every internal node of one tree depth). Row i fills ids/probs[i *
+   ARB_HEADS_RANKS ..) with its n_top[i] <= ARB_HEADS_RANKS best. ws needs n rows. */
+void arb_heads_topk_batch(const arb_heads *h, const float *w_lm, int n, const int *k, const float *const *x,
+                          const int *n_top, int32_t *ids, float *probs, arb_heads_ws *ws);
+
 /* The target's output matrix [V x E] in f32 (output.weight, or token_embd.weight when tied)
    and, if emb is non-NULL, its token embedding [V x E] (the same array when tied: *emb ==
    *w_lm, free once). Read through the model's GGUF (arb_gguf_open + arb_dequantize). */

@@ -29,6 +29,12 @@ int arb_topo_from_etree(const arb_etree *e, int max_depth, arb_topo *t, arb_err 
             t->n_top[d - 1] = e->rank[i] + 1;
         if (e->rank[i] == 0 && t->chain[d - 1] == e->parent[i])
             t->chain[d] = i;
+        t->has_kids[e->parent[i]] = true;
+    }
+    for (int dep = 0, i = 0; dep <= ARB_ETREE_DEPTH + 1; dep++) {
+        while (i < t->n && t->depth[i] < dep)
+            i++;
+        t->level_start[dep] = i;
     }
     return ARB_OK;
 }

@@ -29,6 +29,8 @@ typedef struct arb_topo {          /* one preprocessed tree; node 0 = the anchor
     int16_t rank[ARB_ETREE_MAX];   /* index among its parent's children */
     int16_t depth[ARB_ETREE_MAX];
     uint8_t n_kids[ARB_ETREE_MAX]; /* children per node */
+    bool has_kids[ARB_ETREE_MAX];  /* n_kids > 0 */
+    int level_start[ARB_ETREE_DEPTH + 2]; /* first node of each depth (n past the deepest) */
     int n_top[ARB_ETREE_DEPTH];    /* candidates head d-1 must offer: max rank at depth d + 1 */
     int chain[ARB_ETREE_DEPTH + 1];/* node of the all-zero path at depth d, -1 past its end */
 } arb_topo;

@@ -51,7 +51,7 @@ Test(dataset, every_dataset_loads_with_the_manifest_record_count)
         /* sg_90k holds 20 first turns not by a human (16 system, 4 gpt) and one empty one by a
            human: they are no prompts. */
         size_t want = !strcmp(list[i].name, "sharegpt-90k")         ? 2957
-                      : !strcmp(list[i].name, "sharegpt-multiturn") ? 3121 /* parts starting with a human turn */
+                      : !strcmp(list[i].name, "sharegpt-multiturn") ? 3118 /* parts starting with a non-empty human turn */
                                                                     : list[i].n_records;
         cr_assert_eq(arb_dataset_count(d), want, "%s: %zu prompts", list[i].name, arb_dataset_count(d));
         for (size_t j = 0; j < arb_dataset_count(d); j++) {
@@ -274,8 +274,15 @@ Test(dataset, malformed_json_arrays_are_reported_with_index_and_field)
     expect_error(&t, "classeval", NULL, ARB_E_FORMAT, "expected a JSON array of records, got an object");
     PUT(&t, "classeval/ClassEval_data.json", "[]");
     expect_error(&t, "classeval", NULL, ARB_E_FORMAT, "no records");
-    PUT(&t, "sharegpt/ShareGPT_V3_filtered_500.json", "[{\"id\": \"a\", \"conversations\": []}]");
-    expect_error(&t, "sharegpt", NULL, ARB_E_FORMAT, "ShareGPT_V3_filtered_500.json: [0]: expected string field \"conversations[0].from\" (missing)");
+    /* an empty conversation is no prompt (sharegpt-multiturn has 33); a `from` of another type is an error */
+    PUT(&t, "sharegpt/ShareGPT_V3_filtered_500.json",
+        "[{\"id\": \"a\", \"conversations\": []}, {\"id\": \"b\", \"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]}]");
+    arb_dataset *d = open_ok(t.path, "sharegpt", NULL);
+    cr_assert_eq(arb_dataset_count(d), 1);
+    cr_assert_str_eq(arb_dataset_get(d, 0)->id, "b");
+    arb_dataset_free(d);
+    PUT(&t, "sharegpt/ShareGPT_V3_filtered_500.json", "[{\"id\": \"a\", \"conversations\": [{\"from\": 3}]}]");
+    expect_error(&t, "sharegpt", NULL, ARB_E_FORMAT, "ShareGPT_V3_filtered_500.json: [0]: expected string field \"conversations[0].from\", got a number");
     tmp_remove(&t);
 }
 
@@ -432,7 +439,7 @@ Test(dataset, fetch_script_arguments)
     cr_assert_eq(sh(cmd), 2);
     snprintf(cmd, sizeof cmd, "sh '%s/datasets/fetch' --from-dir /nonexistent/x >/dev/null 2>&1", root);
     cr_assert_eq(sh(cmd), 2);
-    snprintf(cmd, sizeof cmd, "test \"$(sh '%s/datasets/fetch' --list | wc -l)\" -eq 11", root);
+    snprintf(cmd, sizeof cmd, "test \"$(sh '%s/datasets/fetch' --list | wc -l)\" -eq 13", root);
     cr_assert_eq(sh(cmd), 0);
 }
 

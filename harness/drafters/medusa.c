@@ -91,6 +91,15 @@ int arb_medusa_default_path(const char *kind, const char *model_path, const char
 
 /* ---------------- the drafters (drafter.h vtable) ---------------- */
 
+typedef struct md_tpl {      /* the tree a step proposes: the static template or a bank tree */
+    int n;                     /* nodes incl. the anchor, canonical order */
+    const int32_t *parent;
+    const int16_t *rank, *depth;
+    const int *n_top;          /* candidates per depth (max rank + 1) */
+    const bool *has_kids;
+    const int *level_start;    /* first node of each depth */
+} md_tpl;
+
 typedef struct md_state {
     arb_method_spec spec;
     arb_heads_kind want;      /* medusa or hydra: the vtable's kind */
@@ -102,18 +111,23 @@ typedef struct md_state {
     int16_t tpl_rank[TREE_MAX], tpl_depth[TREE_MAX];
     int n_top[ARB_HEADS_MAX]; /* candidates needed per depth (max rank + 1) */
     bool has_kids[TREE_MAX];
-    int32_t top_ids[TREE_MAX][ARB_HEADS_RANKS]; /* Medusa: [depth]; Hydra: [node] */
+    int level_start[ARB_HEADS_MAX + 2]; /* first template node of each depth (canonical order) */
+    int32_t top_ids[TREE_MAX][ARB_HEADS_RANKS]; /* Medusa: [depth]; Hydra: [batch slot] */
     float top_p[TREE_MAX][ARB_HEADS_RANKS];
+    int slot[TREE_MAX];       /* Hydra: batch row of an internal node in its level's pass */
+    int bk[TREE_MAX], bn[TREE_MAX];  /* Hydra: head and list length of each batch row */
+    const float *bx[TREE_MAX];       /* Hydra: input of each batch row (into x) */
     float *hid;               /* [E] the last hidden state */
-    float *x;                 /* [d_in max] */
+    float *x;                 /* [n_tpl x d_in max] Hydra inputs */
     bool have_hidden;
-    /* EntMTP (tree_sched set): bank, policy, features; the rank-0 chain's head outputs (every
-       head, every step: the feature needs p_d below shallow trees too, §10.5) */
+    md_tpl tpl;               /* view of the static template */
+    /* EntMTP (tree_sched set, docs/entmtp.md): bank, policy and features; one view per bank tree,
+       so a step's switch is a pointer (§10.4) */
     arb_headsched *hs;
-    int32_t chain_ids[ARB_HEADS_MAX][ARB_HEADS_RANKS];
-    float chain_p[ARB_HEADS_MAX][ARB_HEADS_RANKS];
+    md_tpl bank_view[ARB_TOPOBANK_MAX];
     int n_top_bank[ARB_HEADS_MAX]; /* Medusa: candidates per head over every bank tree (>= 1) */
-    bool chain_ok;            /* Hydra: chain_ids/chain_p hold this step's rank-0 chain */
+    int32_t chain_ids[ARB_HEADS_MAX][ARB_HEADS_RANKS]; /* Hydra: the rank-0 chain's head outputs */
+    float chain_p[ARB_HEADS_MAX][ARB_HEADS_RANKS];
 } md_state;
 
 static void md_destroy(void *st)
@@ -182,13 +196,8 @@ static int md_bind(void *st, arb_ctx *target, arb_err *err)
         return ARB_ERR(err, ARB_E_INVAL, "drafter %s: %s holds %s heads for n_embd %d, n_vocab %d (model: %d, %d)",
                        kname, path, arb_heads_kind_name(d->h->kind), d->h->n_embd, d->h->n_vocab, mi.n_embd,
                        mi.n_vocab);
-    if ((rc = arb_heads_lm_weights(m, &d->w_lm, d->want == ARB_HEADS_HYDRA ? &d->emb : NULL, err)) ||
-        (rc = arb_heads_ws_new(d->h, d->h->n_heads, &d->ws, err)))
+    if ((rc = arb_heads_lm_weights(m, &d->w_lm, d->want == ARB_HEADS_HYDRA ? &d->emb : NULL, err)))
         return rc;
-    d->hid = malloc((size_t)mi.n_embd * sizeof *d->hid);
-    d->x = malloc((size_t)d->h->d_in[d->h->n_heads - 1] * sizeof *d->x);
-    if (!d->hid || !d->x)
-        return ARB_ERR(err, ARB_E_NOMEM, "drafter %s: out of memory", kname);
     /* the tree */
     int n;
     if (!strcmp(d->spec.tree, "mc_sim_7b_63"))
@@ -223,10 +232,25 @@ static int md_bind(void *st, arb_ctx *target, arb_err *err)
         if (d->n_top[k] > ARB_HEADS_RANKS)
             return ARB_ERR(err, ARB_E_INVAL, "drafter %s: tree ranks up to %d (at most %d)", kname, d->n_top[k],
                            ARB_HEADS_RANKS);
+    for (int dep = 0, i = 0; dep <= ARB_HEADS_MAX + 1; dep++) {
+        while (i < d->n_tpl && d->tpl_depth[i] < dep)
+            i++;
+        d->level_start[dep] = i;
+    }
+    d->tpl = (md_tpl){.n = d->n_tpl, .parent = d->tpl_parent, .rank = d->tpl_rank, .depth = d->tpl_depth,
+                      .n_top = d->n_top, .has_kids = d->has_kids, .level_start = d->level_start};
+    /* EntMTP: the bank and its policy (none when tree_sched is empty) */
+    int n_max = d->n_tpl;
     if ((rc = arb_headsched_new(&d->spec, d->h->n_heads, arb_method_max_nodes(&d->spec), &d->hs, err)))
         return rc;
     if (d->hs) {
         const arb_topobank *b = arb_headsched_bank(d->hs);
+        for (int j = 0; j < b->n; j++) {
+            const arb_topo *T = &b->t[j];
+            d->bank_view[j] = (md_tpl){.n = T->n, .parent = T->parent, .rank = T->rank, .depth = T->depth,
+                                       .n_top = T->n_top, .has_kids = T->has_kids, .level_start = T->level_start};
+            n_max = T->n > n_max ? T->n : n_max;
+        }
         for (int k = 0; k < d->h->n_heads; k++) {
             d->n_top_bank[k] = 1;
             for (int j = 0; j < b->n; j++)
@@ -234,6 +258,14 @@ static int md_bind(void *st, arb_ctx *target, arb_err *err)
                     d->n_top_bank[k] = b->t[j].n_top[k];
         }
     }
+    /* scratch, sized once: Medusa K rows; Hydra one row per template node (largest bank tree) */
+    int rows = d->want == ARB_HEADS_HYDRA ? n_max : d->h->n_heads;
+    if ((rc = arb_heads_ws_new(d->h, rows, &d->ws, err)))
+        return rc;
+    d->hid = malloc((size_t)mi.n_embd * sizeof *d->hid);
+    d->x = malloc((size_t)rows * d->h->d_in[d->h->n_heads - 1] * sizeof *d->x);
+    if (!d->hid || !d->x)
+        return ARB_ERR(err, ARB_E_NOMEM, "drafter %s: out of memory", kname);
     return ARB_OK;
 }
 
@@ -243,8 +275,6 @@ static int md_begin(void *st, int n_tokens, bool new_run, arb_err *err)
     if (!d->h)
         return ARB_ERR(err, ARB_E_INVAL, "drafter %s: not bound to a target context", arb_heads_kind_name(d->want));
     d->have_hidden = false;
-    if (d->hs)
-        arb_headsched_begin(d->hs);
     return ARB_OK;
 }
 
@@ -258,43 +288,69 @@ static void md_hidden(void *st, const float *h)
 }
 
 /* Hydra input of the head below node v: [h, e(anchor), e(tokens from depth 1 to v)]. */
-static void hydra_x(md_state *d, const arb_tree *t, int v, int dep)
+static void hydra_x(const md_state *d, const arb_tree *t, int v, int dep, float *x)
 {
     const int E = d->h->n_embd;
-    memcpy(d->x, d->hid, (size_t)E * sizeof *d->x);
+    memcpy(x, d->hid, (size_t)E * sizeof *x);
     for (int u = v, i = dep; i >= 0; u = t->parent[u], i--) /* u at depth i: slot i + 1 */
-        memcpy(d->x + (size_t)(i + 1) * E, d->emb + (size_t)t->tok[u] * E, (size_t)E * sizeof *d->x);
+        memcpy(x + (size_t)(i + 1) * E, d->emb + (size_t)t->tok[u] * E, (size_t)E * sizeof *x);
 }
 
-/* EntMTP: every head on the rank-0 chain (Hydra: head k on [h, e(anchor), e(c_1..c_k)], c_j the
-   chain's top-1 tokens; Medusa: every head on h), the features, the policy's tree. */
-static const arb_topo *sched_pick(md_state *d, const arb_tree *t, arb_step_record *rec)
+/* Hydra: level by level, every internal node of a depth in one pass over the output matrix
+   (a CPU reads W_lm once per pass: ~4 passes for mc_sim_7b_63 instead of 20). */
+static void hydra_propose(md_state *d, const md_tpl *T, arb_tree *t)
+{
+    const int dmax = d->h->d_in[d->h->n_heads - 1];
+    for (int i = 1; i < T->n;) {
+        int dep = T->depth[i], nb = 0; /* fill depth dep from the internal nodes at dep - 1 */
+        for (int v = T->level_start[dep - 1]; v < i; v++) {
+            if (!T->has_kids[v])
+                continue;
+            d->slot[v] = nb;
+            d->bk[nb] = dep - 1;
+            d->bn[nb] = T->n_top[dep - 1];
+            d->bx[nb] = d->x + (size_t)nb * dmax;
+            hydra_x(d, t, v, dep - 1, d->x + (size_t)nb * dmax);
+            nb++;
+        }
+        arb_heads_topk_batch(d->h, d->w_lm, nb, d->bk, d->bx, d->bn, d->top_ids[0], d->top_p[0], d->ws);
+        for (; i < T->n && T->depth[i] == dep; i++) {
+            int p = T->parent[i], r = T->rank[i], s = d->slot[p];
+            int v = arb_tree_add(t, p, d->top_ids[s][r], ARB_SRC_HEAD, r, d->top_p[s][r]);
+            ARB_ASSERT(v == i); /* the template is canonical and fits the tree (max nodes) */
+        }
+    }
+}
+
+/* EntMTP: the features for this step's decision, then the policy's bank tree. Medusa runs every
+   head on h anyway (for every bank tree's candidates), so p_d is free. Hydra: p_d needs head k on
+   the rank-0 chain [h, e(anchor), e(c_1..c_k)] (c_j the chain's top-1 tokens), one single-row
+   pass each; with feature lit (s = p0) they are skipped unless entmtp_all_heads [CHOICE: on the
+   CPU each pass reads the whole output matrix; docs/entmtp.md], and p_d is logged empty. */
+static const md_tpl *sched_pick(md_state *d, const arb_tree *t, arb_step_record *rec)
 {
     const int K = d->h->n_heads, E = d->h->n_embd;
     float p[ARB_HEADS_MAX];
     int32_t top1[ARB_HEADS_MAX];
+    int D = K;
     if (d->want == ARB_HEADS_MEDUSA) {
         arb_heads_topk_all(d->h, d->w_lm, d->hid, d->n_top_bank, d->top_ids[0], d->top_p[0], d->ws);
         for (int k = 0; k < K; k++)
             p[k] = d->top_p[k][0], top1[k] = d->top_ids[k][0];
     } else if (!strcmp(d->spec.feature, "lit") && !d->spec.entmtp_all_heads) {
-        /* s_lit = p0 needs no head: on the CPU every head call is a full pass over the output
-           matrix, so the chain is left to the chosen tree and p_d is not logged [CHOICE,
-           docs/entmtp.md; entmtp_all_heads=true computes it as the spec says] */
-        d->chain_ok = false;
-        return arb_headsched_pick(d->hs, NULL, NULL, 0, rec);
+        D = 0;
     } else {
-        d->chain_ok = true;
         memcpy(d->x, d->hid, (size_t)E * sizeof *d->x);
         memcpy(d->x + E, d->emb + (size_t)t->tok[0] * E, (size_t)E * sizeof *d->x);
         for (int k = 0; k < K; k++) {
-            arb_heads_topk(d->h, k, d->w_lm, d->x, ARB_HEADS_RANKS, d->chain_ids[k], d->chain_p[k], d->ws);
+            arb_heads_topk(d->h, k, d->w_lm, d->x, 1, d->chain_ids[k], d->chain_p[k], d->ws);
             p[k] = d->chain_p[k][0], top1[k] = d->chain_ids[k][0];
             if (k + 1 < K) /* the next head's input: this one's top-1 appended */
                 memcpy(d->x + (size_t)(k + 2) * E, d->emb + (size_t)top1[k] * E, (size_t)E * sizeof *d->x);
         }
     }
-    return arb_headsched_pick(d->hs, p, top1, K, rec);
+    const arb_topo *T = arb_headsched_pick(d->hs, D ? p : NULL, D ? top1 : NULL, D, rec);
+    return &d->bank_view[T - arb_headsched_bank(d->hs)->t];
 }
 
 static void md_verified(void *st, const arb_tree *t, const int32_t *path, int n_path, arb_step_record *rec)
@@ -319,35 +375,18 @@ static void md_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
         rec->mode = ARB_MODE_AR;
         return;
     }
-    /* the tree: the static template, or this step's bank tree (a pointer, §10.4) */
-    int n_tpl = d->n_tpl;
-    const int32_t *tp = d->tpl_parent;
-    const int16_t *tr = d->tpl_rank, *td = d->tpl_depth;
-    const int *n_top = d->n_top;
-    const int *chain = NULL;
-    if (d->hs) {
-        const arb_topo *T = sched_pick(d, t, rec);
-        n_tpl = T->n, tp = T->parent, tr = T->rank, td = T->depth, n_top = T->n_top;
-        chain = d->chain_ok ? T->chain : NULL;
-    } else if (d->want == ARB_HEADS_MEDUSA) { /* one pass over the output matrix for every head */
-        arb_heads_topk_all(d->h, d->w_lm, d->hid, d->n_top, d->top_ids[0], d->top_p[0], d->ws);
+    const md_tpl *T = d->hs ? sched_pick(d, t, rec) : &d->tpl; /* EntMTP: this step's bank tree */
+    if (d->want == ARB_HEADS_HYDRA) {
+        hydra_propose(d, T, t);
+        return;
     }
-    for (int i = 1; i < n_tpl; i++) {
-        int p = tp[i], dep = td[i], r = tr[i];
-        int32_t *ids;
-        float *pr;
-        if (d->want == ARB_HEADS_MEDUSA) {
-            ids = d->top_ids[dep - 1], pr = d->top_p[dep - 1];
-        } else if (chain && chain[dep - 1] == p) { /* on the rank-0 chain: computed for the features */
-            ids = d->chain_ids[dep - 1], pr = d->chain_p[dep - 1];
-        } else {
-            if (i == 1 || tp[i - 1] != p) { /* first child of p: run head dep-1 once */
-                hydra_x(d, t, p, dep - 1);
-                arb_heads_topk(d->h, dep - 1, d->w_lm, d->x, n_top[dep - 1], d->top_ids[p], d->top_p[p], d->ws);
-            }
-            ids = d->top_ids[p], pr = d->top_p[p];
-        }
-        int v = arb_tree_add(t, p, ids[r], ARB_SRC_HEAD, r, pr[r]);
+    /* Medusa: one pass over the output matrix for every head, then the Cartesian product (with a
+       bank, sched_pick ran it for every bank tree's candidates) */
+    if (!d->hs)
+        arb_heads_topk_all(d->h, d->w_lm, d->hid, d->n_top, d->top_ids[0], d->top_p[0], d->ws);
+    for (int i = 1; i < T->n; i++) {
+        int p = T->parent[i], dep = T->depth[i], r = T->rank[i];
+        int v = arb_tree_add(t, p, d->top_ids[dep - 1][r], ARB_SRC_HEAD, r, d->top_p[dep - 1][r]);
         ARB_ASSERT(v == i); /* the template is canonical and fits the tree (max nodes) */
     }
 }
