@@ -139,7 +139,7 @@ static int dcmp(const void *a, const void *b)
 int arb_entmtp_cmd_bank(int argc, char **argv)
 {
     const char *model = "default", *heads = NULL, *frontier = NULL, *dataset = "gsm8k-train", *out = NULL;
-    const char *feature = "lit";
+    const char *feature = "lit", *clock = "wall";
     int n_prompts = 4, skip = 100, max_new = 64, threads = 1, max_len = 400;
     const arb_opt opts[] = {
         {.name = "--frontier", .kind = ARB_OPT_KIND_STR, .dst = &frontier, .metavar = "FILE", .required = true,
@@ -155,6 +155,7 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
         ARB_OPT_INT("--max-new", "N", &max_new, 2, 4096, "tokens per prompt (default 64; paper 256)"),
         ARB_OPT_INT("--max-prompt", "N", &max_len, 1, 1 << 20, "skip longer prompts (default 400 tokens)"),
         ARB_OPT_STR("--feature", "F", &feature, "scheduler scalar for the tau grid: lit | gD | sum (default lit)"),
+        ARB_OPT_STR("--clock", "C", &clock, "tok/s from wall time (default, the paper's) or cpu (process CPU time)"),
         ARB_OPT_INT("--threads", "N", &threads, 0, 1024, "kernel threads (default 1)"),
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"entmtp bank", NULL,
@@ -171,6 +172,11 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     arb_err err = {0};
+    if (strcmp(clock, "wall") && strcmp(clock, "cpu")) {
+        fprintf(stderr, "arbor entmtp bank: --clock: '%s' (wall, cpu)\n", clock);
+        return 2;
+    }
+    const bool use_cpu = !strcmp(clock, "cpu");
     cand *c = calloc(CAND_MAX, sizeof *c);
     int nc = 0, rc = c ? read_frontier(frontier, c, &nc, &err) : ARB_ERR(&err, ARB_E_NOMEM, "out of memory");
     if (!rc && strcmp(feature, "lit") && strcmp(feature, "gD") && strcmp(feature, "sum"))
@@ -196,7 +202,7 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
     for (int k = 0; k < nc && !rc; k++) { /* each tree as the static tree of a bank of all candidates */
         if (!(rc = write_bank(out, c, nc, k, -1, -1, NAN, feature, NULL, 0, &err)) &&
             !(rc = hydra_spec(heads, out, "static", feature, -1, &s, &err)) &&
-            !(rc = arb_entmtp_time(ctx, &s, &P, max_new, t, &err))) {
+            !(rc = arb_entmtp_time(ctx, &s, &P, max_new, use_cpu, t, &err))) {
             c[k].tok_s = t->tok_s, c[k].tau = t->tau;
             best = c[k].tok_s > c[best].tok_s ? k : best;
             printf("%5d %5d %9.2f %7.3f%s\n", c[k].n, c[k].depth, c[k].tok_s, c[k].tau,
@@ -217,11 +223,27 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
                 st = nb;
             b[nb++] = c[k];
         }
-    for (int k = 0; k < nb; k++)
-        maxd = b[k].depth > maxd ? b[k].depth : maxd;
+    for (int k = 0; k < nc; k++)
+        maxd = c[k].depth > maxd ? c[k].depth : maxd;
     for (int k = 0; k < nb; k++) /* T+: the fastest deepest-depth bank tree (depth 4 with 4 heads) */
         if (b[k].depth == maxd && (tp < 0 || b[k].tok_s > b[tp].tok_s))
             tp = k;
+    if (!rc && tp < 0) { /* [CHOICE] no bank tree that deep (a small tree won on this machine): the
+                            fastest timed tree of that depth joins the bank as T+ */
+        int j = -1;
+        for (int k = 0; k < nc; k++)
+            if (c[k].depth == maxd && (j < 0 || c[k].tok_s > c[j].tok_s))
+                j = k;
+        int at = nb;
+        while (at > 0 && b[at - 1].n > c[j].n)
+            at--;
+        memmove(b + at + 1, b + at, (size_t)(nb - at) * sizeof *b);
+        b[at] = c[j];
+        nb++;
+        tp = at;
+        st += st >= at;
+        printf("no depth-%d tree in the throughput-Pareto bank: T+ = the fastest one timed (n = %d)\n", maxd, c[j].n);
+    }
     if (!rc)
         printf("bank: %d trees; static task tree n = %d (%.2f tok/s); T+ n = %d\n", nb, b[st].n, b[st].tok_s,
                b[tp].n);
@@ -234,7 +256,7 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
         for (size_t g = 0; g < sizeof tau_grid / sizeof tau_grid[0] && !rc; g++) {
             if (!(rc = write_bank(out, b, nb, st, tp, k, tau_grid[g], feature, NULL, 0, &err)) &&
                 !(rc = hydra_spec(heads, out, "entmtp_tau", feature, -1, &s, &err)) &&
-                !(rc = arb_entmtp_time(ctx, &s, &P, max_new, t, &err))) {
+                !(rc = arb_entmtp_time(ctx, &s, &P, max_new, use_cpu, t, &err))) {
                 printf("  T- n = %3d  tau %.3f  %8.2f tok/s  tau_acc %.3f\n", b[k].n, tau_grid[g], t->tok_s, t->tau);
                 if (t->tok_s > best_g)
                     best_g = t->tok_s, tm = k, tau = tau_grid[g];
@@ -250,7 +272,7 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
         t->s_values = sv, t->s_cap = 100000;
         if (!(rc = write_bank(out, b, nb, tp, -1, -1, NAN, feature, NULL, 0, &err)) &&
             !(rc = hydra_spec(heads, out, "static", feature, -1, &s, &err)) &&
-            !(rc = arb_entmtp_time(ctx, &s, &P, max_new, t, &err)) && t->n_s > 0) {
+            !(rc = arb_entmtp_time(ctx, &s, &P, max_new, use_cpu, t, &err)) && t->n_s > 0) {
             qsort(sv, (size_t)t->n_s, sizeof *sv, dcmp);
             for (int j = 1; j < nb; j++)
                 lad[nl++] = sv[(size_t)((double)j / nb * (t->n_s - 1))];
@@ -298,6 +320,7 @@ int arb_entmtp_cmd_table(int argc, char **argv)
     const char *model = "default", *heads = NULL, *bank = NULL, *dataset = "gsm8k";
     int n_prompts = 20, skip = 0, max_new = 64, threads = 1, max_len = 400;
     bool ladder = false;
+    const char *clock = "wall";
     const arb_opt opts[] = {
         {.name = "--heads", .kind = ARB_OPT_KIND_STR, .dst = &heads, .metavar = "PATH", .required = true,
          .help = "Hydra heads GGUF (< 32 characters)"},
@@ -310,6 +333,7 @@ int arb_entmtp_cmd_table(int argc, char **argv)
         ARB_OPT_INT("--max-new", "N", &max_new, 2, 4096, "tokens per prompt (default 64; paper 256)"),
         ARB_OPT_INT("--max-prompt", "N", &max_len, 1, 1 << 20, "skip longer prompts (default 400 tokens)"),
         ARB_OPT_FLAG("--ladder", &ladder, "add the threshold-ladder row"),
+        ARB_OPT_STR("--clock", "C", &clock, "tok/s from wall time (default, the paper's) or cpu (process CPU time)"),
         ARB_OPT_INT("--threads", "N", &threads, 0, 1024, "kernel threads (default 1)"),
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"entmtp table", NULL,
@@ -325,6 +349,11 @@ int arb_entmtp_cmd_table(int argc, char **argv)
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     arb_err err = {0};
+    if (strcmp(clock, "wall") && strcmp(clock, "cpu")) {
+        fprintf(stderr, "arbor entmtp table: --clock: '%s' (wall, cpu)\n", clock);
+        return 2;
+    }
+    const bool use_cpu = !strcmp(clock, "cpu");
     arb_model *m = NULL;
     arb_ctx *ctx = NULL;
     arb_entmtp_prompts P = {0};
@@ -350,18 +379,20 @@ int arb_entmtp_cmd_table(int argc, char **argv)
             arb_topobank_free(b);
         }
         if (!rc)
-            rc = arb_entmtp_time(ctx, &s, &P, max_new, &t[r], &err);
+            rc = arb_entmtp_time(ctx, &s, &P, max_new, use_cpu, &t[r], &err);
         for (int i = 0; !rc && r > 0 && i < t[r].n; i++)
             mism += t[r].hash[i] != t[0].hash[i];
         if (!rc)
             fprintf(stderr, "%s: %.2f tok/s\n", names[r], t[r].tok_s);
     }
     if (!rc) {
-        printf("EntMTP Table 1 — %s, %d prompts (from record %d), %d tokens, this CPU\n", dataset, P.n, skip, max_new);
-        printf("| method | tok/s | speedup | tau (gen/call) | tau (accept/step) |\n|---|---|---|---|---|\n");
+        printf("EntMTP Table 1 — %s, %d prompts (from record %d), %d tokens, this CPU, tok/s by %s time\n", dataset,
+               P.n, skip, max_new, use_cpu ? "process CPU" : "wall");
+        printf("| method | tok/s | speedup | tau (gen/call) | tau (accept/step) | wall tok/s |\n"
+               "|---|---|---|---|---|---|\n");
         for (int r = 0; r < n_rows; r++)
-            printf("| %s | %.2f | %.2fx | %.3f | %.3f |\n", names[r], t[r].tok_s, t[r].tok_s / t[0].tok_s, t[r].tau,
-                   r ? t[r].tau_step : 1.0);
+            printf("| %s | %.2f | %.2fx | %.3f | %.3f | %.2f |\n", names[r], t[r].tok_s, t[r].tok_s / t[0].tok_s,
+                   t[r].tau, r ? t[r].tau_step : 1.0, t[r].wall_tok_s);
         double mu, hw;
         ratio_ci(&t[2], &t[1], &mu, &hw);
         printf("static / default: per-prompt tok/s ratio %.3f +- %.3f (95%%)\n", mu, hw);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dataset.h"
 #include "decode.h"
@@ -75,8 +76,15 @@ static int on_step(const arb_step_record *r, void *ud)
     return 0;
 }
 
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 int arb_entmtp_time(arb_ctx *ctx, const arb_method_spec *spec, const arb_entmtp_prompts *P, int max_new,
-                    arb_entmtp_timing *t, arb_err *err)
+                    bool use_cpu, arb_entmtp_timing *t, arb_err *err)
 {
     double *sv = t->s_values;
     int s_cap = t->s_cap;
@@ -97,12 +105,15 @@ int arb_entmtp_time(arb_ctx *ctx, const arb_method_spec *spec, const arb_entmtp_
     double tau_steps = 0;
     for (int i = 0; i < P->n && !rc; i++) {
         o.prompt_id = i;
+        double c0 = cpu_now();
         if ((rc = arb_decoder_generate(d, P->tok[i], P->len[i], &o, &cb, &res, err)))
             break;
+        double cs = cpu_now() - c0;
+        t->cpu_s += cs;
         t->gen += res.n_generated;
         t->calls += res.n_target_calls;
         t->wall_s += res.wall_us / 1e6;
-        t->prompt_tok_s[i] = res.n_generated / (res.wall_us / 1e6);
+        t->prompt_tok_s[i] = res.n_generated / (use_cpu ? cs : res.wall_us / 1e6);
         t->hash[i] = res.hash;
         t->n++;
     }
@@ -110,7 +121,9 @@ int arb_entmtp_time(arb_ctx *ctx, const arb_method_spec *spec, const arb_entmtp_
     arb_decoder_free(d);
     if (rc)
         return rc;
-    t->tok_s = t->wall_s > 0 ? t->gen / t->wall_s : 0;
+    t->wall_tok_s = t->wall_s > 0 ? t->gen / t->wall_s : 0;
+    t->cpu_tok_s = t->cpu_s > 0 ? t->gen / t->cpu_s : 0;
+    t->tok_s = use_cpu ? t->cpu_tok_s : t->wall_tok_s;
     t->tau = t->calls ? (double)t->gen / t->calls : 0;
     t->tau_step = t->steps ? tau_steps / t->steps : 0;
     return ARB_OK;

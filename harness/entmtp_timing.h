@@ -10,6 +10,7 @@
 #ifndef ARB_ENTMTP_TIMING_H
 #define ARB_ENTMTP_TIMING_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine.h"
@@ -29,11 +30,12 @@ void arb_entmtp_prompts_free(arb_entmtp_prompts *p);
 #define ARB_ENTMTP_PROMPTS_MAX 256
 
 typedef struct arb_entmtp_timing {
-    double tok_s;        /* Σ generated / Σ wall (prefill included) */
+    double tok_s;        /* Σ generated / Σ time (prefill included): wall, or process CPU time */
+    double wall_tok_s, cpu_tok_s; /* both clocks */
     double tau;          /* Σ generated / Σ target calls (arbor's τ, prefill counted as a call) */
     double tau_step;     /* mean (accepted + 1) per decode step (the paper's τ) */
     long gen, calls, steps;
-    double wall_s;
+    double wall_s, cpu_s;
     int n;                                   /* prompts timed */
     double prompt_tok_s[ARB_ENTMTP_PROMPTS_MAX]; /* per prompt (paired comparisons) */
     uint64_t hash[ARB_ENTMTP_PROMPTS_MAX];   /* token hashes (losslessness vs AR) */
@@ -41,8 +43,10 @@ typedef struct arb_entmtp_timing {
     int s_cap, n_s;
 } arb_entmtp_timing;
 
-/* One warm-up generation (the first prompt, untimed), then every prompt. */
+/* One warm-up generation (the first prompt, untimed), then every prompt. use_cpu: tok_s and the
+   per-prompt rates from the process CPU time (with one kernel thread: the work done, robust on a
+   shared machine) instead of wall time (the paper's clock). */
 int arb_entmtp_time(arb_ctx *ctx, const arb_method_spec *spec, const arb_entmtp_prompts *P, int max_new,
-                    arb_entmtp_timing *t, arb_err *err);
+                    bool use_cpu, arb_entmtp_timing *t, arb_err *err);
 
 #endif
