@@ -270,6 +270,9 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
         {"goose-control", "goose", "GOOSE control (TR spine)"},
         {"draft", "draft", "Draft"},
         {"medusa", "medusa", "Medusa"}, {"hydra", "hydra", "Hydra"},
+        /* EntMTP with the GSM8K bank made on this machine (docs/entmtp.md); the path is relative
+           to the source tree, so run from there or --set bank=... */
+        {"entmtp", "hydra", "EntMTP"}, {"entmtp-tau", "hydra", "EntMTPtau"}, {"entmtp-ll", "hydra", "EntMTP-ll"},
     };
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
         if (strcasecmp(name, base[i].name))
@@ -295,12 +298,17 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
             s->context_spine = false;
         } else if (!strcmp(n, "goose-control")) {
             s->control_tr_spine = true;
+        } else if (!strncmp(n, "entmtp", 6)) {
+            snprintf(s->bank, sizeof s->bank, "configs/entmtp/gsm8k.json");
+            snprintf(s->tree_sched, sizeof s->tree_sched, "%s",
+                     !strcmp(n, "entmtp") ? "static" : !strcmp(n, "entmtp-tau") ? "entmtp_tau" : "ladder");
+            snprintf(s->feature, sizeof s->feature, "gD"); /* the feature the bank's tau was calibrated on */
         }
         return ARB_OK;
     }
     return ARB_ERR(err, ARB_E_INVAL,
                    "method: unknown '%s' (ar pld tr goose iso3 iso5 sequoia goose-nospinebr goose-unigram "
-                   "goose-nobypass goose-nospine goose-control draft medusa hydra)", name);
+                   "goose-nobypass goose-nospine goose-control draft medusa hydra entmtp entmtp-tau entmtp-ll)", name);
 }
 
 int arb_method_max_nodes(const arb_method_spec *s)
