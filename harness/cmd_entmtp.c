@@ -1,6 +1,8 @@
 /* cmd_entmtp.c — `arbor entmtp frontier`: EntMTP's greedy acceptance frontier on calibration
  * prompts (docs/spec/drafting.md §10.1–10.2, docs/entmtp.md). */
+#include <cJSON.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "entmtp_timing.h"
 #include "genutil.h"
 #include "opts.h"
+#include "plot.h"
 #include "schedulers/features.h"
 #include "schedulers/scheduler.h"
 #include "topobank.h"
@@ -254,15 +257,93 @@ static int overhead(int argc, char **argv)
     return 0;
 }
 
+/* EntMTP Fig. 1 from a frontier file: DIR/entmtp_frontier.{dat,gp,png,svg}. */
+static int plot(int argc, char **argv)
+{
+    const char *in = NULL, *dir = "results/entmtp-plot";
+    const arb_opt opts[] = {{.name = "--frontier", .kind = ARB_OPT_KIND_STR, .dst = &in, .metavar = "FILE",
+                             .required = true, .help = "JSON of arbor entmtp frontier"},
+                            ARB_OPT_STR("--out", "DIR", &dir, "output directory (default results/entmtp-plot)"),
+                            ARB_OPT_END};
+    const arb_cmd_spec cmd = {"entmtp plot", NULL, "The acceptance frontier (EntMTP Fig. 1) via gnuplot.", opts, 0, 0};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? 0 : 2;
+    arb_err err = {0};
+    int rc = ARB_OK;
+    FILE *f = fopen(in, "rb");
+    char *txt = f ? malloc(1 << 24) : NULL;
+    size_t len = txt ? fread(txt, 1, (1 << 24) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    cJSON *root = NULL;
+    if (!txt)
+        rc = ARB_ERR(&err, ARB_E_IO, "cannot read %s", in);
+    else {
+        txt[len] = 0;
+        root = cJSON_Parse(txt);
+    }
+    const cJSON *pts = root ? cJSON_GetObjectItemCaseSensitive(root, "points") : NULL;
+    if (!rc && !cJSON_IsArray(pts))
+        rc = ARB_ERR(&err, ARB_E_FORMAT, "%s: $.points: not an array (a file of arbor entmtp frontier)", in);
+    char path[4200];
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/entmtp_frontier.dat", dir);
+    FILE *o = rc ? NULL : fopen(path, "w");
+    if (!rc && !o)
+        rc = ARB_ERR(&err, ARB_E_IO, "cannot write %s", path);
+    for (int blk = 1; !rc && blk <= 5; blk++) { /* D_max 1..4, then the hull */
+        fprintf(o, "%s# %s\n", blk > 1 ? "\n\n" : "", blk <= 4 ? "n a" : "hull: n a a_self");
+        const cJSON *p;
+        cJSON_ArrayForEach(p, pts)
+        {
+            const cJSON *n = cJSON_GetObjectItemCaseSensitive(p, "n"), *d = cJSON_GetObjectItemCaseSensitive(p, "depth");
+            const cJSON *a = cJSON_GetObjectItemCaseSensitive(p, "a"), *as = cJSON_GetObjectItemCaseSensitive(p, "a_self");
+            if (!cJSON_IsNumber(n) || !cJSON_IsNumber(d) || !cJSON_IsNumber(a)) {
+                rc = ARB_ERR(&err, ARB_E_FORMAT, "%s: a point without n, depth, a", in);
+                break;
+            }
+            if (blk <= 4 && d->valueint == blk)
+                fprintf(o, "%d %.6f\n", n->valueint, a->valuedouble);
+            if (blk == 5 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "hull")))
+                fprintf(o, "%d %.6f %.6f\n", n->valueint, a->valuedouble, cJSON_IsNumber(as) ? as->valuedouble : NAN);
+        }
+    }
+    if (o)
+        fclose(o);
+    if (!rc) {
+        char vars[256];
+        const cJSON *ds = cJSON_GetObjectItemCaseSensitive(root, "dataset");
+        snprintf(vars, sizeof vars, "title_text = 'EntMTP acceptance frontier, %s (Hydra heads, greedy)'\n",
+                 cJSON_IsString(ds) ? ds->valuestring : "?");
+        rc = arb_plot_script(dir, NULL, "entmtp_frontier", vars, 900, 600, &err);
+        if (!rc)
+            rc = arb_plot_render(dir, "entmtp_frontier", &err);
+    }
+    cJSON_Delete(root);
+    free(txt);
+    if (rc) {
+        fprintf(stderr, "arbor entmtp plot: %s\n", err.msg);
+        return 1;
+    }
+    printf("wrote %s/entmtp_frontier.{dat,gp,png,svg}\n", dir);
+    return 0;
+}
+
 int arb_cmd_entmtp(int argc, char **argv)
 {
-    static const char usage[] = "usage: arbor entmtp frontier|bank|table|overhead [options]   (arbor entmtp <sub> --help)\n"
+    static const char usage[] = "usage: arbor entmtp frontier|bank|table|overhead|plot [options]   (arbor entmtp <sub> --help)\n"
                                 "  frontier  acceptance frontier + debiasing on calibration prompts\n"
                                 "  bank      throughput frontier, TopologyBank and scheduler calibration\n"
                                 "  table     EntMTP Table 1 (AR, Hydra default, static, EntMTPtau) on eval prompts\n"
-                                "  overhead  scheduler cost per step (features + switch)\n";
+                                "  overhead  scheduler cost per step (features + switch)\n"
+                                "  plot      the acceptance frontier figure (gnuplot)\n";
     if (argc >= 2 && !strcmp(argv[1], "frontier"))
         return frontier(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "plot"))
+        return plot(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "overhead"))
         return overhead(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "bank"))
