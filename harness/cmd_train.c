@@ -23,24 +23,19 @@
 static const char usage[] =
     "usage: arbor train medusa|hydra [--model default|PATH] [--data FILE] [--out FILE]\n"
     "                   [--heads K] [--steps N | --epochs E] [--batch B] [--lr LR]\n"
-    "                   [--warmup N] [--weight-decay W] [--clip C] [--seed S]\n"
+    "                   [--warmup N] [--weight-decay W] [--clip C] [--seed S] [--threads N]\n"
     "                   [--heldout F] [--eval-every N] [--eval-rows N] [--max-records N]\n"
-    "                   [--threads N]\n"
     "\n"
-    "Trains K heads on the target's last hidden state (after the final norm), sharing its frozen\n"
-    "output head, on the responses of a distill file (`arbor distill`). Head k (1-based)\n"
-    "predicts the token k + 1 positions after the hidden state's token. Writes a GGUF with\n"
-    "the heads and what made them (base model sha256, config, data sha256, held-out accuracy).\n"
+    "Trains K heads on the target's last (final-norm) hidden state, sharing its frozen output\n"
+    "head, on the responses of a distill file (`arbor distill`); head k (1-based) predicts token\n"
+    "t + k + 1. Writes a GGUF with the heads, base model sha256, config, data sha256, accuracy.\n"
     "\n"
     "  --data FILE      distill file (default: the model's default distill file, n = 128)\n"
-    "  --out FILE       default: <cache>/heads/<kind>-<model file>.<sha256[0:12]>.gguf, what\n"
-    "                   the drafters' heads=default loads\n"
+    "  --out FILE       default <cache>/heads/<kind>-<model file>.<sha12>.gguf (heads=default)\n"
     "  --heads K        heads (default 4, at most 8)\n"
-    "  --steps N        optimizer steps (default: --epochs passes over the training rows)\n"
-    "  --epochs E       passes when --steps is absent (default 1, Medusa's recipe)\n"
+    "  --steps N        optimizer steps (default: --epochs E passes over the rows, E = 1)\n"
     "  --batch B        rows (positions) per step (default 32)\n"
-    "  --lr LR          peak learning rate (1e-3); --warmup N steps of linear ramp (default\n"
-    "                   5% of the steps), then cosine to 0\n"
+    "  --lr LR          peak learning rate (1e-3); --warmup N ramp steps (5%), then cosine to 0\n"
     "  --weight-decay W decoupled weight decay (0); --clip C global grad-norm cap (1.0)\n"
     "  --seed S         shuffling, initialisation and the held-out split (default 1)\n"
     "  --heldout F      share of records held out (default 0.05, at least one record)\n"
@@ -82,6 +77,17 @@ static uint64_t mix64(uint64_t z)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+/* Fisher-Yates keyed by key (seeded, so a run is reproducible). */
+static void shuffle(rowref *a, size_t n, uint64_t key)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(mix64(key ^ i) % i);
+        rowref t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
 }
 
 static double now_s(void)
@@ -433,16 +439,13 @@ static int run(trainer *T, arb_err *err)
         (rc = arb_heads_lm_weights(m, &T->w_lm, o->kind == ARB_HEADS_HYDRA ? &T->emb : NULL, err)))
         goto done;
     /* held-out records: a hash of (seed, seq) below the share; at least one */
-    int n_held = 0, first_used = -1;
-    for (int r = 0; r < d->n_rec; r++) {
+    for (int r = 0; r < d->n_rec; r++)
         T->held[r] = (double)(mix64(o->seed * 0x100000001b3ull ^ d->rec[r].seq) >> 11) * 0x1p-53 < o->heldout;
-        n_held += T->held[r];
-    }
     if ((rc = compute_hidden(T, ctx, E, sha, err)))
         goto done;
     arb_ctx_free(ctx), ctx = NULL; /* the model stays for nothing else: free its memory early */
     size_t n_rows = 0;
-    int n_used = 0, n_held_used = 0;
+    int n_used = 0, n_held_used = 0, first_used = -1;
     for (int r = 0; r < d->n_rec; r++)
         if (T->hid[r]) {
             n_rows += (size_t)d->rec[r].n_resp - 1;
@@ -452,33 +455,25 @@ static int run(trainer *T, arb_err *err)
         }
     if (n_held_used == 0 && o->heldout > 0 && first_used >= 0)
         T->held[first_used] = true, n_held_used = 1;
-    n_held = n_held_used;
     T->train = malloc((n_rows + 1) * sizeof *T->train);
     T->eval = malloc((n_rows + 1) * sizeof *T->eval);
     if (!T->train || !T->eval) {
         rc = ARB_ERR(err, ARB_E_NOMEM, "train: out of memory");
         goto done;
     }
-    uint64_t train_tok = 0;
     for (int r = 0; r < d->n_rec; r++)
         for (int j = 0; T->hid[r] && j < d->rec[r].n_resp - 1; j++) {
             rowref rr = {r, j};
             if (T->held[r])
                 T->eval[T->n_eval++] = rr;
             else
-                T->train[T->n_train++] = rr, train_tok++;
+                T->train[T->n_train++] = rr;
         }
     if (T->n_train == 0) {
         rc = ARB_ERR(err, ARB_E_INVAL, "%s: no training rows (records with >= 2 response tokens)", o->data);
         goto done;
     }
-    /* eval rows in a seeded order too, so --eval-rows takes a sample across records */
-    for (size_t i = T->n_eval; i > 1; i--) {
-        size_t j = (size_t)(mix64(o->seed ^ 0xe7a1ull ^ i) % i);
-        rowref t = T->eval[i - 1];
-        T->eval[i - 1] = T->eval[j];
-        T->eval[j] = t;
-    }
+    shuffle(T->eval, T->n_eval, o->seed ^ 0xe7a1ull); /* so --eval-rows samples across records */
     size_t per_epoch = (T->n_train + (size_t)o->batch - 1) / (size_t)o->batch;
     int steps = o->steps > 0 ? o->steps : (int)(per_epoch * (size_t)o->epochs);
     arb_adamw_opts ao = arb_adamw_default_opts();
@@ -491,7 +486,7 @@ static int run(trainer *T, arb_err *err)
         goto done;
     fprintf(stderr, "train %s: %d heads on %s; %d records used (%d held out), %zu training rows, %zu held-out rows; "
                     "%d steps x %d rows (%.2f epochs), %zu parameters\n",
-            arb_heads_kind_name(o->kind), o->K, mi.name, n_used, n_held, T->n_train, T->n_eval, steps,
+            arb_heads_kind_name(o->kind), o->K, mi.name, n_used, n_held_used, T->n_train, T->n_eval, steps,
             o->batch, (double)steps * o->batch / (double)T->n_train, T->h->n_params);
     double t0 = now_s(), loss_acc[ARB_HEADS_MAX] = {0};
     long loss_n[ARB_HEADS_MAX] = {0};
@@ -503,13 +498,8 @@ static int run(trainer *T, arb_err *err)
         rowref batch[4096];
         int B = 0;
         while (B < o->batch) {
-            if (cursor >= T->n_train) { /* Fisher-Yates, keyed by (seed, epoch) */
-                for (size_t i = T->n_train; i > 1; i--) {
-                    size_t j = (size_t)(mix64(o->seed ^ (epoch << 32) ^ i) % i);
-                    rowref t = T->train[i - 1];
-                    T->train[i - 1] = T->train[j];
-                    T->train[j] = t;
-                }
+            if (cursor >= T->n_train) { /* a new epoch, its own order */
+                shuffle(T->train, T->n_train, o->seed ^ (epoch << 32));
                 cursor = 0;
                 epoch++;
             }
