@@ -47,7 +47,7 @@ int arb_headsched_new(const arb_method_spec *s, int n_heads, int tree_cap, arb_h
     hs->si = NULL;
     int rc = arb_topobank_load(s->bank, n_heads, &hs->bank, err);
     if (rc)
-        arb_err_prefix(err, "method %s: bank", s->id);
+        arb_err_prefix(err, "method %s", s->id);
     for (int k = 0; !rc && k < hs->bank->n; k++)
         if (hs->bank->t[k].n > tree_cap)
             rc = ARB_ERR(err, ARB_E_INVAL, "method %s: bank %s: tree %d has %d nodes (at most %d)", s->id, s->bank, k,
