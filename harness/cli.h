@@ -32,6 +32,7 @@ int arb_cmd_reproduce(int argc, char **argv);
 int arb_cmd_distill(int argc, char **argv);
 int arb_cmd_train(int argc, char **argv);
 int arb_cmd_datastore(int argc, char **argv);
+int arb_cmd_entmtp(int argc, char **argv);
 
 /* True if argv has -h or --help (for the commands still parsing by hand). */
 bool arb_cli_wants_help(int argc, char **argv);

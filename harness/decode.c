@@ -363,6 +363,8 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
     int32_t first = pick_token(d, d->logits + (size_t)last * d->V, o->prompt_id, 0);
     if (d->hid)
         d->dr->hidden(d->dst, d->hid + (size_t)last * d->E);
+    if (d->dr->stop_logits)
+        d->dr->stop_logits(d->dst, d->logits + (size_t)last * d->V, d->V);
     memcpy(d->S, prompt, (size_t)n_prompt * sizeof *prompt);
     d->n_S = n_prompt;
     d->dr->append(d->dst, prompt, n_prompt);
@@ -428,6 +430,8 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
             d->dr->verified(d->dst, t, d->path, np, &rec);
         if (d->hid) /* the stop node's hidden state: its logits gave the bonus token */
             d->dr->hidden(d->dst, d->hid + (size_t)vo.node * d->E);
+        if (d->dr->stop_logits)
+            d->dr->stop_logits(d->dst, d->logits + (size_t)vo.node * d->V, d->V);
         double t4 = now_us();
         if ((rc = arb_commit(d->ctx, d->path, np, err)))
             return rc;

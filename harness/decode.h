@@ -52,6 +52,7 @@ typedef struct arb_step_record {  /* one row of the `steps` table (docs/spec/dra
     arb_step_mode mode;
     arb_path_cat category;
     int topology_id;        /* bank index, -1 if none */
+    const char *extra_json; /* drafter's steps.extra members (no braces), valid until its next propose; NULL */
     /* GOOSE (zero / -1 for other methods) */
     int match_n;            /* n* of the context match, 0 if none */
     int d_len;              /* continuation length */

@@ -12,6 +12,7 @@
 
 #include "drafters/drafter.h"
 #include "drafters/goose.h"
+#include "schedulers/scheduler.h"
 #include "verifiers/verifier.h"
 
 /* ---- registries (STYLE practice 11): one row per plug-in ---- */
@@ -135,7 +136,13 @@ static const arb_method_param params[] = {
     {"draft_model", ARB_PARAM_STR, OFF(draft_model), "draft " E2, 0, 0, "self (target cut) | target (same GGUF, q = p) | GGUF path"},
     {"heads", ARB_PARAM_STR, OFF(heads), "medusa hydra", 0, 0, "default | heads GGUF path (arbor train)"},
     {"tree", ARB_PARAM_STR, OFF(tree), "medusa hydra", 0, 0, "mc_sim_7b_63 | auto (budget nodes from held-out rank accuracy)"},
-    {"draft_layers", ARB_PARAM_INT, OFF(draft_layers), "draft " E2, 1, 1024, "self-draft: target blocks evaluated"},
+    {"bank", ARB_PARAM_STR, OFF(bank), "medusa hydra", 0, 0, "EntMTP TopologyBank JSON (arbor entmtp bank)"},
+    {"tree_sched", ARB_PARAM_STR, OFF(tree_sched), "medusa hydra", 0, 0, "\"\" | static | entmtp_tau | ladder (needs bank)"},
+    {"feature", ARB_PARAM_STR, OFF(feature), "medusa hydra", 0, 0, "EntMTP scalar s: lit (p0) | gD | sum"},
+    {"tau_on", ARB_PARAM_DOUBLE, OFF(tau_on), "medusa hydra", -1, 1, "entmtp_tau: - to + when s > tau_on (< 0: bank's tau)"},
+    {"tau_off", ARB_PARAM_DOUBLE, OFF(tau_off), "medusa hydra", -1, 1, "entmtp_tau: + to - when s <= tau_off (< 0: tau_on)"},
+    {"entmtp_all_heads", ARB_PARAM_BOOL, OFF(entmtp_all_heads), "medusa hydra", 0, 1, "feature lit: run every head on the rank-0 chain anyway"},
+        {"draft_layers", ARB_PARAM_INT, OFF(draft_layers), "draft " E2, 1, 1024, "self-draft: target blocks evaluated"},
     {"paths", ARB_PARAM_INT, OFF(dte_k), "draft", 1, 16, "k: i.i.d. draft paths (branching factor)"},
     {"trunk", ARB_PARAM_INT, OFF(dte_l), "draft", 0, 32, "l: trunk length before the branch point"},
     {"branch_len", ARB_PARAM_INT, OFF(dte_b), "draft", 0, 32, "b: length of each branch (single chain: paths 1, trunk 0)"},
@@ -257,6 +264,8 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     }
     snprintf(s->heads, sizeof s->heads, "default");
     snprintf(s->tree, sizeof s->tree, "mc_sim_7b_63");
+    snprintf(s->feature, sizeof s->feature, "lit"); /* EntMTP: s as written (docs/entmtp.md) */
+    s->tau_on = s->tau_off = -1;
     snprintf(s->draft_model, sizeof s->draft_model, "self");
     s->draft_layers = 24;
     s->dte_k = 2;
@@ -288,6 +297,9 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
         {"medusa", "medusa", "Medusa"}, {"hydra", "hydra", "Hydra"},
         {"draft", "draft", "Draft"},
         {"rest", "rest", "REST"}, {"rest-code", "rest", "REST"}, {"rest-chat", "rest", "REST"},
+        /* EntMTP with the GSM8K bank made on this machine (docs/entmtp.md); the path is relative
+           to the source tree, so run from there or --set bank=... */
+        {"entmtp", "hydra", "EntMTP"}, {"entmtp-tau", "hydra", "EntMTPtau"}, {"entmtp-ll", "hydra", "EntMTP-ll"},
     };
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
         if (strcasecmp(name, base[i].name))
@@ -315,12 +327,17 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
             s->control_tr_spine = true;
         } else if (!strncmp(n, "rest-", 5)) { /* a named datastore instead of "auto" */
             snprintf(s->datastore, sizeof s->datastore, "%s", n + 5);
+        } else if (!strncmp(n, "entmtp", 6)) {
+            snprintf(s->bank, sizeof s->bank, "configs/entmtp/gsm8k.json");
+            snprintf(s->tree_sched, sizeof s->tree_sched, "%s",
+                     !strcmp(n, "entmtp") ? "static" : !strcmp(n, "entmtp-tau") ? "entmtp_tau" : "ladder");
+            snprintf(s->feature, sizeof s->feature, "gD"); /* the feature the bank's tau was calibrated on */
         }
         return ARB_OK;
     }
     return ARB_ERR(err, ARB_E_INVAL,
                    "method: unknown '%s' (ar pld tr goose iso3 iso5 sequoia goose-nospinebr goose-unigram "
-                   "goose-nobypass goose-nospine goose-control draft eagle2 medusa hydra rest rest-code rest-chat)", name);
+                   "goose-nobypass goose-nospine goose-control draft eagle2 medusa hydra rest rest-code rest-chat entmtp entmtp-tau entmtp-ll)", name);
 }
 
 int arb_method_max_nodes(const arb_method_spec *s)
@@ -337,7 +354,7 @@ int arb_method_max_nodes(const arb_method_spec *s)
     if (d == &arb_drafter_eagle2)
         return s->budget;
     if (d == &arb_drafter_medusa || d == &arb_drafter_hydra) /* mc_sim_7b_63: 63 nodes + anchor */
-        return !strcmp(s->tree, "auto") ? s->budget : 64;
+        return s->tree_sched[0] ? ARB_BANK_TREE_MAX : !strcmp(s->tree, "auto") ? s->budget : 64;
     if (d == &arb_drafter_rest)
         return s->budget;
     int n = s->budget;
@@ -375,6 +392,14 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
             n += snprintf(names + n, sizeof names - (size_t)n, "%s%s", i ? ", " : "", arb_verifier_at(i)->name);
         return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: unknown '%s' (%s)", s->id, s->verifier, names);
     }
+    if (s->tree_sched[0] && !arb_tree_sched_find(s->tree_sched))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: tree_sched: unknown '%s' (static, entmtp_tau, ladder)", s->id,
+                       s->tree_sched);
+    if (s->tree_sched[0] && !s->bank[0])
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: tree_sched %s needs a bank (arbor entmtp bank)", s->id,
+                       s->tree_sched);
+    if (s->feature[0] && strcmp(s->feature, "lit") && strcmp(s->feature, "gD") && strcmp(s->feature, "sum"))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: feature: unknown '%s' (lit, gD, sum)", s->id, s->feature);
     if (!arb_method_known("scheduler", s->scheduler))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: scheduler: unknown '%s'", s->id, s->scheduler);
     if (!arb_method_known("consensus", s->consensus))

@@ -29,6 +29,7 @@
 
 #define ARB_METHOD_NAME_MAX 64
 #define ARB_SEQUOIA_K_MAX 16
+#define ARB_BANK_TREE_MAX 128 /* nodes of the largest TopologyBank tree (EntMTP) */
 
 typedef struct arb_method_spec {
     char id[ARB_METHOD_NAME_MAX];        /* label in reports: "AR", "GOOSE", "Iso3" */
@@ -105,6 +106,12 @@ typedef struct arb_method_spec {
     int rest_suffix_max, rest_suffix_min; /* context suffix lengths tried, long to short (16, 2) */
     int rest_matches;     /* occurrences used (5000) */
     int rest_cont_len;    /* continuation tokens per occurrence (10) */
+    /* ---- EntMTP tree scheduling (drafters "medusa", "hydra"; docs/entmtp.md) ---- */
+    char bank[32];        /* TopologyBank JSON (`arbor entmtp bank`); replaces `tree` when tree_sched is set */
+    char tree_sched[32];  /* "" (the static `tree`) | "static" | "entmtp_tau" | "ladder" (schedulers/scheduler.h) */
+    char feature[32];     /* scheduler scalar s: "lit" (p0, the paper as written) | "gD" | "sum" */
+    double tau_on, tau_off; /* entmtp_tau thresholds; < 0 = the bank's tau (tau_off < 0: = tau_on) */
+    bool entmtp_all_heads; /* Hydra + feature lit: still run every head on the rank-0 chain (p_d logged) */
 } arb_method_spec;
 
 typedef enum arb_param_type { ARB_PARAM_INT, ARB_PARAM_DOUBLE, ARB_PARAM_BOOL, ARB_PARAM_STR,

@@ -181,7 +181,7 @@ static int on_step(const arb_step_record *r, void *ud)
     s->verify_us = llround(r->verify_us), s->update_us = llround(r->update_us);
     s->commit_us = llround(r->commit_us);
     g->xoff[g->n_steps] = -1;
-    char buf[1400], ranks[900];
+    char buf[2400], ranks[900];
     int n = 0;
     rank_json(r, ranks, sizeof ranks);
     if (g->goose) {
@@ -193,8 +193,9 @@ static int on_step(const arb_step_record *r, void *ud)
                  r->match_n, r->d_len, r->match_len, r->consensus ? "true" : "false",
                  r->consensus_distinct ? "true" : "false", r->agree_len, r->r, r->p_s_hat, r->bs, r->br,
                  r->bsp, r->spine_alloc_sum, r->spine_break_depth, r->bigram_hits, r->table_fill, ranks);
-    } else if (ranks[0]) { /* other ranked trees (TR): only the rank fields */
-        n = snprintf(buf, sizeof buf, "{%s}", ranks + 1);
+    } else if (ranks[0] || r->extra_json) { /* other ranked trees (TR, heads): the drafter's fields, ranks */
+        const char *x = r->extra_json ? r->extra_json : "";
+        n = snprintf(buf, sizeof buf, "{%s%s%s}", x, x[0] && ranks[0] ? "," : "", ranks[0] ? ranks + 1 : "");
     }
     if (n >= (int)sizeof buf)
         return 1; /* cannot happen with the fields' bounds; a cut JSON must not be stored */

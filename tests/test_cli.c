@@ -67,6 +67,8 @@ Test(cli, unknown_command_fails, .init = find_binary)
 static const char *const not_on_parser[] = {
     "check-lossless", "bench", "bench-harness", /* being edited on other branches now */
     "datastore", "distill", "train",            /* commands other branches are adding */
+    "entmtp", /* subcommands (frontier, bank, ...), each with its own --help: the README checks
+                 do not descend into subcommands yet */
 };
 
 static bool on_parser(const char *cmd)

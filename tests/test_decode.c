@@ -12,6 +12,7 @@
 
 #include "datastore.h"
 #include "decode.h"
+#include "entmtp_rollout.h"
 #include "heads_file.h"
 #include "sha256.h"
 #include "genutil.h"
@@ -457,5 +458,161 @@ Test(decode, rest_reproduces_ar, .init = setup, .fini = teardown, .timeout = 900
     d = NULL;
     cr_assert_eq(arb_decoder_new(C, &sp, &d, &err), ARB_E_INVAL);
     cr_assert(strstr(err.msg, "another tokenizer") && strstr(err.msg, "some-other-model"), "%s", err.msg);
+    unlink(path);
+}
+
+/* EntMTP (docs/spec/drafting.md §10): the three tree schedulers over a bank, with Medusa and Hydra
+   heads, emit the AR tokens; every step names a bank tree and logs its features. */
+typedef struct sched_sum {
+    int steps, with_extra, bad_topo, n_tree[4];
+    long accepted;
+} sched_sum;
+
+static int on_sched_step(const arb_step_record *r, void *ud)
+{
+    sched_sum *s = ud;
+    s->steps++;
+    s->accepted += r->accepted_k;
+    s->with_extra += r->extra_json && strstr(r->extra_json, "\"s_lit\":") && strstr(r->extra_json, "\"H_ema\":[");
+    if (r->mode == ARB_MODE_TREE && (r->topology_id < 0 || r->topology_id > 2))
+        s->bad_topo++;
+    else if (r->mode == ARB_MODE_TREE)
+        s->n_tree[r->topology_id]++;
+    return 0;
+}
+
+Test(decode, entmtp_schedulers_reproduce_ar, .init = setup, .fini = teardown, .timeout = 900)
+{
+    if (!M)
+        cr_skip_test("default model not available (arbor fetch-model)");
+    char bank[] = "/tmp/arb_bk_XXXXXX";
+    int fd = mkstemp(bank);
+    cr_assert_geq(fd, 0);
+    /* three trees by size; tau 0.5 on p0 makes EntMTPtau switch on real text */
+    static const char txt[] = "{\"trees\":[{\"choices\":[[0],[1]]},{\"choices\":[[0],[0,0],[1],[0,0,0]]},"
+                              "{\"choices\":[[0],[0,0],[1],[0,1],[0,0,0],[1,0],[0,0,0,0],[2]]}],"
+                              "\"static\":1,\"t_plus\":2,\"t_minus\":0,\"tau\":0.5,\"ladder\":[0.4,0.8]}";
+    cr_assert_eq(write(fd, txt, sizeof txt - 1), (ssize_t)(sizeof txt - 1));
+    close(fd);
+    static const char *kinds[] = {"medusa", "hydra"}, *scheds[] = {"static", "entmtp_tau", "ladder"};
+    for (int k = 0; k < 2; k++) {
+        char path[] = "/tmp/arb_hd_XXXXXX";
+        int hf = mkstemp(path);
+        cr_assert_geq(hf, 0);
+        close(hf);
+        write_random_heads(k ? ARB_HEADS_HYDRA : ARB_HEADS_MEDUSA, path);
+        for (int q = 0; q < 3; q++)
+            for (size_t p = 0; p < 2; p++) {
+                int32_t ref[128];
+                int n_ref;
+                arb_prompt_result ar, r;
+                rec_sum sum;
+                generate("ar", prompts[p], 32, ref, &n_ref, &ar, &sum);
+                arb_err err = {0};
+                arb_method_spec s;
+                cr_assert_eq(arb_method_spec_preset(kinds[k], &s, &err), ARB_OK);
+                cr_assert_eq(arb_method_param_set(&s, "heads", path, &err), ARB_OK, "%s", err.msg);
+                cr_assert_eq(arb_method_param_set(&s, "bank", bank, &err), ARB_OK, "%s", err.msg);
+                cr_assert_eq(arb_method_param_set(&s, "tree_sched", scheds[q], &err), ARB_OK, "%s", err.msg);
+                arb_decoder *d;
+                cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK, "%s", err.msg);
+                int32_t *ids;
+                int n;
+                cr_assert_eq(arb_gen_prompt(M, prompts[p], true, &ids, &n, &err), ARB_OK);
+                arb_decode_opts o = arb_decode_default_opts();
+                o.max_new = 32;
+                sched_sum ss = {0};
+                arb_decode_cb cb = {.on_step = on_sched_step, .ud = &ss};
+                cr_assert_eq(arb_decoder_generate(d, ids, n, &o, &cb, &r, &err), ARB_OK, "%s", err.msg);
+                cr_assert_eq(r.n_generated, n_ref, "%s/%s prompt %zu", kinds[k], scheds[q], p);
+                for (int i = 0; i < n_ref; i++)
+                    cr_assert_eq(r.ids[i], ref[i], "%s/%s prompt %zu: token %d differs", kinds[k], scheds[q], p, i);
+                cr_assert_eq(ss.bad_topo, 0);
+                cr_assert_eq(ss.with_extra, ss.steps, "%s/%s: every step logs its features", kinds[k], scheds[q]);
+                if (q == 0)
+                    cr_assert_eq(ss.n_tree[1], ss.steps, "static: always the bank's static tree");
+                cr_log_info("%s/%s prompt %zu: trees %d/%d/%d", kinds[k], scheds[q], p, ss.n_tree[0], ss.n_tree[1],
+                            ss.n_tree[2]);
+                free(ids);
+                arb_decoder_free(d);
+            }
+        unlink(path);
+    }
+    /* a bank tree deeper than the heads, or an unknown policy, is refused by name */
+    arb_err err = {0};
+    arb_method_spec s;
+    arb_method_spec_preset("hydra", &s, &err);
+    arb_method_param_set(&s, "tree_sched", "greedy_ladder", &err);
+    arb_method_param_set(&s, "bank", bank, &err);
+    cr_assert_eq(arb_method_spec_validate(&s, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "tree_sched"), "%s", err.msg);
+    unlink(bank);
+}
+
+/* score_all on the model (§13): the joint-tree score of each candidate equals scoring that
+   candidate alone with the same trajectory, and the self-rollout of a tree reproduces the decoder's
+   per-step accept lengths with the Hydra drafter on the same tree. */
+Test(decode, entmtp_score_all_equals_separate_rollouts, .init = setup, .fini = teardown, .timeout = 900)
+{
+    if (!M)
+        cr_skip_test("default model not available (arbor fetch-model)");
+    char path[] = "/tmp/arb_hd_XXXXXX";
+    int hf = mkstemp(path);
+    cr_assert_geq(hf, 0);
+    close(hf);
+    write_random_heads(ARB_HEADS_HYDRA, path);
+    arb_err err = {0};
+    arb_rollout *ro;
+    cr_assert_eq(arb_rollout_new(C, path, &ro, &err), ARB_OK, "%s", err.msg);
+    int32_t *tok[2];
+    int len[2];
+    for (int p = 0; p < 2; p++)
+        cr_assert_eq(arb_gen_prompt(M, prompts[p], true, &tok[p], &len[p], &err), ARB_OK);
+    arb_rollout_set set = {.n = 2, .tok = (const int32_t *const *)tok, .len = len, .max_new = 24};
+    static arb_etree T;
+    cr_assert_eq(arb_etree_parse("[[0],[0,0],[1],[0,1],[0,0,0]]", &T, &err), ARB_OK);
+    arb_epath F[ARB_ETREE_MAX];
+    int nF = arb_frontier_next_children(&T, 4, F, ARB_ETREE_MAX);
+    double aF[ARB_ETREE_MAX], aT, a1, aT1, aself;
+    long steps, steps1;
+    cr_assert_eq(arb_rollout_score(ro, &T, F, nF, &set, aF, &aT, &steps, &err), ARB_OK, "%s", err.msg);
+    for (int c = 0; c < nF; c++) {
+        cr_assert_eq(arb_rollout_score(ro, &T, &F[c], 1, &set, &a1, &aT1, &steps1, &err), ARB_OK);
+        cr_assert_eq(steps1, steps);
+        cr_assert_eq(aT1, aT);
+        cr_assert_eq(a1, aF[c], "candidate %d: joint %.6f, alone %.6f", c, aF[c], a1);
+        cr_assert_geq(aF[c], aT); /* a node added never shortens a step */
+    }
+    cr_assert_eq(arb_rollout_score(ro, &T, NULL, 0, &set, NULL, &aself, &steps1, &err), ARB_OK);
+    cr_assert_eq(aself, aT);
+    /* the decoder with this tree (a one-tree bank, policy static) */
+    char bank[] = "/tmp/arb_bk_XXXXXX";
+    int fd = mkstemp(bank);
+    static const char txt[] = "{\"trees\":[{\"choices\":[[0],[0,0],[1],[0,1],[0,0,0]]}],\"static\":0}";
+    cr_assert_eq(write(fd, txt, sizeof txt - 1), (ssize_t)(sizeof txt - 1));
+    close(fd);
+    arb_method_spec s;
+    arb_method_spec_preset("hydra", &s, &err);
+    arb_method_param_set(&s, "heads", path, &err);
+    arb_method_param_set(&s, "bank", bank, &err);
+    arb_method_param_set(&s, "tree_sched", "static", &err);
+    arb_decoder *d;
+    cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK, "%s", err.msg);
+    arb_decode_opts o = arb_decode_default_opts();
+    o.max_new = 24;
+    sched_sum ss = {0};
+    arb_decode_cb cb = {.on_step = on_sched_step, .ud = &ss};
+    for (int p = 0; p < 2; p++) {
+        arb_prompt_result r;
+        cr_assert_eq(arb_decoder_generate(d, tok[p], len[p], &o, &cb, &r, &err), ARB_OK, "%s", err.msg);
+    }
+    long nst = ss.steps, acc = ss.steps + ss.accepted;
+    cr_assert_eq(nst, steps, "decoder steps %ld, rollout steps %ld", nst, steps);
+    cr_assert_float_eq((double)acc / nst, aself, 1e-12);
+    arb_decoder_free(d);
+    arb_rollout_free(ro);
+    free(tok[0]);
+    free(tok[1]);
+    unlink(bank);
     unlink(path);
 }

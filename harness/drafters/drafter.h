@@ -63,6 +63,9 @@ typedef struct arb_drafter_i {
        after every step (the walk's stop node). Non-NULL makes the decoder ask arb_eval for
        hidden rows, so the target context must be created with want_hidden. */
     void (*hidden)(void *st, const float *h);
+    /* Optional (EntMTP features): the same node's logits row (n_vocab floats), right after
+       hidden (or where hidden would be called). */
+    void (*stop_logits)(void *st, const float *row, int n_vocab);
 } arb_drafter_i;
 
 extern const arb_drafter_i arb_drafter_none, arb_drafter_pld, arb_drafter_tr, arb_drafter_goose;

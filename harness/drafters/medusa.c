@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "drafter.h"
+#include "head_sched.h"
 #include "heads_file.h"
 #include "modelfetch.h"
 #include "sha256.h"
@@ -90,6 +91,15 @@ int arb_medusa_default_path(const char *kind, const char *model_path, const char
 
 /* ---------------- the drafters (drafter.h vtable) ---------------- */
 
+typedef struct md_tpl {      /* the tree a step proposes: the static template or a bank tree */
+    int n;                     /* nodes incl. the anchor, canonical order */
+    const int32_t *parent;
+    const int16_t *rank, *depth;
+    const int *n_top;          /* candidates per depth (max rank + 1) */
+    const bool *has_kids;
+    const int *level_start;    /* first node of each depth */
+} md_tpl;
+
 typedef struct md_state {
     arb_method_spec spec;
     arb_heads_kind want;      /* medusa or hydra: the vtable's kind */
@@ -110,6 +120,14 @@ typedef struct md_state {
     float *hid;               /* [E] the last hidden state */
     float *x;                 /* [n_tpl x d_in max] Hydra inputs */
     bool have_hidden;
+    md_tpl tpl;               /* view of the static template */
+    /* EntMTP (tree_sched set, docs/entmtp.md): bank, policy and features; one view per bank tree,
+       so a step's switch is a pointer (§10.4) */
+    arb_headsched *hs;
+    md_tpl bank_view[ARB_TOPOBANK_MAX];
+    int n_top_bank[ARB_HEADS_MAX]; /* Medusa: candidates per head over every bank tree (>= 1) */
+    int32_t chain_ids[ARB_HEADS_MAX][ARB_HEADS_RANKS]; /* Hydra: the rank-0 chain's head outputs */
+    float chain_p[ARB_HEADS_MAX][ARB_HEADS_RANKS];
 } md_state;
 
 static void md_destroy(void *st)
@@ -117,6 +135,7 @@ static void md_destroy(void *st)
     md_state *d = st;
     if (!d)
         return;
+    arb_headsched_free(d->hs);
     arb_heads_free(d->h);
     if (d->emb != d->w_lm)
         free(d->emb);
@@ -218,8 +237,29 @@ static int md_bind(void *st, arb_ctx *target, arb_err *err)
             i++;
         d->level_start[dep] = i;
     }
-    /* scratch, sized once: Medusa K rows; Hydra one row per template node */
-    int rows = d->want == ARB_HEADS_HYDRA ? d->n_tpl : d->h->n_heads;
+    d->tpl = (md_tpl){.n = d->n_tpl, .parent = d->tpl_parent, .rank = d->tpl_rank, .depth = d->tpl_depth,
+                      .n_top = d->n_top, .has_kids = d->has_kids, .level_start = d->level_start};
+    /* EntMTP: the bank and its policy (none when tree_sched is empty) */
+    int n_max = d->n_tpl;
+    if ((rc = arb_headsched_new(&d->spec, d->h->n_heads, arb_method_max_nodes(&d->spec), &d->hs, err)))
+        return rc;
+    if (d->hs) {
+        const arb_topobank *b = arb_headsched_bank(d->hs);
+        for (int j = 0; j < b->n; j++) {
+            const arb_topo *T = &b->t[j];
+            d->bank_view[j] = (md_tpl){.n = T->n, .parent = T->parent, .rank = T->rank, .depth = T->depth,
+                                       .n_top = T->n_top, .has_kids = T->has_kids, .level_start = T->level_start};
+            n_max = T->n > n_max ? T->n : n_max;
+        }
+        for (int k = 0; k < d->h->n_heads; k++) {
+            d->n_top_bank[k] = 1;
+            for (int j = 0; j < b->n; j++)
+                if (b->t[j].n_top[k] > d->n_top_bank[k])
+                    d->n_top_bank[k] = b->t[j].n_top[k];
+        }
+    }
+    /* scratch, sized once: Medusa K rows; Hydra one row per template node (largest bank tree) */
+    int rows = d->want == ARB_HEADS_HYDRA ? n_max : d->h->n_heads;
     if ((rc = arb_heads_ws_new(d->h, rows, &d->ws, err)))
         return rc;
     d->hid = malloc((size_t)mi.n_embd * sizeof *d->hid);
@@ -248,10 +288,9 @@ static void md_hidden(void *st, const float *h)
 }
 
 /* Hydra input of the head below node v: [h, e(anchor), e(tokens from depth 1 to v)]. */
-static void hydra_x(const md_state *d, const arb_tree *t, int v, float *x)
+static void hydra_x(const md_state *d, const arb_tree *t, int v, int dep, float *x)
 {
     const int E = d->h->n_embd;
-    int dep = d->tpl_depth[v];
     memcpy(x, d->hid, (size_t)E * sizeof *x);
     for (int u = v, i = dep; i >= 0; u = t->parent[u], i--) /* u at depth i: slot i + 1 */
         memcpy(x + (size_t)(i + 1) * E, d->emb + (size_t)t->tok[u] * E, (size_t)E * sizeof *x);
@@ -259,28 +298,73 @@ static void hydra_x(const md_state *d, const arb_tree *t, int v, float *x)
 
 /* Hydra: level by level, every internal node of a depth in one pass over the output matrix
    (a CPU reads W_lm once per pass: ~4 passes for mc_sim_7b_63 instead of 20). */
-static void hydra_propose(md_state *d, arb_tree *t)
+static void hydra_propose(md_state *d, const md_tpl *T, arb_tree *t)
 {
     const int dmax = d->h->d_in[d->h->n_heads - 1];
-    for (int i = 1; i < d->n_tpl;) {
-        int dep = d->tpl_depth[i], nb = 0; /* fill depth dep from the internal nodes at dep - 1 */
-        for (int v = d->level_start[dep - 1]; v < i; v++) {
-            if (!d->has_kids[v])
+    for (int i = 1; i < T->n;) {
+        int dep = T->depth[i], nb = 0; /* fill depth dep from the internal nodes at dep - 1 */
+        for (int v = T->level_start[dep - 1]; v < i; v++) {
+            if (!T->has_kids[v])
                 continue;
             d->slot[v] = nb;
             d->bk[nb] = dep - 1;
-            d->bn[nb] = d->n_top[dep - 1];
+            d->bn[nb] = T->n_top[dep - 1];
             d->bx[nb] = d->x + (size_t)nb * dmax;
-            hydra_x(d, t, v, d->x + (size_t)nb * dmax);
+            hydra_x(d, t, v, dep - 1, d->x + (size_t)nb * dmax);
             nb++;
         }
         arb_heads_topk_batch(d->h, d->w_lm, nb, d->bk, d->bx, d->bn, d->top_ids[0], d->top_p[0], d->ws);
-        for (; i < d->n_tpl && d->tpl_depth[i] == dep; i++) {
-            int p = d->tpl_parent[i], r = d->tpl_rank[i], s = d->slot[p];
+        for (; i < T->n && T->depth[i] == dep; i++) {
+            int p = T->parent[i], r = T->rank[i], s = d->slot[p];
             int v = arb_tree_add(t, p, d->top_ids[s][r], ARB_SRC_HEAD, r, d->top_p[s][r]);
             ARB_ASSERT(v == i); /* the template is canonical and fits the tree (max nodes) */
         }
     }
+}
+
+/* EntMTP: the features for this step's decision, then the policy's bank tree. Medusa runs every
+   head on h anyway (for every bank tree's candidates), so p_d is free. Hydra: p_d needs head k on
+   the rank-0 chain [h, e(anchor), e(c_1..c_k)] (c_j the chain's top-1 tokens), one single-row
+   pass each; with feature lit (s = p0) they are skipped unless entmtp_all_heads [CHOICE: on the
+   CPU each pass reads the whole output matrix; docs/entmtp.md], and p_d is logged empty. */
+static const md_tpl *sched_pick(md_state *d, const arb_tree *t, arb_step_record *rec)
+{
+    const int K = d->h->n_heads, E = d->h->n_embd;
+    float p[ARB_HEADS_MAX];
+    int32_t top1[ARB_HEADS_MAX];
+    int D = K;
+    if (d->want == ARB_HEADS_MEDUSA) {
+        arb_heads_topk_all(d->h, d->w_lm, d->hid, d->n_top_bank, d->top_ids[0], d->top_p[0], d->ws);
+        for (int k = 0; k < K; k++)
+            p[k] = d->top_p[k][0], top1[k] = d->top_ids[k][0];
+    } else if (!strcmp(d->spec.feature, "lit") && !d->spec.entmtp_all_heads) {
+        D = 0;
+    } else {
+        memcpy(d->x, d->hid, (size_t)E * sizeof *d->x);
+        memcpy(d->x + E, d->emb + (size_t)t->tok[0] * E, (size_t)E * sizeof *d->x);
+        for (int k = 0; k < K; k++) {
+            arb_heads_topk(d->h, k, d->w_lm, d->x, 1, d->chain_ids[k], d->chain_p[k], d->ws);
+            p[k] = d->chain_p[k][0], top1[k] = d->chain_ids[k][0];
+            if (k + 1 < K) /* the next head's input: this one's top-1 appended */
+                memcpy(d->x + (size_t)(k + 2) * E, d->emb + (size_t)top1[k] * E, (size_t)E * sizeof *d->x);
+        }
+    }
+    const arb_topo *T = arb_headsched_pick(d->hs, D ? p : NULL, D ? top1 : NULL, D, rec);
+    return &d->bank_view[T - arb_headsched_bank(d->hs)->t];
+}
+
+static void md_verified(void *st, const arb_tree *t, const int32_t *path, int n_path, arb_step_record *rec)
+{
+    md_state *d = st;
+    if (d->hs)
+        arb_headsched_verified(d->hs, t, path, n_path);
+}
+
+static void md_stop_logits(void *st, const float *row, int n_vocab)
+{
+    md_state *d = st;
+    if (d->hs)
+        arb_headsched_base(d->hs, row, n_vocab);
 }
 
 static void md_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_step_record *rec)
@@ -291,14 +375,17 @@ static void md_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
         rec->mode = ARB_MODE_AR;
         return;
     }
+    const md_tpl *T = d->hs ? sched_pick(d, t, rec) : &d->tpl; /* EntMTP: this step's bank tree */
     if (d->want == ARB_HEADS_HYDRA) {
-        hydra_propose(d, t);
+        hydra_propose(d, T, t);
         return;
     }
-    /* Medusa: one pass over the output matrix for every head, then the Cartesian product */
-    arb_heads_topk_all(d->h, d->w_lm, d->hid, d->n_top, d->top_ids[0], d->top_p[0], d->ws);
-    for (int i = 1; i < d->n_tpl; i++) {
-        int p = d->tpl_parent[i], dep = d->tpl_depth[i], r = d->tpl_rank[i];
+    /* Medusa: one pass over the output matrix for every head, then the Cartesian product (with a
+       bank, sched_pick ran it for every bank tree's candidates) */
+    if (!d->hs)
+        arb_heads_topk_all(d->h, d->w_lm, d->hid, d->n_top, d->top_ids[0], d->top_p[0], d->ws);
+    for (int i = 1; i < T->n; i++) {
+        int p = T->parent[i], dep = T->depth[i], r = T->rank[i];
         int v = arb_tree_add(t, p, d->top_ids[dep - 1][r], ARB_SRC_HEAD, r, d->top_p[dep - 1][r]);
         ARB_ASSERT(v == i); /* the template is canonical and fits the tree (max nodes) */
     }
@@ -316,9 +403,11 @@ static size_t md_bytes(const void *st)
 const arb_drafter_i arb_drafter_medusa = {
     .name = "medusa", .create = md_create_medusa, .destroy = md_destroy, .begin = md_begin, .append = md_append,
     .propose = md_propose, .bytes = md_bytes, .bind = md_bind, .hidden = md_hidden,
+    .verified = md_verified, .stop_logits = md_stop_logits,
 };
 
 const arb_drafter_i arb_drafter_hydra = {
     .name = "hydra", .create = md_create_hydra, .destroy = md_destroy, .begin = md_begin, .append = md_append,
     .propose = md_propose, .bytes = md_bytes, .bind = md_bind, .hidden = md_hidden,
+    .verified = md_verified, .stop_logits = md_stop_logits,
 };
