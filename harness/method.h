@@ -10,8 +10,8 @@
  *     if (arb_method_spec_validate(&s, &err)) ...        // "method GOOSE: rho: must be in [0,1]"
  *     arb_method_spec_preset("iso3", &s, &err);          // CLI names: ar pld tr goose iso3 iso5 sequoia
  *
- * Drafters: "none" (AR), "pld", "tr", "goose". Topologies: "" (the drafter's own: PLD chain,
- * TR template 2.2.2, GOOSE spine tree), "iso" (k-ary BFS, GOOSE sources), "sequoia" (DP tree
+ * Drafters: "none" (AR), "pld", "tr", "goose", "lookahead", "draft". Topologies: "" (the drafter's
+ * own: PLD chain, TR template 2.2.2, GOOSE spine tree), "iso" (k-ary BFS, GOOSE sources), "sequoia" (DP tree
  * for a positional acceptance vector, GOOSE sources). Verifiers: "greedy" (T = 0; sampling
  * verifiers belong to verifiers/verifier.h). Schedulers: "goose_tiers" (EMA of spine
  * acceptance → spine ratio), "fixed" (fixed_r), "none".
@@ -90,6 +90,11 @@ typedef struct arb_method_spec {
     char draft_model[32]; /* "self" (target cut after draft_layers), "target" (its GGUF again), a path */
     int draft_layers;     /* self-draft depth (24) */
     int dte_k, dte_l, dte_b; /* k i.i.d. paths of length b after a trunk of l (single chain: 1, 0, L) */
+    /* ---- Lookahead (drafter "lookahead", docs/spec/drafting.md §6) ---- */
+    int la_window;        /* W: window columns (15, the paper's 7B setting) */
+    int la_ngram;         /* N: n-gram size; the window keeps N - 1 levels (5) */
+    int la_guess;         /* G: n-grams kept per key token and verified per step (15) */
+    bool la_prompt_pool;  /* seed the pool with the prompt's n-grams (off, as the reference) */
 } arb_method_spec;
 
 typedef enum arb_param_type { ARB_PARAM_INT, ARB_PARAM_DOUBLE, ARB_PARAM_BOOL, ARB_PARAM_STR,
