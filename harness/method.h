@@ -109,10 +109,11 @@ typedef struct arb_method_param {
     const char *doc;      /* one line */
 } arb_method_param;
 
-/* Defaults for a drafter ("none"/"ar", "pld", "tr", "goose"). ARB_E_INVAL on unknown names. */
+/* Defaults for a drafter ("none"/"ar", "pld", "tr", "goose", "lookahead", "draft"). ARB_E_INVAL on unknown names. */
 int arb_method_spec_default(const char *drafter, arb_method_spec *out, arb_err *err);
 /* Named presets: ar pld tr goose iso3 iso5 sequoia, and goose ablations goose-nospinebr,
-   goose-unigram, goose-nobypass, goose-nospine, goose-control (case-insensitive). */
+   goose-unigram, goose-nobypass, goose-nospine, goose-control, draft, lookahead, lookahead-small
+   (case-insensitive). */
 int arb_method_spec_preset(const char *name, arb_method_spec *out, arb_err *err);
 /* Range and consistency checks; messages "method <id>: <param>: ...". */
 int arb_method_spec_validate(const arb_method_spec *s, arb_err *err);
