@@ -4,12 +4,12 @@
 
 #include <string.h>
 
-int arb_backend_init(arb_backend_kind k, int n_threads, bool attn_scalar, arb_backend *be, arb_err *err)
+int arb_backend_init(arb_backend_kind k, int n_threads, const char *vec_family, arb_backend *be, arb_err *err)
 {
     memset(be, 0, sizeof *be);
     switch (k) {
     case ARB_BACKEND_CPU:
-        return arb_backend_cpu_init(n_threads, attn_scalar, be, err);
+        return arb_backend_cpu_init(n_threads, vec_family, be, err);
     case ARB_BACKEND_CUDA:
         /* The GPU does not run op by op through this table: a whole eval goes to
            engine/cuda (forward.c), whose contexts use the CPU backend's pool only. */

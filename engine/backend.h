@@ -9,7 +9,7 @@
  * the thread count (batch invariance, docs/ARCHITECTURE.md "Conventions").
  *
  *     arb_backend be; arb_err err = {0};
- *     if (arb_backend_cpu_init(2, false, &be, &err)) die(err.msg);
+ *     if (arb_backend_cpu_init(2, NULL, &be, &err)) die(err.msg);
  *     arb_backend_matmul(&be, &w, x, n_tok, y, work);        // y = x W^T, row by row
  *     arb_backend_attention(&be, &args);                     // tree attention over the KV cache
  *     arb_backend_release(&be);
@@ -111,11 +111,12 @@ typedef struct arb_backend {
     void *ctx;
 } arb_backend;
 
-/* Initialise the backend of kind k with n_threads workers. attn_scalar: the CPU's
-   scalar attention/SwiGLU instead of AVX2 (bit-identical; arb_load_opts.attn_scalar).
-   ARB_E_NODEVICE for CUDA when not built/present. On failure be->iface is NULL. */
-int arb_backend_init(arb_backend_kind k, int n_threads, bool attn_scalar, arb_backend *be, arb_err *err);
-int arb_backend_cpu_init(int n_threads, bool attn_scalar, arb_backend *be, arb_err *err);
+/* Initialise the backend of kind k with n_threads workers. vec_family: the CPU's vector
+   kernels (attention, norm, SwiGLU; engine/cpu/vec_int.h arb_vec_select): "scalar",
+   "avx2", or NULL/another matmul family name = the fastest the CPU has. Bit-identical
+   whichever is picked. On failure be->iface is NULL. */
+int arb_backend_init(arb_backend_kind k, int n_threads, const char *vec_family, arb_backend *be, arb_err *err);
+int arb_backend_cpu_init(int n_threads, const char *vec_family, arb_backend *be, arb_err *err);
 void arb_backend_release(arb_backend *be); /* safe on a zeroed or failed backend */
 
 const char *arb_backend_name(const arb_backend *be);

@@ -144,7 +144,10 @@ int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err
     c->n_layer = co.n_layer ? co.n_layer : m->n_layer;
     c->want_hidden = co.want_hidden;
     /* The CPU backend also serves a CUDA context: its pool runs arb_ctx_parallel_for. */
-    int rc = arb_backend_init(ARB_BACKEND_CPU, m->opts.n_threads, m->opts.attn_scalar, &c->be, err);
+    /* The vector kernels follow the matmul family (isa) unless attn_scalar forces the
+       scalar ones: same bits either way, only the speed differs. */
+    int rc = arb_backend_init(ARB_BACKEND_CPU, m->opts.n_threads, m->opts.attn_scalar ? "scalar" : m->opts.isa,
+                              &c->be, err);
     if (rc != ARB_OK)
         goto fail;
     if (m->cuda)

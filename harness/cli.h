@@ -2,8 +2,10 @@
  *
  * Adding a subcommand: write harness/cmd_<name>.c with
  *     int arb_cmd_<name>(int argc, char **argv)   // argv[0] is "<name>"
- * that prints its usage on -h/--help (exit 0) and returns 0 / non-zero, declare it
- * below, add one row to the table in main.c and the file to harness/meson.build.
+ * that parses argv with the option table of opts.h (usage on -h/--help, exit 0; a
+ * usage error returns 2) and returns 0 / non-zero, declare it below, add one row to
+ * the table in main.c and the file to harness/meson.build, and rerun
+ * scripts/cli_reference.py for README's Command reference (docs/cli.md: spellings).
  * Only main.c calls exit(); commands return their status.
  */
 #ifndef ARB_CLI_H
@@ -28,7 +30,7 @@ int arb_cmd_dte_depth(int argc, char **argv);
 int arb_cmd_synth_model(int argc, char **argv);
 int arb_cmd_reproduce(int argc, char **argv);
 
-/* True if argv has -h or --help (commands print usage and return 0). */
+/* True if argv has -h or --help (for the commands still parsing by hand). */
 bool arb_cli_wants_help(int argc, char **argv);
 
 #endif

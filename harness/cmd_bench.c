@@ -19,12 +19,13 @@
 #include "cli.h"
 #include "engine.h"
 #include "genutil.h"
+#include "costmodel.h"
 #include "modelfetch.h"
 
 static const char usage[] =
     "usage: arbor bench engine [--model M] [--threads N] [--steps N] [--prefill N] [--reps N]\n"
     "                          [--llama-bench PATH] [--llama-reps R] [--rounds N] [--quick]\n"
-    "                          [--backend cpu|cuda|cuda-exact]\n"
+    "                          [--backend cpu|cuda|cuda-exact] [--save-profile]\n"
     "\n"
     "Benchmarks the engine on model M (default: the default model):\n"
     "  decode    tok/s at batch 1, --steps AR steps (default 128) from an empty context\n"
@@ -37,6 +38,9 @@ static const char usage[] =
     "--llama-bench PATH runs `PATH -m M -p 0 -n STEPS -t N -r R` (R = --llama-reps, default 2)\n"
     "right after arbor's decode, --rounds times (default 2), and prints both rates and their ratio.\n"
     "--threads N: kernel threads (default: all cores). --quick: fewer steps and reps.\n"
+    "CPU: the eval cost model t(n, L) = w(n) + a n L (harness/costmodel.h) is fitted on the wide\n"
+    "trees at a 64-token context and at a long one; --save-profile writes it, with this machine's\n"
+    "fingerprint, to $ARBOR_CACHE/cost/<fingerprint>.json (`arbor report --table cost`).\n"
     "--backend cuda|cuda-exact: the GPU (README, GPU backend): trees up to 128 nodes, evals\n"
     "return one argmax per node (no logits rows to the host; one line shows the cost of\n"
     "copying them), and the roofline is the measured device read bandwidth.\n";
@@ -242,11 +246,62 @@ static int bench_gpu(bench *b, const char *backend, double t_load, int steps, in
     return 0;
 }
 
+/* The cost model: the 64-token wide-tree times (tt64, sizes[0..n_sizes)) and the same trees
+   at a long context (the cache filled to L2 tokens), fitted; printed, and saved when asked. */
+static int cost_profile(bench *b, const int *sizes, int n_sizes, const double *tt64, int reps, int L2,
+                        const char *fingerprint, bool save, arb_err *err)
+{
+    int n[16], L[16];
+    double t[16];
+    int m = 0;
+    for (int k = 0; k < n_sizes && m < 16; k++, m++)
+        n[m] = sizes[k], L[m] = 64, t[m] = 1e6 * tt64[k];
+    if (arb_ctx_truncate(b->c, 0))
+        return -1;
+    for (int done = 0; done < L2;) { /* fill the cache in chains of at most n_max */
+        const int len = L2 - done < b->n_max ? L2 - done : b->n_max;
+        int32_t path[b->n_max];
+        for (int i = 0; i < len; i++)
+            path[i] = i;
+        if (run_eval(b, len, 0, err) < 0 || arb_commit(b->c, path, len, err))
+            return -1;
+        done += len;
+    }
+    static const int long_sizes[] = {1, 4, 16, 64};
+    double best[4] = {1e30, 1e30, 1e30, 1e30};
+    for (int r = 0; r < reps; r++)
+        for (int k = 0; k < 4; k++) {
+            const double x = run_eval(b, long_sizes[k], 1, err);
+            if (x < 0)
+                return -1;
+            best[k] = x < best[k] ? x : best[k];
+        }
+    for (int k = 0; k < 4 && m < 16; k++, m++)
+        n[m] = long_sizes[k], L[m] = L2, t[m] = 1e6 * best[k];
+    arb_cost_model cm;
+    if (arb_cost_fit(n, L, t, m, &cm, err))
+        return -1;
+    snprintf(cm.source, sizeof cm.source, "arbor bench engine: wide trees at %d and %d cached tokens, best of %d",
+             64, L2, reps);
+    snprintf(cm.fingerprint, sizeof cm.fingerprint, "%s", fingerprint);
+    printf("cost      t(n, L) = w(n) + a n L: w(1) %.2f ms, w(8) %.2f ms, w(64) %.2f ms, a = %.4f us per node per\n"
+           "          cached token (%d tokens: 1 node %.2f ms, 64 nodes %.2f ms); fit rms %.1f%% over %d trees\n",
+           arb_cost_us(&cm, 1, 0) / 1e3, arb_cost_us(&cm, 8, 0) / 1e3, arb_cost_us(&cm, 64, 0) / 1e3, cm.ctx_us,
+           L2, 1e3 * best[0], 1e3 * best[3], 100.0 * cm.rms_rel, m);
+    if (!save)
+        return 0;
+    char file[4400];
+    if (arb_cost_profile_path(fingerprint, true, file, sizeof file, err) || arb_cost_save(&cm, file, err))
+        return -1;
+    printf("          saved to %s\n", file);
+    return 0;
+}
+
 static int bench_engine(int argc, char **argv)
 {
     const char *model = "default", *llama = NULL, *backend = "cpu";
     int threads = 0, steps = 128, prefill = 512, reps = 5, rounds = 2, llama_reps = 2;
-    bool quick = false;
+    bool quick = false, save_profile = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
@@ -260,6 +315,7 @@ static int bench_engine(int argc, char **argv)
         else if (!strcmp(a, "--rounds")) rc = parse_int(a, v, 1, 100, &rounds), i++;
         else if (!strcmp(a, "--llama-reps")) rc = parse_int(a, v, 1, 100, &llama_reps), i++;
         else if (!strcmp(a, "--quick")) quick = true;
+        else if (!strcmp(a, "--save-profile")) save_profile = true;
         else {
             fprintf(stderr, "arbor bench engine: unknown or incomplete option '%s'\n%s", a, usage);
             return 2;
@@ -413,6 +469,16 @@ static int bench_engine(int argc, char **argv)
     printf("          16 nodes = %.2fx one node (goal <= 3);  64 nodes = %.2fx the int8 roofline, %.2fx the fp32 FMA\n"
            "          roofline (goal <= 1.5)\n",
            tt[1][4] / tt[1][0], roof64 > 0 ? tt[1][6] / roof64 : 0.0, roof64f > 0 ? tt[1][6] / roof64f : 0.0);
+
+    {
+        char fp[200];
+        arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_cpu_kernels(lo.isa), threads, b.mi.name,
+                             (double)b.mi.weight_bytes);
+        const int L2 = co.n_ctx - 66; /* the longest context a 64-node tree still fits on */
+        if (cost_profile(&b, sizes, 7, tt[1], reps, L2, fp, save_profile, &err))
+            goto fail;
+    }
+    fflush(stdout);
 
     const double kv_tok = 2.0 * b.mi.n_layer * b.mi.n_head_kv * b.mi.head_dim * sizeof(float);
     const double buf_mb = (double)sizeof(float) * b.n_max * b.mi.n_vocab / 1e6;

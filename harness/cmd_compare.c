@@ -12,16 +12,29 @@
 
 #include "cli.h"
 #include "metrics.h"
+#include "opts.h"
 #include "store.h"
 
-static const char usage[] =
-    "usage: arbor compare BASE.db NEW.db [--metric tau] [--max-drop 2%] [--allow-missing]\n"
-    "\n"
+static const char description[] =
     "Prints base, new and the relative change of the metric for every run of BASE (matched in\n"
     "NEW on model, dataset, method, sampling, seed and max_new_tokens), computed on the prompts\n"
     "both have. Exit status: 0 all within --max-drop (default 2%), 1 a regression (or a BASE\n"
-    "run missing from NEW, unless --allow-missing), 2 bad usage.\n"
-    "Metrics: tau tps speedup p_s p_t spine_share acc_len lossless (higher is better).\n";
+    "run missing from NEW, unless --allow-missing), 2 bad usage.\n";
+
+/* --max-drop: "2%" or a fraction below 1 ("0.02"). */
+static int parse_max_drop(const char *v, double *out)
+{
+    char *end;
+    const double x = strtod(v, &end);
+    const bool pct = *end == '%' && end[1] == 0;
+    if (end == v || (*end && !pct) || !(x >= 0) || (!pct && x >= 1)) {
+        fprintf(stderr, "arbor compare: --max-drop: expected a percentage (2%%) or a "
+                        "fraction below 1 (0.02), got '%s'\n", v);
+        return 2;
+    }
+    *out = pct ? x / 100 : x;
+    return 0;
+}
 
 static bool same_props(const arb_run_info *a, const arb_run_info *b)
 {
@@ -89,58 +102,43 @@ static int value(side *s, int i, const arb_run_stats *other_stats, arb_metric m,
     return rc;
 }
 
+/* Parse argv into the two paths, the metric, the allowed drop and --allow-missing;
+   0, or the exit status of a usage error. */
+static int parse_args(int argc, char **argv, const char *paths[2], arb_metric *m, double *max_drop,
+                      bool *allow_missing)
+{
+    const char *metric = "tau", *drop = "2%";
+    const arb_opt opts[] = {
+        ARB_OPT_STR("--metric", "M", &metric,
+                    "tau tps speedup p_s p_t spine_share acc_len lossless (higher is better; default tau)"),
+        ARB_OPT_STR("--max-drop", "D", &drop, "allowed relative drop: 2% or 0.02 (default 2%)"),
+        ARB_OPT_FLAG("--allow-missing", allow_missing, "a BASE run missing from NEW is not a failure"),
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"compare", "BASE.db NEW.db", description, opts, 2, 2};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? -1 : 2;
+    arb_err err = {0};
+    if (arb_metric_parse(metric, m, &err) || *m == ARB_METRIC_N_PROMPTS) {
+        fprintf(stderr, "arbor compare: --metric: %s\n", err.msg[0] ? err.msg : "not comparable");
+        return 2;
+    }
+    paths[0] = pos.v[0], paths[1] = pos.v[1];
+    return parse_max_drop(drop, max_drop);
+}
+
 int arb_cmd_compare(int argc, char **argv)
 {
-    if (arb_cli_wants_help(argc, argv)) {
-        fputs(usage, stdout);
-        return 0;
-    }
     const char *paths[2] = {NULL, NULL};
     arb_metric m = ARB_METRIC_TAU;
     double max_drop = 0.02;
     bool allow_missing = false;
+    const int prc = parse_args(argc, argv, paths, &m, &max_drop, &allow_missing);
+    if (prc)
+        return prc < 0 ? 0 : prc;
     arb_err err = {0};
-    int np = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--allow-missing")) {
-            allow_missing = true;
-        } else if (!strcmp(a, "--metric") || !strcmp(a, "--max-drop")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "arbor compare: %s needs a value\n", a);
-                return 2;
-            }
-            const char *v = argv[++i];
-            if (!strcmp(a, "--metric")) {
-                if (arb_metric_parse(v, &m, &err) || m == ARB_METRIC_N_PROMPTS) {
-                    fprintf(stderr, "arbor compare: --metric: %s\n", err.msg[0] ? err.msg : "not comparable");
-                    return 2;
-                }
-            } else {
-                char *end;
-                double x = strtod(v, &end);
-                bool pct = *end == '%' && end[1] == 0;
-                if (end == v || (*end && !pct) || x < 0 || (!pct && x >= 1)) {
-                    fprintf(stderr, "arbor compare: --max-drop: expected a percentage (2%%) or a "
-                                    "fraction below 1 (0.02), got '%s'\n", v);
-                    return 2;
-                }
-                max_drop = pct ? x / 100 : x;
-            }
-        } else if (a[0] == '-') {
-            fprintf(stderr, "arbor compare: unknown option '%s'\n%s", a, usage);
-            return 2;
-        } else if (np < 2) {
-            paths[np++] = a;
-        } else {
-            fprintf(stderr, "arbor compare: too many databases\n%s", usage);
-            return 2;
-        }
-    }
-    if (np != 2) {
-        fprintf(stderr, "arbor compare: need BASE.db and NEW.db\n%s", usage);
-        return 2;
-    }
     side b = {0}, n = {0};
     int rc = open_side(paths[0], &b, &err);
     if (!rc)

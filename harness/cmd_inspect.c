@@ -14,18 +14,13 @@
 #include "cli.h"
 #include "engine.h"
 #include "modelfetch.h"
+#include "opts.h"
 
-static const char usage[] =
-    "usage: arbor inspect FILE [--json] [--items N] [--width N]\n"
-    "\n"
+static const char description[] =
     "Validates a GGUF file (v2/v3) and prints its version, alignment, metadata (key, type,\n"
     "value; arrays as type[count] with their first elements) and tensor table (name, type,\n"
     "shape, bytes, offset) with totals: parameters, bytes, and bytes per tensor type.\n"
-    "FILE may be `default` (the cached default model, see `arbor fetch-model`).\n"
-    "\n"
-    "  --json      one JSON object on stdout instead of text\n"
-    "  --items N   array elements shown per array (default 5)\n"
-    "  --width N   characters shown per string before truncating (default 60; 0 = all)\n";
+    "FILE may be `default` (the cached default model, see `arbor fetch-model`).\n";
 
 typedef struct opts {
     int items; /* array elements shown */
@@ -244,48 +239,23 @@ static int print_json(const arb_gguf *g, const char *path, long long file_bytes,
     return 0;
 }
 
-static bool parse_int(const char *s, int *out)
-{
-    char *end;
-    long v = s ? strtol(s, &end, 10) : -1;
-    if (!s || *end || v < 0 || v > 1000000)
-        return false;
-    *out = (int)v;
-    return true;
-}
-
 int arb_cmd_inspect(int argc, char **argv)
 {
-    if (arb_cli_wants_help(argc, argv)) {
-        fputs(usage, stdout);
-        return 0;
-    }
     opts o = {.items = 5, .width = 60};
     bool json = false;
-    const char *file = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) {
-            json = true;
-        } else if (!strcmp(argv[i], "--items") || !strcmp(argv[i], "--width")) {
-            if (!parse_int(i + 1 < argc ? argv[i + 1] : NULL, argv[i][2] == 'i' ? &o.items : &o.width)) {
-                fprintf(stderr, "arbor inspect: %s needs an integer 0..1000000\n%s", argv[i], usage);
-                return 2;
-            }
-            i++;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "arbor inspect: unknown option '%s'\n%s", argv[i], usage);
-            return 2;
-        } else if (file) {
-            fprintf(stderr, "arbor inspect: one FILE expected, got '%s' and '%s'\n%s", file, argv[i], usage);
-            return 2;
-        } else {
-            file = argv[i];
-        }
-    }
-    if (!file) {
-        fprintf(stderr, "arbor inspect: missing FILE\n%s", usage);
-        return 2;
-    }
+    const arb_opt table[] = {
+        ARB_OPT_FLAG("--json", &json, "one JSON object on stdout instead of text"),
+        ARB_OPT_INT("--items", "N", &o.items, 0, 1000000, "array elements shown per array (default 5)"),
+        ARB_OPT_INT("--width", "N", &o.width, 0, 1000000,
+                    "characters shown per string before truncating (default 60; 0 = all)"),
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"inspect", "FILE", description, table, 1, 1};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? 0 : 2;
+    const char *file = pos.v[0];
     char path[4096];
     arb_err err = {0};
     arb_gguf *g = NULL;

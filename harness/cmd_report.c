@@ -1,17 +1,14 @@
 /* cmd_report.c — `arbor report`: paper-style tables from a results database. */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "report.h"
 #include "store.h"
 
-static const char usage[] =
-    "usage: arbor report --db PATH [--table NAME] [--format md|csv|tex|json] [options]\n"
-    "\n"
-    "Tables:\n"
+static const char description[] =
+    "Tables (--table):\n"
     "  table1   tau of the spine tree vs Iso(3)/Iso(5) per model x dataset, delta over Iso3\n"
     "  table2   tau per ablation x dataset for one model, macro delta vs --ref\n"
     "  table3   Spd and tau per model x method x dataset, averages, best in bold\n"
@@ -26,90 +23,71 @@ static const char usage[] =
     "           greedy ranked-tree runs (iso3 iso5 tr goose sequoia): trials, hits, p with a\n"
     "           Wilson 95% interval per method and pooled, and the sequoia_p list to paste\n"
     "  auto     dte when every speculative run uses a draft model, else table3 (default)\n"
-    "\n"
-    "Options:\n"
-    "  --rows K1,K2      pivot row keys (model,method); keys: model method base_method dataset\n"
-    "                    drafter topology sweep seed temperature top_p sampling config\n"
-    "                    (sampling: the whole setting, e.g. 'T=1 p=0.9')\n"
-    "  --cols K          pivot column keys (dataset)\n"
-    "  --metric M        pivot metric: tau tps speedup p_s p_t spine_share acc_len lossless n_prompts\n"
-    "  --method ID       sequoia-p: only this method\n"
-    "  --dataset NAME    sequoia-p: only this dataset\n"
-    "  --model ID        only this model (table2: the model to show; default the first)\n"
-    "  --paper MODEL     add the published value of this paper model beside ours\n"
-    "                    (Vicuna-7B Llama-3-8B Qwen3-8B Vicuna-13B Vicuna-33B)\n"
-    "  --paper-file P    the paper's numbers (default results/paper/goose.tsv in the source tree)\n"
-    "  --ci              print bootstrap 95% intervals in the cells\n"
-    "  --boot N          bootstrap resamples (1000; 0 = none)\n"
-    "  --spine L --iso3 L --iso5 L --ref L --pld L --tr L   method labels the tables look for\n"
-    "                    (GOOSE Iso3 Iso5 GOOSE PLD TR)\n"
-    "  -o FILE           write to FILE instead of stdout\n";
+    "Pivot keys (--rows, --cols): model method base_method dataset drafter topology sweep seed\n"
+    "temperature top_p sampling config (sampling: the whole setting, e.g. 'T=1 p=0.9').\n";
+
+/* The options into *o, *db and *out; 0, or the exit status of a usage error (-1: --help). */
+static int parse_args(int argc, char **argv, arb_report_opts *o, const char **db, const char **out)
+{
+    const char *fmt = NULL, *metric = NULL;
+    const arb_opt opts[] = {
+        {.name = "--db", .kind = ARB_OPT_KIND_STR, .dst = db, .metavar = "PATH", .required = true,
+         .help = "results database"},
+        ARB_OPT_STR("--table", "NAME", &o->table, "the table (above; default auto)"),
+        ARB_OPT_STR("--format", "F", &fmt, "md (default), csv, tex or json"),
+        ARB_OPT_STR("--rows", "K1,K2", &o->rows, "pivot row keys (model,method)"),
+        ARB_OPT_STR("--cols", "K", &o->cols, "pivot column keys (dataset)"),
+        ARB_OPT_STR("--metric", "M", &metric,
+                    "pivot metric: tau tps speedup p_s p_t spine_share acc_len lossless n_prompts"),
+        ARB_OPT_STR("--method", "ID", &o->method, "sequoia-p: only this method"),
+        ARB_OPT_STR("--dataset", "NAME", &o->dataset, "sequoia-p: only this dataset"),
+        ARB_OPT_STR("--model", "ID", &o->model, "only this model (table2: the model to show; default the first)"),
+        ARB_OPT_STR("--paper", "MODEL", &o->paper_model, "add the published value of this paper model beside ours "
+                    "(Vicuna-7B Llama-3-8B Qwen3-8B Vicuna-13B Vicuna-33B)"),
+        ARB_OPT_STR("--paper-file", "P", &o->paper_path,
+                    "the paper's numbers (default results/paper/goose.tsv in the source tree)"),
+        ARB_OPT_FLAG("--ci", &o->ci, "print bootstrap 95% intervals in the cells"),
+        ARB_OPT_INT("--boot", "N", &o->n_boot, 0, 1000000, "bootstrap resamples (1000; 0 = none)"),
+        ARB_OPT_STR("--spine", "L", &o->spine, "method label of the spine tree (GOOSE)"),
+        ARB_OPT_STR("--iso3", "L", &o->iso3, "method label of Iso(3) (Iso3)"),
+        ARB_OPT_STR("--iso5", "L", &o->iso5, "method label of Iso(5) (Iso5)"),
+        ARB_OPT_STR("--ref", "L", &o->ref, "table2's reference method label (GOOSE)"),
+        ARB_OPT_STR("--pld", "L", &o->pld, "method label of PLD (PLD)"),
+        ARB_OPT_STR("--tr", "L", &o->tr, "method label of TR (TR)"),
+        {.name = "--out", .alias = "-o", .kind = ARB_OPT_KIND_STR, .dst = out, .metavar = "FILE",
+         .help = "write to FILE instead of stdout"},
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"report", NULL, description, opts, 0, 0};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? -1 : 2;
+    arb_err err = {0};
+    if (fmt && arb_report_parse_fmt(fmt, &o->fmt, &err)) {
+        fprintf(stderr, "arbor report: --format: %s\n", err.msg);
+        return 2;
+    }
+    if (metric && arb_metric_parse(metric, &o->metric, &err)) {
+        fprintf(stderr, "arbor report: --metric: %s\n", err.msg);
+        return 2;
+    }
+    return 0;
+}
 
 int arb_cmd_report(int argc, char **argv)
 {
-    if (arb_cli_wants_help(argc, argv)) {
-        fputs(usage, stdout);
-        return 0;
-    }
     arb_report_opts o = arb_report_default_opts();
     const char *db = NULL, *out = NULL;
-    arb_err err = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        const char **slot = !strcmp(a, "--db") ? &db : !strcmp(a, "--table") ? &o.table
-                          : !strcmp(a, "--rows") ? &o.rows : !strcmp(a, "--cols") ? &o.cols
-                          : !strcmp(a, "--model") ? &o.model : !strcmp(a, "--paper") ? &o.paper_model
-                          : !strcmp(a, "--paper-file") ? &o.paper_path : !strcmp(a, "--spine") ? &o.spine
-                          : !strcmp(a, "--iso3") ? &o.iso3 : !strcmp(a, "--iso5") ? &o.iso5
-                          : !strcmp(a, "--ref") ? &o.ref : !strcmp(a, "--pld") ? &o.pld
-                          : !strcmp(a, "--tr") ? &o.tr : !strcmp(a, "-o") ? &out
-                          : !strcmp(a, "--method") ? &o.method : !strcmp(a, "--dataset") ? &o.dataset : NULL;
-        if (!strcmp(a, "--ci")) {
-            o.ci = true;
-            continue;
-        }
-        bool valued = slot || !strcmp(a, "--format") || !strcmp(a, "--metric") || !strcmp(a, "--boot");
-        if (!valued) {
-            fprintf(stderr, "arbor report: unknown option '%s'\n%s", a, usage);
-            return 2;
-        }
-        if (!v) {
-            fprintf(stderr, "arbor report: %s needs a value\n", a);
-            return 2;
-        }
-        i++;
-        if (slot) {
-            *slot = v;
-        } else if (!strcmp(a, "--format")) {
-            if (arb_report_parse_fmt(v, &o.fmt, &err)) {
-                fprintf(stderr, "arbor report: --format: %s\n", err.msg);
-                return 2;
-            }
-        } else if (!strcmp(a, "--metric")) {
-            if (arb_metric_parse(v, &o.metric, &err)) {
-                fprintf(stderr, "arbor report: --metric: %s\n", err.msg);
-                return 2;
-            }
-        } else {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 0 || n > 1000000) {
-                fprintf(stderr, "arbor report: --boot: expected an integer in [0, 1000000], got '%s'\n", v);
-                return 2;
-            }
-            o.n_boot = (int)n;
-        }
-    }
-    if (!db) {
-        fprintf(stderr, "arbor report: --db PATH is required\n%s", usage);
-        return 2;
-    }
+    const int prc = parse_args(argc, argv, &o, &db, &out);
+    if (prc)
+        return prc < 0 ? 0 : prc;
     struct stat sb;
     if (stat(db, &sb) != 0) {
         fprintf(stderr, "arbor report: %s: no such database\n", db);
         return 1;
     }
+    arb_err err = {0};
     arb_store *st = NULL;
     if (arb_store_open(db, &st, &err)) {
         fprintf(stderr, "arbor report: %s\n", err.msg);

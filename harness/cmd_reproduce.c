@@ -11,44 +11,24 @@
 #include "claims.h"
 #include "cli.h"
 #include "config.h"
+#include "opts.h"
 #include "reproduce.h"
 #include "runner.h"
 #include "store.h"
 
 #define MAX_CONFIGS 16
 
-static const char usage[] =
-    "usage: arbor reproduce PAPER [--db PATH] [--limit N] [--shard i/N] [--max-new N] [--no-run]\n"
-    "                       [--json FILE] [--md FILE] [--plot DIR] [options]\n"
-    "\n"
+static const char description[] =
     "PAPER is goose or dte. Runs every config behind the paper's claims (results/paper/claims.json)\n"
     "like `arbor run` (finished prompts are skipped, so a second call resumes), then prints per\n"
     "claim the paper's figure, ours, a 95% bootstrap interval over prompts and a verdict: holds,\n"
     "fails, inconclusive (the interval straddles the threshold), missing (no data), untestable\n"
-    "(docs/reproduce.md).\n"
-    "\n"
-    "Options:\n"
-    "  --db PATH       one database for every config (default results/<config name>.db each)\n"
-    "  --limit N       at most N prompts per dataset (overrides the configs' limits)\n"
-    "  --shard i/N     only prompts whose dataset index % N == i (then `arbor merge`)\n"
-    "  --max-new N     generation limit per turn for every dataset (default: the configs')\n"
-    "  --no-run        only evaluate what the database(s) hold\n"
-    "  --json FILE     write the verdicts as JSON (what a CI job gates on)\n"
-    "  --md FILE       write the Markdown tables to FILE as well as stdout\n"
-    "  --plot DIR      after the verdicts, DIR/reproduce_PAPER.{dat,gp,png,svg}: per table a panel,\n"
-    "                  per cell ours with its interval, the paper's value and the threshold\n"
-    "                  (without gnuplot only .dat and .gp)\n"
-    "  --claims FILE   the claims (default results/paper/claims.json in the source tree)\n"
-    "  --data DIR      dataset directory (default $ARBOR_DATA, else the cache)\n"
-    "  --threads N     threads per model\n"
-    "  --boot N        bootstrap resamples (1000), --seed S their seed (0), --min-n N the\n"
-    "                  prompts per cell below which an interval is called uninformative (10)\n"
-    "  --quiet         no progress output\n";
+    "(docs/reproduce.md).\n";
 
 typedef struct args {
     const char *paper, *db, *json, *md, *plot, *claims, *data;
     int limit, max_new, threads, n_boot, n_min, shard_i, shard_n;
-    long seed;
+    uint64_t seed;
     bool no_run, quiet;
 } args;
 
@@ -60,70 +40,46 @@ static void on_signal(int sig)
     signal(sig, SIG_DFL);
 }
 
-static int int_arg(const char *flag, const char *v, long lo, long hi, long *out)
-{
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (end == v || *end || n < lo || n > hi) {
-        fprintf(stderr, "arbor reproduce: %s: expected an integer in [%ld, %ld], got '%s'\n", flag, lo, hi, v);
-        return 2;
-    }
-    *out = n;
-    return 0;
-}
-
-static int parse_valued(args *a, const char *f, const char *v)
-{
-    const char **slot = !strcmp(f, "--db") ? &a->db : !strcmp(f, "--json") ? &a->json
-                      : !strcmp(f, "--md") ? &a->md : !strcmp(f, "--plot") ? &a->plot
-                      : !strcmp(f, "--claims") ? &a->claims
-                      : !strcmp(f, "--data") ? &a->data : NULL;
-    long x = 0;
-    int rc = 0;
-    arb_err err = {0};
-    if (slot)
-        *slot = v;
-    else if (!strcmp(f, "--shard") && arb_runner_parse_shard(v, &a->shard_i, &a->shard_n, &err))
-        fprintf(stderr, "arbor reproduce: %s\n", err.msg), rc = 2;
-    else if (!strcmp(f, "--seed"))
-        rc = int_arg(f, v, 0, 1L << 40, &a->seed);
-    else if (strcmp(f, "--shard") && !(rc = int_arg(f, v, !strcmp(f, "--boot") ? 0 : 1, 1 << 30, &x))) {
-        int *dst = !strcmp(f, "--limit") ? &a->limit : !strcmp(f, "--max-new") ? &a->max_new
-                 : !strcmp(f, "--threads") ? &a->threads : !strcmp(f, "--boot") ? &a->n_boot : &a->n_min;
-        *dst = (int)x;
-    }
-    return rc;
-}
-
+/* argv into *a; 0, or the exit status of a usage error (-1: --help). */
 static int parse_args(int argc, char **argv, args *a)
 {
-    static const char *const valued[] = {"--db", "--json", "--md", "--plot", "--claims", "--data", "--shard", "--seed",
-                                         "--limit", "--max-new", "--threads", "--boot", "--min-n", NULL};
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        bool is_valued = false;
-        for (const char *const *k = valued; *k && !is_valued; k++)
-            is_valued = !strcmp(*k, f);
-        if (!strcmp(f, "--no-run") || !strcmp(f, "--quiet")) {
-            *(f[2] == 'n' ? &a->no_run : &a->quiet) = true;
-        } else if (is_valued) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "arbor reproduce: %s needs a value\n", f);
-                return 2;
-            }
-            int rc = parse_valued(a, f, argv[++i]);
-            if (rc)
-                return rc;
-        } else if (f[0] == '-' || a->paper) {
-            fprintf(stderr, "arbor reproduce: unexpected argument '%s'\n%s", f, usage);
-            return 2;
-        } else {
-            a->paper = f;
-        }
+    const char *shard = NULL;
+    const arb_opt opts[] = {
+        ARB_OPT_STR("--db", "PATH", &a->db, "one database for every config (default results/<config name>.db each)"),
+        ARB_OPT_INT("--limit", "N", &a->limit, 1, 1 << 30, "at most N prompts per dataset (overrides the configs')"),
+        ARB_OPT_STR("--shard", "i/N", &shard, "only prompts whose dataset index % N == i (then `arbor merge`)"),
+        ARB_OPT_INT("--max-new", "N", &a->max_new, 1, 1 << 30,
+                    "generation limit per turn for every dataset (default: the configs')"),
+        ARB_OPT_FLAG("--no-run", &a->no_run, "only evaluate what the database(s) hold"),
+        ARB_OPT_STR("--json", "FILE", &a->json, "write the verdicts as JSON (what a CI job gates on)"),
+        ARB_OPT_STR("--md", "FILE", &a->md, "write the Markdown tables to FILE as well as stdout"),
+        ARB_OPT_STR("--plot", "DIR", &a->plot, "after the verdicts, DIR/reproduce_PAPER.{dat,gp,png,svg}: per "
+                    "table a panel, per cell ours with its interval, the paper's value and the threshold "
+                    "(without gnuplot only .dat and .gp)"),
+        ARB_OPT_STR("--claims", "FILE", &a->claims, "the claims (default results/paper/claims.json in the source tree)"),
+        ARB_OPT_STR("--data", "DIR", &a->data, "dataset directory (default $ARBOR_DATA, else the cache)"),
+        ARB_OPT_INT("--threads", "N", &a->threads, 1, 1 << 30, "threads per model"),
+        ARB_OPT_INT("--boot", "N", &a->n_boot, 0, 1 << 30, "bootstrap resamples (1000)"),
+        ARB_OPT_U64("--seed", "S", &a->seed, "the bootstrap's seed (0)"),
+        ARB_OPT_INT("--min-n", "N", &a->n_min, 1, 1 << 30,
+                    "the prompts per cell below which an interval is called uninformative (10)"),
+        ARB_OPT_FLAG("--quiet", &a->quiet, "no progress output"),
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"reproduce", "PAPER", description, opts, 1, 1};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? -1 : 2;
+    a->paper = pos.v[0];
+    if (strcmp(a->paper, "goose") && strcmp(a->paper, "dte")) {
+        fprintf(stderr, "arbor reproduce: PAPER must be goose or dte (got '%s')\n", a->paper);
+        arb_opts_usage(&cmd, stderr);
+        return 2;
     }
-    if (!a->paper || (strcmp(a->paper, "goose") && strcmp(a->paper, "dte"))) {
-        fprintf(stderr, "arbor reproduce: PAPER must be goose or dte%s%s%s\n%s", a->paper ? " (got '" : "",
-                a->paper ? a->paper : "", a->paper ? "')" : "", usage);
+    arb_err err = {0};
+    if (shard && arb_runner_parse_shard(shard, &a->shard_i, &a->shard_n, &err)) {
+        fprintf(stderr, "arbor reproduce: %s\n", err.msg);
         return 2;
     }
     return 0;
@@ -291,14 +247,10 @@ static int evaluate(const plan *p, const args *a, arb_repro_result *r, int *n, a
 
 int arb_cmd_reproduce(int argc, char **argv)
 {
-    if (arb_cli_wants_help(argc, argv)) {
-        fputs(usage, stdout);
-        return 0;
-    }
     args a = {.n_boot = 1000, .n_min = 10, .shard_n = 1};
     int rc = parse_args(argc, argv, &a);
     if (rc)
-        return rc;
+        return rc < 0 ? 0 : rc;
     arb_err err = {0};
     plan p = {0};
     if (plan_load(&a, &p, &err)) {

@@ -12,28 +12,11 @@
 #include "engine.h"
 #include "genutil.h"
 #include "modelfetch.h"
+#include "opts.h"
 
-static const char k_usage[] =
-    "usage: arbor tokenize [--model M] [--no-special] [--bos] [--chat [--template NAME]] [--ids]\n"
-    "                      (TEXT | -f FILE)\n"
-    "\n"
-    "Tokenize TEXT (or the contents of FILE, '-' for stdin) with a model's tokenizer and print\n"
-    "one token per line: its id and its piece, quoted and escaped.\n"
-    "\n"
-    "  --model M        GGUF path or 'default' (the fetched SmolLM2-135M-Instruct; default)\n"
-    "  --no-special     treat special-token texts such as <|im_start|> as plain text\n"
-    "  --bos            prepend BOS when the model asks for it (tokenizer.ggml.add_bos_token)\n"
-    "  --chat           render TEXT as one user turn with the model's chat template first\n"
-    "  --template NAME  with --chat: chatml, qwen, smollm, llama3, llama3.1 or vicuna\n"
-    "  --ids            print only the ids, space-separated, on one line\n"
-    "  -h, --help       this help\n";
-
-static int fail_usage(const char *fmt, const char *arg) {
-    fprintf(stderr, "arbor tokenize: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", k_usage);
-    return 2;
-}
+static const char description[] =
+    "Tokenize TEXT (or the contents of --file FILE, '-' for stdin) with a model's tokenizer and\n"
+    "print one token per line: its id and its piece, quoted and escaped.\n";
 
 static char *read_all(const char *path, size_t *n) {
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
@@ -81,30 +64,48 @@ static void print_escaped(const char *p, int n) {
     putchar('\'');
 }
 
-int arb_cmd_tokenize(int argc, char **argv) {
-    if (arb_cli_wants_help(argc, argv)) {
-        fputs(k_usage, stdout);
-        return 0;
-    }
-    const char *model = "default", *file = NULL, *text = NULL, *tmpl = NULL;
-    bool special = true, bos = false, chat = false, ids_only = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--model") || !strcmp(a, "-f") || !strcmp(a, "--template")) {
-            if (i + 1 >= argc) return fail_usage("%s needs a value", a);
-            const char **dst = !strcmp(a, "--model") ? &model : !strcmp(a, "-f") ? &file : &tmpl;
-            *dst = argv[++i];
-        } else if (!strcmp(a, "--no-special")) special = false;
-        else if (!strcmp(a, "--bos")) bos = true;
-        else if (!strcmp(a, "--chat")) chat = true;
-        else if (!strcmp(a, "--ids")) ids_only = true;
-        else if (a[0] == '-' && a[1]) return fail_usage("unknown option '%s'", a);
-        else if (text) return fail_usage("more than one TEXT ('%s'); quote the text", a);
-        else text = a;
-    }
-    if (!text == !file) return fail_usage("%s", text ? "give TEXT or -f FILE, not both" : "no TEXT (or -f FILE) given");
-    if (tmpl && !chat) return fail_usage("%s", "--template needs --chat");
+typedef struct args {
+    const char *model, *file, *text, *tmpl;
+    bool no_special, bos, chat, ids_only;
+} args;
 
+/* argv into *a; 0, or the exit status of a usage error (-1: --help). */
+static int parse_args(int argc, char **argv, args *a)
+{
+    const arb_opt opts[] = {
+        ARB_OPT_STR("--model", "M", &a->model, "GGUF path or 'default' (the fetched SmolLM2-135M-Instruct; default)"),
+        ARB_OPT_FLAG("--no-special", &a->no_special, "treat special-token texts such as <|im_start|> as plain text"),
+        ARB_OPT_FLAG("--bos", &a->bos, "prepend BOS when the model asks for it (tokenizer.ggml.add_bos_token)"),
+        ARB_OPT_FLAG("--chat", &a->chat, "render TEXT as one user turn with the model's chat template first"),
+        ARB_OPT_STR("--template", "NAME", &a->tmpl, "with --chat: chatml, qwen, smollm, llama3, llama3.1 or vicuna"),
+        ARB_OPT_FLAG("--ids", &a->ids_only, "print only the ids, space-separated, on one line"),
+        {.name = "--file", .alias = "-f", .kind = ARB_OPT_KIND_STR, .dst = &a->file, .metavar = "FILE",
+         .help = "tokenize this file's contents instead of TEXT ('-': stdin)"},
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"tokenize", "[TEXT]", description, opts, 0, 1};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? -1 : 2;
+    a->text = pos.n ? pos.v[0] : NULL;
+    const char *why = !a->text == !a->file ? (a->text ? "give TEXT or --file FILE, not both" : "no TEXT (or --file FILE) given")
+                    : a->tmpl && !a->chat ? "--template needs --chat" : NULL;
+    if (why) {
+        fprintf(stderr, "arbor tokenize: %s\n", why);
+        arb_opts_usage(&cmd, stderr);
+        return 2;
+    }
+    return 0;
+}
+
+int arb_cmd_tokenize(int argc, char **argv) {
+    args a = {.model = "default"};
+    const int prc = parse_args(argc, argv, &a);
+    if (prc)
+        return prc < 0 ? 0 : prc;
+    const char *model = a.model, *file = a.file, *text = a.text, *tmpl = a.tmpl;
+    const bool special = !a.no_special, bos = a.bos, chat = a.chat, ids_only = a.ids_only;
     int rc = 1;
     arb_err err = {0};
     arb_model *m = NULL;

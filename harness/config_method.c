@@ -38,6 +38,8 @@ static int check_value(const arb_method_param *p, const cJSON *v, const char *pa
         snprintf(got, sizeof got, "\"%.40s\"", v->valuestring);
     else
         snprintf(got, sizeof got, "%s", arb_config_json_type(v));
+    if (arb_method_param_takes_auto(p) && cJSON_IsString(v) && !strcmp(v->valuestring, "auto"))
+        return ARB_OK;
     switch (p->type) {
     case ARB_PARAM_INT:
     case ARB_PARAM_U64:
@@ -46,7 +48,8 @@ static int check_value(const arb_method_param *p, const cJSON *v, const char *pa
         if (ok && v->valuedouble >= p->lo && v->valuedouble <= p->hi)
             return ARB_OK;
         range_text(p, want, sizeof want);
-        return ARB_ERR(err, ARB_E_INVAL, "%s: expected %s, got %s", path, want, got);
+        return ARB_ERR(err, ARB_E_INVAL, "%s: expected %s%s, got %s", path, want, arb_method_param_takes_auto(p) ? " or \"auto\"" : "",
+                       got);
     }
     case ARB_PARAM_BOOL:
         if (cJSON_IsBool(v))
@@ -76,6 +79,10 @@ static bool value_text(const arb_method_param *p, const cJSON *v, bool label, ch
 {
     const char *fmt = label ? "%g" : "%.17g";
     buf[0] = 0;
+    if (arb_method_param_takes_auto(p) && cJSON_IsString(v)) {
+        snprintf(buf, cap, "%s", v->valuestring);
+        return strlen(buf) + 1 < cap;
+    }
     switch (p->type) {
     case ARB_PARAM_INT:
     case ARB_PARAM_U64: snprintf(buf, cap, "%lld", (long long)v->valuedouble); break;

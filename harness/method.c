@@ -86,7 +86,7 @@ static const arb_method_param params[] = {
     {"topology", ARB_PARAM_STR, OFF(topology), GOOSE, 0, 0, "\"\" (spine tree) | iso | sequoia"},
     {"verifier", ARB_PARAM_STR, OFF(verifier), "*", 0, 0, "greedy"},
     {"scheduler", ARB_PARAM_STR, OFF(scheduler), GOOSE, 0, 0, "goose_tiers | fixed | none"},
-    {"budget", ARB_PARAM_INT, OFF(budget), GOOSE, 1, 1024, "B: nodes per step incl. the anchor"},
+    {"budget", ARB_PARAM_INT, OFF(budget), GOOSE, 1, 1024, "B: nodes per step incl. the anchor, or \"auto\""},
     {"max_depth", ARB_PARAM_INT, OFF(max_depth), GOOSE, 1, 62, "D: branch depth below its branch point"},
     {"topk", ARB_PARAM_INT, OFF(topk), "tr goose", 1, 16, "K: successors per adjacency entry"},
     {"rho", ARB_PARAM_DOUBLE, OFF(rho), GOOSE, 0, 1, "share of non-spine budget for root branches"},
@@ -405,6 +405,8 @@ static int parse_bool(const char *v, bool *out)
     return 0;
 }
 
+bool arb_method_param_takes_auto(const arb_method_param *p) { return p->offset == OFF(budget); }
+
 int arb_method_param_set(arb_method_spec *s, const char *name, const char *value, arb_err *err)
 {
     const arb_method_param *p = arb_method_param_find(NULL, name);
@@ -412,6 +414,10 @@ int arb_method_param_set(arb_method_spec *s, const char *name, const char *value
         return ARB_ERR(err, ARB_E_INVAL, "method %s: %s: unknown parameter", s->id, name);
     char *b = (char *)s + p->offset, *end = NULL;
     errno = 0;
+    if (arb_method_param_takes_auto(p) && !strcmp(value, "auto")) {
+        s->budget_auto = true;
+        return ARB_OK;
+    }
     switch (p->type) {
     case ARB_PARAM_INT: {
         long v = strtol(value, &end, 10);
@@ -419,6 +425,8 @@ int arb_method_param_set(arb_method_spec *s, const char *name, const char *value
             return ARB_ERR(err, ARB_E_INVAL, "method %s: %s: '%s' is not an integer in [%g, %g]", s->id, name,
                            value, p->lo, p->hi);
         *(int *)b = (int)v;
+        if (arb_method_param_takes_auto(p))
+            s->budget_auto = false; /* a number overrides an earlier "auto" */
         return ARB_OK;
     }
     case ARB_PARAM_U64: {

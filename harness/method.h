@@ -38,6 +38,8 @@ typedef struct arb_method_spec {
     char scheduler[32];                  /* "goose_tiers" | "fixed" | "none" */
     /* ---- shape ---- */
     int budget;           /* B: nodes per step incl. the anchor (goose/iso/sequoia 60) */
+    bool budget_auto;     /* "budget": "auto": resolved once per run from this machine's cost
+                             profile before the decoder is made (autobudget.h) */
     int max_depth;        /* D: branch depth below its branch point (6); sequoia: levels */
     int topk;             /* K: successors stored per adjacency entry (goose 10, tr 8) */
     double rho;           /* ρ: share of non-spine budget kept for root branches (0.5) */
@@ -109,7 +111,11 @@ typedef struct arb_method_param {
     const char *doc;      /* one line */
 } arb_method_param;
 
-/* Defaults for a drafter ("none"/"ar", "pld", "tr", "goose", "lookahead", "draft"). ARB_E_INVAL on unknown names. */
+/* Whether p also takes the value "auto" (today only budget: autobudget.h). */
+bool arb_method_param_takes_auto(const arb_method_param *p);
+
+/* Defaults for a drafter ("none"/"ar", "pld", "tr", "goose", "lookahead", "draft"). ARB_E_INVAL on
+   unknown names. */
 int arb_method_spec_default(const char *drafter, arb_method_spec *out, arb_err *err);
 /* Named presets: ar pld tr goose iso3 iso5 sequoia, and goose ablations goose-nospinebr,
    goose-unigram, goose-nobypass, goose-nospine, goose-control, draft, lookahead, lookahead-small

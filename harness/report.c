@@ -505,7 +505,7 @@ static int depth(rctx *c, arb_grid *g, arb_err *err)
 static const struct { const char *name; int (*fn)(rctx *, arb_grid *, arb_err *); } tables[] = {
     {"table1", table1}, {"table2", table2}, {"table3", table3}, {"pivot", pivot},
     {"summary", summary}, {"synergy", synergy}, {"depth", depth}, {"dte", arb_report_dte},
-    {"sequoia-p", arb_report_sequoia_p},
+    {"sequoia-p", arb_report_sequoia_p}, {"cost", arb_report_cost},
 };
 
 int arb_report_write(sqlite3 *db, const arb_report_opts *o, FILE *out, arb_err *err)
@@ -517,7 +517,7 @@ int arb_report_write(sqlite3 *db, const arb_report_opts *o, FILE *out, arb_err *
             fn = tables[i].fn;
     if (!fn && !autot)
         return ARB_ERR(err, ARB_E_INVAL, "unknown table '%s' (auto table1 table2 table3 pivot "
-                       "summary synergy depth dte sequoia-p)", o->table);
+                       "summary synergy depth dte sequoia-p cost)", o->table);
     /* Intervals cost n_boot resamples per cell: compute them only where they are printed. */
     arb_report_opts eo = *o;
     if ((!o->ci && (autot || (strcmp(o->table, "summary") && strcmp(o->table, "synergy")))) ||

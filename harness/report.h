@@ -13,6 +13,8 @@
  *           no intervals: a cell is a mean of per-dataset maxima)
  *   sequoia-p  Sequoia's positional acceptance p[k] from the logged ranks, with counts, Wilson
  *           95% intervals and the `sequoia_p` list (report_sequoia.c)
+ *   cost    τ, measured speedup, speedup predicted by the eval cost model t(n, L) fitted on
+ *           the other runs' steps (costmodel.h), the error, and GPU roofline projections
  *   auto    (the default) dte when every speculative run is a draft-model run, else table3
  * With paper_model set, each value column gets a neighbour with the published figure for that
  * paper model (results/paper/goose.tsv).

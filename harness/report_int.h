@@ -67,4 +67,8 @@ bool arb_report_is_dte(const arb_rctx *c);
 /* report_sequoia.c: Sequoia's p[k] estimated from the logged ranks (table "sequoia-p"). */
 int arb_report_sequoia_p(arb_rctx *c, arb_grid *g, arb_err *err);
 
+/* report_cost.c: predicted (cost model, leave-one-run-out) beside measured speedup, and GPU
+   roofline projections (table "cost"). */
+int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err);
+
 #endif

@@ -1,5 +1,6 @@
 /* runner.c — see runner.h. One `group` = one model × dataset × sampling × seed: a decoder per
  * method on one shared context, prompts in dataset order, methods in config order. */
+#include "autobudget.h"
 #include "runner.h"
 
 #include <errno.h>
@@ -357,6 +358,12 @@ static int run_group(runner *R, const arb_model *m, arb_ctx *ctx, const char *mo
         arb_method_spec spec = c->methods[k].spec;
         spec.temperature = sp->temperature, spec.top_p = sp->top_p, spec.top_k = sp->top_k;
         spec.seed = (uint64_t)c->seeds[ei];
+        /* budget "auto": chosen here, once per run, so params_json records the number */
+        if ((rc = arb_autobudget_resolve(m, R->o->threads > 0 ? R->o->threads : c->models[mi].threads, &spec,
+                                         stderr, err))) {
+            arb_err_prefix(err, "%s: methods[%d]", c->path, k);
+            break;
+        }
         char *cell = NULL, *params = arb_config_spec_json(&spec);
         if ((rc = arb_config_cell(c, mi, di, k, si, ei, sha, &cell, ms[k].key, err))) {
             free(params);

@@ -17,6 +17,8 @@ fi
 scripts/setup.sh build >/dev/null
 arbor=build/harness/arbor
 $arbor fetch-model --quiet
+# the cost profile GOOSE-auto's budget "auto" reads (docs/cost-model.md); ~10-20 s
+$arbor bench engine --quick --save-profile | grep -A2 '^cost'
 name=$(basename "$config" .json)
 mkdir -p results
 $arbor run "$config" --db "results/$name.db"

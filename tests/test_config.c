@@ -128,7 +128,7 @@ Test(config, run_keys_follow_the_config_properties)
 static const struct { const char *json, *want; } bad[] = {
     {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA ",\"methods\":[{\"id\":\"a\",\"preset\":\"ar\"},"
      "{\"id\":\"b\",\"preset\":\"pld\"},{\"id\":\"G\",\"preset\":\"goose\",\"budget\":-3}]}",
-     "t.json: methods[2].budget: expected integer in [1, 1024], got -3"},
+     "t.json: methods[2].budget: expected integer in [1, 1024] or \"auto\", got -3"},
     {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA ",\"methods\":[{\"id\":\"G\",\"preset\":\"goose\",\"budget\":2.5}]}",
      "methods[0].budget: expected integer"},
     {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA ",\"methods\":[{\"id\":\"G\",\"preset\":\"goose\",\"rho\":\"half\"}]}",

@@ -248,7 +248,7 @@ static float dot_q6_k(const mm_job *j, int r, int t)
     return acc;
 }
 
-/* F32/F16 weights: 8 fixed lanes + a fixed combining tree, as backend_cpu's dot. */
+/* F32/F16 weights: 8 fixed lanes + a fixed combining tree, as arb_dot_f32 (vec_int.h). */
 static float dot_raw(const mm_job *j, int r, int t)
 {
     const int n = j->w->n_in;

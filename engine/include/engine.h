@@ -49,8 +49,9 @@ typedef struct arb_load_opts {
     bool gpu_exact;           /* CUDA: batch-invariant kernels only (bit-identical trees and
                                  chains, like the CPU); false = "fast": cuBLAS FP16 GEMMs for
                                  large batches, deterministic but not batch-invariant */
-    bool attn_scalar;         /* CPU: the scalar attention/SwiGLU instead of the AVX2 one
-                                 (bit-identical; for tests that compare the two) */
+    bool attn_scalar;         /* CPU: the scalar attention/norm/SwiGLU kernels instead of the
+                                 SIMD family that follows isa (bit-identical; for tests that
+                                 compare them) */
     bool no_pack;             /* CPU: keep the GGUF layout instead of repacking Q4_0/Q4_1/Q8_0
                                  for the AVX-512 kernels (bit-identical; less memory) */
 } arb_load_opts;

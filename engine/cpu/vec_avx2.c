@@ -1,0 +1,130 @@
+/* vec_avx2.c — the AVX2/FMA vector kernels (vec_int.h): the attention scores four keys
+ * at a time, RMSNorm's sum of squares in double lanes, and the shared SIMD body (exp,
+ * weighted value sum, SwiGLU) on 8 lanes. Bit-identical to vec_scalar.c. */
+#include "vec_int.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC target("avx2,fma")
+#include <immintrin.h>
+
+/* arb_dot_f32 with one 8-lane register: the same FMAs per lane, then the same
+   combining tree ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)). */
+static inline float dot_f32_avx2(const float *a, const float *b, int n)
+{
+    __m256 acc = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+    float l[8];
+    _mm256_storeu_ps(l, acc);
+    float s = ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]));
+    for (; i < n; i++)
+        s = fmaf(a[i], b[i], s);
+    return s;
+}
+
+/* Four keys' accumulators -> their four dot products: m = lo + hi gives (l0+l4, l1+l5,
+   l2+l6, l3+l7), and hadd(hadd(m0, m1), hadd(m2, m3)) yields (m[0]+m[1]) + (m[2]+m[3])
+   per key — exactly arb_dot_f32's tree. */
+static inline __m128 hsum4_dot_tree(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
+{
+    const __m128 m0 = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
+    const __m128 m1 = _mm_add_ps(_mm256_castps256_ps128(a1), _mm256_extractf128_ps(a1, 1));
+    const __m128 m2 = _mm_add_ps(_mm256_castps256_ps128(a2), _mm256_extractf128_ps(a2, 1));
+    const __m128 m3 = _mm_add_ps(_mm256_castps256_ps128(a3), _mm256_extractf128_ps(a3, 1));
+    return _mm_hadd_ps(_mm_hadd_ps(m0, m1), _mm_hadd_ps(m2, m3));
+}
+
+/* Four keys at a time when hd % 8 == 0, for NH heads (16 ymm registers: 4 x NH
+   accumulators, NH query vectors, one key vector); each key row is loaded once for
+   the NH heads. NH is a constant in each instantiation. */
+static inline __attribute__((always_inline)) void scores_heads_avx2(const float *const *q, const int NH,
+                                                                    const float *k, int stride,
+                                                                    const int32_t *rows, int n_keys, int hd,
+                                                                    float scale, float *const *s)
+{
+    int j = 0;
+    if (hd % 8 == 0) {
+        for (; j + 4 <= n_keys; j += 4) {
+            const float *kr[4];
+            for (int c = 0; c < 4; c++)
+                kr[c] = k + (size_t)rows[j + c] * stride;
+            __m256 acc[ARB_VEC_HEADS][4];
+            for (int h = 0; h < NH; h++)
+                for (int c = 0; c < 4; c++)
+                    acc[h][c] = _mm256_setzero_ps();
+            for (int d = 0; d < hd; d += 8) {
+                __m256 qv[ARB_VEC_HEADS];
+                for (int h = 0; h < NH; h++)
+                    qv[h] = _mm256_loadu_ps(q[h] + d);
+                for (int c = 0; c < 4; c++) {
+                    const __m256 kv = _mm256_loadu_ps(kr[c] + d);
+                    for (int h = 0; h < NH; h++)
+                        acc[h][c] = _mm256_fmadd_ps(qv[h], kv, acc[h][c]);
+                }
+            }
+            for (int h = 0; h < NH; h++)
+                _mm_storeu_ps(s[h] + j, _mm_mul_ps(hsum4_dot_tree(acc[h][0], acc[h][1], acc[h][2], acc[h][3]),
+                                                   _mm_set1_ps(scale)));
+        }
+    }
+    for (; j < n_keys; j++)
+        for (int h = 0; h < NH; h++)
+            s[h][j] = dot_f32_avx2(q[h], k + (size_t)rows[j] * stride, hd) * scale;
+}
+
+void arb_vec_scores_avx2(const float *const *q, int nh, const float *k, int stride, const int32_t *rows,
+                        int n_keys, int hd, float scale, float *const *s)
+{
+    _Static_assert(ARB_VEC_HEADS == 3, "the cases below and the register budget are written for 3 heads");
+    switch (nh) {
+    case 3: scores_heads_avx2(q, 3, k, stride, rows, n_keys, hd, scale, s); break;
+    case 2: scores_heads_avx2(q, 2, k, stride, rows, n_keys, hd, scale, s); break;
+    default: scores_heads_avx2(q, 1, k, stride, rows, n_keys, hd, scale, s); break;
+    }
+}
+
+/* arb_sumsq_ref with lanes 0-3 and 4-7 in two double registers. */
+double arb_vec_sumsq_avx2(const float *x, int n)
+{
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+    int k = 0;
+    for (; k + 8 <= n; k += 8) {
+        const __m256 v = _mm256_loadu_ps(x + k), sq = _mm256_mul_ps(v, v);
+        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+    }
+    const __m256d m = _mm256_add_pd(lo, hi); /* (l0+l4, l1+l5, l2+l6, l3+l7) */
+    double a[4];
+    _mm256_storeu_pd(a, m);
+    double s = (a[0] + a[1]) + (a[2] + a[3]);
+    for (; k < n; k++)
+        s += (double)(x[k] * x[k]);
+    return s;
+}
+
+static inline __m256 casti2f_avx2(__m256i x) { return _mm256_castsi256_ps(x); }
+static inline __m256 select_ge_avx2(__m256 x, __m256 a)
+{
+    return _mm256_blendv_ps(a, x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
+}
+
+#define VEC_T __m256
+#define VEC_W 8
+#define VEC_PFX _mm256_
+#define VEC_SFX _avx2
+#define VEC_EXP_TAIL arb_vec_scalar.exp
+#define VEC_SWIGLU_TAIL arb_vec_scalar.swiglu
+#include "vec_simd_body.h"
+
+const vec_impl arb_vec_avx2 = {
+    .name = "avx2",
+    .scores = arb_vec_scores_avx2,
+    .wsum = wsum_avx2,
+    .exp = exp_avx2,
+    .sumsq = arb_vec_sumsq_avx2,
+    .swiglu = swiglu_avx2,
+};
+#else
+const vec_impl arb_vec_avx2 = {.name = "avx2"}; /* no kernels: never selected */
+#endif

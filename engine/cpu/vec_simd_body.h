@@ -1,0 +1,123 @@
+/* vec_simd_body.h — the vector kernels written once for every SIMD width. Included by
+ * vec_avx2.c (8 lanes) and vec_avx512.c (16 lanes), after they define:
+ *     VEC_T            the float vector type (__m256, __m512)
+ *     VEC_W            its lanes
+ *     VEC_PFX          the intrinsics prefix (_mm256_, _mm512_)
+ *     VEC_SFX          the suffix of the functions defined here (_avx2, _avx512)
+ *     VEC_EXP_TAIL     a narrower exp kernel for the leftover keys (vec_impl.exp form)
+ *     VEC_SWIGLU_TAIL  a narrower SwiGLU kernel for the leftover elements
+ *     and the inline functions VEC_NAME(casti2f) (integer-to-float bit cast) and
+ *     VEC_NAME(select_ge)(x, a) = x >= 0 ? x : a, lane by lane.
+ * One body for every width, so the families cannot drift apart: each lane performs the
+ * scalar reference's operations (vec_int.h) in the same order. No include guard: it is
+ * instantiated once per family. The macros below are expression macros naming
+ * intrinsics and functions; no macro touches a caller's locals.
+ */
+#define VEC_CAT2(a, b) a##b
+#define VEC_CAT(a, b) VEC_CAT2(a, b)
+#define VF(op) VEC_CAT(VEC_PFX, op)        /* VF(add_ps) -> _mm256_add_ps */
+#define VEC_NAME(n) VEC_CAT(n, VEC_SFX)    /* VEC_NAME(exp) -> exp_avx2 */
+#define VEC_AI static inline __attribute__((always_inline))
+
+/* arb_exp_f32 lane for lane (maxps is the scalar clamp: x is never NaN here). */
+VEC_AI VEC_T VEC_NAME(exp_v)(VEC_T x)
+{
+    const VEC_T magic = VF(set1_ps)(ARB_EXP_MAGIC);
+    const VEC_T xc = VF(max_ps)(x, VF(set1_ps)(ARB_EXP_LO));
+    const VEC_T nf = VF(sub_ps)(VF(add_ps)(VF(mul_ps)(xc, VF(set1_ps)(ARB_EXP_LOG2E)), magic), magic);
+    VEC_T r = VF(sub_ps)(xc, VF(mul_ps)(nf, VF(set1_ps)(ARB_EXP_LN2_HI)));
+    r = VF(sub_ps)(r, VF(mul_ps)(nf, VF(set1_ps)(ARB_EXP_LN2_LO)));
+    VEC_T y = VF(set1_ps)(ARB_EXP_P0);
+    y = VF(add_ps)(VF(mul_ps)(y, r), VF(set1_ps)(ARB_EXP_P1));
+    y = VF(add_ps)(VF(mul_ps)(y, r), VF(set1_ps)(ARB_EXP_P2));
+    y = VF(add_ps)(VF(mul_ps)(y, r), VF(set1_ps)(ARB_EXP_P3));
+    y = VF(add_ps)(VF(mul_ps)(y, r), VF(set1_ps)(ARB_EXP_P4));
+    y = VF(add_ps)(VF(mul_ps)(y, r), VF(set1_ps)(ARB_EXP_P5));
+    y = VF(add_ps)(VF(add_ps)(VF(mul_ps)(y, VF(mul_ps)(r, r)), r), VF(set1_ps)(1.0f));
+    const VEC_T two_n = VEC_NAME(casti2f)(VF(slli_epi32)(VF(add_epi32)(VF(cvtps_epi32)(nf), VF(set1_epi32)(127)), 23));
+    return VF(mul_ps)(y, two_n);
+}
+
+static void VEC_NAME(exp)(float *s, int n, float mx)
+{
+    const VEC_T vmx = VF(set1_ps)(mx);
+    int j = 0;
+    for (; j + VEC_W <= n; j += VEC_W)
+        VF(storeu_ps)(s + j, VEC_NAME(exp_v)(VF(sub_ps)(VF(loadu_ps)(s + j), vmx)));
+    VEC_EXP_TAIL(s + j, n - j, mx);
+}
+
+/* The weighted value sum for NH heads at once (NH a constant in each instantiation):
+   columns in blocks of 4 vectors (4 x NH accumulators, NH broadcast weights, one value
+   vector), then one vector, then single floats. Per element the sum over keys runs in
+   the same order from 0.0f, one FMA per key, as the scalar path. */
+VEC_AI void VEC_NAME(wsum_heads)(const float *v, int stride, const int32_t *rows, const float *const *p,
+                                 const int NH, int n_keys, int hd, float *const *out)
+{
+    int d0 = 0;
+    for (; d0 + 4 * VEC_W <= hd; d0 += 4 * VEC_W) {
+        VEC_T o[ARB_VEC_HEADS][4];
+        for (int h = 0; h < NH; h++)
+            for (int r = 0; r < 4; r++)
+                o[h][r] = VF(setzero_ps)();
+        for (int j = 0; j < n_keys; j++) {
+            const float *vr = v + (size_t)rows[j] * stride + d0;
+            VEC_T pp[ARB_VEC_HEADS];
+            for (int h = 0; h < NH; h++)
+                pp[h] = VF(set1_ps)(p[h][j]);
+            for (int r = 0; r < 4; r++) {
+                const VEC_T vv = VF(loadu_ps)(vr + VEC_W * r);
+                for (int h = 0; h < NH; h++)
+                    o[h][r] = VF(fmadd_ps)(pp[h], vv, o[h][r]);
+            }
+        }
+        for (int h = 0; h < NH; h++)
+            for (int r = 0; r < 4; r++)
+                VF(storeu_ps)(out[h] + d0 + VEC_W * r, o[h][r]);
+    }
+    for (; d0 + VEC_W <= hd; d0 += VEC_W)
+        for (int h = 0; h < NH; h++) {
+            VEC_T o = VF(setzero_ps)();
+            for (int j = 0; j < n_keys; j++)
+                o = VF(fmadd_ps)(VF(set1_ps)(p[h][j]), VF(loadu_ps)(v + (size_t)rows[j] * stride + d0), o);
+            VF(storeu_ps)(out[h] + d0, o);
+        }
+    for (; d0 < hd; d0++)
+        for (int h = 0; h < NH; h++) {
+            float o = 0.0f;
+            for (int j = 0; j < n_keys; j++)
+                o = fmaf(p[h][j], v[(size_t)rows[j] * stride + d0], o);
+            out[h][d0] = o;
+        }
+}
+
+static void VEC_NAME(wsum)(const float *v, int stride, const int32_t *rows, const float *const *p, int nh,
+                           int n_keys, int hd, float *const *out)
+{
+    _Static_assert(ARB_VEC_HEADS == 3, "the cases below and the register budget are written for 3 heads");
+    switch (nh) {
+    case 3: VEC_NAME(wsum_heads)(v, stride, rows, p, 3, n_keys, hd, out); break;
+    case 2: VEC_NAME(wsum_heads)(v, stride, rows, p, 2, n_keys, hd, out); break;
+    default: VEC_NAME(wsum_heads)(v, stride, rows, p, 1, n_keys, hd, out); break;
+    }
+}
+
+/* arb_swiglu_f32 lane for lane: -|x| as minps(x, 0 - x) (the scalar x < 0 ? x : -x,
+   also for +-0). */
+static void VEC_NAME(swiglu)(float *g, const float *u, size_t i0, size_t i1)
+{
+    size_t i = i0;
+    for (; i + VEC_W <= i1; i += VEC_W) {
+        const VEC_T x = VF(loadu_ps)(g + i);
+        const VEC_T e = VEC_NAME(exp_v)(VF(min_ps)(x, VF(sub_ps)(VF(setzero_ps)(), x)));
+        const VEC_T r = VF(div_ps)(VEC_NAME(select_ge)(x, VF(mul_ps)(x, e)), VF(add_ps)(VF(set1_ps)(1.0f), e));
+        VF(storeu_ps)(g + i, VF(mul_ps)(r, VF(loadu_ps)(u + i)));
+    }
+    VEC_SWIGLU_TAIL(g, u, i, i1);
+}
+
+#undef VEC_AI
+#undef VEC_NAME
+#undef VF
+#undef VEC_CAT
+#undef VEC_CAT2

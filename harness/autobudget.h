@@ -1,0 +1,40 @@
+/* autobudget.h — `"budget": "auto"`: the tree budget that maximises predicted tokens per
+ * second on this machine, chosen once per run from the machine's cost profile
+ * (costmodel.h, written by `arbor bench engine --save-profile`) and the method's positional
+ * acceptance vector (sequoia_p).
+ *
+ *     predicted speedup(B) = τ̂(B) · t(1, L) / t(B, L)
+ *
+ * τ̂(B) is the expected tokens per step of the best B-node tree under p (Sequoia's DP,
+ * topology/sequoia.h, root counted): an optimistic but monotone estimate of what a tree
+ * drafter gains from B nodes; t is the fitted eval cost at a representative context L.
+ * Per run, not per step: the choice needs no state in the hot loop, stays reproducible, and
+ * is recorded in the run's resolved parameters (params_json).
+ *
+ *     arb_method_spec s = ...;            // s.budget_auto set by "budget": "auto"
+ *     if (arb_autobudget_resolve(model, n_threads, &s, stdout_or_NULL, &err)) ...;
+ */
+#ifndef ARB_AUTOBUDGET_H
+#define ARB_AUTOBUDGET_H
+
+#include <stdio.h>
+
+#include "costmodel.h"
+#include "engine.h"
+#include "method.h"
+
+#define ARB_AUTOBUDGET_L 512 /* representative context length (tokens) */
+
+/* The best budget in [b_min, b_max] under cost model cm and the 0-terminated acceptance
+   vector p (at most ARB_SEQUOIA_K_MAX - 1 entries), trees of at most `levels` levels (root
+   counted); *speedup = its predicted speedup over AR. */
+int arb_autobudget_pick(const arb_cost_model *cm, const double *p, int levels, int L, int b_min, int b_max,
+                        int *best, double *speedup, arb_err *err);
+
+/* If s->budget_auto: load this machine's profile for model m at n_threads (0 = all cores),
+   pick the budget (levels = max_depth + 1, b_max = the profile's largest knot, at most 128)
+   and set s->budget, clearing budget_auto; log (when not NULL) gets one line saying what was
+   chosen and why. ARB_E_NOTFOUND when no profile exists, naming the command that makes one. */
+int arb_autobudget_resolve(const arb_model *m, int n_threads, arb_method_spec *s, FILE *log, arb_err *err);
+
+#endif

@@ -1,0 +1,243 @@
+/* report_cost.c — predicted beside measured speedup (part of the report module, table
+ * "cost"; the model is costmodel.h).
+ *
+ * For each greedy speculative run with an AR sibling, the eval cost t(n, L) is fitted on
+ * the step rows of every *other* run in the database (leave-one-run-out: the run's own
+ * timings never enter its prediction; the AR runs' one-node steps anchor t(1, L)), and
+ *     predicted speedup = Σ_prompts [prefill + Σ_{j < n_gen} t̂(1, n_prompt + j)]
+ *                       / Σ_prompts [prefill + Σ_steps (t̂(n_s, L_s) + harness_s)]
+ * i.e. what AR would cost over the method's own step trace, both from the fit. Prefill
+ * and the harness's own work (draft, verify, update, commit) come from the run's rows.
+ * Measured speedup is the paired per-prompt figure of the summary table. The GPU columns
+ * are projections, not measurements of this run: Σ n_gen / Σ_steps c(n_s) with c(n) the
+ * relative cost of an n-node eval (harness, prefill and attention growth ignored), from
+ *   - a 7B FP16 target's roofline on an A100-80GB (arb_cost_gpu_rel; A40 and H100 give the
+ *     same c = 1 up to 215 and 337 nodes, so one column stands for the three), and
+ *   - arbor's own CUDA backend as measured on an H100 (results/cost/h100-llama8b-q4_0.json:
+ *     `arbor bench engine --backend cuda` tree costs of an 8B Q4_0 model, docs/gpu.md). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arb_config.h"
+#include "costmodel.h"
+#include "report_int.h"
+
+#define PROJ_PARAMS 7e9 /* the papers' smallest target (Vicuna-7B, Llama-2-7B), FP16 */
+#define H100_PROFILE "results/cost/h100-llama8b-q4_0.json"
+
+typedef struct cost_rows {   /* every step of the database, and every prompt */
+    int n_steps, n_prompts;
+    int *s_run, *s_n, *s_L;  /* run index (into rctx runs; -1 unknown), nodes, context */
+    double *s_eval, *s_harn; /* µs */
+    int *p_run, *p_prompt, *p_gen;
+    double *p_prefill;
+} cost_rows;
+
+static void rows_release(cost_rows *r)
+{
+    free(r->s_run), free(r->s_n), free(r->s_L), free(r->s_eval), free(r->s_harn);
+    free(r->p_run), free(r->p_prompt), free(r->p_gen), free(r->p_prefill);
+    memset(r, 0, sizeof *r);
+}
+
+static int run_index(const arb_rctx *c, const char *key)
+{
+    for (int i = 0; i < c->n; i++)
+        if (key && !strcmp(c->runs[i].run_key, key))
+            return i;
+    return -1;
+}
+
+static int count(sqlite3 *db, const char *sql, int *n)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        *n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+static int load_rows(const arb_rctx *c, cost_rows *r, arb_err *err)
+{
+    memset(r, 0, sizeof *r);
+    sqlite3_stmt *st = NULL;
+    int ns = 0, np = 0;
+    if (count(c->db, "SELECT COUNT(*) FROM steps WHERE eval_us > 0", &ns) ||
+        count(c->db, "SELECT COUNT(*) FROM prompts", &np))
+        return ARB_ERR(err, ARB_E_DB, "cost: %s", sqlite3_errmsg(c->db));
+    const size_t S = (size_t)(ns ? ns : 1), P = (size_t)(np ? np : 1);
+    r->s_run = malloc(S * sizeof(int)), r->s_n = malloc(S * sizeof(int)), r->s_L = malloc(S * sizeof(int));
+    r->s_eval = malloc(S * sizeof(double)), r->s_harn = malloc(S * sizeof(double));
+    r->p_run = malloc(P * sizeof(int)), r->p_prompt = malloc(P * sizeof(int)), r->p_gen = malloc(P * sizeof(int));
+    r->p_prefill = malloc(P * sizeof(double));
+    if (!r->s_run || !r->s_n || !r->s_L || !r->s_eval || !r->s_harn || !r->p_run || !r->p_prompt || !r->p_gen ||
+        !r->p_prefill) {
+        rows_release(r);
+        return ARB_ERR(err, ARB_E_NOMEM, "cost: out of memory for %d steps", ns);
+    }
+    static const char q_steps[] =
+        "SELECT run_key, n_nodes, l_cache, eval_us,"
+        " COALESCE(draft_us,0) + COALESCE(verify_us,0) + COALESCE(update_us,0) + COALESCE(commit_us,0)"
+        " FROM steps WHERE eval_us > 0 ORDER BY run_key";
+    int rc = sqlite3_prepare_v2(c->db, q_steps, -1, &st, NULL);
+    const char *last = NULL;
+    char last_key[40] = "";
+    int last_i = -1;
+    while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW && r->n_steps < ns) {
+        last = (const char *)sqlite3_column_text(st, 0);
+        if (!last || strcmp(last, last_key)) {
+            snprintf(last_key, sizeof last_key, "%s", last ? last : "");
+            last_i = run_index(c, last);
+        }
+        const int k = r->n_steps++;
+        r->s_run[k] = last_i;
+        r->s_n[k] = sqlite3_column_int(st, 1);
+        r->s_L[k] = sqlite3_column_int(st, 2);
+        r->s_eval[k] = sqlite3_column_double(st, 3);
+        r->s_harn[k] = sqlite3_column_double(st, 4);
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(c->db, "SELECT run_key, n_prompt, n_gen, prefill_us FROM prompts", -1, &st, NULL);
+    while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW && r->n_prompts < np) {
+        const int k = r->n_prompts++;
+        r->p_run[k] = run_index(c, (const char *)sqlite3_column_text(st, 0));
+        r->p_prompt[k] = sqlite3_column_int(st, 1);
+        r->p_gen[k] = sqlite3_column_int(st, 2);
+        r->p_prefill[k] = sqlite3_column_double(st, 3);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK) {
+        rows_release(r);
+        return ARB_ERR(err, ARB_E_DB, "cost: %s", sqlite3_errmsg(c->db));
+    }
+    return ARB_OK;
+}
+
+/* Fit on the steps of every run but `skip` (-1: all) of the same model as run `like`. */
+static int fit_without(const arb_rctx *c, const cost_rows *r, int skip, int like, int *n, int *L, double *t,
+                       arb_cost_model *cm, arb_err *err)
+{
+    int m = 0;
+    for (int k = 0; k < r->n_steps; k++) {
+        const int i = r->s_run[k];
+        if (i < 0 || i == skip || strcmp(c->runs[i].model, c->runs[like].model))
+            continue;
+        n[m] = r->s_n[k] > 0 ? r->s_n[k] : 1, L[m] = r->s_L[k], t[m] = r->s_eval[k], m++;
+    }
+    return arb_cost_fit(n, L, t, m, cm, err);
+}
+
+/* Predicted speedup of run i under model cm, and the GPU projections (A100 roofline; the
+   measured H100 profile h, NULL when absent). */
+static void predict(const cost_rows *r, int i, const arb_cost_model *cm, const arb_cost_model *h, double *pred,
+                    double proj[2])
+{
+    double t_ar = 0, t_me = 0, gen = 0, cgpu[2] = {0, 0};
+    for (int k = 0; k < r->n_prompts; k++) {
+        if (r->p_run[k] != i)
+            continue;
+        t_ar += r->p_prefill[k], t_me += r->p_prefill[k], gen += r->p_gen[k];
+        for (int j = 0; j < r->p_gen[k]; j++)
+            t_ar += arb_cost_us(cm, 1, r->p_prompt[k] + j);
+    }
+    for (int k = 0; k < r->n_steps; k++) {
+        if (r->s_run[k] != i)
+            continue;
+        const int nn = r->s_n[k] > 0 ? r->s_n[k] : 1;
+        t_me += arb_cost_us(cm, nn, r->s_L[k]) + r->s_harn[k];
+        cgpu[0] += arb_cost_gpu_rel(&arb_gpu_rooflines[1], PROJ_PARAMS, 2.0, nn);
+        if (h)
+            cgpu[1] += arb_cost_us(h, nn, 0) / arb_cost_us(h, 1, 0);
+    }
+    *pred = t_me > 0 ? t_ar / t_me : NAN;
+    for (int g = 0; g < 2; g++)
+        proj[g] = cgpu[g] > 0 ? gen / cgpu[g] : NAN;
+}
+
+int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
+{
+    static const char *const rh[] = {"Model", "Dataset", "Method"};
+    if (arb_grid_init(g, 3, rh, 6))
+        return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+    const char *cn[6] = {"τ", "speedup", "predicted", "error", "A100 7B FP16 roofline", "H100 arbor CUDA (8B)"};
+    for (int j = 0; j < 6; j++)
+        arb_grid_set_col(g, j, j < 4 ? "this machine" : "GPU projection", cn[j]);
+    char hpath[4096];
+    snprintf(hpath, sizeof hpath, "%s/" H100_PROFILE,
+             getenv("ARBOR_SOURCE_ROOT") ? getenv("ARBOR_SOURCE_ROOT") : ARB_SOURCE_ROOT);
+    arb_cost_model h100;
+    arb_err he = {0};
+    const bool have_h100 = arb_cost_load(hpath, &h100, &he) == ARB_OK;
+    cost_rows r;
+    int rc = load_rows(c, &r, err);
+    if (rc)
+        return rc;
+    int *n = malloc(sizeof(int) * (size_t)(r.n_steps ? r.n_steps : 1)), *L = malloc(sizeof(int) * (size_t)(r.n_steps ? r.n_steps : 1));
+    double *t = malloc(sizeof(double) * (size_t)(r.n_steps ? r.n_steps : 1));
+    if (!n || !L || !t) {
+        rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+        goto out;
+    }
+    double worst = 0;
+    int n_rows = 0;
+    for (int i = 0; i < c->n && !rc; i++) {
+        if (!arb_report_model_ok(c, i) || c->runs[i].temperature > 0 || !strcmp(c->runs[i].drafter, "none"))
+            continue;
+        if (arb_metrics_find_ar(c->runs, c->n, i) < 0)
+            continue;
+        arb_cost_model cm;
+        arb_err fe = {0};
+        if (fit_without(c, &r, i, i, n, L, t, &cm, &fe))
+            continue; /* no other run to fit on (a lone method and its AR only with n = 1) */
+        double pred, proj[2];
+        predict(&r, i, &cm, have_h100 ? &h100 : NULL, &pred, proj);
+        const char *lab[3] = {c->runs[i].model, arb_report_ds_title(c->runs[i].dataset), c->runs[i].method};
+        const int row = arb_grid_add_row(g, lab);
+        if (row < 0) {
+            rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+            break;
+        }
+        if ((rc = arb_report_cell(c, i, ARB_METRIC_TAU, arb_grid_at(g, row, 0), err)) ||
+            (rc = arb_report_cell(c, i, ARB_METRIC_SPEEDUP, arb_grid_at(g, row, 1), err)))
+            break;
+        *arb_grid_at(g, row, 2) = (arb_rcell){.has = isfinite(pred), .v = pred, .lo = NAN, .hi = NAN, .paper = NAN};
+        const arb_rcell *m = arb_grid_at(g, row, 1);
+        if (m->has && isfinite(pred) && m->v > 0) {
+            const double e = pred / m->v - 1.0;
+            *arb_grid_at(g, row, 3) = (arb_rcell){.has = true, .v = e, .lo = NAN, .hi = NAN, .paper = NAN,
+                                                  .pct = true};
+            worst = fabs(e) > worst ? fabs(e) : worst;
+            n_rows++;
+        }
+        for (int k = 0; k < 2; k++)
+            *arb_grid_at(g, row, 4 + k) = (arb_rcell){.has = isfinite(proj[k]), .v = proj[k], .lo = NAN,
+                                                      .hi = NAN, .paper = NAN};
+    }
+    if (!rc) {
+        arb_cost_model all;
+        arb_err fe = {0};
+        int first = -1;
+        for (int i = 0; i < c->n && first < 0; i++)
+            if (arb_report_model_ok(c, i))
+                first = i;
+        if (first >= 0 && !fit_without(c, &r, -1, first, n, L, t, &all, &fe))
+            snprintf(g->caption, sizeof g->caption,
+                     "Predicted speedup: eval cost t(n, L) = w(n) + a n L fitted on every other run's steps "
+                     "(leave-one-run-out; all steps: %d samples, %d knots up to %d nodes, a = %.4f us, rms "
+                     "relative residual %.1f%%); largest |error| %.1f%% over %d rows. GPU columns are "
+                     "projections of these step traces, not measurements: a 7B FP16 roofline (A100; A40/H100 "
+                     "give the same below 215 nodes) and %s.",
+                     all.n_samples, all.n_knots, all.knot[all.n_knots - 1], all.ctx_us, 100.0 * all.rms_rel,
+                     100.0 * worst, n_rows, have_h100 ? "arbor's measured H100 tree costs (" H100_PROFILE ")"
+                                                      : "no H100 profile (" H100_PROFILE " missing)");
+    }
+out:
+    free(n), free(L), free(t);
+    rows_release(&r);
+    return rc;
+}

@@ -1,0 +1,221 @@
+/* test_costmodel.c — the eval cost model: the fit recovers a known cost surface, drops
+ * knots no sample reaches, refuses what it cannot fit, round-trips through its file and
+ * names the bad field of a broken one; the GPU roofline gives the textbook ratios. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "costmodel.h"
+
+/* a CPU-like surface: 1 node 9 ms, then ~linear in n, plus 0.5 us per node per key */
+static double truth(int n, int L)
+{
+    const double w = n <= 8 ? 9000.0 + 1800.0 * (n - 1) : 21600.0 + 2500.0 * (n - 8);
+    return w + 0.5 * n * L;
+}
+
+Test(costmodel, fit_recovers_a_piecewise_linear_surface)
+{
+    int n[200], L[200];
+    double t[200];
+    int m = 0;
+    const int sizes[] = {1, 2, 4, 8, 16, 32, 64};
+    for (int s = 0; s < 7; s++)
+        for (int l = 0; l < 4; l++, m++)
+            n[m] = sizes[s], L[m] = 64 + 400 * l, t[m] = truth(sizes[s], L[m]);
+    arb_cost_model cm;
+    arb_err err = {0};
+    cr_assert_eq(arb_cost_fit(n, L, t, m, &cm, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(cm.n_knots, 7);
+    cr_assert_float_eq(cm.ctx_us, 0.5, 1e-6);
+    cr_assert_lt(cm.rms_rel, 1e-9, "rms %g", cm.rms_rel);
+    for (int k = 1; k <= 64; k++) /* between knots the truth is linear too (knot 8 is a knot) */
+        cr_assert_float_eq(arb_cost_us(&cm, k, 300), truth(k, 300), 1e-6 * truth(k, 300), "n=%d", k);
+    /* beyond the last knot: its segment extended */
+    cr_assert_float_eq(arb_cost_us(&cm, 80, 0), truth(80, 0), 1e-6 * truth(80, 0));
+}
+
+Test(costmodel, unreached_knots_are_dropped)
+{
+    /* samples at 1 and 81 nodes only (AR and TR): knots 2..64 have no sample */
+    int n[6] = {1, 1, 1, 81, 81, 81}, L[6] = {10, 500, 1000, 10, 500, 1000};
+    double t[6];
+    for (int i = 0; i < 6; i++)
+        t[i] = 1000.0 + 100.0 * (n[i] - 1) + 0.25 * n[i] * L[i];
+    arb_cost_model cm;
+    arb_err err = {0};
+    cr_assert_eq(arb_cost_fit(n, L, t, 6, &cm, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(cm.n_knots, 2);
+    cr_assert_eq(cm.knot[1], 81);
+    cr_assert_float_eq(arb_cost_us(&cm, 41, 100), 1000.0 + 4000.0 + 0.25 * 41 * 100, 1e-3);
+}
+
+Test(costmodel, refuses_what_it_cannot_fit)
+{
+    arb_cost_model cm;
+    arb_err err = {0};
+    int n[3] = {2, 4, 8}, L[3] = {0, 0, 0};
+    double t[3] = {1, 2, 3};
+    cr_assert_eq(arb_cost_fit(n, L, t, 3, &cm, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "one-node"), "%s", err.msg);
+    int n2[2] = {1, 0};
+    double t2[2] = {1, 1};
+    cr_assert_eq(arb_cost_fit(n2, L, t2, 2, &cm, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "sample 1"), "%s", err.msg);
+}
+
+Test(costmodel, negative_context_slope_is_dropped)
+{
+    /* time falls with L (noise): the context term would be negative; the fit keeps w only */
+    int n[4] = {1, 1, 4, 4}, L[4] = {0, 1000, 0, 1000};
+    double t[4] = {1000, 990, 2000, 1980};
+    arb_cost_model cm;
+    arb_err err = {0};
+    cr_assert_eq(arb_cost_fit(n, L, t, 4, &cm, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(cm.ctx_us, 0.0);
+}
+
+Test(costmodel, file_round_trip_and_errors)
+{
+    char path[] = "/tmp/arb_costXXXXXX";
+    const int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    arb_cost_model a = {.n_knots = 3, .knot = {1, 4, 16}, .w_us = {100, 250, 700}, .ctx_us = 0.125, .n_samples = 9,
+                        .rms_rel = 0.03};
+    snprintf(a.source, sizeof a.source, "unit test");
+    snprintf(a.fingerprint, sizeof a.fingerprint, "cpu x, avx2, 2 threads");
+    arb_err err = {0};
+    cr_assert_eq(arb_cost_save(&a, path, &err), ARB_OK, "%s", err.msg);
+    arb_cost_model b;
+    cr_assert_eq(arb_cost_load(path, &b, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(b.n_knots, 3);
+    cr_assert_eq(b.knot[2], 16);
+    cr_assert_float_eq(b.w_us[1], 250.0, 1e-12);
+    cr_assert_float_eq(b.ctx_us, 0.125, 1e-12);
+    cr_assert_str_eq(b.fingerprint, a.fingerprint);
+    cr_assert_float_eq(arb_cost_us(&b, 10, 8), arb_cost_us(&a, 10, 8), 1e-9);
+    /* knots out of order: the error names the field */
+    FILE *f = fopen(path, "w");
+    fputs("{\"knots\": [1, 8, 4], \"w_us\": [1, 2, 3], \"ctx_us\": 0}", f);
+    fclose(f);
+    cr_assert_eq(arb_cost_load(path, &b, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "'knots'") && strstr(err.msg, path), "%s", err.msg);
+    f = fopen(path, "w");
+    fputs("{\"knots\": [1, 4], \"w_us\": [1], \"ctx_us\": 0}", f);
+    fclose(f);
+    cr_assert_eq(arb_cost_load(path, &b, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "'w_us'"), "%s", err.msg);
+    f = fopen(path, "w");
+    fputs("{\"knots\": [1", f);
+    fclose(f);
+    cr_assert_eq(arb_cost_load(path, &b, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "not JSON"), "%s", err.msg);
+    unlink(path);
+    cr_assert_eq(arb_cost_load(path, &b, &err), ARB_E_NOTFOUND);
+}
+
+Test(costmodel, gpu_roofline_ratios)
+{
+    const arb_gpu_roofline *a100 = &arb_gpu_rooflines[1];
+    cr_assert_str_eq(a100->name, "A100-80GB");
+    /* 7B FP16: weights 14 GB at 2039 GB/s = 6.87 ms; one node's 14 GFLOP at 312 TF/s = 45 us,
+       so c(n) = 1 until n = 2039 / 312 * 1000 / 1000 * ... = 153 nodes, then linear */
+    cr_assert_float_eq(arb_cost_gpu_rel(a100, 7e9, 2.0, 1), 1.0, 1e-12);
+    cr_assert_float_eq(arb_cost_gpu_rel(a100, 7e9, 2.0, 100), 1.0, 1e-12);
+    cr_assert_float_eq(arb_cost_gpu_rel(a100, 7e9, 2.0, 306), 306.0 * 2039.0 / 312000.0, 1e-9);
+}
+
+/* ---- the report table on a database whose eval times follow a known cost surface ---- */
+
+#include <cjson/cJSON.h>
+
+#include "report.h"
+#include "report_capture.h"
+#include "store.h"
+
+/* linear in n, so a fit on the other runs' node counts interpolates any run exactly */
+static double lin_cost(int n, int L) { return 9000.0 + 1500.0 * (n - 1) + 0.5 * n * L; }
+
+/* AR and three tree methods (8, 16, 32 nodes; k accepted per step), 4 prompts each; wall time =
+   prefill + the eval times + 30 us of harness per step, exactly */
+static void build_cost_db(arb_store *st)
+{
+    static const char *const meth[] = {"AR", "T8", "T16", "T32"};
+    static const int nodes[] = {1, 8, 16, 32}, k_acc[] = {0, 2, 3, 4};
+    arb_err err = {0};
+    for (int m = 0; m < 4; m++) {
+        char key[17];
+        snprintf(key, sizeof key, "c%015d", m);
+        arb_store_run r = {.run_key = key, .config_name = "cost", .method = meth[m], .base_method = meth[m],
+                           .drafter = m ? "goose" : "none", .topology = "", .sweep_json = "{}", .model_id = "tiny",
+                           .model_sha256 = "00", .dataset = "humaneval", .max_new_tokens = 64, .top_p = 1};
+        cr_assert_eq(arb_store_run_put(st, &r, &err), ARB_OK, "%s", err.msg);
+        for (int p = 0; p < 4; p++) {
+            arb_store_step steps[80];
+            int32_t ids[80];
+            const int n_prompt = 40 + 10 * p, gen_max = 60;
+            int gen = 0, s = 0;
+            double wall = 500.0; /* prefill */
+            while (gen < gen_max) {
+                arb_store_step *x = &steps[s];
+                memset(x, 0, sizeof *x);
+                const int c = k_acc[m] + 1 < gen_max - gen ? k_acc[m] + 1 : gen_max - gen;
+                x->step = s, x->n_nodes = nodes[m], x->l_cache = n_prompt + gen, x->accepted = c - 1, x->committed = c;
+                x->mode = m ? "tree" : "ar";
+                x->eval_us = (int64_t)llround(lin_cost(nodes[m], x->l_cache));
+                x->draft_us = m ? 30 : 0;
+                wall += (double)x->eval_us + (double)x->draft_us;
+                gen += c, s++;
+            }
+            for (int i = 0; i < gen; i++)
+                ids[i] = 7 * p + i;
+            char pid[16];
+            snprintf(pid, sizeof pid, "P/%d", p);
+            arb_store_prompt pr = {.prompt_id = pid, .prompt_idx = p, .n_prompt = n_prompt, .n_gen = gen,
+                                   .n_calls = s + 1, .wall_us = (int64_t)wall, .prefill_us = 500, .n_repeats = 1,
+                                   .stop = "limit", .lossless = 1, .ids = ids};
+            cr_assert_eq(arb_store_prompt_put(st, key, &pr, steps, s, &err), ARB_OK, "%s", err.msg);
+        }
+    }
+}
+
+Test(costmodel, report_table_predicts_an_exact_surface)
+{
+    char dir[] = "/tmp/arb_costdbXXXXXX", path[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/c.db", dir);
+    arb_store *st = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_store_open(path, &st, &err), ARB_OK, "%s", err.msg);
+    build_cost_db(st);
+    arb_report_opts o = arb_report_default_opts();
+    o.table = "cost";
+    o.fmt = ARB_FMT_JSON;
+    o.n_boot = 0;
+    int rc;
+    char *out = report_capture(st, &o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", out);
+    /* every tree method: the leave-one-run-out prediction equals the measured speedup (the
+       surface is linear in n, so the other runs' knots interpolate it exactly) */
+    cJSON *j = cJSON_Parse(out);
+    cr_assert(j, "%s", out);
+    const cJSON *rows = j; /* the JSON format: one object per row, a cell is {"value": v} */
+    cr_assert(cJSON_IsArray(rows), "%s", out);
+    cr_assert_eq(cJSON_GetArraySize(rows), 3, "%s", out);
+    const cJSON *row;
+    cJSON_ArrayForEach(row, rows) {
+        const cJSON *meas = cJSON_GetObjectItem(cJSON_GetObjectItem(row, "this machine speedup"), "value"),
+                    *pred = cJSON_GetObjectItem(cJSON_GetObjectItem(row, "this machine predicted"), "value");
+        cr_assert(cJSON_IsNumber(meas) && cJSON_IsNumber(pred), "%s", out);
+        cr_assert_float_eq(pred->valuedouble, meas->valuedouble, 2e-3 * meas->valuedouble, "%s", out);
+    }
+    cJSON_Delete(j);
+    free(out);
+    arb_store_close(st);
+    unlink(path);
+    rmdir(dir);
+}

@@ -1,0 +1,157 @@
+/* test_vec.c — the CPU vector kernels (engine/cpu/vec_int.h): every family this CPU
+ * runs gives the scalar family's bits, on random data with lengths that exercise the
+ * full-vector blocks, the single-vector steps and the scalar tails; and the reference
+ * formulas themselves are accurate (exp within a few ulp of libm). Bit equality is the
+ * contract that lets the backend pick a family for speed alone. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/vec_int.h"
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
+static float rndf(void) /* [-1, 1) */
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)(uint32_t)(rng_state >> 33) / 1073741824.0f - 1.0f;
+}
+
+static const vec_impl *const families[] = {&arb_vec_avx2, &arb_vec_avx512};
+#define N_FAMILIES 2
+
+static void fill(float *x, size_t n, float scale)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = rndf() * scale;
+}
+
+
+static int bits_equal(const float *a, const float *b, size_t n) { return !memcmp(a, b, n * sizeof *a); }
+
+Test(vec, exp_matches_scalar_bits)
+{
+    const int lens[] = {1, 7, 8, 15, 16, 17, 31, 33, 100, 513};
+    float src[513], ref[513], got[513];
+    for (int f = 0; f < N_FAMILIES; f++) {
+        if (!arb_vec_supported(families[f]))
+            continue;
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+            const int n = lens[li];
+            fill(src, (size_t)n, 40.0f); /* reaches the clamp at -87.3 below mx */
+            const float mx = 45.0f;
+            memcpy(ref, src, sizeof src);
+            memcpy(got, src, sizeof src);
+            arb_vec_scalar.exp(ref, n, mx);
+            families[f]->exp(got, n, mx);
+            cr_assert(bits_equal(ref, got, (size_t)n), "%s exp differs from scalar at n=%d", families[f]->name, n);
+        }
+    }
+}
+
+Test(vec, swiglu_matches_scalar_bits)
+{
+    const size_t n = 1000;
+    float g0[1000], u[1000], ref[1000], got[1000];
+    fill(g0, n, 12.0f);
+    fill(u, n, 3.0f);
+    g0[0] = 0.0f, g0[1] = -0.0f, g0[2] = -100.0f, g0[3] = 100.0f; /* signed zeros, saturation */
+    for (int f = 0; f < N_FAMILIES; f++) {
+        if (!arb_vec_supported(families[f]))
+            continue;
+        /* ranges that start and end off the vector grid */
+        const size_t ranges[][2] = {{0, n}, {3, 997}, {5, 6}, {16, 48}, {17, 50}};
+        for (size_t r = 0; r < sizeof ranges / sizeof *ranges; r++) {
+            memcpy(ref, g0, sizeof g0);
+            memcpy(got, g0, sizeof g0);
+            arb_vec_scalar.swiglu(ref, u, ranges[r][0], ranges[r][1]);
+            families[f]->swiglu(got, u, ranges[r][0], ranges[r][1]);
+            cr_assert(bits_equal(ref, got, n), "%s swiglu differs on [%zu, %zu)", families[f]->name,
+                      ranges[r][0], ranges[r][1]);
+        }
+    }
+}
+
+Test(vec, sumsq_matches_scalar_bits)
+{
+    float x[777];
+    fill(x, 777, 5.0f);
+    for (int f = 0; f < N_FAMILIES; f++) {
+        if (!arb_vec_supported(families[f]))
+            continue;
+        for (int n = 0; n <= 777; n += 37) {
+            const double a = arb_vec_scalar.sumsq(x, n), b = families[f]->sumsq(x, n);
+            cr_assert(!memcmp(&a, &b, sizeof a), "%s sumsq differs at n=%d", families[f]->name, n);
+        }
+    }
+}
+
+/* Attention: nh query heads of one KV head over a scattered key list (as a tree node's
+   ancestors are), head dims on and off the 8/16/64-float grids. */
+Test(vec, scores_and_wsum_match_scalar_bits)
+{
+    enum { N_ROWS = 70, STRIDE = 200 };
+    const int hds[] = {64, 72, 36, 5};
+    float *kv = malloc(sizeof(float) * N_ROWS * STRIDE);
+    cr_assert(kv);
+    fill(kv, (size_t)N_ROWS * STRIDE, 1.0f);
+    int32_t rows[N_ROWS];
+    for (int j = 0; j < N_ROWS; j++)
+        rows[j] = (j * 37) % N_ROWS; /* a permutation: keys out of storage order */
+    float qb[ARB_VEC_HEADS][72], sref[ARB_VEC_HEADS][N_ROWS], sgot[ARB_VEC_HEADS][N_ROWS];
+    float oref[ARB_VEC_HEADS][72], ogot[ARB_VEC_HEADS][72];
+    fill(&qb[0][0], sizeof qb / sizeof(float), 1.0f);
+    for (int f = 0; f < N_FAMILIES; f++) {
+        if (!arb_vec_supported(families[f]))
+            continue;
+        for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
+            for (int nh = 1; nh <= ARB_VEC_HEADS; nh++)
+                for (int n_keys = 1; n_keys <= N_ROWS; n_keys += 23) {
+                    const int hd = hds[hi];
+                    const float *q[ARB_VEC_HEADS] = {qb[0], qb[1], qb[2]};
+                    float *sr[ARB_VEC_HEADS] = {sref[0], sref[1], sref[2]};
+                    float *sg[ARB_VEC_HEADS] = {sgot[0], sgot[1], sgot[2]};
+                    arb_vec_scalar.scores(q, nh, kv, STRIDE, rows, n_keys, hd, 0.125f, sr);
+                    families[f]->scores(q, nh, kv, STRIDE, rows, n_keys, hd, 0.125f, sg);
+                    for (int h = 0; h < nh; h++)
+                        cr_assert(bits_equal(sref[h], sgot[h], (size_t)n_keys), "%s scores: hd %d nh %d keys %d",
+                                  families[f]->name, hd, nh, n_keys);
+                    float *or_[ARB_VEC_HEADS] = {oref[0], oref[1], oref[2]};
+                    float *og[ARB_VEC_HEADS] = {ogot[0], ogot[1], ogot[2]};
+                    const float *p[ARB_VEC_HEADS] = {sref[0], sref[1], sref[2]};
+                    arb_vec_scalar.wsum(kv + 3, STRIDE, rows, p, nh, n_keys, hd, or_);
+                    families[f]->wsum(kv + 3, STRIDE, rows, p, nh, n_keys, hd, og);
+                    for (int h = 0; h < nh; h++)
+                        cr_assert(bits_equal(oref[h], ogot[h], (size_t)hd), "%s wsum: hd %d nh %d keys %d",
+                                  families[f]->name, hd, nh, n_keys);
+                }
+    }
+    free(kv);
+}
+
+/* The reference exp itself: within 2 ulp of libm's expf over the softmax's range. */
+Test(vec, reference_exp_is_accurate)
+{
+    float worst = 0.0f;
+    for (int i = 0; i <= 100000; i++) {
+        const float x = -87.0f * (float)i / 100000.0f;
+        const float a = arb_exp_f32(x), b = expf(x);
+        const float ulp = nextafterf(b, INFINITY) - b;
+        const float err = fabsf(a - b) / ulp;
+        worst = err > worst ? err : worst;
+    }
+    cr_assert(worst <= 2.0f, "arb_exp_f32 is %.1f ulp from expf", (double)worst);
+}
+
+/* Selection: "scalar" always gives the scalar family; any other name a family the CPU runs. */
+Test(vec, select_follows_the_matmul_family)
+{
+    cr_assert_eq(arb_vec_select("scalar"), &arb_vec_scalar);
+    const char *names[] = {NULL, "auto", "avx2", "avx512vnni"};
+    for (int i = 0; i < 4; i++)
+        cr_assert(arb_vec_supported(arb_vec_select(names[i])), "select(%s) gave an unsupported family",
+                  names[i] ? names[i] : "NULL");
+    if (arb_vec_supported(&arb_vec_avx2))
+        cr_assert_eq(arb_vec_select("avx2"), &arb_vec_avx2);
+}
