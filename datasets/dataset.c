@@ -2,8 +2,14 @@
  * prompt templates) is data, in catalog.c; this file reads files, renders templates and splits.
  *
  * Turn templates: "{field}" inserts a string field; "{field:lines}" an array of strings joined
- * with "\n"; a field may be a path such as "conversations[0].value"; "[[...]]" is an optional
- * section, dropped when a field inside it is absent or null; "{{" and "}}" are literal braces.
+ * with "\n"; "{field:abc}" an array of strings as lettered lines "A. first\nB. second..." (the
+ * multiple-choice options of ARC); a field may be a path such as "conversations[0].value";
+ * "[[...]]" is an optional section, dropped when a field inside it is absent or null; "{{" and
+ * "}}" are literal braces.
+ *
+ * File formats, by the file name: JSON Lines (.jsonl, .jsonl.gz), a JSON array of records
+ * (.json), and any other name plain text with one record per line (the Tatoeba sentence files
+ * .eng, .deu, ...): each line becomes the record {"text": LINE}, so the same templates apply.
  */
 #include "dataset.h"
 
@@ -229,9 +235,13 @@ static int render(const char *s, const char *e, const cJSON *obj, bool optional,
             if (optional && (!v || cJSON_IsNull(v)))
                 return SECTION_ABSENT;
             if (mod) {
-                ARB_ASSERT(!strcmp(mod, "lines"));
-                if (!cJSON_IsArray(v))
-                    return bad_field(l, "array-of-strings", field, v, err);
+                bool abc = !strcmp(mod, "abc"); /* lettered options, else "lines" */
+                ARB_ASSERT(abc || !strcmp(mod, "lines"));
+                if (!cJSON_IsArray(v) || (abc && cJSON_GetArraySize(v) < 1))
+                    return bad_field(l, abc ? "non-empty array-of-strings" : "array-of-strings", field, v, err);
+                if (abc && cJSON_GetArraySize(v) > 26)
+                    return ARB_ERR(err, ARB_E_FORMAT, LOC_FMT ": field \"%s\" has %d options, more "
+                                   "than the 26 letters A-Z", LOC_ARGS(l), field, cJSON_GetArraySize(v));
                 const cJSON *it;
                 int i = 0;
                 cJSON_ArrayForEach(it, v) {
@@ -240,7 +250,9 @@ static int render(const char *s, const char *e, const cJSON *obj, bool optional,
                         snprintf(at, sizeof at, "%s[%d]", field, i);
                         return bad_field(l, "string", at, it, err);
                     }
+                    char letter[4] = {(char)('A' + i), '.', ' ', 0};
                     if ((i && (rc = sbuf_add(out, "\n", 1, err))) ||
+                        (abc && (rc = sbuf_add(out, letter, 3, err))) ||
                         (rc = sbuf_add(out, it->valuestring, strlen(it->valuestring), err)))
                         return rc;
                     i++;
@@ -467,6 +479,72 @@ static int parse_array(arb_dataset *d, const char *path, const sbuf *buf, arb_er
     return rc;
 }
 
+/* Length of the valid UTF-8 prefix of s[0..n) (n when all of it is valid): no overlong forms,
+   no surrogates, nothing above U+10FFFF. */
+static size_t utf8_valid_prefix(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (k == 0 || i + k > n || (k == 2 && c < 0xC2) || (k == 4 && c > 0xF4))
+            return i;
+        for (size_t j = 1; j < k; j++)
+            if ((s[i + j] & 0xC0) != 0x80)
+                return i;
+        if ((k == 3 && c == 0xE0 && s[i + 1] < 0xA0) || (k == 3 && c == 0xED && s[i + 1] >= 0xA0) ||
+            (k == 4 && c == 0xF0 && s[i + 1] < 0x90) || (k == 4 && c == 0xF4 && s[i + 1] >= 0x90))
+            return i;
+        i += k;
+    }
+    return n;
+}
+
+/* Plain text: one record {"text": LINE} per line. A final newline ends the last line (it
+   starts no record); a CR before a newline is dropped. An empty line, a NUL byte or invalid
+   UTF-8 is an error naming the line: in a line-aligned translation file a missing sentence
+   would silently shift every later pairing. */
+static int parse_lines(arb_dataset *d, const char *path, const sbuf *buf, arb_err *err)
+{
+    const char *p = buf->p, *end = buf->p + buf->n;
+    size_t line = 0;
+    int rc = ARB_OK;
+    while (!rc && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        line++;
+        if (le > p && le[-1] == '\r')
+            le--;
+        size_t n = (size_t)(le - p), ok = utf8_valid_prefix((const unsigned char *)p, n);
+        const char *nul = memchr(p, 0, n);
+        if (n == 0)
+            return ARB_ERR(err, ARB_E_FORMAT, "%s:%zu: empty line (a lines file holds one text per "
+                           "line)", path, line);
+        if (nul)
+            return ARB_ERR(err, ARB_E_FORMAT, "%s:%zu: NUL byte (column %zu)", path, line,
+                           (size_t)(nul - p) + 1);
+        if (ok < n)
+            return ARB_ERR(err, ARB_E_FORMAT, "%s:%zu: invalid UTF-8 (byte column %zu)", path, line,
+                           ok + 1);
+        char *text = arb_malloc(n + 1);
+        if (!text)
+            return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+        memcpy(text, p, n);
+        text[n] = 0;
+        cJSON *obj = cJSON_CreateObject();
+        if (!obj || !cJSON_AddStringToObject(obj, "text", text))
+            rc = ARB_ERR(err, ARB_E_NOMEM, "%s:%zu: out of memory", path, line);
+        free(text);
+        if (!rc) {
+            loc l = {path, true, line};
+            rc = dataset_add(d, obj, &l, err);
+        }
+        cJSON_Delete(obj);
+        p = (nl ? nl : end) + 1;
+    }
+    return rc;
+}
+
 /* ---- splits ---- */
 
 /* Find `split` in info->splits ("test=11-510,all,..."): *found, and the id range if any. */
@@ -594,8 +672,11 @@ static int parse_buffer(const arb_dataset_info *in, const char *split, const sbu
     if (!d)
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     d->info = in;
+    size_t k = strlen(in->file);
     bool jsonl = strstr(in->file, ".jsonl") != NULL;
-    int rc = jsonl ? parse_jsonl(d, path, buf, err) : parse_array(d, path, buf, err);
+    bool array = !jsonl && k >= 5 && !strcmp(in->file + k - 5, ".json");
+    int rc = jsonl ? parse_jsonl(d, path, buf, err)
+             : array ? parse_array(d, path, buf, err) : parse_lines(d, path, buf, err);
     if (!rc && d->n_read == 0)
         rc = ARB_ERR(err, ARB_E_FORMAT, "%s: no records (empty file?)", path);
     if (!rc)

@@ -14,7 +14,7 @@
  *     }
  *     arb_dataset_free(d);
  *
- * Errors name the file and line (JSON Lines) or array index (JSON arrays) and the field:
+ * Errors name the file and line (JSON Lines, text lines) or array index (JSON arrays) and the field:
  * "/data/gsm8k/test.jsonl:17: expected string field \"question\", got number".
  * Thread-safety: an open dataset is read-only; share it freely. The table is const. Open
  * datasets from one thread at a time (cJSON records parse errors in a global).
@@ -37,7 +37,8 @@ typedef struct arb_record {
 
 typedef struct arb_dataset_info {
     const char *name;          /* "humaneval", "mbpp", "sharegpt-90k", ... (what configs name) */
-    const char *file;          /* relative to the data directory; .jsonl[.gz] = JSON Lines, .json = array */
+    const char *file;          /* relative to the data directory; .jsonl[.gz] = JSON Lines, .json = array,
+                                  any other name = plain UTF-8 text, one record {"text": LINE} a line */
     size_t n_records;          /* records in the file (manifest; before split/filter) */
     size_t n_bytes;            /* file size (manifest) */
     const char *sha256;        /* hex digest of the file (manifest) */

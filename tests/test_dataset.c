@@ -44,7 +44,7 @@ Test(dataset, every_dataset_loads_with_the_manifest_record_count)
     const char *dir = data_or_skip();
     size_t n;
     const arb_dataset_info *list = arb_dataset_list(&n);
-    cr_assert_eq(n, 11);
+    cr_assert_eq(n, 26);
     for (size_t i = 0; i < n; i++) {
         arb_dataset *d = open_ok(dir, list[i].name, "all");
         cr_assert_eq(arb_dataset_n_read(d), list[i].n_records, "%s", list[i].name);
@@ -103,6 +103,43 @@ static const first_fact firsts[] = {
     {"sharegpt", NULL, "fzcoUcK_0", NULL, "How to stop automatic updates from the WSUS Server", 1},
     {"sharegpt-1000", NULL, "wc1OQ5t_9", NULL, "a. A blog is a type of website", 1},
     {"sharegpt-90k", NULL, "pX51ZUz", NULL, "Below is the payment determination algorithm", 1},
+    {"livecodebench", NULL, "abc365_b", NULL, "You will be given a question (problem specification) "
+     "and will generate a correct Python program that matches the specification and passes all "
+     "tests.\n\nQuestion: You are given an integer sequence A=(A_1,\\ldots,A_N) of length N.", 1},
+    {"arc-challenge", NULL, "Mercury_7175875", NULL, "Question: An astronomer observes that a planet "
+     "rotates faster after a meteorite impact. Which is the most likely effect of this increase in "
+     "rotation?\nA. Planetary density will decrease.\nB. Planetary years will become longer.\nC. "
+     "Planetary days will become shorter.\nD. Planetary gravity will become stronger.\nAnswer:", 1},
+    {"arc-easy", NULL, "0", NULL, "Question: Which statement best explains why photosynthesis is the "
+     "foundation of most food webs?\nA. Sunlight is the source of energy for nearly all ecosystems."
+     "\nB. Most ecosystems are found on land instead of in water.\nC. Carbon dioxide is more "
+     "available than other gases.\nD. The producers in all ecosystems are plants.\nAnswer:", 1},
+    {"alpacaeval", NULL, "0", "helpful_base", "What are the names of some famous actors that started "
+     "their careers on Broadway?", 1},
+    {"alpacaeval", "vicuna", "725", "vicuna", "How can I improve my time management skills?", 1},
+    {"alpaca", NULL, "0", NULL, "What would be the best type of exercise for a person who has arthritis?", 1},
+    {"tatoeba-en-de", NULL, "0", NULL, "Translate this from English to German:\nEnglish: In 1935 "
+     "Einstein was granted permanent residency in the United States and became a citizen in 1940.\nGerman:", 1},
+    {"tatoeba-de-en", NULL, "0", NULL, "Translate this from German to English:\nGerman: 1935 erhielt "
+     "Einstein von den Vereinigten Staaten eine dauerhafte Aufenthaltsgenehmigung und 1940 die "
+     "Staatsb\xC3\xBCrgerschaft.\nEnglish:", 1},
+    {"tatoeba-en-fr", NULL, "0", NULL, "Translate this from English to French:\nEnglish: 80% of all "
+     "English words come from other languages.\nFrench:", 1},
+    {"tatoeba-fr-en", NULL, "0", NULL, "Translate this from French to English:\nFrench: Quatre-vingt "
+     "pour cent des mots anglais proviennent d'autres langues.\nEnglish:", 1},
+    {"tatoeba-en-es", NULL, "0", NULL, "Translate this from English to Spanish:\nEnglish: 100 years is "
+     "called a century.\nSpanish:", 1},
+    {"tatoeba-es-en", NULL, "0", NULL, "Translate this from Spanish to English:\nSpanish: Cien a\xC3\xB1os "
+     "se llama un siglo.\nEnglish:", 1},
+    {"tatoeba-en-it", NULL, "0", NULL, "Translate this from English to Italian:\nEnglish: 95 years old! "
+     "God Save the Queen!\nItalian:", 1},
+    {"tatoeba-it-en", NULL, "0", NULL, "Translate this from Italian to English:\nItalian: 95 anni! Dio "
+     "salvi la regina!\nEnglish:", 1},
+    {"tatoeba-en-zh", NULL, "0", NULL, "Translate this from English to Chinese:\nEnglish: Tom got drunk "
+     "with his friends in the park.\nChinese:", 1},
+    {"tatoeba-zh-en", NULL, "0", NULL, "Translate this from Chinese to English:\nChinese: "
+     "\xE6\xB1\xA4\xE5\xA7\x86\xE5\x92\x8C\xE4\xBB\x96\xE7\x9A\x84\xE6\x9C\x8B\xE5\x8F\x8B\xE4\xBB\xAC"
+     "\xE5\x9C\xA8\xE5\x85\xAC\xE5\x9B\xAD\xE5\x96\x9D\xE9\x86\x89\xE4\xBA\x86\nEnglish:", 1},
 };
 
 Test(dataset, first_record_of_each_has_the_known_id_and_prompt)
@@ -174,6 +211,39 @@ Test(dataset, category_names_are_splits)
     cr_assert_eq(arb_dataset_open(dir, "mt-bench", "cooking", &d, &err), ARB_E_INVAL);
     cr_assert_null(d);
     cr_assert(strstr(err.msg, "unknown split \"cooking\"") && strstr(err.msg, "humanities"), "%s", err.msg);
+}
+
+/* ARC: every question renders its own number of lettered options (3 to 5 in ARC-Challenge, as
+   the labels in the file; always 4 in the llm-foundry ARC-Easy copy); Tatoeba: the two files of
+   a pair are line-aligned, so record i of tatoeba-en-de and of tatoeba-de-en are translations. */
+Test(dataset, arc_options_and_tatoeba_alignment)
+{
+    const char *dir = data_or_skip();
+    arb_dataset *d = open_ok(dir, "arc-challenge", NULL);
+    size_t three = 0, five = 0;
+    for (size_t i = 0; i < arb_dataset_count(d); i++) {
+        const char *s = arb_dataset_get(d, i)->turns[0];
+        cr_assert(starts(s, "Question: ") && strstr(s, "\nA. ") && strstr(s, "\nC. "), "%zu: %s", i, s);
+        three += !strstr(s, "\nD. ");
+        five += strstr(s, "\nE. ") != NULL;
+        cr_assert(!strcmp(s + strlen(s) - 8, "\nAnswer:"), "%zu", i);
+    }
+    cr_assert_eq(three, 4);
+    cr_assert_eq(five, 3);
+    arb_dataset_free(d);
+    static const char *const pairs[][2] = {{"tatoeba-en-de", "tatoeba-de-en"}, {"tatoeba-en-fr", "tatoeba-fr-en"},
+        {"tatoeba-en-es", "tatoeba-es-en"}, {"tatoeba-en-it", "tatoeba-it-en"}, {"tatoeba-en-zh", "tatoeba-zh-en"}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        arb_dataset *a = open_ok(dir, pairs[i][0], NULL), *b = open_ok(dir, pairs[i][1], NULL);
+        size_t n = arb_dataset_count(a);
+        cr_assert_eq(n, arb_dataset_count(b), "%s", pairs[i][0]);
+        char last[32];
+        snprintf(last, sizeof last, "%zu", n - 1);
+        cr_assert_str_eq(arb_dataset_get(a, n - 1)->id, last); /* id = 0-based line index */
+        cr_assert_str_eq(arb_dataset_get(b, n - 1)->id, last);
+        arb_dataset_free(a);
+        arb_dataset_free(b);
+    }
 }
 
 /* ---- errors, on files written here ---- */
@@ -272,6 +342,54 @@ Test(dataset, malformed_json_arrays_are_reported_with_index_and_field)
     expect_error(&t, "classeval", NULL, ARB_E_FORMAT, "no records");
     PUT(&t, "sharegpt/ShareGPT_V3_filtered_500.json", "[{\"id\": \"a\", \"conversations\": []}]");
     expect_error(&t, "sharegpt", NULL, ARB_E_FORMAT, "ShareGPT_V3_filtered_500.json: [0]: expected string field \"conversations[0].from\" (missing)");
+    tmp_remove(&t);
+}
+
+/* Plain-text line files (Tatoeba): the error names file and line. */
+Test(dataset, malformed_text_lines_are_reported_with_file_and_line)
+{
+    tmpdir t;
+    tmp_make(&t);
+    const char *f = "opus100/tatoeba-test-v2021-08-07.deu-eng.eng";
+    PUT(&t, f, "Hello.\nThis is fine.\n\nAfter a gap.\n");
+    expect_error(&t, "tatoeba-en-de", NULL, ARB_E_FORMAT, "deu-eng.eng:3: empty line");
+    PUT(&t, f, "Hello.\nBad \xC3\x28 byte.\n");
+    expect_error(&t, "tatoeba-en-de", NULL, ARB_E_FORMAT, "deu-eng.eng:2: invalid UTF-8 (byte column 5)");
+    PUT(&t, f, "ok\n\xED\xA0\x80 surrogate\n");
+    expect_error(&t, "tatoeba-en-de", NULL, ARB_E_FORMAT, "deu-eng.eng:2: invalid UTF-8 (byte column 1)");
+    PUT(&t, f, "ok\nok\nNUL\0here\n");
+    expect_error(&t, "tatoeba-en-de", NULL, ARB_E_FORMAT, "deu-eng.eng:3: NUL byte (column 4)");
+    PUT(&t, f, "");
+    expect_error(&t, "tatoeba-en-de", NULL, ARB_E_FORMAT, "deu-eng.eng: no records");
+    /* CRLF endings and a last line without a newline are fine; ids are line indices */
+    PUT(&t, f, "One.\r\nTwo {x}.\r\nGr\xC3\xBC\xC3\x9F dich");
+    arb_dataset *d = open_ok(t.path, "tatoeba-en-de", NULL);
+    cr_assert_eq(arb_dataset_count(d), 3);
+    cr_assert_str_eq(arb_dataset_get(d, 1)->id, "1");
+    cr_assert_str_eq(arb_dataset_get(d, 1)->turns[0], "Translate this from English to German:\nEnglish: Two {x}.\nGerman:");
+    cr_assert_str_eq(arb_dataset_get(d, 2)->turns[0], "Translate this from English to German:\nEnglish: Gr\xC3\xBC\xC3\x9F dich\nGerman:");
+    arb_dataset_free(d);
+    tmp_remove(&t);
+}
+
+/* "{field:abc}": lettered multiple-choice options (ARC). */
+Test(dataset, lettered_options_render_and_reject_bad_choices)
+{
+    tmpdir t;
+    tmp_make(&t);
+    PUT(&t, "arc/arc_easy.jsonl", "{\"query\": \"Question: Q?\", \"choices\": [\"x\", \"y\", \"z\"], \"gold\": 0}\n");
+    arb_dataset *d = open_ok(t.path, "arc-easy", NULL);
+    cr_assert_str_eq(arb_dataset_get(d, 0)->turns[0], "Question: Q?\nA. x\nB. y\nC. z\nAnswer:");
+    arb_dataset_free(d);
+    PUT(&t, "arc/arc_easy.jsonl", "{\"query\": \"Q\", \"choices\": [\"x\"]}\n{\"query\": \"Q\", \"choices\": [\"x\", 2]}\n");
+    expect_error(&t, "arc-easy", NULL, ARB_E_FORMAT, "arc_easy.jsonl:2: expected string field \"choices[1]\", got a number");
+    PUT(&t, "arc/arc_easy.jsonl", "{\"query\": \"Q\", \"choices\": []}\n");
+    expect_error(&t, "arc-easy", NULL, ARB_E_FORMAT, "arc_easy.jsonl:1: expected non-empty array-of-strings field \"choices\", got an array");
+    PUT(&t, "arc/arc_easy.jsonl", "{\"query\": \"Q\", \"choices\": [\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\","
+        "\"j\",\"k\",\"l\",\"m\",\"n\",\"o\",\"p\",\"q\",\"r\",\"s\",\"t\",\"u\",\"v\",\"w\",\"x\",\"y\",\"z\",\"27\"]}\n");
+    expect_error(&t, "arc-easy", NULL, ARB_E_FORMAT, "arc_easy.jsonl:1: field \"choices\" has 27 options");
+    PUT(&t, "arc/ARC-Challenge-Test.jsonl", "{\"id\": \"M_1\", \"question\": \"Q\", \"choices\": {\"label\": [\"A\"]}}\n");
+    expect_error(&t, "arc-challenge", NULL, ARB_E_FORMAT, "ARC-Challenge-Test.jsonl:1: expected non-empty array-of-strings field \"choices.text\" (missing)");
     tmp_remove(&t);
 }
 
@@ -400,7 +518,8 @@ Test(dataset, manifest_tsv_matches_the_table)
         cr_assert_eq(recs, in->n_records, "%s", name);
         cr_assert_eq(bytes, in->n_bytes, "%s", name);
         cr_assert_str_eq(sha, in->sha256, "%s", name);
-        cr_assert(starts(url, "https://raw.githubusercontent.com/"), "%s", url);
+        /* "-": no upstream download (a derived file; datasets/README.md) */
+        cr_assert(starts(url, "https://raw.githubusercontent.com/") || !strcmp(url, "-"), "%s", url);
     }
     fclose(f);
     cr_assert_eq(row, n);
@@ -427,7 +546,7 @@ Test(dataset, fetch_script_arguments)
     cr_assert_eq(sh(cmd), 2);
     snprintf(cmd, sizeof cmd, "sh '%s/datasets/fetch' --from-dir /nonexistent/x >/dev/null 2>&1", root);
     cr_assert_eq(sh(cmd), 2);
-    snprintf(cmd, sizeof cmd, "test \"$(sh '%s/datasets/fetch' --list | wc -l)\" -eq 11", root);
+    snprintf(cmd, sizeof cmd, "test \"$(sh '%s/datasets/fetch' --list | wc -l)\" -eq 26", root);
     cr_assert_eq(sh(cmd), 0);
 }
 
@@ -459,6 +578,15 @@ Test(dataset, fetch_script_copies_verified_files_and_rejects_corrupt_ones)
     snprintf(cmd, sizeof cmd, "test ! -e '%s/math500/test.jsonl' && test ! -e '%s/classeval/ClassEval_data.json' "
              "&& test -z \"$(find '%s' -name '*.part.*')\"", t.path, t.path, t.path);
     cr_assert_eq(sh(cmd), 0, "a rejected file or a temporary was left in the data directory");
+    /* a file without an upstream URL (arc-challenge, a derived file): named, exit 1, nothing left */
+    snprintf(cmd, sizeof cmd, "sh '%s/datasets/fetch' --dest '%s' --only arc-challenge 2>&1 | "
+             "grep -q 'NO URL   arc-challenge: arc/ARC-Challenge-Test.jsonl has no upstream download'", root, t.path);
+    cr_assert_eq(sh(cmd), 0);
+    snprintf(cmd, sizeof cmd, "sh '%s/datasets/fetch' --dest '%s' --only arc-challenge >/dev/null 2>&1", root, t.path);
+    cr_assert_eq(sh(cmd), 1);
+    snprintf(cmd, sizeof cmd, "test ! -e '%s/arc' && sh '%s/datasets/fetch' --from-dir '%s' --dest '%s' "
+             "--only arc-challenge >/dev/null", t.path, root, data, t.path);
+    cr_assert_eq(sh(cmd), 0, "with --from-dir the derived file is copied and verified");
     /* the good gsm8k survives a failed --force re-fetch */
     d = open_ok(t.path, "gsm8k", NULL);
     cr_assert_eq(arb_dataset_count(d), 1319);

@@ -1,5 +1,5 @@
 /* fuzz_dataset.c — libFuzzer target for the dataset record parsers (datasets/dataset.c:
- * JSON Lines and JSON arrays, field paths, turn templates, id/category/keep fields, splits).
+ * JSON Lines, JSON arrays, plain-text lines, field paths, turn templates, id/category/keep fields, splits).
  *
  * Input: byte 0 picks the catalog entry (mod the catalog size), byte 1 the split (even:
  * the default, odd: "all"), the rest is the file's content. An accepted dataset is walked
