@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -270,6 +271,57 @@ static int model_mats(arb_model *m, arb_qmat **out)
     return n;
 }
 
+/* opts.dequant_f32: replace the selected matrices by F32 copies (exact: every quantized value
+   is a float), so the matmul reads float weights and float activations. Before packing, which
+   then finds no quantized matrix to pack among them. */
+static int dequant_weights(arb_model *m, arb_err *err)
+{
+    const char *sel = m->opts.dequant_f32;
+    m->opts.dequant_f32 = NULL; /* the caller's string is not ours to keep */
+    if (!sel)
+        return ARB_OK;
+    uint32_t keep = UINT32_MAX; /* a type to leave quantized, or none */
+    if (!strncmp(sel, "all-but-", 8)) {
+        const char *tn = sel + 8;
+        for (uint32_t t = 0; t < 64 && keep == UINT32_MAX; t++)
+            if (!strcasecmp(arb_type_name(t), tn))
+                keep = t;
+        if (keep == UINT32_MAX)
+            return ARB_ERR(err, ARB_E_INVAL, "%s: load option dequant_f32 '%s': unknown type '%s'", m->path, sel, tn);
+    } else if (strcmp(sel, "all")) {
+        return ARB_ERR(err, ARB_E_INVAL, "%s: load option dequant_f32 '%s' (all, all-but-<type>)", m->path, sel);
+    }
+    arb_qmat **mats = malloc(sizeof *mats * (size_t)(7 * m->n_layer + 1));
+    if (!mats)
+        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", m->path);
+    const int n = model_mats(m, mats);
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        if (mats[i]->type != ARB_TYPE_F32 && mats[i]->type != keep)
+            total += (size_t)mats[i]->n_in * (size_t)mats[i]->n_out;
+    if (total && !(m->dequant = malloc(total * sizeof(float)))) {
+        free(mats);
+        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory for %zu MB of F32 weights", m->path,
+                       total * sizeof(float) >> 20);
+    }
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        arb_qmat *q = mats[i];
+        if (q->type == ARB_TYPE_F32 || q->type == keep)
+            continue;
+        float *dst = m->dequant + off;
+        for (int r = 0; r < q->n_out; r++)
+            arb_dequant_row(q->type, (const uint8_t *)q->data + (size_t)r * q->row_bytes, dst + (size_t)r * q->n_in,
+                            (size_t)q->n_in);
+        q->type = ARB_TYPE_F32;
+        q->row_bytes = sizeof(float) * (size_t)q->n_in;
+        q->data = dst;
+        off += (size_t)q->n_in * (size_t)q->n_out;
+    }
+    free(mats);
+    return ARB_OK;
+}
+
 /* Drop the mapping's pages of a packed tensor: clean private file pages, re-read
    from the file should a non-AVX-512 kernel ever touch them (tests). */
 static void drop_pages(const void *data, size_t bytes)
@@ -413,7 +465,8 @@ int arb_model_load(const char *path, const arb_load_opts *o, arb_model **out, ar
     }
     m->arch = ar->arch;
     m->rope_neox = ar->neox;
-    if ((rc = load_hparams(m, err)) || (rc = load_tensors(m, ar, err)) || (rc = pack_weights(m, err)) ||
+    if ((rc = load_hparams(m, err)) || (rc = load_tensors(m, ar, err)) || (rc = dequant_weights(m, err)) ||
+        (rc = pack_weights(m, err)) ||
         (rc = cuda_upload(m, err)))
         goto fail;
     *out = m;
@@ -432,6 +485,7 @@ void arb_model_free(arb_model *m)
     arb_gguf_close(m->g);
     free(m->layers);
     free(m->packed);
+    free(m->dequant);
     free(m->path);
     free(m);
 }

@@ -61,6 +61,7 @@ struct arb_model {
     arb_qmat output;        /* n_vocab rows of n_embd (= tok_embd when tied) */
     arb_layer *layers;      /* n_layer */
     void *packed;           /* owned: repacked weights for the AVX-512 kernels, or NULL */
+    float *dequant;         /* owned: F32 copies of the matrices opts.dequant_f32 selected, or NULL */
     struct arb_cuda_model *cuda; /* owned: the weights on the GPU (backend cuda), or NULL */
     uint64_t n_params, weight_bytes;
 };

@@ -20,6 +20,8 @@
 #include "engine.h"
 #include "genutil.h"
 #include "costmodel.h"
+#include "fidelity.h"
+#include "opts.h"
 #include "modelfetch.h"
 
 static const char usage[] =
@@ -499,15 +501,50 @@ out:
     return rc;
 }
 
+/* `arbor bench fidelity`: the quantized kernels against the F32-dequantized model. */
+static int bench_fidelity(int argc, char **argv)
+{
+    arb_fidelity_opts fo = {.model = "default", .dataset = "humaneval", .limit = 20, .max_new = 64, .n_boot = 1000};
+    const arb_opt opts[] = {
+        ARB_OPT_STR("--model", "M", &fo.model, "default (the cached SmolLM2-135M) or a GGUF path"),
+        ARB_OPT_STR("--datasets", "NAME", &fo.dataset, "dataset whose first prompts are used (default humaneval)"),
+        ARB_OPT_INT("--limit", "N", &fo.limit, 1, ARB_FIDELITY_MAX_PROMPTS, "prompts (default 20)"),
+        ARB_OPT_INT("--max-new", "N", &fo.max_new, 1, 512, "generated positions compared per prompt (default 64)"),
+        ARB_OPT_INT("--threads", "N", &fo.threads, 0, 1024, "kernel threads (default 0 = all cores)"),
+        ARB_OPT_STR("--data", "DIR", &fo.data_dir, "dataset directory (default $ARBOR_DATA)"),
+        ARB_OPT_END};
+    const arb_cmd_spec spec = {"bench fidelity", NULL,
+                               "Teacher-forced greedy argmax agreement and logit error of the model as stored against\n"
+                               "the same file dequantized to F32 at load (float weights and activations), for the\n"
+                               "file as stored and, per quantized block type, with only that type quantized; 95%\n"
+                               "bootstrap intervals over prompts (docs/kernels.md, Fidelity).\n",
+                               opts, 0, 0};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&spec, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? 0 : 2;
+    arb_fidelity_result r;
+    arb_err err = {0};
+    if (arb_fidelity_run(&fo, &r, stderr, &err)) {
+        fprintf(stderr, "arbor bench fidelity: %s\n", err.msg);
+        return 1;
+    }
+    arb_fidelity_print(&r, stdout);
+    return 0;
+}
+
 int arb_cmd_bench(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "fidelity"))
+        return bench_fidelity(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "engine"))
         return arb_cli_wants_help(argc - 1, argv + 1) ? (fputs(usage, stdout), 0) : bench_engine(argc - 1, argv + 1);
     if (arb_cli_wants_help(argc, argv)) {
         fputs(usage, stdout);
         return 0;
     }
-    fprintf(stderr, "arbor bench: unknown or missing benchmark%s%s (try `arbor bench engine`)\n%s",
+    fprintf(stderr, "arbor bench: unknown or missing benchmark%s%s (engine, fidelity)\n%s",
             argc >= 2 ? " " : "", argc >= 2 ? argv[1] : "", usage);
     return 2;
 }

@@ -3,7 +3,8 @@
  * (1) ContextMatch / Saxena lookups as the context grows from 1k to 16k tokens (the n-gram
  * index should keep them flat), (2) adjacency + index memory, (3) per-step harness work at
  * B = 60 on synthetic logits (top-K harvest of every node on 1 thread and, with --model, on
- * the target's threads as decode runs it; spine-tree build, greedy walk, table writes), and
+ * the target's threads as decode runs it; spine-tree build, greedy walk, table writes), (4) the
+ * EAGLE-2 dynamic tree builder at depth 6 / topk 10 / total 60 on synthetic rows, and
  * with --model, the eval time of a 60-node tree on the real model and the top-K of its real
  * logits rows straight after that eval, for the ratio. */
 #include <math.h>
@@ -18,6 +19,7 @@
 #include "drafters/goose.h"
 #include "drafters/pld.h"
 #include "drafters/tr.h"
+#include "dyntree.h"
 #include "genutil.h"
 #include "method.h"
 #include "verifiers/greedy.h"
@@ -27,7 +29,8 @@ static const char usage[] =
     "\n"
     "Measures the harness's own work: n-gram lookups at 1k..16k tokens of context, table\n"
     "memory, and the per-step cost of harvesting, tree building and verification at B = 60\n"
-    "on synthetic logits. With --model, also one 60-node tree eval, the top-K of its real\n"
+    "on synthetic logits, and EAGLE-2's dynamic tree (selection vs the top-K of expanded rows).\n"
+    "With --model, also one 60-node tree eval, the top-K of its real\n"
     "logits rows on 1 thread and on the target's --threads, and the ratio to eval time.\n"
     "Last, the Lookahead drafter (preset lookahead, W 15 N 5 G 15): its propose (window +\n"
     "guesses) and pool update per step, and with --model their share of its tree's eval.\n";
@@ -37,6 +40,25 @@ static double now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* EAGLE-2 tree source on synthetic rows: candidate c reads row c % n_rows (the anchor row 0),
+   top-K + log as the eagle2-draft source does after its draft eval; the time goes to us. */
+typedef struct e2_bench { const float *lg; int V, n_rows; double us; } e2_bench;
+static double now_us(void);
+static int e2_bench_expand(void *ud, const arb_dyntree_cand *cand, const int32_t *front, int n, int k, int32_t *ids,
+                           float *logp, arb_err *err)
+{
+    e2_bench *b = ud;
+    double t0 = now_us();
+    for (int i = 0; i < n; i++) {
+        int row = front[i] < 0 ? 0 : (front[i] + 1) % b->n_rows;
+        arb_topk_softmax(b->lg + (size_t)row * b->V, b->V, k, ids + i * k, logp + i * k);
+        for (int j = 0; j < k; j++)
+            logp[i * k + j] = logf(logp[i * k + j]);
+    }
+    b->us += now_us() - t0;
+    return ARB_OK;
 }
 
 static uint64_t rs = 0x853c49e6748fea9bull;
@@ -312,6 +334,36 @@ int arb_cmd_bench_harness(int argc, char **argv)
         printf("| %.1f | %.1f | %.1f | %.2f | %.1f | %.1f |\n\n", t_build, t_topk, t_topk_mt, t_walk, t_harv, harness);
     else
         printf("| %.1f | %.1f | - | %.2f | %.1f | %.1f |\n\n", t_build, t_topk, t_walk, t_harv, harness);
+    { /* the EAGLE-2 dynamic tree builder (dyntree.h) at the eagle2 preset's shape */
+        arb_dyntree_opts eo = arb_dyntree_default_opts();
+        arb_dyntree *dt = NULL;
+        arb_tree et;
+        memset(&et, 0, sizeof et);
+        if (arb_dyntree_new(&eo, &dt, &err) || arb_tree_init(&et, eo.total, &err)) {
+            fprintf(stderr, "arbor bench-harness: %s\n", err.msg);
+            rc = 1;
+        }
+        double t_sel = 1e30, t_src = 1e30;
+        arb_dyntree_stats es = {0};
+        for (int r = 0; r < R && !rc; r++) {
+            e2_bench eb = {.lg = logits, .V = V, .n_rows = B};
+            arb_dyntree_source src = {.expand = e2_bench_expand, .ud = &eb};
+            arb_tree_reset(&et, 1);
+            if ((rc = arb_dyntree_build(dt, &src, &et, ARB_SRC_DRAFT, &es, &err)))
+                break;
+            t_sel = fmin(t_sel, es.select_us);
+            t_src = fmin(t_src, eb.us);
+        }
+        if (!rc)
+            printf("## EAGLE-2 dynamic tree (depth %d, topk %d, total %d; best of %d builds, microseconds)\n\n"
+                   "| tree building (selection, source excluded) | top-K + log of the expanded rows, 1 thread | "
+                   "expansions | candidates | nodes |\n|---:|---:|---:|---:|---:|\n| %.1f | %.1f | %d | %d | %d |\n\n",
+                   eo.depth, eo.topk, eo.total, R, t_sel, t_src, es.n_expand, es.n_cands, et.n);
+        arb_tree_release(&et);
+        arb_dyntree_free(dt);
+        if (rc)
+            goto done;
+    }
     if (c) {
         double te = 1e30, tr1 = 1e30, trm = 1e30;
         for (int r = 0; r < 3 && !rc; r++) {

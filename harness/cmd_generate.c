@@ -11,15 +11,17 @@
 #include "genutil.h"
 #include "method.h"
 #include "opts.h"
+#include "verifiers/verifier.h"
 
 static const char description[] =
     "Generates up to --max-new tokens for one prompt with a decoding method and streams the\n"
     "text to stdout; prints tau (tokens per target call, bonus included), tok/s and time to\n"
     "first token to stderr. The prompt goes through the model's chat template unless\n"
     "--no-chat. Methods: the presets of `arbor run` configs (docs/config.md): ar pld tr goose\n"
-    "iso3 iso5 sequoia draft, the GOOSE ablations goose-nospinebr goose-unigram\n"
+    "iso3 iso5 sequoia draft eagle2, the GOOSE ablations goose-nospinebr goose-unigram\n"
     "goose-nobypass goose-nospine goose-control, and every other registered preset; T > 0\n"
-    "needs ar or draft (the draft model's verifier: --set verifier=NAME).\n";
+    "needs ar, draft or eagle2 (the draft model's verifier: --set verifier=NAME;\n"
+    "verifier=typical is typical acceptance, approximate: reports mark it).\n";
 
 typedef struct gen_state {
     const arb_model *m;
@@ -156,9 +158,10 @@ int arb_cmd_generate(int argc, char **argv)
     fflush(stdout);
     double tau = (double)r.n_generated / r.n_target_calls;
     fprintf(stderr,
-            "\n[%s] %d prompt tokens, %d generated in %d target calls: tau %.3f, %.2f tok/s, "
+            "\n[%s%s] %d prompt tokens, %d generated in %d target calls: tau %.3f, %.2f tok/s, "
             "time to first token %.1f ms, harness %.2f%% of eval, tables %.2f MB%s\n",
-            spec.id, r.n_prompt, r.n_generated, r.n_target_calls, tau, r.n_generated / (r.wall_us / 1e6),
+            spec.id, spec.temperature > 0 && arb_verifier_find(spec.verifier)->approximate ? " (approximate)" : "",
+            r.n_prompt, r.n_generated, r.n_target_calls, tau, r.n_generated / (r.wall_us / 1e6),
             (g.t_first - g.t0) / 1e3, r.eval_us > 0 ? 100.0 * r.harness_us / r.eval_us : 0.0,
             arb_decoder_table_bytes(d) / 1048576.0, r.stopped_eos ? " (stopped at EOS)" : "");
 done:

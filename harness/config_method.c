@@ -338,7 +338,8 @@ char *arb_config_spec_json(const arb_method_spec *s)
         const arb_method_param *p = &tab[i];
         if (arb_method_param_find(s->drafter, p->name) != p || cJSON_GetObjectItem(o, p->name) ||
             !strcmp(p->name, "temperature") || !strcmp(p->name, "top_p") ||
-            !strcmp(p->name, "top_k") || !strcmp(p->name, "seed"))
+            !strcmp(p->name, "top_k") || !strcmp(p->name, "seed") ||
+            (!strncmp(p->name, "typical_", 8) && strcmp(s->verifier, "typical"))) /* older run keys stay */
             continue;
         const char *f = (const char *)s + p->offset;
         switch (p->type) {

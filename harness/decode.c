@@ -138,6 +138,8 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
         arb_verifier_opts vo = arb_verifier_default_opts();
         vo.V = d->V;
         vo.n_nodes_max = cap;
+        vo.typical_eps = s->typical_eps;
+        vo.typical_alpha = s->typical_alpha;
         rc = arb_verifier_new(s->verifier, &vo, &d->vf, err);
         if (!rc && !(d->P = malloc((size_t)cap * d->V * sizeof *d->P)))
             rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate %d x %d target laws", cap, d->V);

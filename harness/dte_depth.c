@@ -241,7 +241,7 @@ static int verifiers_new(arb_dte_depth *d, const arb_verifier_opts *vo, arb_err 
 {
     int n_vn = 0;
     for (int i = 0; i < arb_verifier_count(); i++)
-        if (arb_verifier_at(i)->sampling && n_vn < N_VF)
+        if (arb_verifier_at(i)->sampling && !arb_verifier_at(i)->approximate && n_vn < N_VF)
             d->vn[n_vn++] = arb_verifier_at(i)->name;
     if (n_vn != N_VF || strcmp(d->vn[N_VF - 1], "traversal"))
         return ARB_ERR(err, ARB_E_INVAL, "dte-depth: expected %d sampling verifiers ending with traversal", N_VF);

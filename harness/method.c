@@ -36,7 +36,8 @@ const arb_drafter_i arb_drafter_none = {
 };
 
 static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_pld, &arb_drafter_tr,
-                                                &arb_drafter_goose, &arb_drafter_draft, &arb_drafter_lookahead};
+                                                &arb_drafter_goose, &arb_drafter_draft, &arb_drafter_eagle2,
+                                                &arb_drafter_lookahead};
 static const char *const topologies[] = {"", "iso", "sequoia"};
 static const char *const schedulers[] = {"goose_tiers", "fixed", "none"};
 static const char *const consensus_modes[] = {"any", "distinct", "long"}; /* method.h */
@@ -80,15 +81,18 @@ bool arb_method_known(const char *kind, const char *name)
 #define OFF(f) offsetof(arb_method_spec, f)
 #define GOOSE "goose"
 #define CTX "pld goose"
+#define E2 "eagle2-draft"
 static const arb_method_param params[] = {
     {"id", ARB_PARAM_STR, OFF(id), "*", 0, 0, "label in reports"},
-    {"drafter", ARB_PARAM_STR, OFF(drafter), "*", 0, 0, "none | pld | tr | goose"},
+    {"drafter", ARB_PARAM_STR, OFF(drafter), "*", 0, 0, "none | pld | tr | goose | draft | eagle2-draft"},
     {"topology", ARB_PARAM_STR, OFF(topology), GOOSE, 0, 0, "\"\" (spine tree) | iso | sequoia"},
     {"verifier", ARB_PARAM_STR, OFF(verifier), "*", 0, 0, "greedy"},
     {"scheduler", ARB_PARAM_STR, OFF(scheduler), GOOSE, 0, 0, "goose_tiers | fixed | none"},
-    {"budget", ARB_PARAM_INT, OFF(budget), GOOSE, 1, 1024, "B: nodes per step incl. the anchor, or \"auto\""},
-    {"max_depth", ARB_PARAM_INT, OFF(max_depth), GOOSE, 1, 62, "D: branch depth below its branch point"},
-    {"topk", ARB_PARAM_INT, OFF(topk), "tr goose", 1, 16, "K: successors per adjacency entry"},
+    {"budget", ARB_PARAM_INT, OFF(budget), GOOSE " " E2, 1, 1024, "B: nodes per step incl. the anchor, or \"auto\""},
+    {"max_depth", ARB_PARAM_INT, OFF(max_depth), GOOSE " " E2, 1, 62,
+     "D: branch depth below its branch point (eagle2-draft: deepest draft node)"},
+    {"topk", ARB_PARAM_INT, OFF(topk), "tr goose " E2, 1, 16,
+     "K: successors per adjacency entry (eagle2-draft: children per node and frontier width)"},
     {"rho", ARB_PARAM_DOUBLE, OFF(rho), GOOSE, 0, 1, "share of non-spine budget for root branches"},
     {"s_min", ARB_PARAM_DOUBLE, OFF(s_min), GOOSE, 0, 1, "successors below this score are pruned"},
     {"k", ARB_PARAM_INT, OFF(iso_k), GOOSE, 1, 16, "Iso(k) arity"},
@@ -128,8 +132,8 @@ static const arb_method_param params[] = {
     {"top_p", ARB_PARAM_DOUBLE, OFF(top_p), "*", 1e-9, 1, "nucleus mass"},
     {"top_k", ARB_PARAM_INT, OFF(top_k), "*", 0, 1 << 20, "top-k filter, 0 = off"},
     {"seed", ARB_PARAM_U64, OFF(seed), "*", 0, 1.8e19, "run seed"},
-    {"draft_model", ARB_PARAM_STR, OFF(draft_model), "draft", 0, 0, "self (target cut) | target (same GGUF, q = p) | GGUF path"},
-    {"draft_layers", ARB_PARAM_INT, OFF(draft_layers), "draft", 1, 1024, "self-draft: target blocks evaluated"},
+    {"draft_model", ARB_PARAM_STR, OFF(draft_model), "draft " E2, 0, 0, "self (target cut) | target (same GGUF, q = p) | GGUF path"},
+    {"draft_layers", ARB_PARAM_INT, OFF(draft_layers), "draft " E2, 1, 1024, "self-draft: target blocks evaluated"},
     {"paths", ARB_PARAM_INT, OFF(dte_k), "draft", 1, 16, "k: i.i.d. draft paths (branching factor)"},
     {"trunk", ARB_PARAM_INT, OFF(dte_l), "draft", 0, 32, "l: trunk length before the branch point"},
     {"branch_len", ARB_PARAM_INT, OFF(dte_b), "draft", 0, 32, "b: length of each branch (single chain: paths 1, trunk 0)"},
@@ -137,6 +141,9 @@ static const arb_method_param params[] = {
     {"ngram", ARB_PARAM_INT, OFF(la_ngram), "lookahead", 3, ARB_LADE_N_MAX, "N: Lookahead n-gram size (N-1 window levels)"},
     {"guess", ARB_PARAM_INT, OFF(la_guess), "lookahead", 0, ARB_LADE_G_MAX, "G: Lookahead n-grams per key, verified per step"},
     {"pool_from_prompt", ARB_PARAM_BOOL, OFF(la_prompt_pool), "lookahead", 0, 1, "seed the Lookahead pool with the prompt's n-grams"},
+    /* typical_*: in a run's config JSON only when the verifier is typical (config_method.c) */
+    {"typical_eps", ARB_PARAM_DOUBLE, OFF(typical_eps), "draft " E2, 0, 1, "typical: posterior threshold epsilon"},
+    {"typical_alpha", ARB_PARAM_DOUBLE, OFF(typical_alpha), "draft " E2, 0, 1e9, "typical: entropy factor alpha"},
 };
 
 const arb_method_param *arb_method_params(int *n)
@@ -238,6 +245,10 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
         snprintf(s->id, sizeof s->id, "Draft");
         snprintf(s->scheduler, sizeof s->scheduler, "none");
         snprintf(s->verifier, sizeof s->verifier, "traversal");
+    } else if (d == &arb_drafter_eagle2) { /* EAGLE-2 reference: total_token 60, depth 5 (+1), top_k 10 */
+        snprintf(s->id, sizeof s->id, "EAGLE2");
+        snprintf(s->scheduler, sizeof s->scheduler, "none");
+        snprintf(s->verifier, sizeof s->verifier, "nss"); /* T > 0; the greedy walk at T = 0 */
     } else {
         snprintf(s->id, sizeof s->id, "GOOSE");
     }
@@ -251,6 +262,8 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     s->la_window = 15;
     s->la_ngram = 5;
     s->la_guess = 15;
+    s->typical_eps = 0.09; /* Medusa's medusa_generate defaults (docs/spec/verification.md §9) */
+    s->typical_alpha = 0.3;
     return ARB_OK;
 }
 
@@ -264,7 +277,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
         {"goose-nobypass", "goose", "GOOSE w/o consensus bypass"},
         {"goose-nospine", "goose", "GOOSE w/o context-match spine"},
         {"goose-control", "goose", "GOOSE control (TR spine)"},
-        {"draft", "draft", "Draft"},
+        {"draft", "draft", "Draft"}, {"eagle2", "eagle2-draft", "EAGLE2"},
         {"lookahead", "lookahead", "Lookahead"}, {"lookahead-small", "lookahead", "Lookahead-small"},
     };
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
@@ -299,7 +312,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
     }
     return ARB_ERR(err, ARB_E_INVAL,
                    "method: unknown '%s' (ar pld tr goose iso3 iso5 sequoia goose-nospinebr goose-unigram "
-                   "goose-nobypass goose-nospine goose-control draft lookahead lookahead-small)", name);
+                   "goose-nobypass goose-nospine goose-control draft eagle2 lookahead lookahead-small)", name);
 }
 
 int arb_method_max_nodes(const arb_method_spec *s)
@@ -315,6 +328,8 @@ int arb_method_max_nodes(const arb_method_spec *s)
         return 1 + s->dte_l + s->dte_k * s->dte_b;
     if (d == &arb_drafter_lookahead)
         return arb_lade_max_nodes(s->la_window, s->la_ngram, s->la_guess);
+    if (d == &arb_drafter_eagle2)
+        return s->budget;
     int n = s->budget;
     int byp = arb_goose_bypass_cap(s);
     int chain = byp > s->max_draft ? byp : s->max_draft;
@@ -377,17 +392,29 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
     if (!strcmp(s->drafter, "draft")) { /* sampling verifiers: validity matrix (docs/spec/verification.md §0.6) */
         arb_regime rg = s->dte_l > 0 ? ARB_REGIME_DELAYED : s->dte_k > 1 ? ARB_REGIME_IID : ARB_REGIME_SINGLE;
         if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss naive naivetree "
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss naive naivetree typical "
                            "bv spectr specinfer khisti traversal)", s->id);
         arb_err ve = {0};
         if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, rg, &ve))
             return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);
         if (s->dte_k * s->dte_b + s->dte_l < 1)
             return ARB_ERR(err, ARB_E_INVAL, "method %s: branch_len: the draft tree is empty", s->id);
+    } else if (!strcmp(s->drafter, "eagle2-draft")) { /* top-k trees: DET (docs/spec/verification.md §0.6) */
+        if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss, typical)", s->id);
+        arb_err ve = {0};
+        if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, ARB_REGIME_DET, &ve))
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);
+        if (s->budget < 2)
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: budget: %d leaves no draft node (>= 2)", s->id, s->budget);
     } else if (strcmp(s->verifier, "greedy"))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s needs drafter draft (sampled trees)", s->id,
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s needs drafter draft or eagle2-draft", s->id,
                        s->verifier);
-    if (s->temperature > 0 && strcmp(s->drafter, "none") && strcmp(s->drafter, "draft"))
+    if (!strcmp(s->verifier, "typical") && (s->top_p < 1 || s->top_k > 0))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: typical is defined on the unfiltered softmax(z/T); "
+                       "set top_p 1 and top_k 0 (docs/spec/verification.md §9)", s->id);
+    if (s->temperature > 0 && strcmp(s->drafter, "none") && strcmp(s->drafter, "draft") &&
+        strcmp(s->drafter, "eagle2-draft"))
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
                        "method %s: temperature: speculative sampling is not implemented yet for drafter %s "
                        "(greedy only; use ar)", s->id, s->drafter);

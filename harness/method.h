@@ -97,6 +97,9 @@ typedef struct arb_method_spec {
     int la_ngram;         /* N: n-gram size; the window keeps N - 1 levels (5) */
     int la_guess;         /* G: n-grams kept per key token and verified per step (15) */
     bool la_prompt_pool;  /* seed the pool with the prompt's n-grams (off, as the reference) */
+    /* ---- typical acceptance (verifier "typical", docs/spec/verification.md §9; NOT lossless) ---- */
+    double typical_eps;   /* posterior threshold ε (0.09) */
+    double typical_alpha; /* entropy factor α (0.3): θ = min(ε, α e^{-H}) */
 } arb_method_spec;
 
 typedef enum arb_param_type { ARB_PARAM_INT, ARB_PARAM_DOUBLE, ARB_PARAM_BOOL, ARB_PARAM_STR,

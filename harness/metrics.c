@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "resample.h"
+#include "verifiers/verifier.h"
 
 enum { SRC_PLD = 1, SRC_TR = 2 }; /* arb_src values (tree.h) */
 
@@ -51,6 +52,28 @@ void arb_metrics_free_runs(arb_run_info *runs, int n)
     free(runs);
 }
 
+/* A run whose verifier is not lossless (typical acceptance at T > 0) carries the marker in its
+   method labels, so every table that prints them shows it (docs/sampling.md, "Typical"). */
+#define ARB_APPROX_MARK " (approximate)"
+static int mark_approximate(arb_run_info *r, const char *verifier)
+{
+    const arb_verifier_i *vi = verifier ? arb_verifier_find(verifier) : NULL;
+    if (!vi || !vi->approximate)
+        return ARB_OK;
+    char **lab[] = {&r->method, &r->base_method};
+    for (int i = 0; i < 2; i++) {
+        if (strstr(*lab[i], ARB_APPROX_MARK))
+            continue;
+        size_t n = strlen(*lab[i]);
+        char *m = realloc(*lab[i], n + sizeof ARB_APPROX_MARK);
+        if (!m)
+            return ARB_E_NOMEM;
+        memcpy(m + n, ARB_APPROX_MARK, sizeof ARB_APPROX_MARK);
+        *lab[i] = m;
+    }
+    return ARB_OK;
+}
+
 int arb_metrics_list_runs(sqlite3 *db, arb_run_info **out, int *n, arb_err *err)
 {
     *out = NULL;
@@ -59,7 +82,7 @@ int arb_metrics_list_runs(sqlite3 *db, arb_run_info **out, int *n, arb_err *err)
     if (sqlite3_prepare_v2(db,
                            "SELECT run_key, method, base_method, model, model_sha256, dataset,"
                            " drafter, topology, sweep, config_name, max_new_tokens, top_k,"
-                           " temperature, top_p, seed FROM runs ORDER BY rowid",
+                           " temperature, top_p, seed, verifier FROM runs ORDER BY rowid",
                            -1, &st, NULL) != SQLITE_OK)
         return ARB_ERR(err, ARB_E_DB, "runs: %s", sqlite3_errmsg(db));
     int cap = 0, cnt = 0, rc = ARB_OK;
@@ -86,6 +109,8 @@ int arb_metrics_list_runs(sqlite3 *db, arb_run_info **out, int *n, arb_err *err)
         r->temperature = sqlite3_column_double(st, 12);
         r->top_p = sqlite3_column_double(st, 13);
         r->seed = sqlite3_column_int64(st, 14);
+        if (!rc && r->temperature > 0 && (rc = mark_approximate(r, (const char *)sqlite3_column_text(st, 15))))
+            rc = ARB_ERR(err, rc, "runs: out of memory");
         if (rc)
             break;
     }

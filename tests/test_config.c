@@ -227,3 +227,25 @@ Test(config, sweep_limits_are_errors_naming_the_field)
     cr_assert_eq(arb_config_parse(json, "t.json", &c, &err), ARB_E_INVAL);
     cr_assert(strstr(err.msg, "sampling.temperature: sweep list longer than 64 values"), "%s", err.msg);
 }
+
+/* The typical_* keys enter a run's config JSON (and so its run key) only when the verifier is
+   typical: runs recorded before the keys existed keep their keys and resume. */
+Test(config, typical_keys_only_with_the_typical_verifier)
+{
+    arb_err err = {0};
+    arb_method_spec s;
+    cr_assert_eq(arb_method_spec_preset("draft", &s, &err), 0, "%s", err.msg);
+    char *j = arb_config_spec_json(&s);
+    cr_assert_not_null(j);
+    cr_expect_null(strstr(j, "typical_"), "%s", j);
+    free(j);
+    cr_assert_eq(arb_method_param_set(&s, "verifier", "typical", &err), 0, "%s", err.msg);
+    cr_assert_eq(arb_method_param_set(&s, "typical_alpha", "0.5", &err), 0, "%s", err.msg);
+    j = arb_config_spec_json(&s);
+    cr_expect(strstr(j, "\"typical_eps\":0.09") && strstr(j, "\"typical_alpha\":0.5"), "%s", j);
+    free(j);
+    cr_assert_eq(arb_method_param_set(&s, "typical_eps", "1.5", &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "typical_eps"), "%s", err.msg);
+    cr_assert_eq(arb_method_spec_preset("goose", &s, &err), 0);
+    cr_assert_null(arb_method_param_find("goose", "typical_eps"), "typical keys belong to model drafters");
+}

@@ -118,10 +118,10 @@ Test(decode, every_greedy_method_reproduces_ar, .init = setup, .fini = teardown,
         cr_skip_test("default model not available (arbor fetch-model)");
     /* every method on the first prompt; the main ones on the others (tree evals cost about
        one AR step per node on the CPU engine, so the suite stays within minutes) */
-    static const char *methods[] = {"pld", "tr", "goose", "iso3", "iso5", "sequoia", "goose-nospinebr",
+    static const char *methods[] = {"pld", "tr", "goose", "eagle2", "iso3", "iso5", "sequoia", "goose-nospinebr",
                                     "goose-unigram", "goose-nobypass", "goose-nospine", "goose-control",
                                     "lookahead", "lookahead-small"};
-    const size_t n_methods[] = {sizeof methods / sizeof methods[0], 3, 3};
+    const size_t n_methods[] = {sizeof methods / sizeof methods[0], 4, 4};
     int32_t ref[128], got[128];
     arb_err err = {0};
     for (size_t p = 0; p < sizeof prompts / sizeof prompts[0]; p++) {

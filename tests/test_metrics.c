@@ -216,3 +216,36 @@ Test(metrics, metric_names_round_trip)
     cr_assert_eq(arb_metric_parse("taux", &x, &err), ARB_E_INVAL);
     cr_assert(strstr(err.msg, "taux") != NULL);
 }
+
+/* Runs of an approximate verifier (typical acceptance) at T > 0 carry "(approximate)" in the
+   method labels every table prints; the same verifier at T = 0 is the exact greedy walk. */
+Test(metrics, approximate_verifier_runs_are_labelled, .init = setup, .fini = teardown)
+{
+    arb_err err = {0};
+    const double temps[] = {0.7, 0.0};
+    const char *verifiers[] = {"typical", "typical", "nss"};
+    for (int i = 0; i < 3; i++) {
+        char key[17];
+        snprintf(key, sizeof key, "typ%d000000000000", i);
+        arb_store_run r = {.run_key = key, .config_name = "fixture", .method = "EAGLE2", .base_method = "EAGLE2",
+                           .drafter = "eagle2-draft", .topology = "", .verifier = verifiers[i], .sweep_json = "{}",
+                           .model_id = "tiny-a", .model_sha256 = "00", .dataset = "humaneval",
+                           .max_new_tokens = 128, .top_p = 1, .temperature = i == 1 ? temps[1] : temps[0]};
+        cr_assert_eq(arb_store_run_put(st, &r, &err), ARB_OK, "%s", err.msg);
+    }
+    arb_run_info *rs;
+    int n;
+    cr_assert_eq(arb_metrics_list_runs(arb_store_db(st), &rs, &n, &err), ARB_OK, "%s", err.msg);
+    int seen = 0;
+    for (int i = 0; i < n; i++) {
+        if (strncmp(rs[i].run_key, "typ", 3))
+            continue;
+        int which = rs[i].run_key[3] - '0';
+        const char *want = which == 0 ? "EAGLE2 (approximate)" : "EAGLE2";
+        cr_expect_str_eq(rs[i].method, want, "run %d", which);
+        cr_expect_str_eq(rs[i].base_method, want, "run %d", which);
+        seen++;
+    }
+    cr_expect_eq(seen, 3);
+    arb_metrics_free_runs(rs, n);
+}

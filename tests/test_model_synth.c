@@ -452,3 +452,71 @@ Test(model_synth, ctx_parallel_for_runs_each_index_once)
         arb_model_free(m);
     }
 }
+
+/* arb_load_opts.dequant_f32 (the fidelity benchmark's reference): the dequantized model stays
+   close to the quantized one (only activation quantization separates them), an all-F32 file
+   is untouched bit for bit, and a bad selector is an error naming it. */
+static void eval_with(const synth_opts *o, const char *dequant, float *out, int n, const int32_t *tok,
+                      const int32_t *par)
+{
+    arb_load_opts lo = arb_load_default_opts();
+    lo.n_threads = 1;
+    lo.dequant_f32 = dequant;
+    arb_model *m = load_synth_opts(o, &lo);
+    arb_ctx *c = check_ctx(m, 256, 64, 0, false);
+    check_eval(c, tok, par, n, out, NULL);
+    arb_ctx_free(c);
+    arb_model_free(m);
+}
+
+Test(model_synth, dequant_f32_reference)
+{
+    enum { N = 24 };
+    int32_t tok[N], par[N];
+    uint64_t s = 9;
+    random_tree(&s, N, S_VOCAB, tok, par);
+    float *q = malloc(sizeof(float) * S_VOCAB * N), *f = malloc(sizeof(float) * S_VOCAB * N),
+          *h = malloc(sizeof(float) * S_VOCAB * N);
+    synth_opts o = {.arch = "llama", .seed = 5};
+    eval_with(&o, NULL, q, N, tok, par);
+    eval_with(&o, "all", f, N, tok, par);
+    eval_with(&o, "all-but-Q8_0", h, N, tok, par);
+    double dq = 0, dh = 0, scale = 0;
+    int same = 0;
+    for (int i = 0; i < N * S_VOCAB; i++) {
+        dq = fmax(dq, fabs((double)q[i] - f[i]));
+        dh = fmax(dh, fabs((double)h[i] - f[i]));
+        scale = fmax(scale, fabs((double)f[i]));
+    }
+    for (int i = 0; i < N; i++) {
+        int a = 0, b = 0;
+        for (int v = 1; v < S_VOCAB; v++) {
+            a = q[i * S_VOCAB + v] > q[i * S_VOCAB + a] ? v : a;
+            b = f[i * S_VOCAB + v] > f[i * S_VOCAB + b] ? v : b;
+        }
+        same += a == b;
+    }
+    cr_assert_gt(dq, 0.0, "the quantized path must differ somewhere (activation quantization)");
+    cr_assert_lt(dq, 0.05 * scale, "quantized vs dequantized: max |dlogit| %g of %g", dq, scale);
+    cr_assert_gt(dh, 0.0, "Q8_0 matrices left quantized must differ from all-F32");
+    cr_assert_geq(same, N - 2, "argmax agrees on %d of %d nodes", same, N);
+    /* a file with only F32 matrices: nothing to dequantize, bit-identical */
+    synth_opts o32 = {.arch = "llama", .seed = 5, .all_f32 = true};
+    eval_with(&o32, NULL, q, N, tok, par);
+    eval_with(&o32, "all", f, N, tok, par);
+    cr_assert(!memcmp(q, f, sizeof(float) * S_VOCAB * N));
+    /* bad selectors */
+    arb_load_opts lo = arb_load_default_opts();
+    const char *bad[] = {"some", "all-but-q9_9"};
+    for (int k = 0; k < 2; k++) {
+        lo.dequant_f32 = bad[k];
+        char *path = write_synth(&o);
+        arb_model *m = NULL;
+        arb_err err = {0};
+        cr_assert_eq(arb_model_load(path, &lo, &m, &err), ARB_E_INVAL);
+        cr_assert(strstr(err.msg, "dequant_f32") && strstr(err.msg, bad[k]), "%s", err.msg);
+        unlink(path);
+        free(path);
+    }
+    free(q), free(f), free(h);
+}

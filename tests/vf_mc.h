@@ -49,6 +49,7 @@ typedef struct mc_cfg {
     int khisti_s;
     int sorted;      /* negative control: C(v) sorted by token id */
     int broken;      /* negative control: ARB_VF_BROKEN_* (traversal only) */
+    int deviates;    /* an approximate verifier (typical): the tests must flag it */
     uint32_t id;     /* RNG prompt id (distinct per config) */
     uint64_t seed;   /* RNG run seed; 0 = the default 20261122 */
 } mc_cfg;

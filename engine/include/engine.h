@@ -44,6 +44,11 @@ typedef struct arb_load_opts {
                                  best this CPU has; "scalar", "avx2", "avx512" (= "avx512vnni")
                                  = that family, or the best the CPU has when it lacks it. Other
                                  names: ARB_E_INVAL. Copied at load (arb_cpu_kernels names it) */
+    const char *dequant_f32;  /* NULL: weights as stored. "all": every matrix the forward multiplies
+                                 is dequantized to F32 at load (the reference a quantized run is
+                                 measured against: float activations, no activation quantization);
+                                 "all-but-<type>" (e.g. "all-but-q4_1"): all except matrices of that
+                                 GGUF type, to isolate one block type's error. ARB_E_INVAL otherwise */
     bool vocab_only;          /* metadata + tokenizer only, no tensors (tokenize/inspect);
                                  arb_ctx_new then fails with ARB_E_INVAL */
     bool gpu_exact;           /* CUDA: batch-invariant kernels only (bit-identical trees and

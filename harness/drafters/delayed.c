@@ -18,9 +18,8 @@ static double now_us(void)
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-/* Evaluate S[from..to) as a chain on top of the committed prefix and commit it, in chunks of
-   n_batch; the last row's logits stay in d->logits[0]. */
-static int catch_up(arb_draft_model *d, const int32_t *S, int from, int to, arb_draft_stats *st, arb_err *err)
+int arb_draft_model_catch_up(arb_draft_model *d, const int32_t *S, int from, int to, arb_draft_stats *st,
+                             arb_err *err)
 {
     while (from < to) {
         int n = to - from < d->n_batch ? to - from : d->n_batch;
@@ -68,7 +67,7 @@ int arb_draft_model_propose(arb_draft_model *d, const int32_t *S, int n_S, arb_d
     if (n_S <= d->n_done || d->n_done > arb_ctx_n_past(d->ctx)) { /* new prompt (or anchor reused) */
         arb_draft_model_reset(d);
     }
-    int rc = catch_up(d, S, d->n_done, n_S, st, err); /* the anchor is always evaluated here */
+    int rc = arb_draft_model_catch_up(d, S, d->n_done, n_S, st, err); /* the anchor is always evaluated here */
     if (rc)
         return rc;
     d->n_done = n_S;

@@ -138,19 +138,25 @@ static void dm_destroy(void *st)
     free(d);
 }
 
+int arb_draft_model_from_spec(arb_ctx *target, const arb_method_spec *s, int n_nodes_max, arb_draft_model **out,
+                              arb_err *err)
+{
+    arb_draft_model_opts o = arb_draft_model_default_opts();
+    const arb_model *tm = arb_ctx_model(target);
+    o.path = !strcmp(s->draft_model, "self")     ? NULL
+             : !strcmp(s->draft_model, "target") ? arb_model_path(tm) /* q = p control */
+                                                 : s->draft_model;
+    o.self_layers = s->draft_layers;
+    /* the target model is read-only after load; a self-draft context only reads its weights */
+    return arb_draft_model_new((arb_model *)tm, &o, n_nodes_max, out, err);
+}
+
 static int dm_bind(void *st, arb_ctx *target, arb_err *err)
 {
     dm_state *d = st;
-    arb_draft_model_opts o = arb_draft_model_default_opts();
-    const arb_model *tm = arb_ctx_model(target);
-    o.path = !strcmp(d->spec.draft_model, "self")     ? NULL
-             : !strcmp(d->spec.draft_model, "target") ? arb_model_path(tm) /* q = p control */
-                                                      : d->spec.draft_model;
-    o.self_layers = d->spec.draft_layers;
     arb_draft_model_free(d->dm);
     d->dm = NULL;
-    /* the target model is read-only after load; a self-draft context only reads its weights */
-    return arb_draft_model_new((arb_model *)tm, &o, d->n_nodes, &d->dm, err);
+    return arb_draft_model_from_spec(target, &d->spec, d->n_nodes, &d->dm, err);
 }
 
 static int dm_begin(void *st, int n_tokens, bool new_run, arb_err *err)

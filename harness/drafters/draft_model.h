@@ -50,6 +50,11 @@ typedef struct arb_draft_model arb_draft_model;
    n_vocab). n_nodes_max: the largest tree to draft. */
 int arb_draft_model_new(arb_model *target, const arb_draft_model_opts *o, int n_nodes_max,
                         arb_draft_model **out, arb_err *err);
+/* The draft model a method spec names (draft_model "self" / "target" / a GGUF path,
+   draft_layers) for the target context's model. */
+struct arb_method_spec;
+int arb_draft_model_from_spec(arb_ctx *target, const struct arb_method_spec *s, int n_nodes_max,
+                              arb_draft_model **out, arb_err *err);
 void arb_draft_model_free(arb_draft_model *d); /* NULL-safe */
 void arb_draft_model_reset(arb_draft_model *d); /* new prompt: forget the draft KV */
 /* Draft on S[0..n_S) (anchor S[n_S-1]; t reset to it). q: t->cap x V doubles. rng: the

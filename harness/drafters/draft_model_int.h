@@ -1,5 +1,6 @@
 /* draft_model_int.h — the draft model's state, shared by draft_model.c (lifecycle and the
- * "draft" drafter) and delayed.c (the (l, k, b) delayed-tree sampler). Not a public API. */
+ * "draft" drafter), delayed.c (the (l, k, b) delayed-tree sampler) and eagle2.c (the EAGLE-2
+ * dynamic tree, drafter "eagle2-draft"). Not a public API. */
 #ifndef ARB_DRAFT_MODEL_INT_H
 #define ARB_DRAFT_MODEL_INT_H
 
@@ -16,5 +17,10 @@ struct arb_draft_model {
     int32_t *pos;            /* n_max: current node of each path */
     double *q_root;          /* V: law at the anchor of the last propose */
 };
+
+/* Evaluate S[from..to) as a chain on top of the committed prefix and commit it, in chunks of
+   n_batch; the last row's logits stay in d->logits[0] (delayed.c). */
+int arb_draft_model_catch_up(arb_draft_model *d, const int32_t *S, int from, int to, arb_draft_stats *st,
+                             arb_err *err);
 
 #endif

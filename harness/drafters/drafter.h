@@ -63,6 +63,7 @@ typedef struct arb_drafter_i {
 extern const arb_drafter_i arb_drafter_none, arb_drafter_pld, arb_drafter_tr, arb_drafter_goose;
 extern const arb_drafter_i arb_drafter_draft; /* draft model: single / iid / delayed (draft_model.c) */
 extern const arb_drafter_i arb_drafter_lookahead; /* Jacobi window + n-gram pool (lookahead.c) */
+extern const arb_drafter_i arb_drafter_eagle2; /* draft model + EAGLE-2 dynamic tree (eagle2.c) */
 
 /* The registry (method.c): drafter by name ("ar" is an alias of "none"), NULL if unknown. */
 const arb_drafter_i *arb_drafter_find(const char *name);

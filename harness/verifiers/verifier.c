@@ -11,6 +11,7 @@
 static const arb_verifier_i *const registry[] = {
     &arb_verifier_greedy, &arb_verifier_nss,    &arb_verifier_naive,     &arb_verifier_naivetree, &arb_verifier_bv,
     &arb_verifier_spectr, &arb_verifier_specinfer, &arb_verifier_khisti,    &arb_verifier_traversal,
+    &arb_verifier_typical, /* approximate (not lossless): docs/spec/verification.md §9 */
 };
 
 int arb_verifier_count(void)
@@ -62,7 +63,8 @@ int arb_verifier_check(const char *name, arb_regime r, arb_err *err)
 arb_verifier_opts arb_verifier_default_opts(void)
 {
     return (arb_verifier_opts){.V = 0, .n_nodes_max = 64, .specinfer_uniform = 0, .khisti_s = 5,
-                               .spectr_tol = 1e-9, .greedy_first_match = 0};
+                               .spectr_tol = 1e-9, .greedy_first_match = 0, .typical_eps = 0.09,
+                               .typical_alpha = 0.3};
 }
 
 int arb_verifier_new(const char *name, const arb_verifier_opts *o, arb_verifier **out, arb_err *err)

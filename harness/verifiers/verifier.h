@@ -14,7 +14,7 @@
  *
  * Adding a verifier: (1) one file harness/verifiers/<name>.c defining
  * `const arb_verifier_i arb_verifier_<name>` (name, needs_q/needs_logits, the validity row of
- * docs/spec/verification.md §0.6, init/free/verify); (2) one row in the table in verifier.c and one
+ * docs/spec/verification.md §0.6, approximate when it is not lossless, init/free/verify); (2) one row in the table in verifier.c and one
  * extern below; (3) a case in tests/test_verifiers.c (the suite walks the table).
  */
 #ifndef ARB_VERIFIER_H
@@ -61,6 +61,8 @@ typedef struct arb_verifier_opts {
     int khisti_s;           /* Khisti truncation, default 5, max 15 */
     double spectr_tol;      /* SpecTr bisection tolerance, default 1e-9 */
     int greedy_first_match; /* greedy: 0 longest (default), 1 GOOSE first match */
+    double typical_eps;     /* typical: posterior threshold ε (0.09) */
+    double typical_alpha;   /* typical: entropy factor α (0.3) */
 } arb_verifier_opts;
 arb_verifier_opts arb_verifier_default_opts(void);
 
@@ -68,6 +70,7 @@ typedef struct arb_verifier_i {
     const char *name;
     bool needs_q, needs_logits;
     bool sampling;                      /* false: T = 0 only (greedy) */
+    bool approximate;                   /* true: NOT lossless (typical); reports mark its runs */
     uint8_t valid[ARB_REGIME_COUNT];    /* arb_validity per regime (§0.6) */
     int (*init)(void **state, const arb_verifier_opts *o, arb_err *err);
     void (*free)(void *state);          /* NULL-safe */
@@ -79,7 +82,7 @@ typedef struct arb_verifier { const arb_verifier_i *iface; void *ctx; } arb_veri
 
 extern const arb_verifier_i arb_verifier_greedy, arb_verifier_nss, arb_verifier_naive, arb_verifier_naivetree,
     arb_verifier_bv, arb_verifier_spectr, arb_verifier_specinfer, arb_verifier_khisti,
-    arb_verifier_traversal;
+    arb_verifier_traversal, arb_verifier_typical;
 
 int arb_verifier_count(void);                      /* rows in the registry */
 const arb_verifier_i *arb_verifier_at(int i);

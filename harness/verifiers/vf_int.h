@@ -71,6 +71,11 @@ int arb_traversal_sequence(void *state, const arb_verify_in *in, int32_t *node, 
 int arb_bv_sequence(void *state, const arb_verify_in *in, int32_t *node, double *prob,
                     const double **law);
 
+/* ---- typical acceptance (typical.c, docs/spec/verification.md §9) ---- */
+/* H = −Σ π ln(π + 1e-5) and θ = min(eps, alpha·e^{−H}) of one law. */
+double arb_typical_entropy(const double *pi, int V);
+double arb_typical_threshold(const double *pi, int V, double eps, double alpha);
+
 /* Negative-control variants for tests only (docs/spec/verification.md §11.5); 0 = correct. */
 enum { ARB_VF_BROKEN_NONE = 0, ARB_VF_BROKEN_TRAV_INDEX_ORDER = 1, ARB_VF_BROKEN_TRAV_NO_RENORM = 2 };
 void arb_traversal_set_broken(void *state, int variant);

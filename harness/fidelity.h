@@ -1,0 +1,61 @@
+/* fidelity.h — how faithful the quantized kernels are: teacher-forced greedy argmax agreement
+ * and logit error of a GGUF as stored against the same file dequantized to F32 (issue #18
+ * item 4), per block type, with bootstrap intervals over prompts.
+ *
+ * The reference is the model with every multiplied matrix dequantized to F32 at load
+ * (arb_load_opts.dequant_f32 = "all": exact weights, float activations). For each prompt it
+ * generates max_new tokens greedily; every variant then evaluates prompt + that continuation
+ * as one chain (batch-invariant, so the same logits as step by step) and, at each generated
+ * position, its argmax is compared with the reference's token. Variants: the file as stored
+ * (every type quantized, activations quantized by arbor's kernels), and for each quantized
+ * type T present, "only T quantized" (dequant_f32 = "all-but-T"), which isolates T's share.
+ * A disagreement's reference logit gap (reference top-1 minus the variant's pick, under the
+ * reference) says whether it was a near-tie.
+ *
+ *     arb_fidelity_opts o = {.model = "default", .dataset = "humaneval", .limit = 20, .max_new = 64};
+ *     arb_fidelity_result r;
+ *     if (arb_fidelity_run(&o, &r, stdout, &err)) ...;     // progress lines on stdout
+ *     arb_fidelity_print(&r, stdout);
+ */
+#ifndef ARB_FIDELITY_H
+#define ARB_FIDELITY_H
+
+#include <stdio.h>
+
+#include "error.h"
+
+#define ARB_FIDELITY_MAX_VARIANTS 8
+#define ARB_FIDELITY_MAX_PROMPTS 512
+
+typedef struct arb_fidelity_opts {
+    const char *model;     /* "default" or a GGUF path */
+    const char *data_dir;  /* NULL: $ARBOR_DATA or the cache */
+    const char *dataset;   /* a catalog name (chat template applied) */
+    int limit;             /* prompts (<= ARB_FIDELITY_MAX_PROMPTS) */
+    int max_new;           /* generated positions per prompt */
+    int threads;           /* 0 = all cores */
+    int n_boot;            /* bootstrap resamples (1000) */
+} arb_fidelity_opts;
+
+typedef struct arb_fidelity_variant {
+    char name[40];                               /* "as stored", "only Q4_1 quantized" */
+    int n_pos, n_agree;                          /* positions compared, argmax equal */
+    double rate, lo, hi;                         /* agreement and its 95% interval over prompts */
+    double mean_abs_dlogit;                      /* mean |logit - reference logit| over positions × vocab */
+    double gap_median, gap_max;                  /* reference logit gap at disagreements (NAN: none) */
+    int agree_p[ARB_FIDELITY_MAX_PROMPTS];       /* per prompt: agreements ... */
+    int pos_p[ARB_FIDELITY_MAX_PROMPTS];         /* ... of positions */
+} arb_fidelity_variant;
+
+typedef struct arb_fidelity_result {
+    int n_prompts, n_variants;
+    arb_fidelity_variant v[ARB_FIDELITY_MAX_VARIANTS];
+    char model_name[96], kernels[32];
+} arb_fidelity_result;
+
+/* Run the measurement; progress lines on `progress` (NULL: silent). */
+int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *progress, arb_err *err);
+/* One Markdown table: variant, positions, agreement [95% CI], mean |Δlogit|, gaps. */
+void arb_fidelity_print(const arb_fidelity_result *r, FILE *f);
+
+#endif
