@@ -117,6 +117,15 @@ const arb_dataset_info arb_dataset_catalog[] = {
     {"tatoeba-zh-en", "opus100/tatoeba-test-v2021-08-07.eng-zho.zho", 10390, 353634,
      "af2b796d041e916ced5191392bf20ecbeac71e918613079680da1f7646561fd4", TATOEBA_LICENSE, "test,all", NULL, NULL, NULL,
      TRANSLATE("Chinese", "English"), NULL, NULL, "Tatoeba eng-zho test: Chinese -> English"},
+    /* Training prompts for self-distillation (arbor distill, docs/heads.md): never an evaluation
+       set. Their single split is "train", so no config can pick them up as a benchmark by default. */
+    {"gsm8k-train", "gsm8k/train.jsonl", 7473, 4166206,
+     "17f347dc51477c50d4efb83959dbb7c56297aba886e5544ee2aaed3024813465", "MIT", "train,all",
+     NULL, NULL, NULL, "{question}", NULL, NULL, "GSM8K train: the question (distillation prompts)"},
+    {"sharegpt-multiturn", "sharegpt-multiturn/ShareGPT_V3_unfiltered_cleaned_split.first5000.json",
+     5000, 35812517, "f63f118ae826414b8400eff7d6eaf4e10185558f7a6bb7f2c62c0818eee99092", SG_LICENSE,
+     "train,all", SG_FIELDS,
+     "ShareGPT V3 unfiltered, first 5000 conversations: first turns by a human (distillation prompts)"},
 };
 
 const size_t arb_dataset_catalog_n = sizeof arb_dataset_catalog / sizeof arb_dataset_catalog[0];

@@ -336,6 +336,10 @@ static int record_build(const arb_dataset_info *in, const cJSON *obj, size_t ind
     }
     if (in->keep_field) {
         const cJSON *v = json_at(obj, in->keep_field);
+        if (!v) { /* absent (sharegpt-multiturn: an empty conversation list): no prompt */
+            *keep = false;
+            return ARB_OK;
+        }
         if (!cJSON_IsString(v))
             return bad_field(l, "string", in->keep_field, v, err);
         *keep = !strcmp(v->valuestring, in->keep_value);
@@ -642,8 +646,12 @@ int arb_dataset_open(const char *data_dir, const char *name, const char *split, 
     const arb_dataset_info *in = arb_dataset_find(name);
     if (!in)
         return unknown_name(name, err);
-    if (!split || !*split)
-        split = "test";
+    char first[32];
+    if (!split || !*split) { /* the first listed split ("test" for benchmarks, "train" for training sets) */
+        size_t n = strcspn(in->splits, ",=");
+        snprintf(first, sizeof first, "%.*s", (int)(n < sizeof first ? n : sizeof first - 1), in->splits);
+        split = first;
+    }
     struct stat st;
     if (!data_dir || !*data_dir || stat(data_dir, &st) || !S_ISDIR(st.st_mode))
         return ARB_ERR(err, ARB_E_NOTFOUND, "data directory %s not found: run datasets/fetch "

@@ -61,7 +61,7 @@ const arb_dataset_info *arb_dataset_find(const char *name);
    Only resolves the path; does not check that it exists. */
 int arb_dataset_dir(const char *flag, char *buf, size_t cap, arb_err *err);
 
-/* Load dataset `name` from data_dir. split: NULL/"" = the default ("test"; for MBPP the
+/* Load dataset `name` from data_dir. split: NULL/"" = the first listed ("test"; "train" for the training sets; for MBPP the
    task_id 11..510 test split); "all" = every record; mbpp also "prompt" (1..10),
    "validation" (511..600), "train" (601..974); datasets with categories also take a
    category name ("coding", "Algebra", ...). Errors: ARB_E_INVAL unknown name or split (the

@@ -29,6 +29,8 @@ int arb_cmd_bench(int argc, char **argv);
 int arb_cmd_dte_depth(int argc, char **argv);
 int arb_cmd_synth_model(int argc, char **argv);
 int arb_cmd_reproduce(int argc, char **argv);
+int arb_cmd_distill(int argc, char **argv);
+int arb_cmd_train(int argc, char **argv);
 
 /* True if argv has -h or --help (for the commands still parsing by hand). */
 bool arb_cli_wants_help(int argc, char **argv);

@@ -39,6 +39,8 @@ struct arb_decoder {
     /* sampling verification (drafter with q_rows, T > 0): docs/spec/verification.md §0.5 */
     arb_verifier *vf;         /* NULL: greedy walk / AR sampling */
     double *P;                /* [tree cap * V] processed target laws */
+    float *hid;               /* [rows * n_embd] hidden rows for a drafter with a hidden slot, else NULL */
+    int E;
 };
 
 static double now_us(void)
@@ -86,6 +88,7 @@ void arb_decoder_free(arb_decoder *d)
     free(d->gen);
     arb_verifier_free(d->vf);
     free(d->P);
+    free(d->hid);
     free(d);
 }
 
@@ -103,6 +106,7 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
     arb_model_info mi;
     arb_model_get_info(d->model, &mi);
     d->V = mi.n_vocab;
+    d->E = mi.n_embd;
     d->spec = *s;
     d->new_run = true;
     d->dr = arb_drafter_find(s->drafter);
@@ -132,6 +136,8 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
             !d->topk_ids || !d->topk_sc || (s->temperature > 0 && (!d->pi || !d->pidx)))
             rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate buffers for %d rows x %d vocab", d->rows, d->V);
     }
+    if (!rc && d->dr->hidden && !(d->hid = malloc(r * (size_t)d->E * sizeof *d->hid)))
+        rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate %d hidden rows", d->rows);
     if (!rc && d->dr->bind)
         rc = d->dr->bind(d->dst, target, err);
     if (!rc && d->dr->q_rows && s->temperature > 0) { /* speculative sampling */
@@ -261,7 +267,7 @@ static int prefill(arb_decoder *d, const int32_t *prompt, int n_prompt, arb_err 
 {
     for (int c0 = 0; c0 < n_prompt; c0 += d->rows) {
         int n = n_prompt - c0 < d->rows ? n_prompt - c0 : d->rows;
-        int rc = arb_eval(d->ctx, prompt + c0, d->chain_parent, n, d->logits, NULL, err);
+        int rc = arb_eval(d->ctx, prompt + c0, d->chain_parent, n, d->logits, d->hid, err);
         if (rc)
             return rc;
         if (d->want_topk) {
@@ -355,6 +361,8 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         return rc;
     int last = (n_prompt - 1) % d->rows;
     int32_t first = pick_token(d, d->logits + (size_t)last * d->V, o->prompt_id, 0);
+    if (d->hid)
+        d->dr->hidden(d->dst, d->hid + (size_t)last * d->E);
     memcpy(d->S, prompt, (size_t)n_prompt * sizeof *prompt);
     d->n_S = n_prompt;
     d->dr->append(d->dst, prompt, n_prompt);
@@ -377,7 +385,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         d->dr->propose(d->dst, d->S, d->n_S, t, &rec);
         arb_tree_finalize(t);
         double t1 = now_us();
-        if ((rc = arb_eval(d->ctx, t->tok, t->parent, t->n, d->logits, NULL, err)))
+        if ((rc = arb_eval(d->ctx, t->tok, t->parent, t->n, d->logits, d->hid, err)))
             return rc;
         res->n_target_calls++;
         double t2 = now_us();
@@ -418,6 +426,8 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         }
         if (d->dr->verified)
             d->dr->verified(d->dst, t, d->path, np, &rec);
+        if (d->hid) /* the stop node's hidden state: its logits gave the bonus token */
+            d->dr->hidden(d->dst, d->hid + (size_t)vo.node * d->E);
         double t4 = now_us();
         if ((rc = arb_commit(d->ctx, d->path, np, err)))
             return rc;

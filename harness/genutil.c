@@ -34,6 +34,7 @@ int arb_gen_load(const char *model_spec, const char *backend, int n_threads, int
     if ((rc = arb_model_load(path, &lo, m, err)))
         return rc;
     arb_ctx_opts co = arb_ctx_default_opts();
+    co.want_hidden = true; /* head drafters (medusa, hydra) read hidden rows; costs nothing unless asked */
     if (n_ctx > 0)
         co.n_ctx = n_ctx;
     if ((rc = arb_ctx_new(*m, &co, c, err))) {

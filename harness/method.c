@@ -37,7 +37,7 @@ const arb_drafter_i arb_drafter_none = {
 
 static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_pld, &arb_drafter_tr,
                                                 &arb_drafter_goose, &arb_drafter_draft, &arb_drafter_eagle2,
-                                                &arb_drafter_lookahead};
+                                                &arb_drafter_medusa, &arb_drafter_hydra, &arb_drafter_lookahead};
 static const char *const topologies[] = {"", "iso", "sequoia"};
 static const char *const schedulers[] = {"goose_tiers", "fixed", "none"};
 static const char *const consensus_modes[] = {"any", "distinct", "long"}; /* method.h */
@@ -88,7 +88,8 @@ static const arb_method_param params[] = {
     {"topology", ARB_PARAM_STR, OFF(topology), GOOSE, 0, 0, "\"\" (spine tree) | iso | sequoia"},
     {"verifier", ARB_PARAM_STR, OFF(verifier), "*", 0, 0, "greedy"},
     {"scheduler", ARB_PARAM_STR, OFF(scheduler), GOOSE, 0, 0, "goose_tiers | fixed | none"},
-    {"budget", ARB_PARAM_INT, OFF(budget), GOOSE " " E2, 1, 1024, "B: nodes per step incl. the anchor, or \"auto\""},
+    {"budget", ARB_PARAM_INT, OFF(budget), GOOSE " " E2 " medusa hydra", 1, 1024,
+     "B: nodes per step incl. the anchor (medusa/hydra: tree auto), or \"auto\""},
     {"max_depth", ARB_PARAM_INT, OFF(max_depth), GOOSE " " E2, 1, 62,
      "D: branch depth below its branch point (eagle2-draft: deepest draft node)"},
     {"topk", ARB_PARAM_INT, OFF(topk), "tr goose " E2, 1, 16,
@@ -133,6 +134,8 @@ static const arb_method_param params[] = {
     {"top_k", ARB_PARAM_INT, OFF(top_k), "*", 0, 1 << 20, "top-k filter, 0 = off"},
     {"seed", ARB_PARAM_U64, OFF(seed), "*", 0, 1.8e19, "run seed"},
     {"draft_model", ARB_PARAM_STR, OFF(draft_model), "draft " E2, 0, 0, "self (target cut) | target (same GGUF, q = p) | GGUF path"},
+    {"heads", ARB_PARAM_STR, OFF(heads), "medusa hydra", 0, 0, "default | heads GGUF path (arbor train)"},
+    {"tree", ARB_PARAM_STR, OFF(tree), "medusa hydra", 0, 0, "mc_sim_7b_63 | auto (budget nodes from held-out rank accuracy)"},
     {"draft_layers", ARB_PARAM_INT, OFF(draft_layers), "draft " E2, 1, 1024, "self-draft: target blocks evaluated"},
     {"paths", ARB_PARAM_INT, OFF(dte_k), "draft", 1, 16, "k: i.i.d. draft paths (branching factor)"},
     {"trunk", ARB_PARAM_INT, OFF(dte_l), "draft", 0, 32, "l: trunk length before the branch point"},
@@ -249,9 +252,15 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
         snprintf(s->id, sizeof s->id, "EAGLE2");
         snprintf(s->scheduler, sizeof s->scheduler, "none");
         snprintf(s->verifier, sizeof s->verifier, "nss"); /* T > 0; the greedy walk at T = 0 */
+    } else if (d == &arb_drafter_medusa || d == &arb_drafter_hydra) { /* docs/heads.md */
+        snprintf(s->id, sizeof s->id, "%s", d == &arb_drafter_medusa ? "Medusa" : "Hydra");
+        snprintf(s->scheduler, sizeof s->scheduler, "none");
+        s->budget = 64;
     } else {
         snprintf(s->id, sizeof s->id, "GOOSE");
     }
+    snprintf(s->heads, sizeof s->heads, "default");
+    snprintf(s->tree, sizeof s->tree, "mc_sim_7b_63");
     snprintf(s->draft_model, sizeof s->draft_model, "self");
     s->draft_layers = 24;
     s->dte_k = 2;
@@ -279,6 +288,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
         {"goose-control", "goose", "GOOSE control (TR spine)"},
         {"draft", "draft", "Draft"}, {"eagle2", "eagle2-draft", "EAGLE2"},
         {"lookahead", "lookahead", "Lookahead"}, {"lookahead-small", "lookahead", "Lookahead-small"},
+        {"medusa", "medusa", "Medusa"}, {"hydra", "hydra", "Hydra"},
     };
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
         if (strcasecmp(name, base[i].name))
@@ -312,7 +322,8 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
     }
     return ARB_ERR(err, ARB_E_INVAL,
                    "method: unknown '%s' (ar pld tr goose iso3 iso5 sequoia goose-nospinebr goose-unigram "
-                   "goose-nobypass goose-nospine goose-control draft eagle2 lookahead lookahead-small)", name);
+                   "goose-nobypass goose-nospine goose-control draft eagle2 medusa hydra lookahead lookahead-small)",
+                   name);
 }
 
 int arb_method_max_nodes(const arb_method_spec *s)
@@ -330,6 +341,8 @@ int arb_method_max_nodes(const arb_method_spec *s)
         return arb_lade_max_nodes(s->la_window, s->la_ngram, s->la_guess);
     if (d == &arb_drafter_eagle2)
         return s->budget;
+    if (d == &arb_drafter_medusa || d == &arb_drafter_hydra) /* mc_sim_7b_63: 63 nodes + anchor */
+        return !strcmp(s->tree, "auto") ? s->budget : 64;
     int n = s->budget;
     int byp = arb_goose_bypass_cap(s);
     int chain = byp > s->max_draft ? byp : s->max_draft;

@@ -100,6 +100,10 @@ typedef struct arb_method_spec {
     /* ---- typical acceptance (verifier "typical", docs/spec/verification.md §9; NOT lossless) ---- */
     double typical_eps;   /* posterior threshold ε (0.09) */
     double typical_alpha; /* entropy factor α (0.3): θ = min(ε, α e^{-H}) */
+    /* ---- trained heads (drafters "medusa", "hydra"; docs/heads.md) ---- */
+    char heads[32];       /* "default" (<cache>/heads/<kind>-<model file>.<sha12>.gguf) or a heads GGUF path */
+    char tree[32];        /* "mc_sim_7b_63" (Medusa's published tree) | "auto" (budget nodes from the
+                             file's held-out rank accuracies) */
 } arb_method_spec;
 
 typedef enum arb_param_type { ARB_PARAM_INT, ARB_PARAM_DOUBLE, ARB_PARAM_BOOL, ARB_PARAM_STR,

@@ -513,6 +513,7 @@ static int run_model(runner *R, int mi, arb_dataset **dss, arb_err *err)
     if (!rc)
         rc = arb_model_load(path, &lo, &m, err);
     arb_ctx_opts co = arb_ctx_default_opts();
+    co.want_hidden = true; /* head drafters (medusa, hydra) read hidden rows; costs nothing unless asked */
     if (cm->n_ctx > 0)
         co.n_ctx = cm->n_ctx;
     if (!rc)

@@ -44,13 +44,15 @@ Test(dataset, every_dataset_loads_with_the_manifest_record_count)
     const char *dir = data_or_skip();
     size_t n;
     const arb_dataset_info *list = arb_dataset_list(&n);
-    cr_assert_eq(n, 26);
+    cr_assert_eq(n, 28);
     for (size_t i = 0; i < n; i++) {
         arb_dataset *d = open_ok(dir, list[i].name, "all");
         cr_assert_eq(arb_dataset_n_read(d), list[i].n_records, "%s", list[i].name);
         /* sg_90k holds 20 first turns not by a human (16 system, 4 gpt) and one empty one by a
            human: they are no prompts. */
-        size_t want = strcmp(list[i].name, "sharegpt-90k") ? list[i].n_records : 2957;
+        size_t want = !strcmp(list[i].name, "sharegpt-90k")         ? 2957
+                      : !strcmp(list[i].name, "sharegpt-multiturn") ? 3118 /* parts starting with a non-empty human turn */
+                                                                    : list[i].n_records;
         cr_assert_eq(arb_dataset_count(d), want, "%s: %zu prompts", list[i].name, arb_dataset_count(d));
         for (size_t j = 0; j < arb_dataset_count(d); j++) {
             const arb_record *r = arb_dataset_get(d, j);
@@ -140,6 +142,8 @@ static const first_fact firsts[] = {
     {"tatoeba-zh-en", NULL, "0", NULL, "Translate this from Chinese to English:\nChinese: "
      "\xE6\xB1\xA4\xE5\xA7\x86\xE5\x92\x8C\xE4\xBB\x96\xE7\x9A\x84\xE6\x9C\x8B\xE5\x8F\x8B\xE4\xBB\xAC"
      "\xE5\x9C\xA8\xE5\x85\xAC\xE5\x9B\xAD\xE5\x96\x9D\xE9\x86\x89\xE4\xBA\x86\nEnglish:", 1},
+    {"gsm8k-train", NULL, "0", NULL, "Natalia sold clips to 48 of her friends in April", 1},
+    {"sharegpt-multiturn", NULL, "QWJhYvA_0", NULL, "Summarize the main ideas of Jeff Walker's", 1},
 };
 
 Test(dataset, first_record_of_each_has_the_known_id_and_prompt)
@@ -340,8 +344,15 @@ Test(dataset, malformed_json_arrays_are_reported_with_index_and_field)
     expect_error(&t, "classeval", NULL, ARB_E_FORMAT, "expected a JSON array of records, got an object");
     PUT(&t, "classeval/ClassEval_data.json", "[]");
     expect_error(&t, "classeval", NULL, ARB_E_FORMAT, "no records");
-    PUT(&t, "sharegpt/ShareGPT_V3_filtered_500.json", "[{\"id\": \"a\", \"conversations\": []}]");
-    expect_error(&t, "sharegpt", NULL, ARB_E_FORMAT, "ShareGPT_V3_filtered_500.json: [0]: expected string field \"conversations[0].from\" (missing)");
+    /* an empty conversation is no prompt (sharegpt-multiturn has 33); a `from` of another type is an error */
+    PUT(&t, "sharegpt/ShareGPT_V3_filtered_500.json",
+        "[{\"id\": \"a\", \"conversations\": []}, {\"id\": \"b\", \"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]}]");
+    arb_dataset *d = open_ok(t.path, "sharegpt", NULL);
+    cr_assert_eq(arb_dataset_count(d), 1);
+    cr_assert_str_eq(arb_dataset_get(d, 0)->id, "b");
+    arb_dataset_free(d);
+    PUT(&t, "sharegpt/ShareGPT_V3_filtered_500.json", "[{\"id\": \"a\", \"conversations\": [{\"from\": 3}]}]");
+    expect_error(&t, "sharegpt", NULL, ARB_E_FORMAT, "ShareGPT_V3_filtered_500.json: [0]: expected string field \"conversations[0].from\", got a number");
     tmp_remove(&t);
 }
 
@@ -546,7 +557,7 @@ Test(dataset, fetch_script_arguments)
     cr_assert_eq(sh(cmd), 2);
     snprintf(cmd, sizeof cmd, "sh '%s/datasets/fetch' --from-dir /nonexistent/x >/dev/null 2>&1", root);
     cr_assert_eq(sh(cmd), 2);
-    snprintf(cmd, sizeof cmd, "test \"$(sh '%s/datasets/fetch' --list | wc -l)\" -eq 26", root);
+    snprintf(cmd, sizeof cmd, "test \"$(sh '%s/datasets/fetch' --list | wc -l)\" -eq 28", root);
     cr_assert_eq(sh(cmd), 0);
 }
 

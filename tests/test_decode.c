@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "decode.h"
+#include "heads_file.h"
+#include "sha256.h"
 #include "genutil.h"
 #include "method.h"
 #include "modelfetch.h"
@@ -180,6 +183,96 @@ Test(decode, lookahead_window_never_commits, .init = setup, .fini = teardown, .t
                     (double)n / r.n_target_calls, s.acc_lade, s.prop_lade);
     }
     cr_assert_gt(acc, 0, "some pooled n-gram was accepted");
+}
+
+/* Random heads for the default model (any heads exercise the tree: acceptance is not the point). */
+static void write_random_heads(arb_heads_kind kind, const char *path)
+{
+    arb_err err = {0};
+    arb_model_info mi;
+    arb_model_get_info(M, &mi);
+    arb_heads *h;
+    cr_assert_eq(arb_heads_new(kind, 4, mi.n_embd, mi.n_vocab, &h, &err), ARB_OK);
+    arb_heads_init(h, 11);
+    uint64_t st = 99;
+    for (size_t i = 0; i < h->n_params; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        h->params[i] += 0.02f * ((float)((st >> 40) * 0x1p-24) - 0.5f);
+    }
+    arb_heads_meta meta = {.seed = 11};
+    cr_assert_eq(arb_sha256_file(arb_model_path(M), meta.base_sha256, &err), ARB_OK, "%s", err.msg);
+    for (int k = 0; k < 4; k++)
+        for (int r = 0; r < ARB_HEADS_RANKS; r++)
+            meta.rank_acc[k][r] = 0.5f / (float)(k + 1) / (float)(r + 1);
+    cr_assert_eq(arb_heads_save(path, h, &meta, &err), ARB_OK, "%s", err.msg);
+    arb_heads_free(h);
+}
+
+/* Medusa and Hydra (trees mc_sim_7b_63 and auto) emit the AR tokens; head nodes are counted. */
+Test(decode, head_drafters_reproduce_ar, .init = setup, .fini = teardown, .timeout = 900)
+{
+    if (!M)
+        cr_skip_test("default model not available (arbor fetch-model)");
+    static const struct { const char *method, *tree; } runs[] = {
+        {"medusa", "mc_sim_7b_63"}, {"medusa", "auto"}, {"hydra", "auto"}};
+    for (size_t m = 0; m < sizeof runs / sizeof runs[0]; m++) {
+        char path[] = "/tmp/arb_hd_XXXXXX";
+        int fd = mkstemp(path);
+        cr_assert_geq(fd, 0);
+        close(fd);
+        write_random_heads(!strcmp(runs[m].method, "hydra") ? ARB_HEADS_HYDRA : ARB_HEADS_MEDUSA, path);
+        for (size_t p = 0; p < 2; p++) {
+            int32_t ref[128];
+            int n_ref;
+            arb_prompt_result ar, r;
+            rec_sum sum;
+            generate("ar", prompts[p], 24, ref, &n_ref, &ar, &sum);
+            arb_err err = {0};
+            arb_method_spec s;
+            cr_assert_eq(arb_method_spec_preset(runs[m].method, &s, &err), ARB_OK);
+            cr_assert_eq(arb_method_param_set(&s, "heads", path, &err), ARB_OK, "%s", err.msg);
+            cr_assert_eq(arb_method_param_set(&s, "tree", runs[m].tree, &err), ARB_OK, "%s", err.msg);
+            cr_assert_eq(arb_method_param_set(&s, "budget", "20", &err), ARB_OK, "%s", err.msg);
+            arb_decoder *d;
+            cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK, "%s", err.msg);
+            int32_t *ids;
+            int n;
+            cr_assert_eq(arb_gen_prompt(M, prompts[p], true, &ids, &n, &err), ARB_OK);
+            arb_decode_opts o = arb_decode_default_opts();
+            o.max_new = 24;
+            memset(&sum, 0, sizeof sum);
+            sum.all_ranked = true; /* every head node carries its rank */
+            arb_decode_cb cb = {.on_step = on_step, .ud = &sum};
+            cr_assert_eq(arb_decoder_generate(d, ids, n, &o, &cb, &r, &err), ARB_OK, "%s", err.msg);
+            cr_assert_eq(r.n_generated, n_ref, "%s/%s prompt %zu", runs[m].method, runs[m].tree, p);
+            for (int i = 0; i < n_ref; i++)
+                cr_assert_eq(r.ids[i], ref[i], "%s/%s prompt %zu: token %d differs", runs[m].method, runs[m].tree, p,
+                             i);
+            cr_assert_eq(sum.committed + 1, n_ref);
+            cr_assert_not(sum.bad_k);
+            cr_assert_not(sum.bad_rank, "%s: ranks agree with the path", runs[m].method);
+            cr_assert_leq(sum.max_nodes, !strcmp(runs[m].tree, "auto") ? 20 : 64);
+            cr_assert_geq(sum.max_nodes, !strcmp(runs[m].tree, "auto") ? 20 : 64, "the whole tree is proposed");
+            free(ids);
+            arb_decoder_free(d);
+        }
+        /* a heads file made for another model is refused by name */
+        arb_heads *h;
+        arb_heads_meta meta;
+        arb_err err = {0};
+        cr_assert_eq(arb_heads_load(path, NULL, &h, &meta, &err), ARB_OK);
+        meta.base_sha256[0] = meta.base_sha256[0] == '0' ? '1' : '0';
+        cr_assert_eq(arb_heads_save(path, h, &meta, &err), ARB_OK);
+        arb_heads_free(h);
+        arb_method_spec s;
+        arb_method_spec_preset(runs[m].method, &s, &err);
+        arb_method_param_set(&s, "heads", path, &err);
+        arb_decoder *d = (arb_decoder *)1;
+        cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_E_INVAL);
+        cr_assert_null(d);
+        cr_assert(strstr(err.msg, "not this model"), "%s", err.msg);
+        unlink(path);
+    }
 }
 
 Test(decode, limits_reuse_and_first_match_mode, .init = setup, .fini = teardown, .timeout = 600)

@@ -58,12 +58,19 @@ typedef struct arb_drafter_i {
     /* After propose: n x V doubles, row v = the law q_v v's children were sampled from
        (sampling verifiers, docs/spec/verification.md §0.5). */
     const double *(*q_rows)(void *st);
+    /* ---- optional slot of head drafters (medusa.c); NULL elsewhere ---- */
+    /* The target's last hidden state (final-norm output, n_embd floats) of the node whose
+       logits gave the token just committed last: after prefill (the last prompt token) and
+       after every step (the walk's stop node). Non-NULL makes the decoder ask arb_eval for
+       hidden rows, so the target context must be created with want_hidden. */
+    void (*hidden)(void *st, const float *h);
 } arb_drafter_i;
 
 extern const arb_drafter_i arb_drafter_none, arb_drafter_pld, arb_drafter_tr, arb_drafter_goose;
 extern const arb_drafter_i arb_drafter_draft; /* draft model: single / iid / delayed (draft_model.c) */
 extern const arb_drafter_i arb_drafter_lookahead; /* Jacobi window + n-gram pool (lookahead.c) */
 extern const arb_drafter_i arb_drafter_eagle2; /* draft model + EAGLE-2 dynamic tree (eagle2.c) */
+extern const arb_drafter_i arb_drafter_medusa, arb_drafter_hydra; /* trained heads (medusa.c) */
 
 /* The registry (method.c): drafter by name ("ar" is an alias of "none"), NULL if unknown. */
 const arb_drafter_i *arb_drafter_find(const char *name);

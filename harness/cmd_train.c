@@ -1,0 +1,599 @@
+/* cmd_train.c — `arbor train medusa|hydra`: Medusa-1 / Hydra heads on a frozen target, from a
+ * distill file (docs/heads.md). The target's last hidden states are recomputed once with a
+ * teacher-forced prefill of each record and kept in memory; the heads train with AdamW, warm-up
+ * + cosine, gradient clipping; a held-out split by record reports loss and top-1/top-5 per head. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "adamw.h"
+#include "cJSON.h"
+#include "cli.h"
+#include "distill.h"
+#include "drafters/medusa.h"
+#include "genutil.h"
+#include "heads.h"
+#include "heads_file.h"
+#include "modelfetch.h"
+#include "progress.h"
+#include "sha256.h"
+
+static const char usage[] =
+    "usage: arbor train medusa|hydra [--model default|PATH] [--data FILE] [--out FILE]\n"
+    "                   [--heads K] [--steps N | --epochs E] [--batch B] [--lr LR]\n"
+    "                   [--warmup N] [--weight-decay W] [--clip C] [--seed S] [--threads N]\n"
+    "                   [--heldout F] [--eval-every N] [--eval-rows N] [--max-records N]\n"
+    "\n"
+    "Trains K heads on the target's last (final-norm) hidden state, sharing its frozen output\n"
+    "head, on the responses of a distill file (`arbor distill`); head k (1-based) predicts token\n"
+    "t + k + 1. Writes a GGUF with the heads, base model sha256, config, data sha256, accuracy.\n"
+    "\n"
+    "  --data FILE      distill file (default: the model's default distill file, n = 128)\n"
+    "  --out FILE       default <cache>/heads/<kind>-<model file>.<sha12>.gguf (heads=default)\n"
+    "  --heads K        heads (default 4, at most 8)\n"
+    "  --steps N        optimizer steps (default: --epochs E passes over the rows, E = 1)\n"
+    "  --batch B        rows (positions) per step (default 32)\n"
+    "  --lr LR          peak learning rate (1e-3); --warmup N ramp steps (5%), then cosine to 0\n"
+    "  --weight-decay W decoupled weight decay (0); --clip C global grad-norm cap (1.0)\n"
+    "  --seed S         shuffling, initialisation and the held-out split (default 1)\n"
+    "  --heldout F      share of records held out (default 0.05, at least one record)\n"
+    "  --eval-every N   held-out evaluation every N steps (default 0: at the end only)\n"
+    "  --eval-rows N    held-out rows evaluated at most (default 2000)\n"
+    "  --max-records N  use the first N records of the file (default all)\n"
+    "  --threads N      target threads for the hidden-state prefill (default 1)\n";
+
+typedef struct opts {
+    arb_heads_kind kind;
+    const char *model, *data, *out;
+    int K, steps, epochs, batch, warmup, eval_every, eval_rows, max_records, threads;
+    double lr, wd, clip, heldout;
+    uint64_t seed;
+} opts;
+
+typedef struct rowref {
+    int rec;   /* record index */
+    int j;     /* response position: hidden of token n_prompt - 1 + j, predicts resp[j] */
+} rowref;
+
+typedef struct trainer {
+    opts o;
+    const arb_distill_data *d;
+    arb_heads *h;
+    float *w_lm, *emb;     /* [V x E] (emb == w_lm when tied) */
+    float **hid;           /* [n_rec] -> [n_resp x E] or NULL (record unused) */
+    bool *held;            /* [n_rec] held-out record */
+    rowref *train, *eval;
+    size_t n_train, n_eval;
+    arb_heads_ws *ws;
+    float *x;              /* [batch x d_in max] */
+    int32_t *y, *ranks;    /* [batch] */
+} trainer;
+
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Fisher-Yates keyed by key (seeded, so a run is reproducible). */
+static void shuffle(rowref *a, size_t n, uint64_t key)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(mix64(key ^ i) % i);
+        rowref t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int parse_num(const char *flag, const char *v, double lo, double hi, double *out)
+{
+    char *e;
+    double x = v ? strtod(v, &e) : 0;
+    if (!v || !*v || *e || !(x >= lo && x <= hi)) {
+        fprintf(stderr, "arbor train: %s: expected a number in [%g, %g], got '%s'\n", flag, lo, hi, v ? v : "");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int parse_opts(int argc, char **argv, opts *o)
+{
+    *o = (opts){.model = "default", .K = 4, .epochs = 1, .batch = 32, .warmup = -1, .eval_rows = 2000,
+                .threads = 1, .lr = 1e-3, .clip = 1.0, .heldout = 0.05, .seed = 1};
+    if (argc < 2 || (strcmp(argv[1], "medusa") && strcmp(argv[1], "hydra"))) {
+        fprintf(stderr, "arbor train: first argument must be 'medusa' or 'hydra'\n%s", usage);
+        return -1;
+    }
+    o->kind = strcmp(argv[1], "hydra") ? ARB_HEADS_MEDUSA : ARB_HEADS_HYDRA;
+    for (int i = 2; i < argc; i += 2) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double x = 0;
+        int bad = 0;
+        if (!v) {
+            fprintf(stderr, "arbor train: %s: needs a value\n", a);
+            return -1;
+        }
+        if (!strcmp(a, "--model"))
+            o->model = v;
+        else if (!strcmp(a, "--data"))
+            o->data = v;
+        else if (!strcmp(a, "--out"))
+            o->out = v;
+        else if (!strcmp(a, "--heads"))
+            bad = parse_num(a, v, 1, ARB_HEADS_MAX, &x), o->K = (int)x;
+        else if (!strcmp(a, "--steps"))
+            bad = parse_num(a, v, 1, 1e9, &x), o->steps = (int)x;
+        else if (!strcmp(a, "--epochs"))
+            bad = parse_num(a, v, 1, 1000, &x), o->epochs = (int)x;
+        else if (!strcmp(a, "--batch"))
+            bad = parse_num(a, v, 1, 4096, &x), o->batch = (int)x;
+        else if (!strcmp(a, "--warmup"))
+            bad = parse_num(a, v, 0, 1e9, &x), o->warmup = (int)x;
+        else if (!strcmp(a, "--eval-every"))
+            bad = parse_num(a, v, 0, 1e9, &x), o->eval_every = (int)x;
+        else if (!strcmp(a, "--eval-rows"))
+            bad = parse_num(a, v, 1, 1e9, &x), o->eval_rows = (int)x;
+        else if (!strcmp(a, "--max-records"))
+            bad = parse_num(a, v, 1, 1e9, &x), o->max_records = (int)x;
+        else if (!strcmp(a, "--threads"))
+            bad = parse_num(a, v, 0, 1024, &x), o->threads = (int)x;
+        else if (!strcmp(a, "--lr"))
+            bad = parse_num(a, v, 1e-9, 10, &o->lr);
+        else if (!strcmp(a, "--weight-decay"))
+            bad = parse_num(a, v, 0, 10, &o->wd);
+        else if (!strcmp(a, "--clip"))
+            bad = parse_num(a, v, 0, 1e9, &o->clip);
+        else if (!strcmp(a, "--heldout"))
+            bad = parse_num(a, v, 0, 0.9, &o->heldout);
+        else if (!strcmp(a, "--seed"))
+            bad = parse_num(a, v, 0, 1.8e19, &x), o->seed = (uint64_t)x;
+        else {
+            fprintf(stderr, "arbor train: unknown option '%s'\n%s", a, usage);
+            return -1;
+        }
+        if (bad)
+            return -1;
+    }
+    return 0;
+}
+
+/* The hidden-state cache next to the distill file, <data>.<model sha256[0:12]>.hidden:
+   "ARBHID1\0" | 64-char model sha256 | 64-char data sha256 | u32 records used | u32 n_embd |
+   f32 rows of every used record, in order. Recomputing costs one prefill per record (minutes on
+   one core for 40k positions); the cache costs 4 x n_embd bytes per position (2.3 KB at 576). */
+static const char HID_MAGIC[8] = {'A', 'R', 'B', 'H', 'I', 'D', '1', 0};
+
+static bool used(const arb_distill_rec *R) { return R->n_resp >= 2 && R->n_prompt >= 1; }
+
+static bool cache_read(trainer *T, const char *path, const char *msha, int n_use, int E)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    char hdr[8 + 64 + 64];
+    uint32_t nu[2];
+    bool ok = fread(hdr, 1, sizeof hdr, f) == sizeof hdr && fread(nu, 4, 2, f) == 2 && !memcmp(hdr, HID_MAGIC, 8) &&
+              !memcmp(hdr + 8, msha, 64) && !memcmp(hdr + 72, T->d->sha256, 64) && nu[0] == (uint32_t)n_use &&
+              nu[1] == (uint32_t)E;
+    for (int r = 0; ok && r < n_use; r++) {
+        const arb_distill_rec *R = &T->d->rec[r];
+        if (!used(R))
+            continue;
+        ok = (T->hid[r] = malloc((size_t)R->n_resp * E * sizeof(float))) &&
+             fread(T->hid[r], sizeof(float) * E, (size_t)R->n_resp, f) == (size_t)R->n_resp;
+    }
+    fclose(f);
+    if (!ok)
+        for (int r = 0; r < n_use; r++)
+            free(T->hid[r]), T->hid[r] = NULL;
+    return ok;
+}
+
+static void cache_write(const trainer *T, const char *path, const char *msha, int n_use, int E)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%.4180s.part", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return;
+    uint32_t nu[2] = {(uint32_t)n_use, (uint32_t)E};
+    bool ok = fwrite(HID_MAGIC, 1, 8, f) == 8 && fwrite(msha, 1, 64, f) == 64 &&
+              fwrite(T->d->sha256, 1, 64, f) == 64 && fwrite(nu, 4, 2, f) == 2;
+    for (int r = 0; ok && r < n_use; r++)
+        if (T->hid[r])
+            ok = fwrite(T->hid[r], sizeof(float) * E, (size_t)T->d->rec[r].n_resp, f) ==
+                 (size_t)T->d->rec[r].n_resp;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path)) {
+        remove(tmp);
+        fprintf(stderr, "train: warning: cannot write the hidden-state cache %s\n", path);
+    }
+}
+
+/* Hidden states of every used record: prefill the prompt but its last token, then one chain
+   over [last prompt token, resp[0 .. n_resp - 2]] returning hidden rows and argmax. The argmax
+   of row j must be resp[j] (the file holds the target's own greedy answer): counted as a check. */
+static int compute_hidden(trainer *T, arb_ctx *ctx, int E, const char *msha, arb_err *err)
+{
+    const arb_distill_data *d = T->d;
+    int n_use = T->o.max_records > 0 && T->o.max_records < d->n_rec ? T->o.max_records : d->n_rec;
+    char cpath[4200];
+    snprintf(cpath, sizeof cpath, "%.4096s.%.12s.hidden", T->o.data, msha);
+    if (cache_read(T, cpath, msha, n_use, E)) {
+        fprintf(stderr, "train: hidden states from %s\n", cpath);
+        return ARB_OK;
+    }
+    int cap = 0;
+    for (int r = 0; r < n_use; r++)
+        cap = d->rec[r].n_resp > cap ? d->rec[r].n_resp : cap;
+    int32_t *par = malloc((size_t)(cap + 1) * sizeof *par), *am = malloc((size_t)(cap + 1) * sizeof *am);
+    if (!par || !am) {
+        free(par);
+        free(am);
+        return ARB_ERR(err, ARB_E_NOMEM, "train: out of memory");
+    }
+    for (int i = 0; i <= cap; i++)
+        par[i] = i - 1;
+    arb_progress pr;
+    arb_progress_init(&pr, stderr, n_use, 30.0);
+    uint64_t agree = 0, rows = 0;
+    double t0 = now_s();
+    int rc = ARB_OK;
+    for (int r = 0; r < n_use && !rc; r++) {
+        const arb_distill_rec *R = &d->rec[r];
+        if (!used(R)) { /* no head has a target */
+            arb_progress_step(&pr, 1, false, "skip");
+            continue;
+        }
+        int n = R->n_resp; /* rows: positions n_prompt-1 .. n_prompt+n_resp-2 */
+        if (!(T->hid[r] = malloc((size_t)n * E * sizeof(float)))) {
+            rc = ARB_ERR(err, ARB_E_NOMEM, "train: out of memory for hidden states (record %d)", r);
+            break;
+        }
+        arb_eval_out eo = {.argmax = am, .hidden = T->hid[r]};
+        if ((rc = arb_ctx_truncate(ctx, 0)) ||
+            (R->n_prompt > 1 && (rc = arb_prefill(ctx, R->tok, R->n_prompt - 1, NULL, err))) ||
+            (rc = arb_eval_ex(ctx, R->tok + R->n_prompt - 1, par, n, &eo, err))) {
+            arb_err_prefix(err, "record %d (seq %u)", r, R->seq);
+            break;
+        }
+        for (int j = 0; j < n; j++)
+            agree += am[j] == R->tok[R->n_prompt + j];
+        rows += (uint64_t)n;
+        arb_progress_step(&pr, 1, true, "hidden states");
+    }
+    arb_progress_finish(&pr);
+    free(par);
+    free(am);
+    if (!rc)
+        cache_write(T, cpath, msha, n_use, E);
+    if (!rc)
+        fprintf(stderr, "train: hidden states of %llu positions in %.1f s; argmax = stored token at %.2f%% "
+                        "(greedy self-distillation: 100%% expected on the CPU)\n",
+                (unsigned long long)rows, now_s() - t0, rows ? 100.0 * (double)agree / (double)rows : 0.0);
+    return rc;
+}
+
+/* Input row of head k at (rec, j): the hidden state, then (Hydra) the embeddings of resp[j]
+   (the token the LM head gives: the tree's anchor) and of the k tokens before head k's target. */
+static void build_x(const trainer *T, int k, const rowref *rr, float *x)
+{
+    const int E = T->h->n_embd;
+    memcpy(x, T->hid[rr->rec] + (size_t)rr->j * E, (size_t)E * sizeof *x);
+    if (T->h->kind != ARB_HEADS_HYDRA)
+        return;
+    const arb_distill_rec *R = &T->d->rec[rr->rec];
+    const int32_t *resp = R->tok + R->n_prompt;
+    for (int i = 0; i <= k; i++) {
+        int idx = rr->j + i;
+        int32_t t = idx < R->n_resp ? resp[idx] : 0; /* rows without a target never read x */
+        memcpy(x + (size_t)(i + 1) * E, T->emb + (size_t)t * E, (size_t)E * sizeof *x);
+    }
+}
+
+static int32_t target(const trainer *T, int k, const rowref *rr)
+{
+    const arb_distill_rec *R = &T->d->rec[rr->rec];
+    int idx = rr->j + 1 + k;
+    return idx < R->n_resp ? R->tok[R->n_prompt + idx] : -1;
+}
+
+static float head_weight(int k) { return powf(0.8f, (float)(k + 1)); }
+
+typedef struct eval_res {
+    double loss[ARB_HEADS_MAX];
+    double top1[ARB_HEADS_MAX], top5[ARB_HEADS_MAX];
+    double rank_acc[ARB_HEADS_MAX][ARB_HEADS_RANKS];
+    long n[ARB_HEADS_MAX];
+} eval_res;
+
+static void evaluate(trainer *T, eval_res *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    const arb_heads *h = T->h;
+    size_t n = T->n_eval < (size_t)T->o.eval_rows ? T->n_eval : (size_t)T->o.eval_rows;
+    for (int k = 0; k < h->n_heads; k++)
+        for (size_t b0 = 0; b0 < n; b0 += (size_t)T->o.batch) {
+            int B = (int)(n - b0 < (size_t)T->o.batch ? n - b0 : (size_t)T->o.batch);
+            for (int i = 0; i < B; i++) {
+                build_x(T, k, &T->eval[b0 + i], T->x + (size_t)i * h->d_in[k]);
+                T->y[i] = target(T, k, &T->eval[b0 + i]);
+            }
+            ev->loss[k] += arb_heads_step(h, k, T->w_lm, T->x, T->y, B, 1, NULL, T->ws, T->ranks);
+            for (int i = 0; i < B; i++) {
+                int r = T->ranks[i];
+                if (r < 0)
+                    continue;
+                ev->n[k]++;
+                ev->top1[k] += r == 0;
+                ev->top5[k] += r < 5;
+                if (r < ARB_HEADS_RANKS)
+                    ev->rank_acc[k][r]++;
+            }
+        }
+    for (int k = 0; k < h->n_heads; k++) {
+        double m = ev->n[k] ? (double)ev->n[k] : 1;
+        ev->loss[k] /= m;
+        ev->top1[k] /= m;
+        ev->top5[k] /= m;
+        for (int r = 0; r < ARB_HEADS_RANKS; r++)
+            ev->rank_acc[k][r] /= m;
+    }
+}
+
+static void print_eval(const trainer *T, const eval_res *ev, int step)
+{
+    fprintf(stderr, "eval step %d (%zu held-out rows):", step,
+            T->n_eval < (size_t)T->o.eval_rows ? T->n_eval : (size_t)T->o.eval_rows);
+    for (int k = 0; k < T->h->n_heads; k++)
+        fprintf(stderr, "  h%d loss %.3f top1 %.3f top5 %.3f", k + 1, ev->loss[k], ev->top1[k], ev->top5[k]);
+    fprintf(stderr, "\n");
+}
+
+static void trainer_release(trainer *T)
+{
+    if (T->hid && T->d)
+        for (int r = 0; r < T->d->n_rec; r++)
+            free(T->hid[r]);
+    free(T->hid);
+    free(T->held);
+    free(T->train);
+    free(T->eval);
+    if (T->emb != T->w_lm)
+        free(T->emb);
+    free(T->w_lm);
+    arb_heads_ws_free(T->ws);
+    arb_heads_free(T->h);
+    free(T->x);
+    free(T->y);
+    free(T->ranks);
+}
+
+static int run(trainer *T, arb_err *err)
+{
+    opts *o = &T->o;
+    char path[4096], sha[65], dpath[4096], out[4096];
+    arb_model *m = NULL;
+    arb_ctx *ctx = NULL;
+    arb_distill_data *d = NULL;
+    float *grad = NULL;
+    arb_adamw opt = {0};
+    int rc;
+    if ((rc = arb_model_resolve(o->model, path, sizeof path, err)) || (rc = arb_sha256_file(path, sha, err)))
+        return rc;
+    if (!o->data) {
+        if ((rc = arb_distill_default_path(path, sha, 128, dpath, sizeof dpath, err)))
+            return rc;
+        o->data = dpath;
+    }
+    if ((rc = arb_distill_load(o->data, &d, err)))
+        return rc;
+    T->d = d;
+    {
+        cJSON *j = cJSON_Parse(d->meta);
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "model_sha256");
+        if (!cJSON_IsString(s) || strcmp(s->valuestring, sha))
+            rc = ARB_ERR(err, ARB_E_INVAL, "%s: made with model sha256 %.16s..., not %s (sha256 %.16s...)", o->data,
+                         cJSON_IsString(s) ? s->valuestring : "?", path, sha);
+        cJSON_Delete(j);
+        if (rc)
+            goto done;
+    }
+    arb_load_opts lo = arb_gen_load_opts();
+    lo.n_threads = o->threads;
+    arb_ctx_opts co = arb_ctx_default_opts();
+    co.want_hidden = true;
+    if ((rc = arb_model_load(path, &lo, &m, err)) || (rc = arb_ctx_new(m, &co, &ctx, err)))
+        goto done;
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    const int E = mi.n_embd;
+    if ((rc = arb_heads_new(o->kind, o->K, E, mi.n_vocab, &T->h, err)))
+        goto done;
+    arb_heads_init(T->h, o->seed);
+    int dmax = T->h->d_in[o->K - 1];
+    T->hid = calloc((size_t)d->n_rec + 1, sizeof *T->hid);
+    T->held = calloc((size_t)d->n_rec + 1, sizeof *T->held);
+    T->x = malloc((size_t)o->batch * dmax * sizeof *T->x);
+    T->y = malloc((size_t)o->batch * sizeof *T->y);
+    T->ranks = malloc((size_t)o->batch * sizeof *T->ranks);
+    grad = calloc(T->h->n_params, sizeof *grad);
+    if (!T->hid || !T->held || !T->x || !T->y || !T->ranks || !grad) {
+        rc = ARB_ERR(err, ARB_E_NOMEM, "train: out of memory");
+        goto done;
+    }
+    if ((rc = arb_heads_ws_new(T->h, o->batch, &T->ws, err)) ||
+        (rc = arb_heads_lm_weights(m, &T->w_lm, o->kind == ARB_HEADS_HYDRA ? &T->emb : NULL, err)))
+        goto done;
+    /* held-out records: a hash of (seed, seq) below the share; at least one */
+    for (int r = 0; r < d->n_rec; r++)
+        T->held[r] = (double)(mix64(o->seed * 0x100000001b3ull ^ d->rec[r].seq) >> 11) * 0x1p-53 < o->heldout;
+    if ((rc = compute_hidden(T, ctx, E, sha, err)))
+        goto done;
+    arb_ctx_free(ctx), ctx = NULL; /* the model stays for nothing else: free its memory early */
+    size_t n_rows = 0;
+    int n_used = 0, n_held_used = 0, first_used = -1;
+    for (int r = 0; r < d->n_rec; r++)
+        if (T->hid[r]) {
+            n_rows += (size_t)d->rec[r].n_resp - 1;
+            first_used = first_used < 0 ? r : first_used;
+            n_used++;
+            n_held_used += T->held[r];
+        }
+    if (n_held_used == 0 && o->heldout > 0 && first_used >= 0)
+        T->held[first_used] = true, n_held_used = 1;
+    T->train = malloc((n_rows + 1) * sizeof *T->train);
+    T->eval = malloc((n_rows + 1) * sizeof *T->eval);
+    if (!T->train || !T->eval) {
+        rc = ARB_ERR(err, ARB_E_NOMEM, "train: out of memory");
+        goto done;
+    }
+    for (int r = 0; r < d->n_rec; r++)
+        for (int j = 0; T->hid[r] && j < d->rec[r].n_resp - 1; j++) {
+            rowref rr = {r, j};
+            if (T->held[r])
+                T->eval[T->n_eval++] = rr;
+            else
+                T->train[T->n_train++] = rr;
+        }
+    if (T->n_train == 0) {
+        rc = ARB_ERR(err, ARB_E_INVAL, "%s: no training rows (records with >= 2 response tokens)", o->data);
+        goto done;
+    }
+    shuffle(T->eval, T->n_eval, o->seed ^ 0xe7a1ull); /* so --eval-rows samples across records */
+    size_t per_epoch = (T->n_train + (size_t)o->batch - 1) / (size_t)o->batch;
+    int steps = o->steps > 0 ? o->steps : (int)(per_epoch * (size_t)o->epochs);
+    arb_adamw_opts ao = arb_adamw_default_opts();
+    ao.lr = o->lr;
+    ao.weight_decay = o->wd;
+    ao.clip = o->clip;
+    ao.total_steps = steps;
+    ao.warmup_steps = o->warmup >= 0 ? (o->warmup < steps ? o->warmup : steps) : steps / 20;
+    if ((rc = arb_adamw_init(&opt, T->h->n_params, &ao, err)))
+        goto done;
+    fprintf(stderr, "train %s: %d heads on %s; %d records used (%d held out), %zu training rows, %zu held-out rows; "
+                    "%d steps x %d rows (%.2f epochs), %zu parameters\n",
+            arb_heads_kind_name(o->kind), o->K, mi.name, n_used, n_held_used, T->n_train, T->n_eval, steps,
+            o->batch, (double)steps * o->batch / (double)T->n_train, T->h->n_params);
+    double t0 = now_s(), loss_acc[ARB_HEADS_MAX] = {0};
+    long loss_n[ARB_HEADS_MAX] = {0};
+    size_t cursor = T->n_train; /* forces a shuffle on the first step */
+    uint64_t epoch = 0;
+    eval_res ev = {0};
+    for (int step = 0; step < steps; step++) {
+        memset(grad, 0, T->h->n_params * sizeof *grad);
+        rowref batch[4096];
+        int B = 0;
+        while (B < o->batch) {
+            if (cursor >= T->n_train) { /* a new epoch, its own order */
+                shuffle(T->train, T->n_train, o->seed ^ (epoch << 32));
+                cursor = 0;
+                epoch++;
+            }
+            batch[B++] = T->train[cursor++];
+        }
+        for (int k = 0; k < o->K; k++) {
+            int nv = 0;
+            for (int i = 0; i < B; i++) {
+                build_x(T, k, &batch[i], T->x + (size_t)i * T->h->d_in[k]);
+                T->y[i] = target(T, k, &batch[i]);
+                nv += T->y[i] >= 0;
+            }
+            if (!nv)
+                continue;
+            /* loss = Σ_k w_k mean_i CE_ik, w_k = 0.8^k (1-based k) */
+            double l = arb_heads_step(T->h, k, T->w_lm, T->x, T->y, B, head_weight(k) / (float)nv, grad, T->ws, NULL);
+            loss_acc[k] += l;
+            loss_n[k] += nv;
+        }
+        double gn = arb_adamw_step(&opt, T->h->params, grad);
+        bool last = step + 1 == steps;
+        if ((step + 1) % 50 == 0 || last) {
+            double el = now_s() - t0;
+            fprintf(stderr, "step %d/%d lr %.2e |g| %.3f  %.0f rows/s  ETA %.0fs  train loss", step + 1, steps,
+                    arb_adamw_lr(&ao, step), gn, (double)(step + 1) * o->batch / el,
+                    el / (step + 1) * (steps - step - 1));
+            for (int k = 0; k < o->K; k++) {
+                fprintf(stderr, " %.3f", loss_n[k] ? loss_acc[k] / (double)loss_n[k] : 0.0);
+                loss_acc[k] = 0;
+                loss_n[k] = 0;
+            }
+            fprintf(stderr, "\n");
+        }
+        if (T->n_eval && ((o->eval_every > 0 && (step + 1) % o->eval_every == 0) || last)) {
+            evaluate(T, &ev);
+            print_eval(T, &ev, step + 1);
+        }
+    }
+    double train_s = now_s() - t0;
+    /* the file */
+    arb_heads_meta meta = {0};
+    snprintf(meta.base_sha256, sizeof meta.base_sha256, "%s", sha);
+    snprintf(meta.base_name, sizeof meta.base_name, "%s", mi.name);
+    snprintf(meta.data_sha256, sizeof meta.data_sha256, "%s", d->sha256);
+    meta.seed = o->seed;
+    meta.rows = T->n_train;
+    meta.heldout_rows = T->n_eval < (size_t)o->eval_rows ? T->n_eval : (size_t)o->eval_rows;
+    for (int k = 0; k < o->K; k++) {
+        meta.top1[k] = (float)ev.top1[k];
+        meta.top5[k] = (float)ev.top5[k];
+        for (int r = 0; r < ARB_HEADS_RANKS; r++)
+            meta.rank_acc[k][r] = (float)ev.rank_acc[k][r];
+    }
+    snprintf(meta.config, sizeof meta.config,
+             "{\"kind\":\"%s\",\"heads\":%d,\"steps\":%d,\"batch\":%d,\"lr\":%g,\"warmup\":%d,\"schedule\":\"cosine\","
+             "\"weight_decay\":%g,\"clip\":%g,\"head_weights\":\"0.8^k\",\"heldout\":%g,\"eval_rows\":%d,"
+             "\"max_records\":%d,\"data\":\"%s\",\"records\":%d}",
+             arb_heads_kind_name(o->kind), o->K, steps, o->batch, o->lr, ao.warmup_steps, o->wd, o->clip, o->heldout,
+             o->eval_rows, o->max_records, o->data, d->n_rec);
+    if (!o->out) {
+        if ((rc = arb_medusa_default_path(arb_heads_kind_name(o->kind), path, sha, out, sizeof out, err)))
+            goto done;
+        o->out = out;
+    }
+    if ((rc = arb_heads_save(o->out, T->h, &meta, err)))
+        goto done;
+    printf("train %s: %s\n  %d steps x %d rows in %.1f s (%.1f rows/s, %d heads); held-out (%llu rows):\n",
+           arb_heads_kind_name(o->kind), o->out, steps, o->batch, train_s, (double)steps * o->batch / train_s, o->K,
+           (unsigned long long)meta.heldout_rows);
+    for (int k = 0; k < o->K; k++)
+        printf("  head %d (token t+%d): loss %.3f  top-1 %.3f  top-5 %.3f\n", k + 1, k + 2, ev.loss[k], ev.top1[k],
+               ev.top5[k]);
+done:
+    arb_adamw_release(&opt);
+    free(grad);
+    trainer_release(T);
+    arb_distill_free(d);
+    arb_ctx_free(ctx);
+    arb_model_free(m);
+    return rc;
+}
+
+int arb_cmd_train(int argc, char **argv)
+{
+    if (arb_cli_wants_help(argc, argv)) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    trainer T = {0};
+    if (parse_opts(argc, argv, &T.o))
+        return 2;
+    arb_err err = {0};
+    int rc = run(&T, &err);
+    if (rc)
+        fprintf(stderr, "arbor train: %s\n", err.msg);
+    return rc ? 1 : 0;
+}
