@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "decode.h"
+#include "drafters/drafter.h"
 #include "drafters/goose.h"
 #include "drafters/pld.h"
 #include "drafters/rest.h"
@@ -36,7 +37,9 @@ static const char usage[] =
     "logits rows on 1 thread and on the target's --threads, and the ratio to eval time.\n"
     "REST: datastore memory, build time and retrieval latency on a synthetic corpus of 10^6\n"
     "and 10^7 tokens (--rest-1e8 adds 10^8: minutes, ~3 GB), and with --model, retrieval on\n"
-    "--datastore (default code, see arbor datastore) against one 65-node tree eval.\n";
+    "--datastore (default code, see arbor datastore) against one 65-node tree eval.\n"
+    "Last, the Lookahead drafter (preset lookahead, W 15 N 5 G 15): its propose (window +\n"
+    "guesses) and pool update per step, and with --model their share of its tree's eval.\n";
 
 static double now_us(void)
 {
@@ -246,6 +249,76 @@ static int bench_rest(bool big, const char *ds_name, arb_ctx *c, arb_err *err)
     }
     printf("\n");
     arb_rest_retriever_free(r);
+    return rc;
+}
+
+/* Lookahead (docs/spec/drafting.md §6): the drafter's own work per step, through its vtable as
+   decode drives it. One anchor recurs, so after the fill steps its pool list is full (G grams)
+   and every step proposes the whole 1 + (W-1) + (N-2)W + G(N-1) tree and puts W full-list
+   grams; the argmax rows are random tokens. With c, that tree's eval on the model. */
+static int bench_lookahead(arb_ctx *c, int V, arb_err *err)
+{
+    arb_method_spec sp;
+    arb_method_spec_preset("lookahead", &sp, NULL);
+    const arb_drafter_i *dr = arb_drafter_find("lookahead");
+    int cap = arb_method_max_nodes(&sp), rc;
+    void *st = NULL;
+    arb_tree t = {0};
+    int32_t S[64], *y = malloc((size_t)cap * sizeof *y);
+    float *lg = c ? malloc((size_t)cap * V * sizeof *lg) : NULL;
+    if (!y || (c && !lg)) {
+        rc = ARB_ERR(err, ARB_E_NOMEM, "bench-harness: out of memory");
+        goto out;
+    }
+    for (int i = 0; i < 64; i++)
+        S[i] = (int32_t)(rnd() % V);
+    if ((rc = dr->create(&sp, V, &st, err)) || (rc = arb_tree_init(&t, cap, err)) ||
+        (rc = dr->begin(st, 4096, true, err)))
+        goto out;
+    dr->append(st, S, 64);
+    const int FILL = 40, R = 20;
+    double t_prop = 1e30, t_upd = 1e30;
+    for (int step = 1; step <= FILL + R; step++) {
+        double t0 = now_us();
+        arb_step_record rec = {0};
+        arb_tree_reset(&t, S[63]);
+        dr->set_step(st, 0, step);
+        dr->propose(st, S, 64, &t, &rec);
+        arb_tree_finalize(&t);
+        double t1 = now_us();
+        for (int i = 0; i < t.n; i++)
+            y[i] = (int32_t)(rnd() % V);
+        double t2 = now_us();
+        arb_harvest h = {.n = t.n, .K = 1, .tok = t.tok, .ids = y, .prefill = false};
+        dr->harvest(st, &h);
+        double t3 = now_us();
+        if (step > FILL) {
+            t_prop = fmin(t_prop, t1 - t0);
+            t_upd = fmin(t_upd, t3 - t2);
+        }
+    }
+    printf("## Lookahead drafter per step (W %d, N %d, G %d; best of %d steps, microseconds)\n\n"
+           "| tree nodes | propose (window + guesses) | pool update (Jacobi + harvest) | total |\n"
+           "|---:|---:|---:|---:|\n| %d | %.1f | %.1f | %.1f |\n\n",
+           sp.la_window, sp.la_ngram, sp.la_guess, R, t.n, t_prop, t_upd, t_prop + t_upd);
+    if (c) {
+        double te = 1e30;
+        for (int r = 0; r < 3 && !rc; r++) {
+            double t0 = now_us();
+            rc = arb_eval(c, t.tok, t.parent, t.n, lg, NULL, err);
+            te = fmin(te, now_us() - t0);
+        }
+        if (!rc)
+            printf("%d-node Lookahead tree eval at 256 tokens of context: %.0f us (best of 3); "
+                   "propose + pool update = %.4f%% of eval\n",
+                   t.n, te, 100.0 * (t_prop + t_upd) / te);
+    }
+out:
+    if (st)
+        dr->destroy(st);
+    arb_tree_release(&t);
+    free(y);
+    free(lg);
     return rc;
 }
 
@@ -482,6 +555,10 @@ int arb_cmd_bench_harness(int argc, char **argv)
     }
     if (!rc)
         rc = bench_rest(rest_big, ds_name, c, &err);
+    if (!rc) {
+        printf("\n");
+        rc = bench_lookahead(c, V, &err);
+    }
 done:
     if (rc)
         fprintf(stderr, "arbor bench-harness: %s\n", err.msg);

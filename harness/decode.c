@@ -173,8 +173,8 @@ static int stat_slot(int src)
     case ARB_SRC_TR: return ARB_STAT_TR;
     case ARB_SRC_DRAFT: return ARB_STAT_DRAFT;
     case ARB_SRC_HEAD: return ARB_STAT_HEAD;
-    case ARB_SRC_LADE_GUESS:
-    case ARB_SRC_LADE_WINDOW: return ARB_STAT_LADE;
+    case ARB_SRC_LADE_GUESS: return ARB_STAT_LADE;
+    case ARB_SRC_LADE_WINDOW: return ARB_STAT_LADE_WINDOW;
     case ARB_SRC_REST: return ARB_STAT_REST;
     default: return -1;
     }

@@ -28,7 +28,7 @@
 enum { ARB_RANK_MAX = 16,         /* successor ranks whose offers/hits a step counts (0..15) */
        ARB_RANK_PATH_MAX = 64 };  /* accepted nodes whose rank a step keeps (the path's first 64) */
 enum { ARB_STAT_PLD, ARB_STAT_TR, ARB_STAT_DRAFT, ARB_STAT_HEAD, ARB_STAT_LADE, ARB_STAT_REST,
-       ARB_STAT_COUNT };                                  /* per-source counters */
+       ARB_STAT_LADE_WINDOW, ARB_STAT_COUNT };            /* per-source counters */
 typedef enum arb_step_mode { ARB_MODE_AR = 0, ARB_MODE_TREE, ARB_MODE_BYPASS, ARB_MODE_CHAIN } arb_step_mode;
 typedef enum arb_path_cat {  /* docs/spec/drafting.md §4.5; AR fallback / bypass are told apart by mode */
     ARB_CAT_NONE = 0,        /* k = 0 */

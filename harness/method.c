@@ -13,6 +13,7 @@
 #include "drafters/drafter.h"
 #include "drafters/goose.h"
 #include "schedulers/scheduler.h"
+#include "drafters/lookahead.h"
 #include "verifiers/verifier.h"
 
 /* ---- registries (STYLE practice 11): one row per plug-in ---- */
@@ -37,7 +38,8 @@ const arb_drafter_i arb_drafter_none = {
 
 static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_pld, &arb_drafter_tr,
                                                 &arb_drafter_goose, &arb_drafter_draft, &arb_drafter_eagle2,
-                                                &arb_drafter_medusa, &arb_drafter_hydra, &arb_drafter_rest};
+                                                &arb_drafter_medusa, &arb_drafter_hydra, &arb_drafter_rest,
+                                                &arb_drafter_lookahead};
 static const char *const topologies[] = {"", "iso", "sequoia"};
 static const char *const schedulers[] = {"goose_tiers", "fixed", "none"};
 static const char *const consensus_modes[] = {"any", "distinct", "long"}; /* method.h */
@@ -146,6 +148,10 @@ static const arb_method_param params[] = {
     {"paths", ARB_PARAM_INT, OFF(dte_k), "draft", 1, 16, "k: i.i.d. draft paths (branching factor)"},
     {"trunk", ARB_PARAM_INT, OFF(dte_l), "draft", 0, 32, "l: trunk length before the branch point"},
     {"branch_len", ARB_PARAM_INT, OFF(dte_b), "draft", 0, 32, "b: length of each branch (single chain: paths 1, trunk 0)"},
+    {"window", ARB_PARAM_INT, OFF(la_window), "lookahead", 1, ARB_LADE_W_MAX, "W: Lookahead window columns"},
+    {"ngram", ARB_PARAM_INT, OFF(la_ngram), "lookahead", 3, ARB_LADE_N_MAX, "N: Lookahead n-gram size (N-1 window levels)"},
+    {"guess", ARB_PARAM_INT, OFF(la_guess), "lookahead", 0, ARB_LADE_G_MAX, "G: Lookahead n-grams per key, verified per step"},
+    {"pool_from_prompt", ARB_PARAM_BOOL, OFF(la_prompt_pool), "lookahead", 0, 1, "seed the Lookahead pool with the prompt's n-grams"},
     /* typical_*: in a run's config JSON only when the verifier is typical (config_method.c) */
     {"typical_eps", ARB_PARAM_DOUBLE, OFF(typical_eps), "draft " E2, 0, 1, "typical: posterior threshold epsilon"},
     {"typical_alpha", ARB_PARAM_DOUBLE, OFF(typical_alpha), "draft " E2, 0, 1e9, "typical: entropy factor alpha"},
@@ -189,7 +195,7 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     memset(s, 0, sizeof *s);
     const arb_drafter_i *d = drafter ? arb_drafter_find(drafter) : NULL;
     if (!d)
-        return ARB_ERR(err, ARB_E_INVAL, "method: drafter: unknown '%s' (none, pld, tr, goose, draft, rest)",
+        return ARB_ERR(err, ARB_E_INVAL, "method: drafter: unknown '%s' (none, pld, tr, goose, draft, rest, lookahead)",
                        drafter ? drafter : "(null)");
     snprintf(s->drafter, sizeof s->drafter, "%s", d->name);
     snprintf(s->verifier, sizeof s->verifier, "greedy");
@@ -247,6 +253,10 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
         s->budget = 81;
         s->hot_start = true;
         s->harvest_prefill = false; /* the TR reference harvests decode forwards only */
+    } else if (d == &arb_drafter_lookahead) { /* docs/spec/drafting.md §6 */
+        snprintf(s->id, sizeof s->id, "Lookahead");
+        snprintf(s->scheduler, sizeof s->scheduler, "none");
+        s->topk = 1; /* the window's Jacobi update needs only each node's argmax */
     } else if (d == &arb_drafter_draft) { /* draft model, i.i.d. paths by default (DTE §4 baseline) */
         snprintf(s->id, sizeof s->id, "Draft");
         snprintf(s->scheduler, sizeof s->scheduler, "none");
@@ -271,6 +281,11 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     s->dte_k = 2;
     s->dte_l = 0;
     s->dte_b = 4;
+    /* Lookahead: the paper's setting for 7B models (W, N, G) = (15, 5, 15), also llama.cpp's
+       example; the reference README's (7, 5, 7) is the lookahead-small preset */
+    s->la_window = 15;
+    s->la_ngram = 5;
+    s->la_guess = 15;
     s->typical_eps = 0.09; /* Medusa's medusa_generate defaults (docs/spec/verification.md §9) */
     s->typical_alpha = 0.3;
     snprintf(s->datastore, sizeof s->datastore, "auto");
@@ -294,6 +309,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
         {"goose-nospine", "goose", "GOOSE w/o context-match spine"},
         {"goose-control", "goose", "GOOSE control (TR spine)"},
         {"draft", "draft", "Draft"}, {"eagle2", "eagle2-draft", "EAGLE2"},
+        {"lookahead", "lookahead", "Lookahead"}, {"lookahead-small", "lookahead", "Lookahead-small"},
         {"medusa", "medusa", "Medusa"}, {"hydra", "hydra", "Hydra"},
         {"draft", "draft", "Draft"},
         {"rest", "rest", "REST"}, {"rest-code", "rest", "REST"}, {"rest-chat", "rest", "REST"},
@@ -332,12 +348,16 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
             snprintf(s->tree_sched, sizeof s->tree_sched, "%s",
                      !strcmp(n, "entmtp") ? "static" : !strcmp(n, "entmtp-tau") ? "entmtp_tau" : "ladder");
             snprintf(s->feature, sizeof s->feature, "gD"); /* the feature the bank's tau was calibrated on */
+        } else if (!strcmp(n, "lookahead-small")) { /* [CHOICE] CPU: the reference README's (7, 5, 7) */
+            s->la_window = 7;
+            s->la_guess = 7;
         }
         return ARB_OK;
     }
     return ARB_ERR(err, ARB_E_INVAL,
                    "method: unknown '%s' (ar pld tr goose iso3 iso5 sequoia goose-nospinebr goose-unigram "
-                   "goose-nobypass goose-nospine goose-control draft eagle2 medusa hydra rest rest-code rest-chat entmtp entmtp-tau entmtp-ll)", name);
+                   "goose-nobypass goose-nospine goose-control draft eagle2 medusa hydra rest rest-code rest-chat entmtp entmtp-tau entmtp-ll "
+                   "lookahead lookahead-small)", name);
 }
 
 int arb_method_max_nodes(const arb_method_spec *s)
@@ -351,6 +371,8 @@ int arb_method_max_nodes(const arb_method_spec *s)
         return 81;
     if (d == &arb_drafter_draft)
         return 1 + s->dte_l + s->dte_k * s->dte_b;
+    if (d == &arb_drafter_lookahead)
+        return arb_lade_max_nodes(s->la_window, s->la_ngram, s->la_guess);
     if (d == &arb_drafter_eagle2)
         return s->budget;
     if (d == &arb_drafter_medusa || d == &arb_drafter_hydra) /* mc_sim_7b_63: 63 nodes + anchor */
@@ -429,6 +451,10 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
     }
     if (!strcmp(s->drafter, "tr") && s->topk < 8)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: topk: TR template 2.2.2 needs topk >= 8", s->id);
+    if (!strcmp(s->drafter, "lookahead") && arb_method_max_nodes(s) > ARB_LADE_NODES_MAX)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: window: W %d, N %d, G %d make %d nodes per step "
+                       "(1 + (W-1) + (N-2)W + G(N-1)); at most %d", s->id, s->la_window, s->la_ngram,
+                       s->la_guess, arb_method_max_nodes(s), ARB_LADE_NODES_MAX);
     if (!strcmp(s->drafter, "draft")) { /* sampling verifiers: validity matrix (docs/spec/verification.md §0.6) */
         arb_regime rg = s->dte_l > 0 ? ARB_REGIME_DELAYED : s->dte_k > 1 ? ARB_REGIME_IID : ARB_REGIME_SINGLE;
         if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))

@@ -10,8 +10,9 @@
  *     if (arb_method_spec_validate(&s, &err)) ...        // "method GOOSE: rho: must be in [0,1]"
  *     arb_method_spec_preset("iso3", &s, &err);          // CLI names: ar pld tr goose iso3 iso5 sequoia
  *
- * Drafters: "none" (AR), "pld", "tr", "goose", "rest" (retrieval, drafters/rest.h). Topologies: "" (the drafter's own: PLD chain,
- * TR template 2.2.2, GOOSE spine tree), "iso" (k-ary BFS, GOOSE sources), "sequoia" (DP tree
+ * Drafters: "none" (AR), "pld", "tr", "goose", "lookahead", "draft", "eagle2-draft", "medusa", "hydra",
+ * "rest" (retrieval, drafters/rest.h). Topologies: "" (the drafter's
+ * own: PLD chain, TR template 2.2.2, GOOSE spine tree), "iso" (k-ary BFS, GOOSE sources), "sequoia" (DP tree
  * for a positional acceptance vector, GOOSE sources). Verifiers: "greedy" (T = 0; sampling
  * verifiers belong to verifiers/verifier.h). Schedulers: "goose_tiers" (EMA of spine
  * acceptance → spine ratio), "fixed" (fixed_r), "none".
@@ -93,6 +94,11 @@ typedef struct arb_method_spec {
     char draft_model[32]; /* "self" (target cut after draft_layers), "target" (its GGUF again), a path */
     int draft_layers;     /* self-draft depth (24) */
     int dte_k, dte_l, dte_b; /* k i.i.d. paths of length b after a trunk of l (single chain: 1, 0, L) */
+    /* ---- Lookahead (drafter "lookahead", docs/spec/drafting.md §6) ---- */
+    int la_window;        /* W: window columns (15, the paper's 7B setting) */
+    int la_ngram;         /* N: n-gram size; the window keeps N - 1 levels (5) */
+    int la_guess;         /* G: n-grams kept per key token and verified per step (15) */
+    bool la_prompt_pool;  /* seed the pool with the prompt's n-grams (off, as the reference) */
     /* ---- typical acceptance (verifier "typical", docs/spec/verification.md §9; NOT lossless) ---- */
     double typical_eps;   /* posterior threshold ε (0.09) */
     double typical_alpha; /* entropy factor α (0.3): θ = min(ε, α e^{-H}) */
@@ -129,11 +135,12 @@ typedef struct arb_method_param {
 /* Whether p also takes the value "auto" (today only budget: autobudget.h). */
 bool arb_method_param_takes_auto(const arb_method_param *p);
 
-/* Defaults for a drafter ("none"/"ar", "pld", "tr", "goose"). ARB_E_INVAL on unknown names. */
+/* Defaults for a drafter ("none"/"ar", "pld", "tr", "goose", "lookahead", "draft"). ARB_E_INVAL on
+   unknown names. */
 int arb_method_spec_default(const char *drafter, arb_method_spec *out, arb_err *err);
 /* Named presets: ar pld tr goose iso3 iso5 sequoia, and goose ablations goose-nospinebr,
    goose-unigram, goose-nobypass, goose-nospine, goose-control, draft, rest (datastore "auto"),
-   rest-code, rest-chat (case-insensitive). */
+   rest-code, rest-chat, lookahead, lookahead-small (case-insensitive). */
 int arb_method_spec_preset(const char *name, arb_method_spec *out, arb_err *err);
 /* Range and consistency checks; messages "method <id>: <param>: ...". */
 int arb_method_spec_validate(const arb_method_spec *s, arb_err *err);

@@ -54,6 +54,7 @@ typedef struct rec_sum {
     bool all_ranked;        /* set by the caller: every accepted node must carry a rank (no spine) */
     int rank_cap;           /* set by the caller: ranks must stay below this (iso3: 3), 0 = any */
     long hits;              /* Σ rank_hit */
+    long acc_lade, prop_lade, acc_window, prop_window; /* Lookahead's per-source counters */
 } rec_sum;
 
 /* The rank fields of a step agree with its accepted length: one acc_rank per accepted node,
@@ -89,6 +90,8 @@ static int on_step(const arb_step_record *r, void *ud)
     s->bad_rank |= !ranks_ok(r, s);
     for (int k = 0; k < ARB_RANK_MAX; k++)
         s->hits += r->rank_hit[k];
+    s->acc_lade += r->acc_by_src[ARB_STAT_LADE], s->prop_lade += r->prop_by_src[ARB_STAT_LADE];
+    s->acc_window += r->acc_by_src[ARB_STAT_LADE_WINDOW], s->prop_window += r->prop_by_src[ARB_STAT_LADE_WINDOW];
     return 0;
 }
 
@@ -123,9 +126,11 @@ Test(decode, every_greedy_method_reproduces_ar, .init = setup, .fini = teardown,
     /* every method on the first prompt; the main ones on the others (tree evals cost about
        one AR step per node on the CPU engine, so the suite stays within minutes) */
     static const char *methods[] = {"pld", "tr", "goose", "eagle2", "iso3", "iso5", "sequoia", "goose-nospinebr",
-                                    "goose-unigram", "goose-nobypass", "goose-nospine", "goose-control"};
+                                    "goose-unigram", "goose-nobypass", "goose-nospine", "goose-control",
+                                    "lookahead", "lookahead-small"};
     const size_t n_methods[] = {sizeof methods / sizeof methods[0], 4, 4};
     int32_t ref[128], got[128];
+    arb_err err = {0};
     for (size_t p = 0; p < sizeof prompts / sizeof prompts[0]; p++) {
         int n_ref, n;
         arb_prompt_result ar, r;
@@ -146,10 +151,42 @@ Test(decode, every_greedy_method_reproduces_ar, .init = setup, .fini = teardown,
             cr_assert_not(s.bad_rank, "%s: acc_rank / rank_hit / rank_offer agree with the path", methods[m]);
             if (s.all_ranked && r.n_generated > s.steps + 1)
                 cr_assert_gt(s.hits, 0, "%s accepted drafts, so some rank was hit", methods[m]);
-            cr_assert_leq(s.max_nodes, 81);
+            arb_method_spec sp;
+            cr_assert_eq(arb_method_spec_preset(methods[m], &sp, &err), ARB_OK);
+            cr_assert_leq(s.max_nodes, arb_method_max_nodes(&sp), "%s: within its sized tree", methods[m]);
             cr_log_info("prompt %zu %-16s tau %.2f", p, methods[m], (double)n / r.n_target_calls);
         }
     }
+}
+
+/* Lookahead (docs/spec/drafting.md §6) on every prompt: AR's tokens, the window is proposed every
+   step and never accepted, and the verified n-grams are accepted on the default model. */
+Test(decode, lookahead_window_never_commits, .init = setup, .fini = teardown, .timeout = 900)
+{
+    if (!M)
+        cr_skip_test("default model not available (arbor fetch-model)");
+    int32_t ref[128], got[128];
+    long acc = 0;
+    for (size_t p = 0; p < sizeof prompts / sizeof prompts[0]; p++) {
+        int n_ref, n;
+        arb_prompt_result ar, r;
+        rec_sum s;
+        generate("ar", prompts[p], 64, ref, &n_ref, &ar, &s);
+        generate("lookahead-small", prompts[p], 64, got, &n, &r, &s);
+        cr_assert_eq(n, n_ref);
+        cr_assert_eq(memcmp(got, ref, (size_t)n * sizeof *got), 0, "prompt %zu: AR's tokens", p);
+        cr_assert_eq(s.acc_window, 0, "window nodes are NOACCEPT");
+        long want = 0; /* W 7, N 5: warm-up windows of 9, 17, 23 nodes, then (W-1) + (N-2)W = 27 */
+        for (int i = 0; i < s.steps; i++)
+            want += i < 3 ? (const int[]){9, 17, 23}[i] : 27;
+        cr_assert_eq(s.prop_window, want, "every step carries the window");
+        cr_assert_leq(s.acc_lade, s.prop_lade);
+        cr_assert_eq(s.committed + 1, n);
+        acc += s.acc_lade;
+        cr_log_info("prompt %zu lookahead-small tau %.2f, %ld of %ld guess tokens accepted", p,
+                    (double)n / r.n_target_calls, s.acc_lade, s.prop_lade);
+    }
+    cr_assert_gt(acc, 0, "some pooled n-gram was accepted");
 }
 
 /* Random heads for the default model (any heads exercise the tree: acceptance is not the point). */

@@ -49,7 +49,8 @@ typedef struct arb_drafter_i {
     /* Optional: the accepted path (root first, n_path = k + 1) of the last proposed tree. */
     void (*verified)(void *st, const arb_tree *t, const int32_t *path, int n_path, arb_step_record *rec);
     size_t (*bytes)(const void *st);                       /* table + index memory */
-    /* ---- optional slots of model drafters (draft_model.c); NULL elsewhere ---- */
+    /* ---- optional slots of model drafters (draft_model.c); lookahead.c uses bind (the target's
+       EOS ids) and set_step (its RNG key); NULL elsewhere ---- */
     /* After create: the target context (a self-draft shares its weights). */
     int (*bind)(void *st, arb_ctx *target, arb_err *err);
     /* Before propose: keys the drafting RNG (run seed from the spec, prompt id, step). */
@@ -70,6 +71,7 @@ typedef struct arb_drafter_i {
 
 extern const arb_drafter_i arb_drafter_none, arb_drafter_pld, arb_drafter_tr, arb_drafter_goose;
 extern const arb_drafter_i arb_drafter_draft; /* draft model: single / iid / delayed (draft_model.c) */
+extern const arb_drafter_i arb_drafter_lookahead; /* Jacobi window + n-gram pool (lookahead.c) */
 extern const arb_drafter_i arb_drafter_eagle2; /* draft model + EAGLE-2 dynamic tree (eagle2.c) */
 extern const arb_drafter_i arb_drafter_medusa, arb_drafter_hydra; /* trained heads (medusa.c) */
 extern const arb_drafter_i arb_drafter_rest;   /* REST retrieval (rest.c) */
