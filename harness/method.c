@@ -312,7 +312,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
         {"lookahead", "lookahead", "Lookahead"}, {"lookahead-small", "lookahead", "Lookahead-small"},
         {"medusa", "medusa", "Medusa"}, {"hydra", "hydra", "Hydra"},
         {"draft", "draft", "Draft"},
-        {"rest", "rest", "REST"}, {"rest-code", "rest", "REST"}, {"rest-chat", "rest", "REST"},
+        {"rest", "rest", "REST"}, {"rest-code", "rest", "REST-code"}, {"rest-chat", "rest", "REST-chat"},
         /* EntMTP with the GSM8K bank made on this machine (docs/entmtp.md); the path is relative
            to the source tree, so run from there or --set bank=... */
         {"entmtp", "hydra", "EntMTP"}, {"entmtp-tau", "hydra", "EntMTPtau"}, {"entmtp-ll", "hydra", "EntMTP-ll"},
