@@ -21,24 +21,7 @@
 #include "method.h"
 #include "modelfetch.h"
 
-static arb_model *M;
-static arb_ctx *C;
-static char model_path[4096];
-
-static void setup(void)
-{
-    arb_err err = {0};
-    if (arb_model_resolve("default", model_path, sizeof model_path, &err))
-        return;
-    if (arb_gen_load(model_path, "cpu", 0, 2048, &M, &C, &err))
-        cr_log_warn("model load failed: %s", err.msg);
-}
-
-static void teardown(void)
-{
-    arb_ctx_free(C);
-    arb_model_free(M);
-}
+#include "model_fixture.h"
 
 static const char *prompt = "Write a Python function that returns the n-th Fibonacci number.";
 

@@ -374,6 +374,7 @@ Test(verifiers, typical_rules)
     cr_expect_eq(o.node, 5, "the deeper tie goes to the larger path likelihood, got %d", o.node);
     /* π = (0.9, 0.05, 0.05): only token 0 passes at every node: 1 (tok 0) then 4 (tok 1) fails */
     const double b[3] = {0.9, 0.05, 0.05};
+    arb_tree_release(&t); /* typical_tree initialises a fresh tree */
     typical_tree(&t, p, b, 3);
     o = typical_run(&t, p, 3, 0.09, 0.3);
     cr_expect_eq(o.node, 1);
