@@ -219,3 +219,18 @@ Test(costmodel, report_table_predicts_an_exact_surface)
     unlink(path);
     rmdir(dir);
 }
+
+/* The committed H100 profile the cost table projects with parses and says what docs/gpu.md
+   measured (64-node wide tree = 1.49x one node, 128 = 1.79x). */
+Test(costmodel, committed_h100_profile_matches_docs)
+{
+    const char *root = getenv("ARBOR_SOURCE_ROOT");
+    cr_assert(root, "ARBOR_SOURCE_ROOT not set (run through meson test)");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/results/cost/h100-llama8b-q4_0.json", root);
+    arb_cost_model cm;
+    arb_err err = {0};
+    cr_assert_eq(arb_cost_load(path, &cm, &err), ARB_OK, "%s", err.msg);
+    cr_assert_float_eq(arb_cost_us(&cm, 64, 0) / arb_cost_us(&cm, 1, 0), 1.49, 0.005);
+    cr_assert_float_eq(arb_cost_us(&cm, 128, 0) / arb_cost_us(&cm, 1, 0), 1.79, 0.005);
+}
