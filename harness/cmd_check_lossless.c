@@ -13,25 +13,16 @@
 #include "decode.h"
 #include "genutil.h"
 #include "method.h"
+#include "opts.h"
 
-static const char usage[] =
-    "usage: arbor check-lossless [--data DIR] [--n N] [--max-new N] [--model default|PATH]\n"
-    "                            [--methods LIST] [--datasets LIST] [--skip N] [--no-chat] [--threads N] [-v]\n"
-    "                            [--backend cpu|cuda|cuda-exact]\n"
-    "\n"
-    "Greedy losslessness check: the first N prompts (default 20) of each dataset (default\n"
-    "humaneval,gsm8k) are generated with AR and with every method in LIST (default\n"
-    "pld,tr,goose,iso3,iso5); each output must equal AR's token for token. Prints one row per\n"
-    "method and dataset (tau, tok/s, harness share of eval time, mismatches) and exits 1 on\n"
-    "any mismatch. Each method's first prompt is run once untimed as a warm-up.\n"
-    "\n"
-    "  --data DIR      dataset directory (default $ARBOR_DATA, then the cache)\n"
-    "  --max-new N     tokens per prompt (default 128)\n"
-    "  --skip N        start at prompt N of each dataset (shard a long check)\n"
-    "  --methods LIST  comma-separated presets (see arbor generate --help)\n"
-    "  --backend B     cpu (default), cuda (fast: cuBLAS for large trees) or cuda-exact\n"
-    "                  (batch-invariant kernels only); see README, GPU backend\n"
-    "  -v, --verbose   one line per generation on stderr (method, prompt, tau, tok/s, same/DIFF)\n";
+static const char description[] =
+    "Greedy losslessness check: the first --limit prompts (default 20) of each dataset (default\n"
+    "humaneval,gsm8k) are generated with AR and with every method in --methods (default\n"
+    "pld,tr,goose,iso3,iso5; any preset of `arbor generate`); each output must equal AR's token\n"
+    "for token. Prints one row per method and dataset (tau, tok/s, harness share of eval time,\n"
+    "mismatches) and exits 1 on any mismatch. Each method's first prompt is run once untimed as\n"
+    "a warm-up. --backend cuda is fast (cuBLAS for large trees, near-tie mismatches possible);\n"
+    "cuda-exact uses batch-invariant kernels only (README, GPU backend).\n";
 
 typedef struct agg {
     long gen, calls, prompts, mismatches;
@@ -82,55 +73,38 @@ static int ar_gap(arb_ctx *c, const int32_t *ids, int n_ids, const int32_t *ref,
 
 int arb_cmd_check_lossless(int argc, char **argv)
 {
-    if (arb_cli_wants_help(argc, argv)) {
-        fputs(usage, stdout);
-        return 0;
-    }
     const char *data = NULL, *model = "default", *backend = "cpu";
-    char methods_buf[512] = "pld,tr,goose,iso3,iso5", sets_buf[256] = "humaneval,gsm8k";
+    const char *methods = "pld,tr,goose,iso3,iso5", *sets = "humaneval,gsm8k";
     int n_prompts = 20, max_new = 128, threads = 0, skip = 0;
-    bool chat = true, verbose = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--no-chat")) {
-            chat = false;
-            continue;
-        }
-        if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            verbose = true;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, "arbor check-lossless: %s %s\n%s", a,
-                    a[0] == '-' ? "needs a value or is unknown" : "is not an option", usage);
-            return 2;
-        }
-        char *e;
-        if (!strcmp(a, "--data"))
-            data = v;
-        else if (!strcmp(a, "--model"))
-            model = v;
-        else if (!strcmp(a, "--backend"))
-            backend = v;
-        else if (!strcmp(a, "--methods"))
-            snprintf(methods_buf, sizeof methods_buf, "%s", v);
-        else if (!strcmp(a, "--datasets"))
-            snprintf(sets_buf, sizeof sets_buf, "%s", v);
-        else if (!strcmp(a, "--n") || !strcmp(a, "--max-new") || !strcmp(a, "--threads") || !strcmp(a, "--skip")) {
-            long x = strtol(v, &e, 10);
-            bool zero_ok = !strcmp(a, "--threads") || !strcmp(a, "--skip");
-            if (e == v || *e || x < (zero_ok ? 0 : 1) || x > 100000) {
-                fprintf(stderr, "arbor check-lossless: %s: '%s' is not a valid count\n", a, v);
-                return 2;
-            }
-            int *dst = !strcmp(a, "--n") ? &n_prompts : !strcmp(a, "--max-new") ? &max_new
-                     : !strcmp(a, "--skip") ? &skip : &threads;
-            *dst = (int)x;
-        } else {
-            fprintf(stderr, "arbor check-lossless: unknown option '%s'\n%s", a, usage);
-            return 2;
-        }
-        i++;
+    bool no_chat = false, verbose = false;
+    const arb_opt opts[] = {
+        {.name = "--limit", .alias = "--n", .kind = ARB_OPT_KIND_INT, .dst = &n_prompts, .lo = 1, .hi = 100000,
+         .metavar = "N", .help = "prompts per dataset (default 20)"},
+        ARB_OPT_INT("--max-new", "N", &max_new, 1, 100000, "tokens per prompt (default 128)"),
+        ARB_OPT_INT("--skip", "N", &skip, 0, 100000, "start at prompt N of each dataset (shard a long check)"),
+        ARB_OPT_STR("--methods", "LIST", &methods, "comma-separated presets (default pld,tr,goose,iso3,iso5)"),
+        {.name = "--datasets", .alias = "--dataset", .kind = ARB_OPT_KIND_STR, .dst = &sets, .metavar = "LIST",
+         .help = "comma-separated datasets (default humaneval,gsm8k)"},
+        ARB_OPT_STR("--model", "M", &model, "default (the cached SmolLM2-135M) or a GGUF path"),
+        ARB_OPT_STR("--data", "DIR", &data, "dataset directory (default $ARBOR_DATA, then the cache)"),
+        ARB_OPT_FLAG("--no-chat", &no_chat, "send the prompts raw, without the chat template"),
+        ARB_OPT_INT("--threads", "N", &threads, 0, 100000, "kernel threads (default 0 = all cores)"),
+        ARB_OPT_STR("--backend", "B", &backend, "cpu (default), cuda or cuda-exact"),
+        {.name = "--verbose", .alias = "-v", .kind = ARB_OPT_KIND_FLAG, .dst = &verbose,
+         .help = "one line per generation on stderr (method, prompt, tau, tok/s, same/DIFF)"},
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"check-lossless", NULL, description, opts, 0, 0};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? 0 : 2;
+    const bool chat = !no_chat;
+    char methods_buf[512], sets_buf[256];
+    if ((size_t)snprintf(methods_buf, sizeof methods_buf, "%s", methods) >= sizeof methods_buf ||
+        (size_t)snprintf(sets_buf, sizeof sets_buf, "%s", sets) >= sizeof sets_buf) {
+        fprintf(stderr, "arbor check-lossless: --methods or --datasets longer than %zu bytes\n", sizeof sets_buf - 1);
+        return 2;
     }
     const char *mnames[32], *dnames[16];
     int n_m = split_list(methods_buf, mnames + 1, 31) + 1, n_d = split_list(sets_buf, dnames, 16);
