@@ -24,11 +24,7 @@
 #include "opts.h"
 #include "modelfetch.h"
 
-static const char usage[] =
-    "usage: arbor bench engine [--model M] [--threads N] [--steps N] [--prefill N] [--reps N]\n"
-    "                          [--llama-bench PATH] [--llama-reps R] [--rounds N] [--quick]\n"
-    "                          [--backend cpu|cuda|cuda-exact] [--save-profile]\n"
-    "\n"
+static const char engine_description[] =
     "Benchmarks the engine on model M (default: the default model):\n"
     "  decode    tok/s at batch 1, --steps AR steps (default 128) from an empty context\n"
     "  prefill   tok/s of one --prefill-token chain (default 512)\n"
@@ -39,7 +35,6 @@ static const char usage[] =
     "  memory    RSS and KV-cache bytes per token\n"
     "--llama-bench PATH runs `PATH -m M -p 0 -n STEPS -t N -r R` (R = --llama-reps, default 2)\n"
     "right after arbor's decode, --rounds times (default 2), and prints both rates and their ratio.\n"
-    "--threads N: kernel threads (default: all cores). --quick: fewer steps and reps.\n"
     "CPU: the eval cost model t(n, L) = w(n) + a n L (harness/costmodel.h) is fitted on the wide\n"
     "trees at a 64-token context and at a long one; --save-profile writes it, with this machine's\n"
     "fingerprint, to $ARBOR_CACHE/cost/<fingerprint>.json (`arbor report --table cost`).\n"
@@ -47,23 +42,16 @@ static const char usage[] =
     "return one argmax per node (no logits rows to the host; one line shows the cost of\n"
     "copying them), and the roofline is the measured device read bandwidth.\n";
 
+static const char usage[] =
+    "usage: arbor bench engine|fidelity [options]   (arbor bench <benchmark> --help)\n"
+    "  engine    decode/prefill tok/s, tree costs, roofline, the cost-model profile, llama-bench\n"
+    "  fidelity  quantized kernels vs the F32-dequantized model: argmax agreement per block type\n";
+
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int parse_int(const char *flag, const char *v, int lo, int hi, int *out)
-{
-    char *end = NULL;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || !*v || *end || x < lo || x > hi) {
-        fprintf(stderr, "arbor bench engine: %s needs an integer %d..%d\n%s", flag, lo, hi, usage);
-        return -1;
-    }
-    *out = (int)x;
-    return 0;
 }
 
 /* kB value of a /proc/self/status field ("VmRSS", "VmHWM"); -1 if absent. */
@@ -304,27 +292,25 @@ static int bench_engine(int argc, char **argv)
     const char *model = "default", *llama = NULL, *backend = "cpu";
     int threads = 0, steps = 128, prefill = 512, reps = 5, rounds = 2, llama_reps = 2;
     bool quick = false, save_profile = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0;
-        if (!strcmp(a, "--model") && v) model = v, i++;
-        else if (!strcmp(a, "--llama-bench") && v) llama = v, i++;
-        else if (!strcmp(a, "--backend") && v) backend = v, i++;
-        else if (!strcmp(a, "--threads")) rc = parse_int(a, v, 1, 1024, &threads), i++;
-        else if (!strcmp(a, "--steps")) rc = parse_int(a, v, 1, 100000, &steps), i++;
-        else if (!strcmp(a, "--prefill")) rc = parse_int(a, v, 1, 100000, &prefill), i++;
-        else if (!strcmp(a, "--reps")) rc = parse_int(a, v, 1, 1000, &reps), i++;
-        else if (!strcmp(a, "--rounds")) rc = parse_int(a, v, 1, 100, &rounds), i++;
-        else if (!strcmp(a, "--llama-reps")) rc = parse_int(a, v, 1, 100, &llama_reps), i++;
-        else if (!strcmp(a, "--quick")) quick = true;
-        else if (!strcmp(a, "--save-profile")) save_profile = true;
-        else {
-            fprintf(stderr, "arbor bench engine: unknown or incomplete option '%s'\n%s", a, usage);
-            return 2;
-        }
-        if (rc)
-            return 2;
-    }
+    const arb_opt opts[] = {
+        ARB_OPT_STR("--model", "M", &model, "default (the cached SmolLM2-135M) or a GGUF path"),
+        ARB_OPT_INT("--threads", "N", &threads, 0, 1024, "kernel threads (default 0 = all cores)"),
+        ARB_OPT_INT("--steps", "N", &steps, 1, 100000, "decode steps (default 128)"),
+        ARB_OPT_INT("--prefill", "N", &prefill, 1, 100000, "prefill chain length (default 512)"),
+        ARB_OPT_INT("--reps", "N", &reps, 1, 1000, "tree timings: best of N (default 5)"),
+        ARB_OPT_STR("--llama-bench", "PATH", &llama, "a llama-bench binary to alternate with arbor's decode"),
+        ARB_OPT_INT("--llama-reps", "R", &llama_reps, 1, 100, "llama-bench -r (default 2)"),
+        ARB_OPT_INT("--rounds", "N", &rounds, 1, 100, "decode / llama-bench rounds (default 2)"),
+        ARB_OPT_FLAG("--quick", &quick, "fewer steps and reps"),
+        ARB_OPT_STR("--backend", "B", &backend, "cpu (default), cuda or cuda-exact"),
+        ARB_OPT_FLAG("--save-profile", &save_profile, "write the fitted cost model to the cache"),
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"bench engine", NULL, engine_description, opts, 0, 0};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? 0 : 2;
     if (quick) {
         steps = steps > 32 ? 32 : steps;
         prefill = prefill > 128 ? 128 : prefill;
@@ -539,7 +525,7 @@ int arb_cmd_bench(int argc, char **argv)
     if (argc >= 2 && !strcmp(argv[1], "fidelity"))
         return bench_fidelity(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "engine"))
-        return arb_cli_wants_help(argc - 1, argv + 1) ? (fputs(usage, stdout), 0) : bench_engine(argc - 1, argv + 1);
+        return bench_engine(argc - 1, argv + 1);
     if (arb_cli_wants_help(argc, argv)) {
         fputs(usage, stdout);
         return 0;

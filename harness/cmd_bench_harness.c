@@ -25,11 +25,10 @@
 #include "dyntree.h"
 #include "genutil.h"
 #include "method.h"
+#include "opts.h"
 #include "verifiers/greedy.h"
 
-static const char usage[] =
-    "usage: arbor bench-harness [--model default|PATH] [--threads N] [--rest-1e8] [--datastore NAME]\n"
-    "\n"
+static const char description[] =
     "Measures the harness's own work: n-gram lookups at 1k..16k tokens of context, table\n"
     "memory, and the per-step cost of harvesting, tree building and verification at B = 60\n"
     "on synthetic logits, and EAGLE-2's dynamic tree (selection vs the top-K of expanded rows).\n"
@@ -324,28 +323,21 @@ out:
 
 int arb_cmd_bench_harness(int argc, char **argv)
 {
-    if (arb_cli_wants_help(argc, argv)) {
-        fputs(usage, stdout);
-        return 0;
-    }
     const char *model = NULL, *ds_name = "code";
     int threads = 0;
     bool rest_big = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--rest-1e8")) {
-            rest_big = true;
-        } else if (!strcmp(argv[i], "--datastore") && i + 1 < argc) {
-            ds_name = argv[++i];
-        } else if ((!strcmp(argv[i], "--model") || !strcmp(argv[i], "--threads")) && i + 1 < argc) {
-            if (argv[i][2] == 'm')
-                model = argv[++i];
-            else
-                threads = atoi(argv[++i]);
-        } else {
-            fprintf(stderr, "arbor bench-harness: unknown option '%s'\n%s", argv[i], usage);
-            return 2;
-        }
-    }
+    const arb_opt opts[] = {
+        ARB_OPT_STR("--model", "M", &model, "default or a GGUF path: adds the real-eval comparisons"),
+        ARB_OPT_INT("--threads", "N", &threads, 0, 1024, "the target's kernel threads (default 0 = all cores)"),
+        ARB_OPT_FLAG("--rest-1e8", &rest_big, "REST scaling also at 10^8 tokens (minutes, ~3 GB)"),
+        ARB_OPT_STR("--datastore", "NAME", &ds_name, "REST datastore for the real retrieval (default code)"),
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"bench-harness", NULL, description, opts, 0, 0};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? 0 : 2;
     enum { V = 49152, LMAX = 16384, Q = 20000, B = 60 };
     arb_err err = {0};
     int32_t *S = malloc(LMAX * sizeof *S), out[16];
