@@ -15,25 +15,15 @@
 #include "method.h"
 #include "modelfetch.h"
 #include "progress.h"
+#include "opts.h"
 #include "sha256.h"
 
-static const char usage[] =
-    "usage: arbor distill [--model default|PATH] [--sets LIST] [--limit N] [-n N]\n"
-    "                     [--max-prompt N] [--out FILE] [--data DIR] [--threads N]\n"
-    "\n"
+static const char description[] =
     "Runs the target greedily (chat template, as `arbor generate`) over training prompts and\n"
     "appends each prompt + response (token ids) to a distill file. Re-running continues after\n"
     "the last complete record; a larger --limit extends a file. Progress + ETA on stderr.\n"
-    "\n"
-    "  --sets LIST      datasets[:split], comma-separated, taken round-robin\n"
-    "                   (default sharegpt-multiturn,gsm8k-train,mbpp:train; training sets only:\n"
-    "                   an evaluation set is refused)\n"
-    "  --limit N        prompts in the list (default 0 = every prompt of every set)\n"
-    "  -n N             response tokens per prompt at most (default 128)\n"
-    "  --max-prompt N   skip prompts longer than N tokens after templating (default 512)\n"
-    "  --out FILE       default: <cache>/distill/<model file>.<sha256[0:12]>.n<N>.dst\n"
-    "  --data DIR       dataset directory (default $ARBOR_DATA, see `arbor datasets`)\n"
-    "  --threads N      kernel threads (default 1)\n";
+    "--sets takes datasets[:split], comma-separated, round-robin; training sets only (an\n"
+    "evaluation set is refused). Default --out: <cache>/distill/<model file>.<sha256[0:12]>.n<N>.dst\n";
 
 /* The sets a head may learn from: no benchmark file and no test split (docs/heads.md). */
 static bool training_set(const char *name, const char *split)
@@ -41,18 +31,6 @@ static bool training_set(const char *name, const char *split)
     if (!strcmp(name, "gsm8k-train") || !strcmp(name, "sharegpt-multiturn"))
         return !split || !strcmp(split, "train") || !strcmp(split, "all");
     return !strcmp(name, "mbpp") && split && !strcmp(split, "train");
-}
-
-static int parse_int(const char *flag, const char *v, int lo, int *out)
-{
-    char *e;
-    long x = v ? strtol(v, &e, 10) : 0;
-    if (!v || *e || x < lo || x > 1000000000) {
-        fprintf(stderr, "arbor distill: %s: expected an integer >= %d, got '%s'\n", flag, lo, v ? v : "");
-        return -1;
-    }
-    *out = (int)x;
-    return 0;
 }
 
 #define MAX_SETS 8
@@ -107,44 +85,26 @@ static bool skipped(const dset *s, const char *id)
 
 int arb_cmd_distill(int argc, char **argv)
 {
-    if (arb_cli_wants_help(argc, argv)) {
-        fputs(usage, stdout);
-        return 0;
-    }
     const char *model = "default", *sets = "sharegpt-multiturn,gsm8k-train,mbpp:train", *out = NULL,
                *data = NULL;
     int limit = 0, max_new = 128, max_prompt = 512, threads = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int bad = 0;
-        if (!v) {
-            fprintf(stderr, "arbor distill: %s: needs a value\n%s", a, usage);
-            return 2;
-        }
-        if (!strcmp(a, "--model"))
-            model = v;
-        else if (!strcmp(a, "--sets"))
-            sets = v;
-        else if (!strcmp(a, "--out"))
-            out = v;
-        else if (!strcmp(a, "--data"))
-            data = v;
-        else if (!strcmp(a, "--limit"))
-            bad = parse_int(a, v, 0, &limit);
-        else if (!strcmp(a, "-n"))
-            bad = parse_int(a, v, 1, &max_new);
-        else if (!strcmp(a, "--max-prompt"))
-            bad = parse_int(a, v, 1, &max_prompt);
-        else if (!strcmp(a, "--threads"))
-            bad = parse_int(a, v, 0, &threads);
-        else {
-            fprintf(stderr, "arbor distill: unknown option '%s'\n%s", a, usage);
-            return 2;
-        }
-        if (bad)
-            return 2;
-        i++;
-    }
+    const arb_opt opts[] = {
+        ARB_OPT_STR("--model", "M", &model, "default (the cached SmolLM2-135M) or a GGUF path"),
+        ARB_OPT_STR("--sets", "LIST", &sets, "training sets (default sharegpt-multiturn,gsm8k-train,mbpp:train)"),
+        ARB_OPT_INT("--limit", "N", &limit, 0, 1000000000, "prompts in the list (default 0 = every prompt)"),
+        {.name = "--max-new", .alias = "-n", .kind = ARB_OPT_KIND_INT, .dst = &max_new, .lo = 1, .hi = 1000000000,
+         .metavar = "N", .help = "response tokens per prompt at most (default 128)"},
+        ARB_OPT_INT("--max-prompt", "N", &max_prompt, 1, 1000000000, "skip longer prompts after templating (default 512)"),
+        ARB_OPT_STR("--out", "FILE", &out, "the distill file (default in the cache, see above)"),
+        ARB_OPT_STR("--data", "DIR", &data, "dataset directory (default $ARBOR_DATA)"),
+        ARB_OPT_INT("--threads", "N", &threads, 0, 1024, "kernel threads (default 1)"),
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"distill", NULL, description, opts, 0, 0};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? 0 : 2;
     arb_err err = {0};
     int rc = ARB_OK;
     dset ds[MAX_SETS] = {0};
