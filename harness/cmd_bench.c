@@ -306,9 +306,7 @@ static int bench_engine(int argc, char **argv)
         ARB_OPT_FLAG("--save-profile", &save_profile, "write the fitted cost model to the cache"),
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"bench engine", NULL, engine_description, opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     if (quick) {
@@ -505,9 +503,7 @@ static int bench_fidelity(int argc, char **argv)
                                "file as stored and, per quantized block type, with only that type quantized; 95%\n"
                                "bootstrap intervals over prompts (docs/kernels.md, Fidelity).\n",
                                opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&spec, argc, argv, &pos);
+    const int prc = arb_opts_parse(&spec, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     arb_fidelity_result r;

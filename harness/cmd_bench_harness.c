@@ -333,9 +333,7 @@ int arb_cmd_bench_harness(int argc, char **argv)
         ARB_OPT_STR("--datastore", "NAME", &ds_name, "REST datastore for the real retrieval (default code)"),
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"bench-harness", NULL, description, opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     enum { V = 49152, LMAX = 16384, Q = 20000, B = 60 };

@@ -94,9 +94,7 @@ int arb_cmd_check_lossless(int argc, char **argv)
          .help = "one line per generation on stderr (method, prompt, tau, tok/s, same/DIFF)"},
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"check-lossless", NULL, description, opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     const bool chat = !no_chat;

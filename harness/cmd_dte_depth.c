@@ -51,9 +51,7 @@ static int parse_args(int argc, char **argv, args *a)
         ARB_OPT_STR("--templates", "DIR", &a->templates, "gnuplot templates (default: plots/ of the source tree)"),
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"dte-depth", NULL, description, opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? -1 : 2;
     arb_err err = {0};

@@ -93,9 +93,7 @@ static int frontier(int argc, char **argv)
         ARB_OPT_INT("--threads", "N", &threads, 0, 1024, "kernel threads (default 1)"),
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"entmtp frontier", NULL, description, opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     arb_err err = {0};
@@ -200,9 +198,7 @@ static int overhead(int argc, char **argv)
                             ARB_OPT_END};
     const arb_cmd_spec cmd = {"entmtp overhead", NULL, "Times the EntMTP scheduler's per-step work (features + switch).",
                               opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     arb_err err = {0};
@@ -276,9 +272,7 @@ static int plot(int argc, char **argv)
                             ARB_OPT_STR("--out", "DIR", &dir, "output directory (default results/entmtp-plot)"),
                             ARB_OPT_END};
     const arb_cmd_spec cmd = {"entmtp plot", NULL, "The acceptance frontier (EntMTP Fig. 1) via gnuplot.", opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     arb_err err = {0};

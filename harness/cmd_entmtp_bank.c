@@ -166,9 +166,7 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
                               "bank tree; T- and tau by grid search (bank trees of depth <= 2 x tau in 0.001 0.005\n"
                               "0.01 0.02 0.05); ladder thresholds are equal-frequency quantiles of s in the T+ run.",
                               opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     arb_err err = {0};
@@ -343,9 +341,7 @@ int arb_entmtp_cmd_table(int argc, char **argv)
                               "per target call) and the paper's tau (accept length per step). Every row must emit the\n"
                               "AR tokens (greedy); the paired per-prompt tok/s ratios carry 95% intervals.",
                               opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     arb_err err = {0};

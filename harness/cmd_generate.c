@@ -128,9 +128,7 @@ int arb_cmd_generate(int argc, char **argv)
         ARB_OPT_STR("--backend", "B", &backend, "cpu (default), cuda (fast) or cuda-exact (batch-invariant)"),
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"generate", NULL, description, opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     const bool chat = !no_chat;

@@ -36,9 +36,7 @@ int arb_cmd_plot(int argc, char **argv)
         ARB_OPT_FLAG("--no-render", &no_render, "write .dat and .gp only"),
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"plot", NULL, description, opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     if (no_render)

@@ -58,9 +58,7 @@ static int parse_args(int argc, char **argv, arb_report_opts *o, const char **db
          .help = "write to FILE instead of stdout"},
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"report", NULL, description, opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? -1 : 2;
     arb_err err = {0};

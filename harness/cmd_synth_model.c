@@ -29,9 +29,7 @@ int arb_cmd_synth_model(int argc, char **argv)
         ARB_OPT_FLAG("--f32-reference", &f32ref, "the same random blocks written dequantized (F32): a float reference"),
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"synth-model", NULL, description, opts, 0, 0};
-    char *pos_v[argc > 0 ? argc : 1];
-    arb_opt_pos pos = {pos_v, 0};
-    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     arb_err err = {0};

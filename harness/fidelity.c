@@ -10,6 +10,7 @@
 #include "genutil.h"
 #include "modelfetch.h"
 #include "resample.h"
+#include "sample.h"
 
 #define MAX_TOKENS 1024 /* prompt + continuation; longer prompts are skipped */
 
@@ -25,15 +26,6 @@ typedef struct fid {
     ref_prompt *p;            /* [n] */
     float *logits;            /* [MAX_TOKENS x V] chain scratch */
 } fid;
-
-static int argmax(const float *row, int V)
-{
-    int b = 0;
-    for (int i = 1; i < V; i++)
-        if (row[i] > row[b])
-            b = i;
-    return b;
-}
 
 static int load(const char *path, const char *dequant, int threads, arb_model **m, arb_ctx **c, arb_err *err)
 {
@@ -154,7 +146,7 @@ static int reference(fid *f, const char *path, FILE *progress, arb_err *err)
         const float *row = f->logits + (size_t)(n_ids - 1) * f->V;
         for (int j = 0; j < f->o->max_new && !rc; j++) {
             memcpy(p->rows + (size_t)j * f->V, row, sizeof(float) * (size_t)f->V);
-            const int32_t tok = argmax(row, f->V);
+            const int32_t tok = arb_sample_argmax_f(row, f->V);
             p->seq[n_ids + j] = tok;
             p->n_gen = j + 1;
             if (tok == mi.eos || tok == mi.eot)
@@ -176,8 +168,6 @@ out:
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b) { return arb_cmp_double(a, b); }
-
 /* One variant against the reference, prompt by prompt. */
 static int variant(fid *f, const char *path, const char *dequant, arb_fidelity_variant *v, int n_boot, FILE *progress,
                    arb_err *err)
@@ -196,7 +186,7 @@ static int variant(fid *f, const char *path, const char *dequant, arb_fidelity_v
         v->agree_p[i] = v->pos_p[i] = 0;
         for (int j = 0; j < p->n_gen; j++) {
             const float *row = f->logits + (size_t)(p->n_prompt - 1 + j) * f->V, *ref = p->rows + (size_t)j * f->V;
-            const int32_t want = p->seq[p->n_prompt + j], got = argmax(row, f->V);
+            const int32_t want = p->seq[p->n_prompt + j], got = arb_sample_argmax_f(row, f->V);
             double s = 0;
             for (int k = 0; k < f->V; k++)
                 s += fabs((double)row[k] - (double)ref[k]);
@@ -212,7 +202,7 @@ static int variant(fid *f, const char *path, const char *dequant, arb_fidelity_v
     if (!rc) {
         v->rate = v->n_pos ? (double)v->n_agree / v->n_pos : NAN;
         v->mean_abs_dlogit = v->n_pos ? sum_abs / v->n_pos : NAN;
-        qsort(gaps, (size_t)n_gaps, sizeof *gaps, cmp_double);
+        qsort(gaps, (size_t)n_gaps, sizeof *gaps, arb_cmp_double);
         v->gap_median = n_gaps ? arb_quantile_sorted(gaps, n_gaps, 0.5) : NAN;
         v->gap_max = n_gaps ? gaps[n_gaps - 1] : NAN;
         /* percentile bootstrap over prompts of the pooled rate */
@@ -227,7 +217,7 @@ static int variant(fid *f, const char *path, const char *dequant, arb_fidelity_v
             bs[b] = t ? (double)a / t : NAN;
         }
         if (bs && n_boot > 0) {
-            qsort(bs, (size_t)n_boot, sizeof *bs, cmp_double);
+            qsort(bs, (size_t)n_boot, sizeof *bs, arb_cmp_double);
             v->lo = arb_quantile_sorted(bs, n_boot, 0.025), v->hi = arb_quantile_sorted(bs, n_boot, 0.975);
         } else {
             v->lo = v->hi = NAN;

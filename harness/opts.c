@@ -136,7 +136,8 @@ static int set_value(const arb_cmd_spec *c, const arb_opt *o, const char *v)
 
 int arb_opts_parse(const arb_cmd_spec *c, int argc, char **argv, arb_opt_pos *pos)
 {
-    pos->n = 0;
+    if (pos)
+        pos->n = 0;
     int n_opts = 0;
     while (c->opts[n_opts].kind != ARB_OPT_KIND_END)
         n_opts++;
@@ -146,6 +147,8 @@ int arb_opts_parse(const arb_cmd_spec *c, int argc, char **argv, arb_opt_pos *po
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (only_pos || a[0] != '-' || !a[1]) { /* "-" alone is a positional (stdin) */
+            if (!pos)
+                return fail(c, "unexpected argument '%s'%s", a, "");
             pos->v[pos->n++] = argv[i];
             continue;
         }
@@ -184,8 +187,9 @@ int arb_opts_parse(const arb_cmd_spec *c, int argc, char **argv, arb_opt_pos *po
     for (int k = 0; k < n_opts; k++)
         if (c->opts[k].required && !given[k])
             return fail(c, "%s is required%s", c->opts[k].name, "");
-    if (pos->n < c->min_pos || (c->max_pos >= 0 && pos->n > c->max_pos)) {
-        if (pos->n < c->min_pos)
+    const int n_pos = pos ? pos->n : 0;
+    if (n_pos < c->min_pos || (c->max_pos >= 0 && n_pos > c->max_pos)) {
+        if (n_pos < c->min_pos)
             return fail(c, "missing argument%s%s", c->positionals ? ": " : "", c->positionals ? c->positionals : "");
         return fail(c, "unexpected argument '%s'%s", pos->v[c->max_pos], "");
     }

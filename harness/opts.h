@@ -10,7 +10,7 @@
  *         ARB_OPT_FLAG("--steps", &steps, "one line per decoding step on stderr"),
  *         ARB_OPT_END};
  *     const arb_cmd_spec spec = {"generate", "--prompt TEXT", "Generates ...", opts};
- *     int rc = arb_opts_parse(&spec, argc, argv, &pos);
+ *     int rc = arb_opts_parse(&spec, argc, argv, NULL);       // no positionals
  *     if (rc != ARB_OPTS_OK) return rc == ARB_OPTS_HELP ? 0 : 2;
  *
  * Rows with an alias, a `seen` flag or `required` are written with designated
@@ -78,7 +78,8 @@ typedef struct arb_opt_pos { /* positional arguments, in order, pointing into ar
 enum { ARB_OPTS_OK = 0, ARB_OPTS_HELP = 1, ARB_OPTS_ERROR = 2 };
 
 /* Parse argv[1..argc) (argv[0] is the command name) into the table's destinations;
-   positionals are collected in *pos (its v must hold argc entries). -h/--help prints
+   positionals are collected in *pos (its v must hold argc entries); pos NULL for a command
+   that takes none (any positional is then an error). -h/--help prints
    the usage on stdout and returns ARB_OPTS_HELP; a bad option prints one line naming
    it plus the synopsis on stderr and returns ARB_OPTS_ERROR. "--" ends the options. */
 int arb_opts_parse(const arb_cmd_spec *c, int argc, char **argv, arb_opt_pos *pos);

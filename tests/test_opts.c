@@ -37,7 +37,8 @@ static void read_back(FILE *tmp, char *buf, size_t cap)
     fclose(tmp);
 }
 
-/* argv is a NULL-terminated list after the command name "t". */
+/* argv is a NULL-terminated list after the command name "t"; max_pos -2 = a command without
+   positionals, parsed with pos NULL. */
 static result parse(vals *v, bool with_req, int min_pos, int max_pos, const char *const *args)
 {
     const arb_opt opts[] = {
@@ -52,7 +53,8 @@ static result parse(vals *v, bool with_req, int min_pos, int max_pos, const char
         {.name = "--req", .kind = ARB_OPT_KIND_STR, .dst = &v->req, .metavar = "R", .required = with_req,
          .help = "required when asked"},
         ARB_OPT_END};
-    const arb_cmd_spec cmd = {"t", "FILE", "A test command.\n", opts, min_pos, max_pos};
+    const bool no_pos = max_pos == -2;
+    const arb_cmd_spec cmd = {"t", no_pos ? NULL : "FILE", "A test command.\n", opts, min_pos, no_pos ? 0 : max_pos};
     static char *argv[16];
     int argc = 0;
     argv[argc++] = "t";
@@ -67,7 +69,7 @@ static result parse(vals *v, bool with_req, int min_pos, int max_pos, const char
     fflush(stdout), fflush(stderr);
     const int so = dup(1), se = dup(2);
     dup2(fileno(to), 1), dup2(fileno(te), 2);
-    r.rc = arb_opts_parse(&cmd, argc, argv, &r.pos);
+    r.rc = arb_opts_parse(&cmd, argc, argv, no_pos ? NULL : &r.pos);
     fflush(stdout), fflush(stderr);
     dup2(so, 1), dup2(se, 2);
     close(so), close(se);
@@ -228,4 +230,15 @@ Test(opts, help_prints_the_table)
     cr_assert(strstr(r.out, "  --n N (-n)"), "%s", r.out);
     cr_assert(strstr(r.out, "  --out PATH (-o, --output)"), "%s", r.out);
     cr_assert(strstr(r.out, "A test command.\n"), "%s", r.out);
+}
+
+Test(opts, no_positional_slot_rejects_positionals)
+{
+    vals v = {0};
+    result r = parse(&v, false, 0, -2, (const char *const[]){"--n", "3", NULL});
+    cr_assert_eq(r.rc, ARB_OPTS_OK, "%s", r.err);
+    cr_assert_eq(v.n, 3);
+    r = parse(&v, false, 0, -2, (const char *const[]){"--flag", "stray", NULL});
+    cr_assert_eq(r.rc, ARB_OPTS_ERROR);
+    cr_assert(strstr(r.err, "unexpected argument 'stray'"), "%s", r.err);
 }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "greedy.h"
+#include "sample.h"
 #include "vf_int.h"
 
 typedef struct typical_state {
@@ -79,15 +80,6 @@ static int typical_init(void **state, const arb_verifier_opts *o, arb_err *err)
     return ARB_OK;
 }
 
-static int32_t argmax_p(const double *p, int V)
-{
-    int32_t b = 0;
-    for (int x = 1; x < V; x++)
-        if (p[x] > p[b])
-            b = x;
-    return b;
-}
-
 static int typical_verify(void *state, const arb_verify_in *in, arb_verify_out *out)
 {
     typical_state *s = state;
@@ -121,7 +113,7 @@ static int typical_verify(void *state, const arb_verify_in *in, arb_verify_out *
     out->node = best;
     out->depth = t->depth[best];
     out->extra = in->logits ? arb_greedy_argmax(in->logits + (size_t)best * V, V)
-                            : argmax_p(in->p + (size_t)best * V, V);
+                            : (int32_t)arb_sample_argmax_d(in->p + (size_t)best * V, V);
     out->extra_is_bonus = arb_tree_n_children(t, best) == 0;
     out->n_fallback = 0;
     return ARB_OK;
