@@ -307,7 +307,7 @@ static int parse_root(arb_config *c, const cJSON *root, arb_err *err)
         (rc = parse_seeds(c, root, err)) || (rc = get_int(root, "", "warmup", 0, 100, 1, &v, err)))
         return rc;
     c->warmup = (int)v;
-    if ((rc = get_int(root, "", "repeats", 1, 100, 1, &v, err)))
+    if ((rc = get_int(root, "", "repeats", 1, ARB_CONFIG_MAX_REPEATS, 1, &v, err)))
         return rc;
     c->repeats = (int)v;
     const cJSON *ch = cJSON_GetObjectItemCaseSensitive(root, "chat");

@@ -49,6 +49,9 @@ typedef struct arb_cfg_method {
 
 typedef struct arb_cfg_sampling { double temperature, top_p; int top_k; } arb_cfg_sampling;
 
+/* "repeats" above this is a config error (the runner keeps one wall time per repeat). */
+#define ARB_CONFIG_MAX_REPEATS 100
+
 typedef struct arb_config {
     char *name, *path;
     int n_models, n_datasets, n_methods, n_sampling, n_seeds;
@@ -58,7 +61,8 @@ typedef struct arb_config {
     arb_cfg_sampling *sampling;  /* expanded */
     int64_t *seeds;
     int warmup;                  /* untimed generations per method before timing (1) */
-    int repeats;                 /* timed generations per prompt; wall time = median (1) */
+    int repeats;                 /* timed generations per prompt; wall time = median (1);
+                                    1..ARB_CONFIG_MAX_REPEATS, checked by the parser */
     bool chat;                   /* apply the model's chat template (true) */
 } arb_config;
 

@@ -51,7 +51,10 @@ static bool model_ok(const pctx *c, int i)
     return !c->o->model || !strcmp(c->runs[i].model, c->o->model);
 }
 
-typedef struct slist { const char *v[128]; int n; } slist;
+/* One figure holds at most PLOT_MAX_SERIES models, datasets or methods: beyond that the plot is
+   unreadable, so the figure fails with ARB_E_RANGE (sl_check) instead of silently dropping some. */
+enum { PLOT_MAX_SERIES = 128 };
+typedef struct slist { const char *v[PLOT_MAX_SERIES]; int n; bool overflow; } slist;
 
 static int sl_find(const slist *l, const char *s)
 {
@@ -63,8 +66,20 @@ static int sl_find(const slist *l, const char *s)
 
 static void sl_add(slist *l, const char *s)
 {
-    if (sl_find(l, s) < 0 && l->n < 128)
+    if (sl_find(l, s) >= 0)
+        return;
+    if (l->n < PLOT_MAX_SERIES)
         l->v[l->n++] = s;
+    else
+        l->overflow = true;
+}
+
+static int sl_check(const slist *l, const char *fig, const char *what, arb_err *err)
+{
+    if (!l->overflow)
+        return ARB_OK;
+    return ARB_ERR(err, ARB_E_RANGE, "%s: more than %d %s in one figure; select fewer runs "
+                   "(--model, --dataset, or a smaller database)", fig, PLOT_MAX_SERIES, what);
 }
 
 static int run_of(const pctx *c, const char *model, const char *ds, const char *method)
@@ -173,10 +188,14 @@ static int fig_speedup(pctx *c, arb_err *err)
         }
     if (!models.n || !meths.n)
         return ARB_ERR(err, ARB_E_NOTFOUND, "speedup: no speculative runs to plot");
+    int rc0;
+    if ((rc0 = sl_check(&models, "speedup", "models", err)) || (rc0 = sl_check(&dss, "speedup", "datasets", err)) ||
+        (rc0 = sl_check(&meths, "speedup", "methods", err)))
+        return rc0;
     FILE *f = open_out(c, "speedup", "dat", err);
     if (!f)
         return err->code;
-    char vars[4096] = "", blocks[2048] = "", w[256];
+    char blocks[PLOT_MAX_SERIES * 257] = "", vars[sizeof blocks + 256] = "", w[256]; /* every model name fits */
     for (int m = 0; m < models.n; m++) {
         word(models.v[m], w, sizeof w);
         snprintf(blocks + strlen(blocks), sizeof blocks - strlen(blocks), "%s%s", m ? " " : "", w);
@@ -210,6 +229,8 @@ static int fig_ps_pt(pctx *c, arb_err *err)
             sl_add(&dss, c->runs[i].dataset);
     if (!dss.n)
         return ARB_ERR(err, ARB_E_NOTFOUND, "ps_pt: no runs of method '%s' (--spine)", c->o->spine);
+    if (sl_check(&dss, "ps_pt", "datasets", err))
+        return err->code;
     FILE *f = open_out(c, "ps_pt", "dat", err);
     if (!f)
         return err->code;
@@ -263,9 +284,11 @@ static int fig_tau_sweep(pctx *c, arb_err *err)
     if (!param[0])
         return ARB_ERR(err, ARB_E_NOTFOUND, "tau_sweep: no swept parameter in any run");
     slist series = {0};
-    char labels[128][256];
-    int sid[1024];
-    for (int i = 0; i < c->n && i < 1024; i++) {
+    char labels[PLOT_MAX_SERIES][256];
+    int *sid = malloc((size_t)(c->n ? c->n : 1) * sizeof *sid); /* series of each run, -1: none */
+    if (!sid)
+        return ARB_ERR(err, ARB_E_NOMEM, "tau_sweep: out of memory");
+    for (int i = 0; i < c->n; i++) {
         sid[i] = -1;
         if (!model_ok(c, i) || isnan(sweep_value(c->runs[i].sweep_json, param)))
             continue;
@@ -274,15 +297,24 @@ static int fig_tau_sweep(pctx *c, arb_err *err)
         int s = 0;
         while (s < series.n && strcmp(labels[s], lab))
             s++;
-        if (s == series.n && series.n < 128)
+        if (s == PLOT_MAX_SERIES) {
+            free(sid);
+            return ARB_ERR(err, ARB_E_RANGE, "tau_sweep: more than %d model/dataset/method series in one "
+                           "figure; select fewer runs (--model, --dataset)", PLOT_MAX_SERIES);
+        }
+        if (s == series.n)
             snprintf(labels[series.n++], sizeof labels[0], "%s", lab);
-        sid[i] = s < 128 ? s : -1;
+        sid[i] = s;
     }
-    if (!series.n)
+    if (!series.n) {
+        free(sid);
         return ARB_ERR(err, ARB_E_NOTFOUND, "tau_sweep: no run sweeps '%s'", param);
+    }
     FILE *f = open_out(c, "tau_sweep", "dat", err);
-    if (!f)
+    if (!f) {
+        free(sid);
         return err->code;
+    }
     for (int s = 0; s < series.n; s++) {
         char w[256];
         word(labels[s], w, sizeof w);
@@ -292,7 +324,7 @@ static int fig_tau_sweep(pctx *c, arb_err *err)
         for (;;) {
             int best = -1;
             double bx = INFINITY;
-            for (int i = 0; i < c->n && i < 1024; i++) {
+            for (int i = 0; i < c->n; i++) {
                 double x = sid[i] == s ? sweep_value(c->runs[i].sweep_json, param) : NAN;
                 if (!isnan(x) && x > done && x < bx)
                     bx = x, best = i;
@@ -306,6 +338,7 @@ static int fig_tau_sweep(pctx *c, arb_err *err)
         }
     }
     fclose(f);
+    free(sid);
     char vars[512];
     snprintf(vars, sizeof vars, "nblocks = %d\nxlabel_text = '%s'\n", series.n, param);
     int rc = write_script(c, "tau_sweep", vars, 800, 480, err);
@@ -321,7 +354,9 @@ static int fig_accept_hist(pctx *c, arb_err *err)
             sl_add(&meths, c->runs[i].method);
     if (!meths.n)
         return ARB_ERR(err, ARB_E_NOTFOUND, "accept_hist: no speculative runs");
-    static int64_t hist[128][ARB_METRICS_DMAX + 1];
+    if (sl_check(&meths, "accept_hist", "methods", err))
+        return err->code;
+    static int64_t hist[PLOT_MAX_SERIES][ARB_METRICS_DMAX + 1];
     memset(hist, 0, sizeof hist);
     int kmax = 0;
     for (int i = 0; i < c->n; i++) {
@@ -378,7 +413,9 @@ static int fig_depth_accept(pctx *c, arb_err *err)
             sl_add(&meths, c->runs[i].base_method);
     if (!meths.n)
         return ARB_ERR(err, ARB_E_NOTFOUND, "depth_accept: no speculative runs");
-    static int64_t reach[128][ARB_METRICS_DMAX + 1], acc[128][ARB_METRICS_DMAX + 1];
+    if (sl_check(&meths, "depth_accept", "methods", err))
+        return err->code;
+    static int64_t reach[PLOT_MAX_SERIES][ARB_METRICS_DMAX + 1], acc[PLOT_MAX_SERIES][ARB_METRICS_DMAX + 1];
     memset(reach, 0, sizeof reach), memset(acc, 0, sizeof acc);
     int dmax = 0;
     for (int i = 0; i < c->n; i++) {

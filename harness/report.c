@@ -350,31 +350,45 @@ static int pivot(rctx *c, arb_grid *g, arb_err *err)
     if ((rc = split_keys(c->o->rows, rk, &nrk, err)) || (rc = split_keys(c->o->cols, ck, &nck, err)))
         return rc;
     /* distinct column labels, in run order */
-    static char cols[256][256];
+    /* at most one column per run: sized from the run count, so no run is ever dropped */
+    enum { LAB_MAX = 256 };
+    size_t nalloc = (size_t)(c->n ? c->n : 1);
+    char (*cols)[LAB_MAX] = calloc(nalloc, sizeof *cols);
     int nc = 0;
-    int *col_of = calloc((size_t)(c->n ? c->n : 1), sizeof *col_of);
-    if (!col_of)
+    int *col_of = calloc(nalloc, sizeof *col_of);
+    if (!cols || !col_of) {
+        free(cols), free(col_of);
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+    }
     for (int i = 0; i < c->n; i++) {
-        char lab[256] = "", part[128];
+        char lab[LAB_MAX] = "", part[128];
+        size_t used = 0;
         for (int k = 0; k < nck; k++) {
             key_of(&c->runs[i], ck[k], part, sizeof part);
-            snprintf(lab + strlen(lab), sizeof lab - strlen(lab), "%s%s", k ? " / " : "", part);
+            int w = snprintf(lab + used, sizeof lab - used, "%s%s", k ? " / " : "", part);
+            if (w < 0 || (size_t)w >= sizeof lab - used) {
+                free(cols), free(col_of);
+                return ARB_ERR(err, ARB_E_RANGE, "pivot: column label of run '%s' longer than %d bytes",
+                               c->runs[i].run_key, LAB_MAX - 1);
+            }
+            used += (size_t)w;
         }
         int j = 0;
         while (j < nc && strcmp(cols[j], lab))
             j++;
-        if (j == nc && nc < 256)
-            snprintf(cols[nc++], sizeof cols[0], "%s", lab);
-        col_of[i] = j < 256 ? j : -1;
+        if (j == nc)
+            memcpy(cols[nc++], lab, sizeof lab);
+        col_of[i] = j;
     }
     const char *rhn[4] = {rk[0], rk[1], rk[2], rk[3]};
     if (arb_grid_init(g, nrk, rhn, nc)) {
-        free(col_of);
+        free(cols), free(col_of);
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     }
-    for (int j = 0; j < nc; j++)
-        arb_grid_set_col(g, j, NULL, cols[j]);
+    for (int j = 0; j < nc && !rc; j++)
+        if (arb_grid_set_col(g, j, NULL, cols[j]))
+            rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+    free(cols);
     const char *mname = arb_metric_name(c->o->metric);
     for (int i = 0; i < c->n && !rc; i++) {
         if (!arb_report_model_ok(c, i) || col_of[i] < 0)

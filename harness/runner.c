@@ -470,8 +470,8 @@ static int run_group(runner *R, const arb_model *m, arb_ctx *ctx, const char *mo
                 arb_progress_step(&R->pg, 1, false, label);
                 continue;
             }
-            double walls[100];
-            int reps = c->repeats < 100 ? c->repeats : 100;
+            double walls[ARB_CONFIG_MAX_REPEATS];
+            int reps = c->repeats; /* the config parser bounds it by ARB_CONFIG_MAX_REPEATS */
             g.record = true;
             for (int q = 0; q < reps && !rc; q++) {
                 gen_out *gq = &g; /* steps and ids from the first; later repeats add timings */

@@ -86,6 +86,31 @@ static inline int fx_build(arb_store *st, int shard_i, int shard_n, arb_err *err
     return ARB_OK;
 }
 
+/* n extra one-prompt speculative runs on model tiny-a / humaneval, methods "extra-000"…: enough
+   of them overflow a figure or a pivot that once stopped silently at a fixed size. */
+static inline int fx_add_methods(arb_store *st, int n, arb_err *err)
+{
+    int32_t ids[3] = {1, 2, 3};
+    arb_store_step step = {.step = 0, .n_nodes = 4, .tree_depth = 2, .accepted = 2, .committed = 3,
+                           .mode = "tree", .category = -1, .eval_us = 900};
+    int rc = ARB_OK;
+    for (int i = 0; i < n && !rc; i++) {
+        char key[17], meth[32];
+        snprintf(key, sizeof key, "x%015d", i);
+        snprintf(meth, sizeof meth, "extra-%03d", i);
+        arb_store_run r = {.run_key = key, .config_name = "fixture", .method = meth, .base_method = meth,
+                           .drafter = "pld", .topology = "", .sweep_json = "{\"budget\":8}",
+                           .model_id = "tiny-a", .model_sha256 = "00", .dataset = "humaneval",
+                           .max_new_tokens = 128, .top_p = 1};
+        arb_store_prompt pr = {.prompt_id = "P/00", .prompt_idx = 0, .n_prompt = 50, .n_gen = 3,
+                               .n_calls = 2, .wall_us = 2000, .n_repeats = 1, .stop = "limit",
+                               .lossless = 1, .ids = ids};
+        if (!(rc = arb_store_run_put(st, &r, err)))
+            rc = arb_store_prompt_put(st, key, &pr, &step, 1, err);
+    }
+    return rc;
+}
+
 /* A fresh temp directory "/tmp/arb_test_<tag>_XXXXXX" (written into dir) holding f.db with the
    unsharded fixture; fx_tmp_close closes the store and removes the directory. */
 static inline int fx_tmp_open(const char *tag, char dir[256], arb_store **st, arb_err *err)

@@ -170,6 +170,26 @@ Test(plot, errors_name_the_problem, .init = setup, .fini = teardown)
     cr_assert(strstr(err.msg, "colour") != NULL, "%s", err.msg);
 }
 
+/* More methods than one figure can show is an error naming the limit, never a figure that
+   silently leaves some out. 121 extra + the fixture's 6 speculative methods = 127 fit; 2 more
+   do not. */
+Test(plot, too_many_series_is_an_error, .init = setup, .fini = teardown)
+{
+    arb_err err = {0};
+    arb_plot_opts o = figure_opts("accept_hist");
+    o.render = false;
+    cr_assert_eq(fx_add_methods(st, 122, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_plot_write(arb_store_db(st), &o, &err), ARB_OK, "128 methods fit: %s", err.msg);
+    arb_store_run_put(st, &(arb_store_run){.run_key = "y000000000000000", .config_name = "fixture",
+                                           .method = "one-too-many", .base_method = "one-too-many",
+                                           .drafter = "pld", .topology = "", .sweep_json = "{}",
+                                           .model_id = "tiny-a", .model_sha256 = "00",
+                                           .dataset = "humaneval", .max_new_tokens = 128, .top_p = 1},
+                      &err);
+    cr_assert_eq(arb_plot_write(arb_store_db(st), &o, &err), ARB_E_RANGE);
+    cr_assert(strstr(err.msg, "accept_hist") && strstr(err.msg, "128"), "%s", err.msg);
+}
+
 /* The helpers `arbor dte-depth --plot` uses: a .dat written by the caller, the dte_depth
    template (DTE Fig. 1: acceptance per depth and L1(p,q)) rendered to PNG and SVG. */
 Test(plot, dte_depth_script_and_render_helpers, .init = setup, .fini = teardown)

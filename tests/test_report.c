@@ -105,6 +105,31 @@ Test(report, table2_macro_delta_vs_reference, .init = setup, .fini = teardown)
     free(md);
 }
 
+/* A pivot has one column per distinct label, however many: 300 methods give 300 + 7 columns
+   (it once stopped silently at 256). */
+Test(report, pivot_keeps_every_column, .init = setup, .fini = teardown)
+{
+    arb_err err = {0};
+    cr_assert_eq(fx_add_methods(st, 300, &err), ARB_OK, "%s", err.msg);
+    arb_report_opts o = arb_report_default_opts();
+    o.table = "pivot";
+    o.rows = "model";
+    o.cols = "method";
+    o.metric = ARB_METRIC_TAU;
+    o.fmt = ARB_FMT_CSV;
+    int rc;
+    char *csv = report(&o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", csv);
+    const char *nl = strchr(csv, '\n');
+    cr_assert(nl);
+    int commas = 0;
+    for (const char *q = csv; q < nl; q++)
+        commas += *q == ',';
+    cr_assert_eq(commas, 300 + FX_N_METHODS, "header: %.*s", (int)(nl - csv), csv);
+    cr_assert(strstr(csv, "extra-299") != NULL);
+    free(csv);
+}
+
 Test(report, csv_json_and_tex_carry_the_same_numbers, .init = setup, .fini = teardown)
 {
     arb_report_opts o = arb_report_default_opts();
