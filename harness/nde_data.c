@@ -55,6 +55,11 @@ typedef struct gen {
     float *lg;                                /* [N_NODES][V] */
     int32_t *idx, *S, *par, *path;
     arb_tree t;
+    /* one unit's rows, written in one short transaction at its end (computing inside the
+       transaction would starve other shards of the write lock) */
+    struct { int g, n_ctx; char feat[ARB_NDE_F * 26]; } *rb; /* [max_new / every + 1] */
+    struct { int g, a, vi; double be, us; } *bb;             /* [roots x A x N_VF] */
+    int n_rb, n_bb;
 } gen;
 
 arb_nde_data_opts arb_nde_data_default_opts(void)
@@ -253,7 +258,7 @@ static int bind_unit(sqlite3_stmt *st, const gen *g, const char *ds, int pi, int
     return 5; /* next parameter */
 }
 
-static int root(gen *g, const char *ds, int pi, int ss, int gi, int n_S, arb_err *err)
+static int root(gen *g, int pi, int gi, int n_S, arb_err *err)
 {
     const int V = g->V;
     int rc = arb_draft_model_prepare(g->dm, g->S, n_S, NULL, err);
@@ -265,14 +270,8 @@ static int root(gen *g, const char *ds, int pi, int ss, int gi, int n_S, arb_err
     char ft[ARB_NDE_F * 26] = "";
     for (int i = 0; i < ARB_NDE_F; i++)
         snprintf(ft + strlen(ft), sizeof ft - strlen(ft), "%s%.17g", i ? " " : "", f[i]);
-    int k = bind_unit(g->ins_root, g, ds, pi, ss);
-    sqlite3_bind_double(g->ins_root, k++, g->sm.temperature);
-    sqlite3_bind_double(g->ins_root, k++, g->sm.top_p);
-    sqlite3_bind_int(g->ins_root, k++, gi);
-    sqlite3_bind_int(g->ins_root, k++, n_S);
-    sqlite3_bind_text(g->ins_root, k++, ft, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(g->ins_root) != SQLITE_DONE)
-        return sql_err(g, err);
+    g->rb[g->n_rb].g = gi, g->rb[g->n_rb].n_ctx = n_S;
+    memcpy(g->rb[g->n_rb++].feat, ft, sizeof ft);
     for (int a = 0; a < ARB_NDE_N_ACTIONS; a++) {
         double be[N_VF] = {0};
         for (int tr = 0; tr < g->o.n_tree; tr++) {
@@ -297,14 +296,8 @@ static int root(gen *g, const char *ds, int pi, int ss, int gi, int n_S, arb_err
         }
         const double us = arb_nde_action_us(&g->lat, n_S, arb_nde_actions[a]);
         for (int i = 0; i < N_VF; i++) {
-            k = bind_unit(g->ins_be, g, ds, pi, ss);
-            sqlite3_bind_int(g->ins_be, k++, gi);
-            sqlite3_bind_int(g->ins_be, k++, a);
-            sqlite3_bind_text(g->ins_be, k++, g->vn[i], -1, SQLITE_STATIC);
-            sqlite3_bind_double(g->ins_be, k++, be[i]);
-            sqlite3_bind_double(g->ins_be, k++, us);
-            if (sqlite3_step(g->ins_be) != SQLITE_DONE)
-                return sql_err(g, err);
+            g->bb[g->n_bb].g = gi, g->bb[g->n_bb].a = a, g->bb[g->n_bb].vi = i;
+            g->bb[g->n_bb].be = be[i], g->bb[g->n_bb++].us = us;
         }
     }
     return ARB_OK;
@@ -327,7 +320,7 @@ static int prefill(gen *g, int n, arb_err *err)
     return rc;
 }
 
-static int unit(gen *g, const char *ds, const char *turn, int pi, int ss, int *n_roots, arb_err *err)
+static int unit(gen *g, const char *turn, int pi, int *n_roots, arb_err *err)
 {
     int32_t *ids;
     int n;
@@ -347,7 +340,7 @@ static int unit(gen *g, const char *ds, const char *turn, int pi, int ss, int *n
     bool eog = n == 0;
     for (int gi = 0; !rc && !eog && gi < g->o.max_new; gi++) {
         if (gi % g->o.every == g->o.every - 1) { /* a root: p_prev is the law S[n_S-1] was drawn from */
-            rc = root(g, ds, pi, ss, gi, n_S, err);
+            rc = root(g, pi, gi, n_S, err);
             (*n_roots)++;
         }
         if (rc)
@@ -365,11 +358,40 @@ static int unit(gen *g, const char *ds, const char *turn, int pi, int ss, int *n
         g->S[n_S++] = arb_sample_w(&sr, g->p_prev, g->V);
         eog = arb_token_is_eog(g->m, g->S[n_S - 1]);
     }
-    if (!rc) {
-        bind_unit(g->ins_done, g, ds, pi, ss);
-        if (sqlite3_step(g->ins_done) != SQLITE_DONE)
-            rc = sql_err(g, err);
+    return rc;
+}
+
+/* The unit's buffered rows and its done mark, in one transaction. */
+static int write_unit(gen *g, const char *ds, int pi, int ss, arb_err *err)
+{
+    if (sqlite3_exec(g->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return sql_err(g, err);
+    int ok = 1;
+    for (int r = 0; ok && r < g->n_rb; r++) {
+        int k = bind_unit(g->ins_root, g, ds, pi, ss);
+        sqlite3_bind_double(g->ins_root, k++, g->sm.temperature);
+        sqlite3_bind_double(g->ins_root, k++, g->sm.top_p);
+        sqlite3_bind_int(g->ins_root, k++, g->rb[r].g);
+        sqlite3_bind_int(g->ins_root, k++, g->rb[r].n_ctx);
+        sqlite3_bind_text(g->ins_root, k++, g->rb[r].feat, -1, SQLITE_TRANSIENT);
+        ok = sqlite3_step(g->ins_root) == SQLITE_DONE;
     }
+    for (int r = 0; ok && r < g->n_bb; r++) {
+        int k = bind_unit(g->ins_be, g, ds, pi, ss);
+        sqlite3_bind_int(g->ins_be, k++, g->bb[r].g);
+        sqlite3_bind_int(g->ins_be, k++, g->bb[r].a);
+        sqlite3_bind_text(g->ins_be, k++, g->vn[g->bb[r].vi], -1, SQLITE_STATIC);
+        sqlite3_bind_double(g->ins_be, k++, g->bb[r].be);
+        sqlite3_bind_double(g->ins_be, k++, g->bb[r].us);
+        ok = sqlite3_step(g->ins_be) == SQLITE_DONE;
+    }
+    if (ok) {
+        bind_unit(g->ins_done, g, ds, pi, ss);
+        ok = sqlite3_step(g->ins_done) == SQLITE_DONE;
+    }
+    int rc = ok ? ARB_OK : sql_err(g, err);
+    if (sqlite3_exec(g->db, ok ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK && !rc)
+        rc = sql_err(g, err);
     return rc;
 }
 
@@ -386,7 +408,7 @@ static void gen_free(gen *g)
     sqlite3_close(g->db);
     arb_tree_release(&g->t);
     free(g->p), free(g->q), free(g->p_prev), free(g->q_prev), free(g->q_root), free(g->lg);
-    free(g->idx), free(g->S), free(g->par), free(g->path);
+    free(g->idx), free(g->S), free(g->par), free(g->path), free(g->rb), free(g->bb);
     for (int i = 0; i < N_VF; i++)
         arb_verifier_free(g->vf[i]);
     arb_otan_free(g->an);
@@ -399,7 +421,8 @@ static int gen_init(gen *g, arb_err *err)
 {
     if (sqlite3_open_v2(g->o.db, &g->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK)
         return sql_err(g, err);
-    sqlite3_busy_timeout(g->db, 60000); /* shards share the file */
+    sqlite3_busy_timeout(g->db, 600000); /* shards share the file; each holds it briefly */
+    sqlite3_exec(g->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL); /* readers (training) never block */
     if (sqlite3_exec(g->db, schema, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(g->db, "INSERT OR REPLACE INTO nde_root VALUES(?,?,?,?,?,?,?,?,?)", -1, &g->ins_root,
                            NULL) != SQLITE_OK ||
@@ -439,7 +462,9 @@ static int gen_init(gen *g, arb_err *err)
                 !(g->lg = malloc(sizeof(float) * nv)) || !(g->p_prev = malloc(sizeof(double) * V)) ||
                 !(g->q_prev = malloc(sizeof(double) * V)) || !(g->q_root = malloc(sizeof(double) * V)) ||
                 !(g->idx = malloc(sizeof(int32_t) * V)) || !(g->S = malloc(sizeof(int32_t) * S_CAP)) ||
-                !(g->par = malloc(sizeof(int32_t) * N_CTX)) || !(g->path = malloc(sizeof(int32_t) * N_CTX))))
+                !(g->par = malloc(sizeof(int32_t) * N_CTX)) || !(g->path = malloc(sizeof(int32_t) * N_CTX)) ||
+                !(g->rb = malloc(sizeof *g->rb * (size_t)(g->o.max_new / g->o.every + 1))) ||
+                !(g->bb = malloc(sizeof *g->bb * (size_t)(g->o.max_new / g->o.every + 1) * ARB_NDE_N_ACTIONS * N_VF))))
         rc = ARB_ERR(err, ARB_E_NOMEM, "nde data: out of memory");
     return rc;
 }
@@ -475,13 +500,10 @@ int arb_nde_data_run(const arb_nde_data_opts *o, FILE *progress, arb_err *err)
                     continue;
                 const double t0 = now_us();
                 int n_roots = 0;
-                if (sqlite3_exec(g.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-                    rc = sql_err(&g, err);
-                    break;
-                }
-                rc = unit(&g, ds, arb_dataset_get(d, (size_t)pi)->turns[0], pi, ss, &n_roots, err);
-                if (sqlite3_exec(g.db, rc ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL) != SQLITE_OK && !rc)
-                    rc = sql_err(&g, err);
+                g.n_rb = g.n_bb = 0;
+                rc = unit(&g, arb_dataset_get(d, (size_t)pi)->turns[0], pi, &n_roots, err);
+                if (!rc)
+                    rc = write_unit(&g, ds, pi, ss, err);
                 if (!rc && progress)
                     fprintf(progress, "nde data: %s prompt %d setting T %.2g top-p %.2g: %d roots, %.1f s\n", ds, pi,
                             g.sm.temperature, g.sm.top_p, n_roots, (now_us() - t0) / 1e6);
