@@ -38,6 +38,7 @@ static int cmd_data(int argc, char **argv)
         ARB_OPT_STR("--data", "DIR", &o.data_dir, "dataset directory (default $ARBOR_DATA, else the cache)"),
         ARB_OPT_INT("--threads", "N", &o.threads, 0, 1024, "kernel threads (default 0 = all cores)"),
         ARB_OPT_STR("--model", "M", &o.model, "default (the cached SmolLM2-135M) or a GGUF path"),
+        ARB_OPT_STR("--verifiers", "NAME[,NAME]", &o.verifiers, "verifiers scored (default: all 8 lossless sampling ones)"),
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"nde data", NULL,
                               "Offline data for the NDE selector (docs/spec/drafting.md 11.8). Re-running with the "
@@ -136,5 +137,15 @@ int arb_cmd_nde(int argc, char **argv)
         return cmd_eval(argc - 1, argv + 1);
     const bool help = argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"));
     fputs(usage, help ? stdout : stderr);
+    if (help) { /* every verb's options too: one page documents the command */
+        char h[] = "--help", d[] = "nde data", t[] = "nde train", e[] = "nde eval";
+        char *av[3][2] = {{d, h}, {t, h}, {e, h}};
+        fputc('\n', stdout);
+        cmd_data(2, av[0]);
+        fputc('\n', stdout);
+        cmd_train(2, av[1]);
+        fputc('\n', stdout);
+        cmd_eval(2, av[2]);
+    }
     return help ? 0 : 2;
 }

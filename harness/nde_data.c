@@ -48,6 +48,7 @@ typedef struct gen {
     arb_otan *an;
     arb_verifier *vf[N_VF];
     const char *vn[N_VF];
+    int n_vf;                 /* verifiers scored (--verifiers; all N_VF by default) */
     int V;
     arb_nde_latency lat;
     arb_sampling sm;
@@ -287,7 +288,7 @@ static int root(gen *g, int pi, int gi, int n_S, arb_err *err)
             for (int v = 0; v < g->t.n; v++)
                 arb_sample_process(g->lg + (size_t)v * V, V, &g->sm, g->p + (size_t)v * V, g->idx);
             arb_verify_in in = {.tree = &g->t, .p = g->p, .q = g->q, .V = V, .rng = &r};
-            for (int i = 0; i < N_VF; i++) {
+            for (int i = 0; i < g->n_vf; i++) {
                 double e = 0;
                 if ((rc = arb_otan_expected_accepted(g->an, g->vf[i], &in, &e)))
                     return ARB_ERR(err, rc, "nde data: no exact BE for verifier %s", g->vn[i]);
@@ -295,7 +296,7 @@ static int root(gen *g, int pi, int gi, int n_S, arb_err *err)
             }
         }
         const double us = arb_nde_action_us(&g->lat, n_S, arb_nde_actions[a]);
-        for (int i = 0; i < N_VF; i++) {
+        for (int i = 0; i < g->n_vf; i++) {
             g->bb[g->n_bb].g = gi, g->bb[g->n_bb].a = a, g->bb[g->n_bb].vi = i;
             g->bb[g->n_bb].be = be[i], g->bb[g->n_bb++].us = us;
         }
@@ -447,13 +448,22 @@ static int gen_init(gen *g, arb_err *err)
     vo.n_nodes_max = N_NODES;
     if (!rc)
         rc = arb_otan_new(&vo, &g->an, err);
-    int n_vn = 0;
-    for (int i = 0; !rc && i < arb_verifier_count(); i++)
-        if (arb_verifier_at(i)->sampling && !arb_verifier_at(i)->approximate && n_vn < N_VF)
-            g->vn[n_vn++] = arb_verifier_at(i)->name;
-    if (!rc && n_vn != N_VF)
-        rc = ARB_ERR(err, ARB_E_INVAL, "nde data: expected %d lossless sampling verifiers, found %d", N_VF, n_vn);
-    for (int i = 0; !rc && i < N_VF; i++)
+    int n_vn = 0; /* the lossless sampling verifiers, or those of --verifiers among them */
+    for (int i = 0; !rc && i < arb_verifier_count(); i++) {
+        const arb_verifier_i *vi = arb_verifier_at(i);
+        if (!vi->sampling || vi->approximate || n_vn == N_VF)
+            continue;
+        bool want = !g->o.verifiers || !g->o.verifiers[0];
+        for (const char *at = g->o.verifiers; !want && at && (at = strstr(at, vi->name)); at++)
+            want = (at == g->o.verifiers || at[-1] == ',') && (at[strlen(vi->name)] == 0 || at[strlen(vi->name)] == ',');
+        if (want)
+            g->vn[n_vn++] = vi->name;
+    }
+    if (!rc && n_vn == 0)
+        rc = ARB_ERR(err, ARB_E_INVAL, "--verifiers '%s': no lossless sampling verifier named (nss, naive, bv, "
+                     "naivetree, spectr, specinfer, khisti, traversal)", g->o.verifiers ? g->o.verifiers : "");
+    g->n_vf = n_vn;
+    for (int i = 0; !rc && i < n_vn; i++)
         rc = arb_verifier_new(g->vn[i], &vo, &g->vf[i], err);
     if (!rc)
         rc = arb_tree_init(&g->t, N_NODES, err);

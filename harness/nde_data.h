@@ -32,6 +32,7 @@ typedef struct arb_nde_data_opts {
     const char *datasets;  /* comma-separated ("gsm8k-train,mbpp") */
     const char *data_dir;  /* NULL: $ARBOR_DATA, else the cache */
     const char *model;     /* "default" or a GGUF path */
+    const char *verifiers; /* comma-separated subset to score (NULL: all eight) */
     int limit;             /* prompts per dataset (20) */
     int offset;            /* first prompt index (0) */
     int max_new;           /* trajectory length (96) */
