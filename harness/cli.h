@@ -33,6 +33,8 @@ int arb_cmd_distill(int argc, char **argv);
 int arb_cmd_train(int argc, char **argv);
 int arb_cmd_datastore(int argc, char **argv);
 int arb_cmd_entmtp(int argc, char **argv);
+int arb_cmd_nde(int argc, char **argv);       /* cmd_nde.c: data | train | eval */
+int arb_cmd_nde_train(int argc, char **argv); /* `arbor train nde` */
 
 /* True if argv has -h or --help (for the commands still parsing by hand). */
 bool arb_cli_wants_help(int argc, char **argv);

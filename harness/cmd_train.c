@@ -114,7 +114,7 @@ static int parse_opts(int argc, char **argv, opts *o)
     *o = (opts){.model = "default", .K = 4, .epochs = 1, .batch = 32, .warmup = -1, .eval_rows = 2000,
                 .threads = 1, .lr = 1e-3, .clip = 1.0, .heldout = 0.05, .seed = 1};
     if (argc < 2 || (strcmp(argv[1], "medusa") && strcmp(argv[1], "hydra"))) {
-        fprintf(stderr, "arbor train: first argument must be 'medusa' or 'hydra'\n%s", usage);
+        fprintf(stderr, "arbor train: first argument must be 'medusa', 'hydra' or 'nde' (arbor nde train)\n%s", usage);
         return -1;
     }
     o->kind = strcmp(argv[1], "hydra") ? ARB_HEADS_MEDUSA : ARB_HEADS_HYDRA;
@@ -584,6 +584,8 @@ done:
 
 int arb_cmd_train(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "nde")) /* the NDE selector: cmd_nde.c */
+        return arb_cmd_nde_train(argc - 1, argv + 1);
     if (arb_cli_wants_help(argc, argv)) {
         fputs(usage, stdout);
         return 0;

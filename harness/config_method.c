@@ -11,6 +11,7 @@
 #include "config.h"
 #include "alloc.h"
 #include "config_int.h"
+#include "selectors/selector.h"
 
 #define MAX_POINTS 4096 /* sweep points per method: more is almost surely a typo */
 #define MAX_KEYS 64
@@ -56,6 +57,9 @@ static int check_value(const arb_method_param *p, const cJSON *v, const char *pa
             return ARB_OK;
         return ARB_ERR(err, ARB_E_INVAL, "%s: expected boolean, got %s", path, got);
     case ARB_PARAM_STR:
+        if (cJSON_IsString(v) && !strcmp(p->name, "selector") && !arb_selector_find(v->valuestring))
+            return ARB_ERR(err, ARB_E_INVAL, "%s: unknown selector \"%s\" (%s)", path, v->valuestring,
+                           arb_selector_names());
         if (cJSON_IsString(v) && strlen(v->valuestring) < 32)
             return ARB_OK;
         return ARB_ERR(err, ARB_E_INVAL, "%s: expected string (< 32 bytes), got %s", path, got);
@@ -339,7 +343,8 @@ char *arb_config_spec_json(const arb_method_spec *s)
         if (arb_method_param_find(s->drafter, p->name) != p || cJSON_GetObjectItem(o, p->name) ||
             !strcmp(p->name, "temperature") || !strcmp(p->name, "top_p") ||
             !strcmp(p->name, "top_k") || !strcmp(p->name, "seed") ||
-            (!strncmp(p->name, "typical_", 8) && strcmp(s->verifier, "typical"))) /* older run keys stay */
+            (!strncmp(p->name, "typical_", 8) && strcmp(s->verifier, "typical")) || /* older run keys stay */
+            (!strncmp(p->name, "selector", 8) && !strcmp(s->selector, "fixed")))
             continue;
         const char *f = (const char *)s + p->offset;
         switch (p->type) {

@@ -34,6 +34,7 @@ static const struct arb_cmd cmds[] = {
     {"datastore", arb_cmd_datastore, "build a REST retrieval datastore (code or chat corpus) or show one's header"},
     {"entmtp", arb_cmd_entmtp, "EntMTP: acceptance frontier of Hydra trees (score_all + debiasing) on calibration prompts"},
     {"dte-depth", arb_cmd_dte_depth, "per-depth OT acceptance rates and L1(p,q) along draft paths (DTE Fig. 1)"},
+    {"nde", arb_cmd_nde, "DTE's neural delayed-expansion selector: offline data, training, Tables 4-7 (data|train|eval)"},
 };
 
 bool arb_cli_wants_help(int argc, char **argv)

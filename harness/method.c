@@ -15,6 +15,8 @@
 #include "schedulers/scheduler.h"
 #include "drafters/lookahead.h"
 #include "verifiers/verifier.h"
+#include "nde_features.h"
+#include "selectors/selector.h"
 
 /* ---- registries (STYLE practice 11): one row per plug-in ---- */
 static int none_create(const arb_method_spec *s, int n_vocab, void **st, arb_err *err)
@@ -148,6 +150,8 @@ static const arb_method_param params[] = {
     {"paths", ARB_PARAM_INT, OFF(dte_k), "draft", 1, 16, "k: i.i.d. draft paths (branching factor)"},
     {"trunk", ARB_PARAM_INT, OFF(dte_l), "draft", 0, 32, "l: trunk length before the branch point"},
     {"branch_len", ARB_PARAM_INT, OFF(dte_b), "draft", 0, 32, "b: length of each branch (single chain: paths 1, trunk 0)"},
+    {"selector", ARB_PARAM_STR, OFF(selector), "draft", 0, 0, "fixed (paths, trunk, branch_len) | nde (per-step argmax of a trained selector)"},
+    {"selector_file", ARB_PARAM_STR, OFF(selector_file), "draft", 0, 0, "nde: selector JSON (arbor nde train --out)"},
     {"window", ARB_PARAM_INT, OFF(la_window), "lookahead", 1, ARB_LADE_W_MAX, "W: Lookahead window columns"},
     {"ngram", ARB_PARAM_INT, OFF(la_ngram), "lookahead", 3, ARB_LADE_N_MAX, "N: Lookahead n-gram size (N-1 window levels)"},
     {"guess", ARB_PARAM_INT, OFF(la_guess), "lookahead", 0, ARB_LADE_G_MAX, "G: Lookahead n-grams per key, verified per step"},
@@ -281,6 +285,7 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     s->dte_k = 2;
     s->dte_l = 0;
     s->dte_b = 4;
+    snprintf(s->selector, sizeof s->selector, "fixed");
     /* Lookahead: the paper's setting for 7B models (W, N, G) = (15, 5, 15), also llama.cpp's
        example; the reference README's (7, 5, 7) is the lookahead-small preset */
     s->la_window = 15;
@@ -369,8 +374,10 @@ int arb_method_max_nodes(const arb_method_spec *s)
         return 1 + s->max_draft;
     if (d == &arb_drafter_tr)
         return 81;
-    if (d == &arb_drafter_draft)
-        return 1 + s->dte_l + s->dte_k * s->dte_b;
+    if (d == &arb_drafter_draft) { /* nde: the largest action as well */
+        int n = 1 + s->dte_l + s->dte_k * s->dte_b;
+        return !strcmp(s->selector, "nde") && n < ARB_NDE_NODES_MAX ? ARB_NDE_NODES_MAX : n;
+    }
     if (d == &arb_drafter_lookahead)
         return arb_lade_max_nodes(s->la_window, s->la_ngram, s->la_guess);
     if (d == &arb_drafter_eagle2)
@@ -457,6 +464,15 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
                        s->la_guess, arb_method_max_nodes(s), ARB_LADE_NODES_MAX);
     if (!strcmp(s->drafter, "draft")) { /* sampling verifiers: validity matrix (docs/spec/verification.md §0.6) */
         arb_regime rg = s->dte_l > 0 ? ARB_REGIME_DELAYED : s->dte_k > 1 ? ARB_REGIME_IID : ARB_REGIME_SINGLE;
+        if (!arb_selector_find(s->selector))
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: selector: unknown '%s' (%s)", s->id, s->selector,
+                           arb_selector_names());
+        if (!strcmp(s->selector, "nde")) { /* any action may be a delayed tree (the verifier must take them) */
+            if (!s->selector_file[0])
+                return ARB_ERR(err, ARB_E_INVAL, "method %s: selector_file: selector nde needs the trained "
+                               "selector (arbor nde train --out FILE)", s->id);
+            rg = ARB_REGIME_DELAYED;
+        }
         if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
             return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss naive naivetree typical "
                            "bv spectr specinfer khisti traversal)", s->id);

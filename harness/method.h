@@ -94,6 +94,8 @@ typedef struct arb_method_spec {
     char draft_model[32]; /* "self" (target cut after draft_layers), "target" (its GGUF again), a path */
     int draft_layers;     /* self-draft depth (24) */
     int dte_k, dte_l, dte_b; /* k i.i.d. paths of length b after a trunk of l (single chain: 1, 0, L) */
+    char selector[32];    /* per-step shape: "fixed" (dte_k, dte_l, dte_b) | "nde" (selectors/selector.h) */
+    char selector_file[32]; /* nde: the trained selector JSON (arbor nde train --out) */
     /* ---- Lookahead (drafter "lookahead", docs/spec/drafting.md §6) ---- */
     int la_window;        /* W: window columns (15, the paper's 7B setting) */
     int la_ngram;         /* N: n-gram size; the window keeps N - 1 levels (5) */

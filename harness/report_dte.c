@@ -87,7 +87,10 @@ static int run_shape(sqlite3 *db, const char *run_key, char out[24], arb_err *er
         const cJSON *k = cJSON_GetObjectItemCaseSensitive(m, "paths");
         const cJSON *l = cJSON_GetObjectItemCaseSensitive(m, "trunk");
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(m, "branch_len");
-        if (cJSON_IsNumber(k) && cJSON_IsNumber(b)) {
+        const cJSON *sel = cJSON_GetObjectItemCaseSensitive(m, "selector");
+        if (cJSON_IsString(sel) && strcmp(sel->valuestring, "fixed")) { /* a per-step shape (NDE) */
+            snprintf(out, 24, "%s", sel->valuestring);
+        } else if (cJSON_IsNumber(k) && cJSON_IsNumber(b)) {
             int lv = cJSON_IsNumber(l) ? l->valueint : 0;
             if (lv > 0)
                 snprintf(out, 24, "k%dl%db%d", k->valueint, lv, b->valueint);

@@ -30,13 +30,43 @@ int arb_draft_model_catch_up(arb_draft_model *d, const int32_t *S, int from, int
             rc = arb_commit(d->ctx, d->chain, n, err);
         if (rc)
             return rc;
-        if (n > 1) /* keep the last row first */
-            memmove(d->logits, d->logits + (size_t)(n - 1) * d->V, sizeof(float) * (size_t)d->V);
+        /* the anchor's row and the one before it (the previous anchor's when only one is new) */
+        const size_t V = (size_t)d->V;
+        if (n > 1)
+            memcpy(d->lg_prev, d->logits + (size_t)(n - 2) * V, sizeof(float) * V);
+        else
+            memcpy(d->lg_prev, from > 0 ? d->lg_root : d->logits, sizeof(float) * V);
+        memcpy(d->lg_root, d->logits + (size_t)(n - 1) * V, sizeof(float) * V);
+        if (n > 1) /* keep the last row first (eagle2.c reads it there) */
+            memmove(d->logits, d->logits + (size_t)(n - 1) * V, sizeof(float) * V);
         st->n_evals++;
         st->n_tokens += n;
         from += n;
     }
     return ARB_OK;
+}
+
+int arb_draft_model_prepare(arb_draft_model *d, const int32_t *S, int n_S, arb_draft_stats *st, arb_err *err)
+{
+    arb_draft_stats dummy = {0};
+    if (!st)
+        st = &dummy;
+    if (n_S < 1)
+        return ARB_ERR(err, ARB_E_INVAL, "draft model: empty sequence");
+    if (n_S <= d->n_done || d->n_done > arb_ctx_n_past(d->ctx)) /* new prompt (or anchor reused) */
+        arb_draft_model_reset(d);
+    int rc = arb_draft_model_catch_up(d, S, d->n_done, n_S, st, err); /* the anchor is always evaluated here */
+    if (rc)
+        return rc;
+    d->n_done = n_S;
+    d->prepared = n_S;
+    return ARB_OK;
+}
+
+void arb_draft_model_laws(arb_draft_model *d, const arb_sampling *smp, double *q_prev, double *q_root)
+{
+    arb_sample_process(d->lg_prev, d->V, smp, q_prev, d->idx);
+    arb_sample_process(d->lg_root, d->V, smp, q_root, d->idx);
 }
 
 static int add_child(arb_tree *t, int v, int32_t x, const double *qv)
@@ -64,15 +94,11 @@ int arb_draft_model_propose(arb_draft_model *d, const int32_t *S, int n_S, arb_d
                        sh.l, sh.k, sh.b, t->cap);
     if (n_S < 1)
         return ARB_ERR(err, ARB_E_INVAL, "draft model: empty sequence");
-    if (n_S <= d->n_done || d->n_done > arb_ctx_n_past(d->ctx)) { /* new prompt (or anchor reused) */
-        arb_draft_model_reset(d);
-    }
-    int rc = arb_draft_model_catch_up(d, S, d->n_done, n_S, st, err); /* the anchor is always evaluated here */
+    int rc = d->prepared == n_S ? ARB_OK : arb_draft_model_prepare(d, S, n_S, st, err);
     if (rc)
         return rc;
-    d->n_done = n_S;
     const size_t V = (size_t)d->V;
-    arb_sample_process(d->logits, d->V, smp, q, d->idx);
+    arb_sample_process(d->lg_root, d->V, smp, q, d->idx);
     memcpy(d->q_root, q, sizeof(double) * V);
     /* trunk: l tokens, committed tentatively so that each next law is one eval away */
     int cur = 0, rc2 = ARB_OK;

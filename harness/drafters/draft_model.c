@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "genutil.h"
+#include "nde_features.h"
+#include "selectors/selector.h"
 
 arb_draft_model_opts arb_draft_model_default_opts(void)
 {
@@ -20,7 +22,7 @@ void arb_draft_model_free(arb_draft_model *d)
     arb_ctx_free(d->ctx);
     arb_model_free(d->own);
     free(d->logits); free(d->btok); free(d->bpar); free(d->chain); free(d->idx); free(d->pos);
-    free(d->q_root);
+    free(d->q_root); free(d->lg_root); free(d->lg_prev);
     free(d);
 }
 
@@ -75,7 +77,11 @@ int arb_draft_model_new(arb_model *target, const arb_draft_model_opts *o, int n_
     d->idx = malloc(sizeof(int32_t) * V);
     d->pos = malloc(sizeof(int32_t) * (size_t)n_nodes_max);
     d->q_root = malloc(sizeof(double) * V);
-    if (!d->logits || !d->btok || !d->bpar || !d->chain || !d->idx || !d->pos || !d->q_root) {
+    d->lg_root = malloc(sizeof(float) * V);
+    d->lg_prev = malloc(sizeof(float) * V);
+    d->prepared = -1;
+    if (!d->logits || !d->btok || !d->bpar || !d->chain || !d->idx || !d->pos || !d->q_root || !d->lg_root ||
+        !d->lg_prev) {
         rc = ARB_ERR(err, ARB_E_NOMEM, "draft model: out of memory (%zu x %zu logits)", nb, V);
         goto fail;
     }
@@ -92,6 +98,7 @@ void arb_draft_model_reset(arb_draft_model *d)
 {
     arb_ctx_truncate(d->ctx, 0);
     d->n_done = 0;
+    d->prepared = -1;
 }
 
 const double *arb_draft_model_q_root(const arb_draft_model *d) { return d->q_root; }
@@ -107,6 +114,11 @@ typedef struct dm_state {
     double *q;            /* n_nodes x V */
     uint32_t prompt_id;
     int step;
+    const arb_selector_i *sel; /* the per-step shape (selector.h); fixed: the spec's */
+    void *sel_st;
+    double *p_prev, *q_prev, *q_root; /* [V] each, only for a selector that reads the laws */
+    int32_t *pidx;        /* [V] PROCESS scratch for p_prev */
+    bool have_p_prev;     /* stop_logits has run since begin */
 } dm_state;
 
 static int dm_create(const arb_method_spec *s, int n_vocab, void **st, arb_err *err)
@@ -125,7 +137,20 @@ static int dm_create(const arb_method_spec *s, int n_vocab, void **st, arb_err *
         return ARB_ERR(err, ARB_E_NOMEM, "drafter draft: cannot allocate %d x %d draft laws", n, n_vocab);
     }
     *st = d;
-    return ARB_OK;
+    d->sel = arb_selector_find(s->selector[0] ? s->selector : "fixed");
+    if (!d->sel)
+        return ARB_ERR(err, ARB_E_INVAL, "drafter draft: selector: unknown '%s' (%s)", s->selector,
+                       arb_selector_names());
+    arb_selector_opts so = {.shape = {s->dte_k, s->dte_l, s->dte_b}, .file = s->selector_file, .V = n_vocab,
+                            .n_nodes_max = d->n_nodes};
+    int rc = d->sel->create(&so, &d->sel_st, err);
+    if (!rc && d->sel->needs_laws) {
+        const size_t V = (size_t)n_vocab;
+        if (!(d->p_prev = malloc(sizeof(double) * V)) || !(d->q_prev = malloc(sizeof(double) * V)) ||
+            !(d->q_root = malloc(sizeof(double) * V)) || !(d->pidx = malloc(sizeof(int32_t) * V)))
+            rc = ARB_ERR(err, ARB_E_NOMEM, "drafter draft: out of memory");
+    }
+    return rc; /* on error the caller destroys *st */
 }
 
 static void dm_destroy(void *st)
@@ -134,7 +159,9 @@ static void dm_destroy(void *st)
     if (!d)
         return;
     arb_draft_model_free(d->dm);
-    free(d->q);
+    if (d->sel)
+        d->sel->destroy(d->sel_st);
+    free(d->q), free(d->p_prev), free(d->q_prev), free(d->q_root), free(d->pidx);
     free(d);
 }
 
@@ -165,6 +192,7 @@ static int dm_begin(void *st, int n_tokens, bool new_run, arb_err *err)
     if (!d->dm)
         return ARB_ERR(err, ARB_E_INVAL, "drafter draft: not bound to a target context");
     arb_draft_model_reset(d->dm);
+    d->have_p_prev = false;
     return ARB_OK;
 }
 
@@ -187,10 +215,34 @@ static void dm_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
     arb_draft_stats ds;
     arb_err err = {0};
     rec->mode = ARB_MODE_TREE;
-    if (arb_draft_model_propose(d->dm, S, n_S, sh, &sm, &r, t, d->q, &ds, &err)) {
+    int rc = ARB_OK;
+    if (d->sel->needs_laws) { /* the root's laws first: a function of the committed prefix only */
+        if (!(rc = arb_draft_model_prepare(d->dm, S, n_S, &ds, &err))) {
+            arb_draft_model_laws(d->dm, &sm, d->q_prev, d->q_root);
+            arb_selector_in in = {.p_prev = d->have_p_prev ? d->p_prev : d->q_prev, .q_prev = d->q_prev,
+                                  .q_root = d->q_root, .V = d->V, .n_ctx = n_S, .smp = &sm};
+            sh = d->sel->select(d->sel_st, &in);
+        }
+    } else {
+        sh = d->sel->select(d->sel_st, NULL);
+    }
+    if (d->sel->needs_laws) /* the chosen action in the step log (its index in A) */
+        rec->topology_id = arb_nde_action_index(sh);
+    if (rc || arb_draft_model_propose(d->dm, S, n_S, sh, &sm, &r, t, d->q, &ds, &err)) {
         arb_tree_reset(t, S[n_S - 1]); /* drafting failed (context full): an AR step */
         rec->mode = ARB_MODE_AR;
     }
+}
+
+/* The stop node's logits: the target law at the position before the next anchor (p_prev). */
+static void dm_stop_logits(void *st, const float *row, int n_vocab)
+{
+    dm_state *d = st;
+    if (!d->p_prev || n_vocab != d->V)
+        return;
+    arb_sampling sm = {.temperature = d->spec.temperature, .top_k = d->spec.top_k, .top_p = d->spec.top_p};
+    arb_sample_process(row, n_vocab, &sm, d->p_prev, d->pidx);
+    d->have_p_prev = true;
 }
 
 static const double *dm_q_rows(void *st) { return ((dm_state *)st)->q; }
@@ -204,4 +256,5 @@ static size_t dm_bytes(const void *st)
 const arb_drafter_i arb_drafter_draft = {
     .name = "draft", .create = dm_create, .destroy = dm_destroy, .begin = dm_begin, .append = dm_append,
     .propose = dm_propose, .bytes = dm_bytes, .bind = dm_bind, .q_rows = dm_q_rows, .set_step = dm_set_step,
+    .stop_logits = dm_stop_logits,
 };

@@ -62,6 +62,15 @@ void arb_draft_model_reset(arb_draft_model *d); /* new prompt: forget the draft 
 int arb_draft_model_propose(arb_draft_model *d, const int32_t *S, int n_S, arb_draft_shape sh,
                             const arb_sampling *smp, arb_rng *rng, arb_tree *t, double *q,
                             arb_draft_stats *st, arb_err *err);
+/* Catch the draft context up with S[0..n_S) (one chain eval of the tokens it has not seen; a
+   new prompt when n_S <= the tokens already seen). A propose with the same n_S then drafts from
+   this state without evaluating again, so several trees can be drafted from one root (the NDE
+   offline data) and a selector can read the laws before choosing the shape: S must be the same
+   sequence until the next prepare or reset. */
+int arb_draft_model_prepare(arb_draft_model *d, const int32_t *S, int n_S, arb_draft_stats *st, arb_err *err);
+/* After prepare: the processed draft laws (V doubles each) at the position before the anchor
+   (q_prev; = q_root for a one-token context) and at the anchor (q_root). Allocates nothing. */
+void arb_draft_model_laws(arb_draft_model *d, const arb_sampling *smp, double *q_prev, double *q_root);
 /* The draft law at the anchor of the last propose (V doubles) and the model's vocabulary. */
 const double *arb_draft_model_q_root(const arb_draft_model *d);
 int arb_draft_model_n_vocab(const arb_draft_model *d);

@@ -16,6 +16,10 @@ struct arb_draft_model {
     int32_t *idx;            /* V: PROCESS scratch */
     int32_t *pos;            /* n_max: current node of each path */
     double *q_root;          /* V: law at the anchor of the last propose */
+    float *lg_root, *lg_prev; /* V: draft logits at the anchor S[n_done-1] and at S[n_done-2]
+                                 (what the NDE selector's features read; lg_prev = lg_root
+                                 when the context holds one token) */
+    int prepared;            /* n_S of the last arb_draft_model_prepare (-1: none since reset) */
 };
 
 /* Evaluate S[from..to) as a chain on top of the committed prefix and commit it, in chunks of
