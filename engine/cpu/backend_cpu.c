@@ -206,14 +206,14 @@ typedef struct attn_job {
 
 /* Tasks are (node block, head chunk) pairs. A head chunk is the query heads of one KV
    head, or a single head when there are too few tasks to keep the threads busy
-   (decode on several threads). Node blocks hold up to ARB_ATTN_NODE_BLOCK nodes; on
+   (decode; one head at a time also measured faster there on one thread). Node blocks hold up to ARB_ATTN_NODE_BLOCK nodes; on
    several threads there are at least enough of them for 2 tasks per thread. Piece c of
    nc takes a contiguous range of tasks with scratch slot c. Results depend on neither
    the split nor the pieces. */
 static attn_split attn_split_of(const arb_attn_args *a, int nth)
 {
     const int group = a->n_head / a->n_head_kv;
-    const int per = nth == 1 || a->n * a->n_head_kv >= 4 * nth ? group : 1;
+    const int per = a->n * a->n_head_kv >= 4 * nth ? group : 1;
     const int n_hc = a->n_head / per;
     int n_blk = (a->n + ARB_ATTN_NODE_BLOCK - 1) / ARB_ATTN_NODE_BLOCK;
     if (nth > 1) {
@@ -293,6 +293,8 @@ static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh
     const int hd = a->head_dim, len = a->n_prefix + a->n, kvh = h / (a->n_head / a->n_head_kv);
     const float *kbase = a->k + (size_t)kvh * hd, *vbase = a->v + (size_t)kvh * hd;
     const int S = blk->n_shared;
+    /* one node alone gains nothing from blocks: one pass, as the streaming prefetchers like it */
+    const int kb = blk->nb == 1 ? S : ATTN_KEY_BLOCK;
     const float *q[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS];
     float *sc[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS], *out[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS];
     float inv[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS];
@@ -304,8 +306,8 @@ static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh
             out[x][y] = a->out + qo;
             sc[x][y] = scratch + (size_t)(x * ARB_VEC_HEADS + y) * len;
         }
-    for (int j0 = 0; j0 < S; j0 += ATTN_KEY_BLOCK) {
-        const int nk = S - j0 < ATTN_KEY_BLOCK ? S - j0 : ATTN_KEY_BLOCK;
+    for (int j0 = 0; j0 < S; j0 += kb) {
+        const int nk = S - j0 < kb ? S - j0 : kb;
         for (int x = 0; x < blk->nb; x++) {
             rows_at(sc[x], nh, (size_t)j0, at);
             vec->scores(q[x], nh, kbase, a->kv_stride, blk->shared + j0, nk, hd, a->scale, at);
@@ -320,8 +322,8 @@ static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh
             inv[x][y] = 1.0f / sum_f32(sc[x][y], n_keys);
         }
     }
-    for (int j0 = 0; j0 < S; j0 += ATTN_KEY_BLOCK) {
-        const int nk = S - j0 < ATTN_KEY_BLOCK ? S - j0 : ATTN_KEY_BLOCK;
+    for (int j0 = 0; j0 < S; j0 += kb) {
+        const int nk = S - j0 < kb ? S - j0 : kb;
         for (int x = 0; x < blk->nb; x++) {
             rows_at(sc[x], nh, (size_t)j0, at);
             vec->wsum(vbase, a->kv_stride, blk->shared + j0, (const float *const *)at, nh, nk, hd, out[x], j0 > 0);
