@@ -10,8 +10,12 @@
  *   - rmsnorm sums squares in double in 8 fixed lanes (vec_int.h);
  *   - attention walks node i's key list (prefix rows, ancestors, itself) in
  *     position order: scores, max, exp, sum and the weighted V sum are each
- *     sequential over that list. Work is split across threads by whole
- *     (node, head) tasks, so the thread count never changes a result.
+ *     sequential over that list. The loops run over blocks of keys outside and a
+ *     block of up to 8 nodes inside, so the keys the nodes share (the prefix and
+ *     their common ancestors) are read once per block, but each node's own
+ *     sequence of operations is exactly the one it performs alone. Work is split
+ *     across threads by whole (node block, head group) tasks, so neither the thread
+ *     count nor the tree around a node changes a result.
  * Every vector-kernel family performs the same float operations in the same order
  * lane for lane (multiplies and adds never fused), so the ISA never changes a result
  * either; arb_load_opts.attn_scalar forces the scalar family (tests/test_vec.c and the
