@@ -383,7 +383,7 @@ static int bench_engine(int argc, char **argv)
     if (context > 0 && context + 66 > co.n_ctx)
         co.n_ctx = context + 66;
     if (co.n_ctx > b.mi.n_ctx_train && b.mi.n_ctx_train > 0) {
-        fprintf(stderr, "arbor bench engine: --prefill + --steps exceed the model's context (%d)\n", b.mi.n_ctx_train);
+        fprintf(stderr, "arbor bench engine: --prefill + --steps (or --context) exceed the model's context (%d)\n", b.mi.n_ctx_train);
         goto out;
     }
     co.n_batch_max = b.n_max;
