@@ -36,9 +36,13 @@
    host slows down does not hold the others at the end of the run; each piece
    needs its own scratch slot. */
 #define ARB_ATTN_SLOTS_PER_THREAD 4
-/* Rows of (n_prefix + n) floats per scratch slot: the scores of up to
-   ARB_ATTN_SCRATCH_ROWS - 1 query heads of one KV head, then the key-row list. */
-#define ARB_ATTN_SCRATCH_ROWS 4
+/* Tree nodes whose attention is computed together (engine/cpu/backend_cpu.c): each
+   block of cached keys and values is read once for up to this many nodes. */
+#define ARB_ATTN_NODE_BLOCK 8
+/* Rows of (n_prefix + n) floats per scratch slot: the scores of up to 3 query heads
+   (ARB_VEC_HEADS) of one KV head for each node of a block, then the key-row lists
+   (the shared one and one per node). */
+#define ARB_ATTN_SCRATCH_ROWS (4 * ARB_ATTN_NODE_BLOCK + 1)
 
 typedef struct arb_attn_args {
     const float *q;        /* n x n_head x head_dim (roped) */

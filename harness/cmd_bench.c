@@ -38,6 +38,11 @@ static const char engine_description[] =
     "CPU: the eval cost model t(n, L) = w(n) + a n L (harness/costmodel.h) is fitted on the wide\n"
     "trees at a 64-token context and at a long one; --save-profile writes it, with this machine's\n"
     "fingerprint, to $ARBOR_CACHE/cost/<fingerprint>.json (`arbor report --table cost`).\n"
+    "The long context is --context L (default: the longest a 64-node tree fits on); its 1-64-node\n"
+    "ratios are printed too. --isa forces a CPU kernel family (scalar, avx2, avx512vnni: the\n"
+    "load option isa); --trees-only skips the roofline, prefill, decode and memory lines;\n"
+    "--cpu-time times the trees (and prefill) in process CPU time instead of wall time: on a\n"
+    "shared machine and with --threads 1 it leaves out the time other processes hold the core.\n"
     "--backend cuda|cuda-exact: the GPU (README, GPU backend): trees up to 128 nodes, evals\n"
     "return one argmax per node (no logits rows to the host; one line shows the cost of\n"
     "copying them), and the roofline is the measured device read bandwidth.\n";
@@ -79,7 +84,20 @@ typedef struct bench {
     int32_t *tok, *par, *am; /* am: n_max argmax ids */
     int n_max;
     bool argmax_only; /* evals return argmax ids, not logits rows (GPU) */
+    bool cpu_time;    /* tree timings in process CPU time, not wall time (--cpu-time) */
 } bench;
+
+/* The clock of the tree timings: wall time, or with --cpu-time the process's CPU time,
+   which on one thread leaves out the time other processes hold the core (a shared
+   machine) but still counts the cache misses they cause. */
+static double bench_now(const bench *b)
+{
+    if (!b->cpu_time)
+        return now_s();
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int bench_eval(bench *b, const int32_t *tok, const int32_t *par, int n, arb_err *err)
 {
@@ -109,10 +127,10 @@ static double run_eval(bench *b, int n, int wide, arb_err *err)
         b->tok[i] = (int32_t)((7919u * (unsigned)(i + 11)) % (unsigned)b->mi.n_vocab);
         b->par[i] = wide ? (i == 0 ? -1 : 0) : i - 1;
     }
-    const double t0 = now_s();
+    const double t0 = bench_now(b);
     if (bench_eval(b, b->tok, b->par, n, err))
         return -1;
-    return now_s() - t0;
+    return bench_now(b) - t0;
 }
 
 /* llama-bench's tg rate (avg_ts of the CSV row); < 0 if it failed. */
@@ -257,17 +275,24 @@ static int cost_profile(bench *b, const int *sizes, int n_sizes, const double *t
             return -1;
         done += len;
     }
-    static const int long_sizes[] = {1, 4, 16, 64};
-    double best[4] = {1e30, 1e30, 1e30, 1e30};
+    static const int long_sizes[] = {1, 2, 4, 8, 16, 64};
+    enum { N_LONG = sizeof long_sizes / sizeof *long_sizes };
+    double best[N_LONG];
+    for (int k = 0; k < N_LONG; k++)
+        best[k] = 1e30;
     for (int r = 0; r < reps; r++)
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < N_LONG; k++) {
             const double x = run_eval(b, long_sizes[k], 1, err);
             if (x < 0)
                 return -1;
             best[k] = x < best[k] ? x : best[k];
         }
-    for (int k = 0; k < 4 && m < 16; k++, m++)
+    for (int k = 0; k < N_LONG && m < 16; k++, m++)
         n[m] = long_sizes[k], L[m] = L2, t[m] = 1e6 * best[k];
+    printf("trees     at %d cached tokens, wide: nodes", L2);
+    for (int k = 0; k < N_LONG; k++)
+        printf(" %d: %.2f", long_sizes[k], best[k] / best[0]);
+    printf("   (1 node %.2f ms)\n", 1e3 * best[0]);
     arb_cost_model cm;
     if (arb_cost_fit(n, L, t, m, &cm, err))
         return -1;
@@ -277,7 +302,7 @@ static int cost_profile(bench *b, const int *sizes, int n_sizes, const double *t
     printf("cost      t(n, L) = w(n) + a n L: w(1) %.2f ms, w(8) %.2f ms, w(64) %.2f ms, a = %.4f us per node per\n"
            "          cached token (%d tokens: 1 node %.2f ms, 64 nodes %.2f ms); fit rms %.1f%% over %d trees\n",
            arb_cost_us(&cm, 1, 0) / 1e3, arb_cost_us(&cm, 8, 0) / 1e3, arb_cost_us(&cm, 64, 0) / 1e3, cm.ctx_us,
-           L2, 1e3 * best[0], 1e3 * best[3], 100.0 * cm.rms_rel, m);
+           L2, 1e3 * best[0], 1e3 * best[N_LONG - 1], 100.0 * cm.rms_rel, m);
     if (!save)
         return 0;
     char file[4400];
@@ -289,9 +314,9 @@ static int cost_profile(bench *b, const int *sizes, int n_sizes, const double *t
 
 static int bench_engine(int argc, char **argv)
 {
-    const char *model = "default", *llama = NULL, *backend = "cpu";
-    int threads = 0, steps = 128, prefill = 512, reps = 5, rounds = 2, llama_reps = 2;
-    bool quick = false, save_profile = false;
+    const char *model = "default", *llama = NULL, *backend = "cpu", *isa = NULL;
+    int threads = 0, steps = 128, prefill = 512, reps = 5, rounds = 2, llama_reps = 2, context = 0;
+    bool quick = false, save_profile = false, trees_only = false, cpu_time = false;
     const arb_opt opts[] = {
         ARB_OPT_STR("--model", "M", &model, "default (the cached SmolLM2-135M) or a GGUF path"),
         ARB_OPT_INT("--threads", "N", &threads, 0, 1024, "kernel threads (default 0 = all cores)"),
@@ -304,6 +329,10 @@ static int bench_engine(int argc, char **argv)
         ARB_OPT_FLAG("--quick", &quick, "fewer steps and reps"),
         ARB_OPT_STR("--backend", "B", &backend, "cpu (default), cuda or cuda-exact"),
         ARB_OPT_FLAG("--save-profile", &save_profile, "write the fitted cost model to the cache"),
+        ARB_OPT_STR("--isa", "NAME", &isa, "CPU kernel family: scalar, avx2, avx512vnni (default: the best)"),
+        ARB_OPT_INT("--context", "L", &context, 0, 1 << 20, "long context of the tree timings (default 0 = the longest)"),
+        ARB_OPT_FLAG("--trees-only", &trees_only, "only the tree timings and the cost model"),
+        ARB_OPT_FLAG("--cpu-time", &cpu_time, "time trees in process CPU time (meaningful with --threads 1)"),
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"bench engine", NULL, engine_description, opts, 0, 0};
     const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
@@ -327,6 +356,13 @@ static int bench_engine(int argc, char **argv)
 
     arb_load_opts lo = arb_gen_load_opts();
     lo.n_threads = threads;
+    if (isa) {
+        if (!arb_cpu_kernels(isa)) {
+            fprintf(stderr, "arbor bench engine: --isa: unknown kernel family '%s' (scalar, avx2, avx512vnni)\n", isa);
+            return 2;
+        }
+        lo.isa = isa;
+    }
     if (arb_load_opts_set_backend(&lo, backend, &err)) {
         fprintf(stderr, "arbor bench engine: --backend: %s\n", err.msg);
         return 2;
@@ -334,7 +370,7 @@ static int bench_engine(int argc, char **argv)
     const bool gpu = lo.backend == ARB_BACKEND_CUDA;
     const int max_tree = gpu ? 128 : 64;
     arb_model *m = NULL;
-    bench b = {.argmax_only = gpu};
+    bench b = {.argmax_only = gpu, .cpu_time = cpu_time};
     int rc = 1;
     const double tl0 = now_s();
     if (arb_model_load(path, &lo, &m, &err))
@@ -344,8 +380,10 @@ static int bench_engine(int argc, char **argv)
     b.n_max = prefill > max_tree ? prefill : max_tree;
     arb_ctx_opts co = arb_ctx_default_opts();
     co.n_ctx = b.n_max + steps + 64 + 64;
+    if (context > 0 && context + 66 > co.n_ctx)
+        co.n_ctx = context + 66;
     if (co.n_ctx > b.mi.n_ctx_train && b.mi.n_ctx_train > 0) {
-        fprintf(stderr, "arbor bench engine: --prefill + --steps exceed the model's context (%d)\n", b.mi.n_ctx_train);
+        fprintf(stderr, "arbor bench engine: --prefill + --steps (or --context) exceed the model's context (%d)\n", b.mi.n_ctx_train);
         goto out;
     }
     co.n_batch_max = b.n_max;
@@ -373,6 +411,9 @@ static int bench_engine(int argc, char **argv)
         goto out;
     }
 
+    double roof64 = 0, roof64f = 0;
+    if (trees_only)
+        goto trees;
     /* Roofline. */
     const double bw = arb_probe_read_bw((size_t)256 << 20, threads, quick ? 0.3 : 1.0);
     const double macs = arb_probe_int8_macs(threads, quick ? 0.2 : 0.5);
@@ -381,7 +422,8 @@ static int bench_engine(int argc, char **argv)
     const double roof1 = bw > 0 ? (double)b.mi.weight_bytes / bw : 0;
     /* 64 nodes need 64 x n_params multiply-accumulates and one read of the weights */
     const double mac64 = 64.0 * (double)b.mi.n_params;
-    const double roof64 = macs > 0 ? fmax(mac64 / macs, roof1) : 0, roof64f = fmas > 0 ? fmax(mac64 / fmas, roof1) : 0;
+    roof64 = macs > 0 ? fmax(mac64 / macs, roof1) : 0;
+    roof64f = fmas > 0 ? fmax(mac64 / fmas, roof1) : 0;
     printf("roofline  read bandwidth %.2f GB/s -> %.1f tok/s at batch 1 (weights %.1f MB per token)\n", bw / 1e9,
            roof_tok, b.mi.weight_bytes / 1e6);
     printf("          int8 dot rate %.1f GMAC/s -> 64 nodes >= %.2f ms (%.0f MMAC/node)\n", macs / 1e9, 1e3 * roof64,
@@ -422,6 +464,7 @@ static int bench_engine(int argc, char **argv)
         fflush(stdout);
     }
 
+trees:
     /* Trees on a 64-token prefix. */
     if (arb_ctx_truncate(b.c, 0) || run_eval(&b, 64, 0, &err) < 0)
         goto fail;
@@ -452,19 +495,26 @@ static int bench_engine(int argc, char **argv)
             printf(" %6.2f", tt[wide][k] / tt[wide][0]);
         printf("   (1 node %.2f ms, 64 nodes %.2f ms)\n", 1e3 * tt[wide][0], 1e3 * tt[wide][6]);
     }
-    printf("          16 nodes = %.2fx one node (goal <= 3);  64 nodes = %.2fx the int8 roofline, %.2fx the fp32 FMA\n"
-           "          roofline (goal <= 1.5)\n",
-           tt[1][4] / tt[1][0], roof64 > 0 ? tt[1][6] / roof64 : 0.0, roof64f > 0 ? tt[1][6] / roof64f : 0.0);
+    if (trees_only)
+        printf("          16 nodes = %.2fx one node (wide)\n", tt[1][4] / tt[1][0]);
+    else
+        printf("          16 nodes = %.2fx one node (goal <= 3);  64 nodes = %.2fx the int8 roofline, %.2fx the fp32 FMA\n"
+               "          roofline (goal <= 1.5)\n",
+               tt[1][4] / tt[1][0], roof64 > 0 ? tt[1][6] / roof64 : 0.0, roof64f > 0 ? tt[1][6] / roof64f : 0.0);
 
     {
         char fp[200];
         arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_cpu_kernels(lo.isa), threads, b.mi.name,
                              (double)b.mi.weight_bytes);
-        const int L2 = co.n_ctx - 66; /* the longest context a 64-node tree still fits on */
+        const int L2 = context > 0 ? context : co.n_ctx - 66; /* default: the longest a 64-node tree fits on */
         if (cost_profile(&b, sizes, 7, tt[1], reps, L2, fp, save_profile, &err))
             goto fail;
     }
     fflush(stdout);
+    if (trees_only) {
+        rc = 0;
+        goto out;
+    }
 
     const double kv_tok = 2.0 * b.mi.n_layer * b.mi.n_head_kv * b.mi.head_dim * sizeof(float);
     const double buf_mb = (double)sizeof(float) * b.n_max * b.mi.n_vocab / 1e6;

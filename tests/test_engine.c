@@ -340,6 +340,70 @@ Test(engine, tree_logits_equal_ar, .timeout = 1500)
     arb_model_free(m);
 }
 
+/* Tree attention streams each block of cached keys and values once for a block of
+   nodes (engine/cpu/backend_cpu.c). On a 300-token prefix, every node of 8- and 16-node
+   trees (a fan, a chain, random bushy trees) must have the logits of its path evaluated
+   one token at a time, bitwise, with every CPU kernel family this machine runs (the
+   vector kernels follow the matmul family), on 1 and 2 threads (other node blocks). */
+Test(engine, tree_equals_alone_long_prefix_every_isa, .timeout = 1500)
+{
+    if (!arb_test_default_model(model_path, sizeof model_path))
+        cr_skip_test("model not found: %s (set ARBOR_MODEL or run arbor fetch-model)", model_path);
+    static const char *const isas[] = {"scalar", "avx2", "avx512"};
+    enum { P = 300, V = 49152 };
+    int families = 0;
+    for (int f = 0; f < 3; f++) {
+        const char *fam = arb_cpu_kernels(isas[f]);
+        if (!fam || strncmp(fam, isas[f], strlen(isas[f])) != 0) {
+            printf("long-prefix trees: %s kernels not available here, skipped\n", isas[f]);
+            continue;
+        }
+        arb_load_opts lo = arb_load_default_opts();
+        lo.n_threads = f == 1 ? 1 : 2; /* 1 thread: blocks of 8 nodes; 2: at least 2 blocks */
+        lo.isa = isas[f];
+        arb_model *m = NULL;
+        arb_err err = {0};
+        cr_assert_eq(arb_model_load(model_path, &lo, &m, &err), ARB_OK, "%s", err.msg);
+        arb_ctx *c = check_ctx(m, P + 20, P, 0, false);
+        uint64_t s = 4242 + (uint64_t)f;
+        int32_t *tok = malloc(sizeof(int32_t) * P);
+        float *lg = malloc(sizeof(float) * V * P), *lg1 = malloc(sizeof(float) * V);
+        cr_assert(tok && lg && lg1);
+        for (int i = 0; i < P; i++)
+            tok[i] = rnd(&s, V);
+        check_prefill(c, tok, P, lg);
+        check_stats st = {0};
+        static const int sizes[] = {8, 16};
+        for (int k = 0; k < 2; k++)
+            for (int shape = 0; shape < 4; shape++) {
+                const int n = sizes[k];
+                int32_t tt[16], par[16];
+                random_tree(&s, n, V, tt, par); /* shape 3: random */
+                for (int i = 0; i < n && shape < 3; i++)
+                    par[i] = shape == 0 ? (i == 0 ? -1 : 0) /* fan */
+                           : shape == 1 ? i - 1           /* chain: the block shares its whole path */
+                                        : (i < 2 ? i - 1 : (i % 2 ? i - 2 : i - 1)); /* two interleaved spines */
+                check_eval(c, tt, par, n, lg, NULL);
+                for (int v = 0; v < n; v++)
+                    if (par[v] == -1)
+                        ar_walk(c, tt, par, n, v, lg, V, lg1, &st);
+                cr_assert_eq(arb_ctx_n_past(c), P);
+                st.trees++;
+            }
+        printf("long-prefix trees, %s kernels: %d trees, %d nodes, %d mismatching nodes\n", arb_cpu_kernels(isas[f]),
+               st.trees, st.nodes, st.mismatches);
+        cr_assert_eq(st.mismatches, 0, "%s: %d of %d nodes differ from their AR path", isas[f], st.mismatches,
+                     st.nodes);
+        families++;
+        free(tok);
+        free(lg);
+        free(lg1);
+        arb_ctx_free(c);
+        arb_model_free(m);
+    }
+    cr_assert_geq(families, 1, "the scalar family always runs");
+}
+
 Test(engine, commit_chunked_prefill_threads)
 {
     arb_model *m2 = open_model(2), *m1 = open_model(1);

@@ -120,11 +120,52 @@ Test(vec, scores_and_wsum_match_scalar_bits)
                     float *or_[ARB_VEC_HEADS] = {oref[0], oref[1], oref[2]};
                     float *og[ARB_VEC_HEADS] = {ogot[0], ogot[1], ogot[2]};
                     const float *p[ARB_VEC_HEADS] = {sref[0], sref[1], sref[2]};
-                    arb_vec_scalar.wsum(kv + 3, STRIDE, rows, p, nh, n_keys, hd, or_);
-                    families[f]->wsum(kv + 3, STRIDE, rows, p, nh, n_keys, hd, og);
+                    arb_vec_scalar.wsum(kv + 3, STRIDE, rows, p, nh, n_keys, hd, or_, 0);
+                    families[f]->wsum(kv + 3, STRIDE, rows, p, nh, n_keys, hd, og, 0);
                     for (int h = 0; h < nh; h++)
                         cr_assert(bits_equal(oref[h], ogot[h], (size_t)hd), "%s wsum: hd %d nh %d keys %d",
                                   families[f]->name, hd, nh, n_keys);
+                }
+    }
+    free(kv);
+}
+
+/* wsum over a key list cut into consecutive pieces (acc set after the first) gives the
+   bits of one call over the whole list, in every family: the backend streams shared
+   prefix keys in blocks for several tree nodes on this property (backend_cpu.c). */
+Test(vec, wsum_in_pieces_matches_one_call)
+{
+    enum { N_ROWS = 150, STRIDE = 200 };
+    const int hds[] = {64, 72, 36, 5};
+    const int cuts[][3] = {{64, 128, 150}, {1, 2, 150}, {37, 149, 150}, {0, 70, 150}}; /* piece ends */
+    float *kv = malloc(sizeof(float) * N_ROWS * STRIDE);
+    cr_assert(kv);
+    fill(kv, (size_t)N_ROWS * STRIDE, 1.0f);
+    int32_t rows[N_ROWS];
+    for (int j = 0; j < N_ROWS; j++)
+        rows[j] = (j * 37) % N_ROWS;
+    float pb[ARB_VEC_HEADS][N_ROWS], oref[ARB_VEC_HEADS][72], ogot[ARB_VEC_HEADS][72];
+    fill(&pb[0][0], sizeof pb / sizeof(float), 1.0f);
+    const vec_impl *const all[] = {&arb_vec_scalar, &arb_vec_avx2, &arb_vec_avx512};
+    for (int f = 0; f < 3; f++) {
+        if (!arb_vec_supported(all[f]))
+            continue;
+        for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
+            for (int nh = 1; nh <= ARB_VEC_HEADS; nh++)
+                for (size_t ci = 0; ci < sizeof cuts / sizeof *cuts; ci++) {
+                    const int hd = hds[hi];
+                    float *or_[ARB_VEC_HEADS] = {oref[0], oref[1], oref[2]};
+                    float *og[ARB_VEC_HEADS] = {ogot[0], ogot[1], ogot[2]};
+                    const float *p[ARB_VEC_HEADS] = {pb[0], pb[1], pb[2]};
+                    all[f]->wsum(kv + 3, STRIDE, rows, p, nh, N_ROWS, hd, or_, 0);
+                    memset(ogot, 0x7f, sizeof ogot); /* garbage that acc = 0 must ignore */
+                    for (int k = 0, j0 = 0; k < 3; j0 = cuts[ci][k], k++) {
+                        const float *pk[ARB_VEC_HEADS] = {pb[0] + j0, pb[1] + j0, pb[2] + j0};
+                        all[f]->wsum(kv + 3, STRIDE, rows + j0, pk, nh, cuts[ci][k] - j0, hd, og, k > 0);
+                    }
+                    for (int h = 0; h < nh; h++)
+                        cr_assert(bits_equal(oref[h], ogot[h], (size_t)hd), "%s wsum in pieces: hd %d nh %d cut %zu",
+                                  all[f]->name, hd, nh, ci);
                 }
     }
     free(kv);

@@ -10,8 +10,12 @@
  *   - rmsnorm sums squares in double in 8 fixed lanes (vec_int.h);
  *   - attention walks node i's key list (prefix rows, ancestors, itself) in
  *     position order: scores, max, exp, sum and the weighted V sum are each
- *     sequential over that list. Work is split across threads by whole
- *     (node, head) tasks, so the thread count never changes a result.
+ *     sequential over that list. The loops run over blocks of keys outside and a
+ *     block of up to 8 nodes inside, so the keys the nodes share (the prefix and
+ *     their common ancestors) are read once per block, but each node's own
+ *     sequence of operations is exactly the one it performs alone. Work is split
+ *     across threads by whole (node block, head group) tasks, so neither the thread
+ *     count nor the tree around a node changes a result.
  * Every vector-kernel family performs the same float operations in the same order
  * lane for lane (multiplies and adds never fused), so the ISA never changes a result
  * either; arb_load_opts.attn_scalar forces the scalar family (tests/test_vec.c and the
@@ -27,6 +31,9 @@
 #include "matmul.h"
 #include "threadpool.h"
 #include "vec_int.h"
+
+_Static_assert(ARB_ATTN_SCRATCH_ROWS >= ARB_ATTN_NODE_BLOCK * (ARB_VEC_HEADS + 1) + 1,
+               "a scratch slot holds a node block's scores and key lists");
 
 /* Below this many elements an elementwise op runs on the caller: a pool round trip
    costs more than the work. Results never depend on the split. */
@@ -182,8 +189,16 @@ static float sum_f32(const float *s, int n)
     return t;
 }
 
+/* Shared keys are scored and summed in blocks of this many: 64 keys of one KV head are
+   16 KB of K (or of V) at head_dim 64, which stay in L1 while every node of a node
+   block uses them. Any block size gives the same bits. */
+#define ATTN_KEY_BLOCK 64
+
 typedef struct attn_split {
-    int per, n_task; /* heads per task, tasks */
+    int per;    /* query heads per task: the group of one KV head, or 1 */
+    int n_hc;   /* head chunks, n_head / per */
+    int n_blk;  /* node blocks, of at most ARB_ATTN_NODE_BLOCK nodes */
+    int n_task; /* n_blk x n_hc */
 } attn_split;
 
 typedef struct attn_job {
@@ -193,64 +208,163 @@ typedef struct attn_job {
     const vec_impl *vec;
 } attn_job;
 
-/* Tasks are (node, head group) pairs: a group is the query heads of one KV head (up
-   to ARB_VEC_HEADS at a time), or a single head when there are too few groups to keep
-   the threads busy (decode). Piece c of nc takes a contiguous range of tasks with
-   scratch slot c; a thread rebuilds the key-row list only when its next task is for
-   another node. Results do not depend on grouping or on the pieces. */
+/* Tasks are (node block, head chunk) pairs. A head chunk is the query heads of one KV
+   head, or a single head when there are too few tasks to keep the threads busy
+   (decode; one head at a time also measured faster there on one thread). Node blocks hold up to ARB_ATTN_NODE_BLOCK nodes; on
+   several threads there are at least enough of them for 2 tasks per thread. Piece c of
+   nc takes a contiguous range of tasks with scratch slot c. Results depend on neither
+   the split nor the pieces. */
 static attn_split attn_split_of(const arb_attn_args *a, int nth)
 {
     const int group = a->n_head / a->n_head_kv;
-    const int per = a->n * a->n_head_kv >= 4 * nth ? group : 1; /* >= 4 groups per thread */
-    return (attn_split){per, a->n * (a->n_head / per)};
+    const int per = a->n * a->n_head_kv >= 4 * nth ? group : 1;
+    const int n_hc = a->n_head / per;
+    int n_blk = (a->n + ARB_ATTN_NODE_BLOCK - 1) / ARB_ATTN_NODE_BLOCK;
+    if (nth > 1) {
+        int want = (2 * nth + n_hc - 1) / n_hc;
+        want = want < a->n ? want : a->n;
+        n_blk = want > n_blk ? want : n_blk;
+    }
+    return (attn_split){per, n_hc, n_blk, n_blk * n_hc};
+}
+
+/* The key lists of a node block. Node i's list is the prefix rows, its ancestors root
+   first, itself (backend.h). The nodes of a block share the prefix and whatever
+   root-first path they have in common (all of it for the nodes of a chain); that shared
+   part is streamed once for the block, and each node then goes on with its own rows. */
+typedef struct attn_block {
+    int i0, nb;                              /* nodes i0 .. i0 + nb - 1 */
+    int n_shared;                            /* length of shared[] */
+    const int32_t *shared;                   /* rows every node of the block has first */
+    const int32_t *own[ARB_ATTN_NODE_BLOCK]; /* each node's rows after those */
+    int n_own[ARB_ATTN_NODE_BLOCK];
+} attn_block;
+
+/* Builds block b's lists in ints (capacity (1 + ARB_ATTN_NODE_BLOCK) x (n_prefix + n)). */
+static void attn_block_init(const arb_attn_args *a, const attn_split *s, int b, int32_t *ints, attn_block *blk)
+{
+    const int len = a->n_prefix + a->n;
+    blk->i0 = arb_tp_part(a->n, b, s->n_blk);
+    blk->nb = arb_tp_part(a->n, b + 1, s->n_blk) - blk->i0;
+    int32_t *shared = ints;
+    int depth[ARB_ATTN_NODE_BLOCK], common = 0;
+    for (int x = 0; x < blk->nb; x++) {
+        int32_t *path = ints + (size_t)(1 + x) * len; /* root first, ends with the node */
+        int d = 0;
+        for (int p = blk->i0 + x; p >= 0; p = a->parent[p])
+            d++;
+        depth[x] = d;
+        for (int p = blk->i0 + x, j = d - 1; p >= 0; p = a->parent[p], j--)
+            path[j] = a->n_prefix + p;
+        if (x == 0)
+            common = d;
+        else {
+            const int32_t *path0 = ints + len;
+            int k = 0;
+            while (k < common && k < d && path[k] == path0[k])
+                k++;
+            common = k;
+        }
+    }
+    for (int j = 0; j < a->n_prefix; j++)
+        shared[j] = j;
+    memcpy(shared + a->n_prefix, ints + len, (size_t)common * sizeof *shared);
+    blk->shared = shared;
+    blk->n_shared = a->n_prefix + common;
+    for (int x = 0; x < blk->nb; x++) {
+        blk->own[x] = ints + (size_t)(1 + x) * len + common;
+        blk->n_own[x] = depth[x] - common;
+    }
+}
+
+/* `off` floats into each of nh rows */
+static void rows_at(float *const *r, int nh, size_t off, float **dst)
+{
+    for (int h = 0; h < nh; h++)
+        dst[h] = r[h] + off;
+}
+
+/* Heads h..h+nh-1 (one KV head) of every node of blk. Per (node, head) the operations
+   are those of the node alone, in the same order: its scores over its list (each score
+   a function of its query and key only), max, exp and sum over the whole list, then the
+   weighted V sum over the list in order, continued across the key blocks (vec_int.h,
+   wsum acc). Only the loop nest changed: key blocks outside, nodes inside, so that
+   each block of cached K and V rows is read from memory once for the whole block. */
+static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh, float *scratch)
+{
+    const arb_attn_args *a = job->a;
+    const vec_impl *vec = job->vec;
+    const int hd = a->head_dim, len = a->n_prefix + a->n, kvh = h / (a->n_head / a->n_head_kv);
+    const float *kbase = a->k + (size_t)kvh * hd, *vbase = a->v + (size_t)kvh * hd;
+    const int S = blk->n_shared;
+    /* one node alone gains nothing from blocks: one pass, as the streaming prefetchers like it */
+    const int kb = blk->nb == 1 ? S : ATTN_KEY_BLOCK;
+    const float *q[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS];
+    float *sc[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS], *out[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS];
+    float inv[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS];
+    float *at[ARB_VEC_HEADS];
+    for (int x = 0; x < blk->nb; x++)
+        for (int y = 0; y < nh; y++) {
+            const size_t qo = ((size_t)(blk->i0 + x) * a->n_head + (size_t)(h + y)) * hd;
+            q[x][y] = a->q + qo;
+            out[x][y] = a->out + qo;
+            sc[x][y] = scratch + (size_t)(x * ARB_VEC_HEADS + y) * len;
+        }
+    for (int j0 = 0; j0 < S; j0 += kb) {
+        const int nk = S - j0 < kb ? S - j0 : kb;
+        for (int x = 0; x < blk->nb; x++) {
+            rows_at(sc[x], nh, (size_t)j0, at);
+            vec->scores(q[x], nh, kbase, a->kv_stride, blk->shared + j0, nk, hd, a->scale, at);
+        }
+    }
+    for (int x = 0; x < blk->nb; x++) {
+        const int n_keys = S + blk->n_own[x];
+        rows_at(sc[x], nh, (size_t)S, at);
+        vec->scores(q[x], nh, kbase, a->kv_stride, blk->own[x], blk->n_own[x], hd, a->scale, at);
+        for (int y = 0; y < nh; y++) {
+            vec->exp(sc[x][y], n_keys, max_f32(sc[x][y], n_keys));
+            inv[x][y] = 1.0f / sum_f32(sc[x][y], n_keys);
+        }
+    }
+    for (int j0 = 0; j0 < S; j0 += kb) {
+        const int nk = S - j0 < kb ? S - j0 : kb;
+        for (int x = 0; x < blk->nb; x++) {
+            rows_at(sc[x], nh, (size_t)j0, at);
+            vec->wsum(vbase, a->kv_stride, blk->shared + j0, (const float *const *)at, nh, nk, hd, out[x], j0 > 0);
+        }
+    }
+    for (int x = 0; x < blk->nb; x++) {
+        if (blk->n_own[x] > 0) {
+            rows_at(sc[x], nh, (size_t)S, at);
+            vec->wsum(vbase, a->kv_stride, blk->own[x], (const float *const *)at, nh, blk->n_own[x], hd, out[x],
+                      S > 0);
+        }
+        for (int y = 0; y < nh; y++)
+            for (int d = 0; d < hd; d++)
+                out[x][y][d] *= inv[x][y];
+    }
 }
 
 static void attn_task(void *ud, int c, int nc)
 {
     const attn_job *job = ud;
     const arb_attn_args *a = job->a;
-    const int hd = a->head_dim, group = a->n_head / a->n_head_kv, len = a->n_prefix + a->n;
+    const attn_split *s = &job->split;
+    const int len = a->n_prefix + a->n;
     float *scratch = a->scratch + (size_t)c * a->scratch_stride;
-    int32_t *rows = (int32_t *)(scratch + (size_t)ARB_VEC_HEADS * len);
-    const int per = job->split.per, n_task = job->split.n_task;
-    const int t0 = arb_tp_part(n_task, c, nc), t1 = arb_tp_part(n_task, c + 1, nc);
-    int last_i = -1, n_keys = 0;
+    int32_t *ints = (int32_t *)(scratch + (size_t)ARB_ATTN_NODE_BLOCK * ARB_VEC_HEADS * len);
+    const int t0 = arb_tp_part(s->n_task, c, nc), t1 = arb_tp_part(s->n_task, c + 1, nc);
+    attn_block blk = {0};
+    int last_b = -1;
     arb_tp_phase_run(job->rope);
     for (int t = t0; t < t1; t++) {
-        const int i = t / (a->n_head / per), h0 = (t % (a->n_head / per)) * per, kvh = h0 / group;
-        if (i != last_i) {
-            /* prefix rows, then ancestors root first, then the node itself */
-            for (int j = 0; j < a->n_prefix; j++)
-                rows[j] = j;
-            int depth = 0;
-            for (int p = i; p >= 0; p = a->parent[p])
-                depth++;
-            n_keys = a->n_prefix + depth;
-            for (int p = i, j = n_keys - 1; p >= 0; p = a->parent[p], j--)
-                rows[j] = a->n_prefix + p;
-            last_i = i;
+        const int b = t / s->n_hc, h0 = (t % s->n_hc) * s->per;
+        if (b != last_b) {
+            attn_block_init(a, s, b, ints, &blk);
+            last_b = b;
         }
-        for (int g0 = 0; g0 < per; g0 += ARB_VEC_HEADS) {
-            const int nh = per - g0 < ARB_VEC_HEADS ? per - g0 : ARB_VEC_HEADS;
-            const float *q[ARB_VEC_HEADS];
-            float *sc[ARB_VEC_HEADS], *out[ARB_VEC_HEADS];
-            for (int x = 0; x < nh; x++) {
-                const size_t qo = ((size_t)i * a->n_head + (size_t)(h0 + g0 + x)) * hd;
-                q[x] = a->q + qo;
-                out[x] = a->out + qo;
-                sc[x] = scratch + (size_t)x * len;
-            }
-            job->vec->scores(q, nh, a->k + (size_t)kvh * hd, a->kv_stride, rows, n_keys, hd, a->scale, sc);
-            float inv[ARB_VEC_HEADS];
-            for (int x = 0; x < nh; x++) {
-                job->vec->exp(sc[x], n_keys, max_f32(sc[x], n_keys));
-                inv[x] = 1.0f / sum_f32(sc[x], n_keys);
-            }
-            job->vec->wsum(a->v + (size_t)kvh * hd, a->kv_stride, rows, (const float *const *)sc, nh, n_keys, hd, out);
-            for (int x = 0; x < nh; x++)
-                for (int d = 0; d < hd; d++)
-                    out[x][d] *= inv[x];
-        }
+        for (int g0 = 0; g0 < s->per; g0 += ARB_VEC_HEADS)
+            attn_heads(job, &blk, h0 + g0, s->per - g0 < ARB_VEC_HEADS ? s->per - g0 : ARB_VEC_HEADS, scratch);
     }
 }
 

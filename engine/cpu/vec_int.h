@@ -28,11 +28,15 @@
      scores: s[h][j] = dot_f32(q[h], K[rows[j]]) * scale
      wsum:   out[h][d] = sum_j p[h][j] * V[rows[j]][d]   (sequential fmaf in j from 0.0f)
    k and v point at this KV head's first row; rows are in units of `stride` floats;
-   1 <= nh <= ARB_VEC_HEADS. */
+   1 <= nh <= ARB_VEC_HEADS. wsum with acc != 0 continues from the sums already in out
+   instead of 0.0f: a key list cut into consecutive pieces, each a call with acc set for
+   every piece but the first, gives the bits of one call over the whole list (a float
+   stored to out and loaded back is exact). This is what lets the backend stream a
+   block of shared prefix keys once for several tree nodes (backend_cpu.c). */
 typedef void (*vec_scores_fn)(const float *const *q, int nh, const float *k, int stride, const int32_t *rows,
                               int n_keys, int hd, float scale, float *const *s);
 typedef void (*vec_wsum_fn)(const float *v, int stride, const int32_t *rows, const float *const *p, int nh,
-                            int n_keys, int hd, float *const *out);
+                            int n_keys, int hd, float *const *out, int acc);
 
 typedef struct vec_impl {
     const char *name;

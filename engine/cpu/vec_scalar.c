@@ -11,10 +11,10 @@ static void scores_scalar(const float *const *q, int nh, const float *k, int str
 }
 
 static void wsum_scalar(const float *v, int stride, const int32_t *rows, const float *const *p, int nh,
-                        int n_keys, int hd, float *const *out)
+                        int n_keys, int hd, float *const *out, int acc)
 {
     for (int h = 0; h < nh; h++) {
-        for (int d = 0; d < hd; d++)
+        for (int d = 0; d < hd && !acc; d++)
             out[h][d] = 0.0f;
         for (int j = 0; j < n_keys; j++) {
             const float *vr = v + (size_t)rows[j] * stride;

@@ -50,16 +50,17 @@ static void VEC_NAME(exp)(float *s, int n, float mx)
 /* The weighted value sum for NH heads at once (NH a constant in each instantiation):
    columns in blocks of 4 vectors (4 x NH accumulators, NH broadcast weights, one value
    vector), then one vector, then single floats. Per element the sum over keys runs in
-   the same order from 0.0f, one FMA per key, as the scalar path. */
+   the same order from 0.0f (or, with acc, from the value in out), one FMA per key, as
+   the scalar path. */
 VEC_AI void VEC_NAME(wsum_heads)(const float *v, int stride, const int32_t *rows, const float *const *p,
-                                 const int NH, int n_keys, int hd, float *const *out)
+                                 const int NH, int n_keys, int hd, float *const *out, int acc)
 {
     int d0 = 0;
     for (; d0 + 4 * VEC_W <= hd; d0 += 4 * VEC_W) {
         VEC_T o[ARB_VEC_HEADS][4];
         for (int h = 0; h < NH; h++)
             for (int r = 0; r < 4; r++)
-                o[h][r] = VF(setzero_ps)();
+                o[h][r] = acc ? VF(loadu_ps)(out[h] + d0 + VEC_W * r) : VF(setzero_ps)();
         for (int j = 0; j < n_keys; j++) {
             const float *vr = v + (size_t)rows[j] * stride + d0;
             VEC_T pp[ARB_VEC_HEADS];
@@ -77,14 +78,14 @@ VEC_AI void VEC_NAME(wsum_heads)(const float *v, int stride, const int32_t *rows
     }
     for (; d0 + VEC_W <= hd; d0 += VEC_W)
         for (int h = 0; h < NH; h++) {
-            VEC_T o = VF(setzero_ps)();
+            VEC_T o = acc ? VF(loadu_ps)(out[h] + d0) : VF(setzero_ps)();
             for (int j = 0; j < n_keys; j++)
                 o = VF(fmadd_ps)(VF(set1_ps)(p[h][j]), VF(loadu_ps)(v + (size_t)rows[j] * stride + d0), o);
             VF(storeu_ps)(out[h] + d0, o);
         }
     for (; d0 < hd; d0++)
         for (int h = 0; h < NH; h++) {
-            float o = 0.0f;
+            float o = acc ? out[h][d0] : 0.0f;
             for (int j = 0; j < n_keys; j++)
                 o = fmaf(p[h][j], v[(size_t)rows[j] * stride + d0], o);
             out[h][d0] = o;
@@ -92,13 +93,13 @@ VEC_AI void VEC_NAME(wsum_heads)(const float *v, int stride, const int32_t *rows
 }
 
 static void VEC_NAME(wsum)(const float *v, int stride, const int32_t *rows, const float *const *p, int nh,
-                           int n_keys, int hd, float *const *out)
+                           int n_keys, int hd, float *const *out, int acc)
 {
     _Static_assert(ARB_VEC_HEADS == 3, "the cases below and the register budget are written for 3 heads");
     switch (nh) {
-    case 3: VEC_NAME(wsum_heads)(v, stride, rows, p, 3, n_keys, hd, out); break;
-    case 2: VEC_NAME(wsum_heads)(v, stride, rows, p, 2, n_keys, hd, out); break;
-    default: VEC_NAME(wsum_heads)(v, stride, rows, p, 1, n_keys, hd, out); break;
+    case 3: VEC_NAME(wsum_heads)(v, stride, rows, p, 3, n_keys, hd, out, acc); break;
+    case 2: VEC_NAME(wsum_heads)(v, stride, rows, p, 2, n_keys, hd, out, acc); break;
+    default: VEC_NAME(wsum_heads)(v, stride, rows, p, 1, n_keys, hd, out, acc); break;
     }
 }
 
