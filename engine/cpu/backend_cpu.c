@@ -205,6 +205,16 @@ static attn_split attn_split_of(const arb_attn_args *a, int nth)
     return (attn_split){per, a->n * (a->n_head / per)};
 }
 
+/* Sliding-window attention (Gemma-3 local layers) as a range restriction: a node's key
+   list holds the keys of positions 0..p in order (prefix rows, ancestors root first,
+   itself), so its window, the keys at positions > p - window, is the list's last `window`
+   entries. The first key index to attend from; the list itself is unchanged. Counting
+   positions along the node's path keeps a tree node's window that of its chain. */
+static int attn_window_first(int n_keys, int window)
+{
+    return window > 0 && n_keys > window ? n_keys - window : 0;
+}
+
 static void attn_task(void *ud, int c, int nc)
 {
     const attn_job *job = ud;
@@ -240,13 +250,14 @@ static void attn_task(void *ud, int c, int nc)
                 out[x] = a->out + qo;
                 sc[x] = scratch + (size_t)x * len;
             }
-            job->vec->scores(q, nh, a->k + (size_t)kvh * hd, a->kv_stride, rows, n_keys, hd, a->scale, sc);
+            const int k0 = attn_window_first(n_keys, a->window), nk = n_keys - k0;
+            job->vec->scores(q, nh, a->k + (size_t)kvh * hd, a->kv_stride, rows + k0, nk, hd, a->scale, sc);
             float inv[ARB_VEC_HEADS];
             for (int x = 0; x < nh; x++) {
-                job->vec->exp(sc[x], n_keys, max_f32(sc[x], n_keys));
-                inv[x] = 1.0f / sum_f32(sc[x], n_keys);
+                job->vec->exp(sc[x], nk, max_f32(sc[x], nk));
+                inv[x] = 1.0f / sum_f32(sc[x], nk);
             }
-            job->vec->wsum(a->v + (size_t)kvh * hd, a->kv_stride, rows, (const float *const *)sc, nh, n_keys, hd, out);
+            job->vec->wsum(a->v + (size_t)kvh * hd, a->kv_stride, rows + k0, (const float *const *)sc, nh, nk, hd, out);
             for (int x = 0; x < nh; x++)
                 for (int d = 0; d < hd; d++)
                     out[x][d] *= inv[x];
@@ -300,6 +311,23 @@ typedef struct ew_job {
 } ew_job;
 
 static void swiglu_range(const ew_job *j, size_t i0, size_t i1) { j->c->vec->swiglu(j->g, j->u, i0, i1); }
+
+static void geglu_task(void *ud, int ith, int nth)
+{
+    const ew_job *j = ud;
+    j->c->vec->geglu(j->g, j->u, j->n * (size_t)ith / (size_t)nth, j->n * (size_t)(ith + 1) / (size_t)nth);
+}
+
+/* GeGLU (Gemma): elementwise, so any split gives the same bits. */
+static void cpu_geglu(void *vctx, float *g, const float *u, int n, int dim)
+{
+    const cpu_ctx *c = vctx;
+    ew_job j = {.c = c, .g = g, .u = u, .n = (size_t)n * (size_t)dim};
+    if (j.n < EW_PAR_MIN)
+        geglu_task(&j, 0, 1);
+    else
+        arb_threadpool_run(c->tp, geglu_task, &j);
+}
 
 /* rows t0..t1-1, as the producer of a matmul's input (arb_mm_pre) */
 static void swiglu_pre(void *ud, int t0, int t1)
@@ -371,6 +399,7 @@ static const arb_backend_i cpu_iface = {
     .attention = cpu_attention,
     .rope_attention = cpu_rope_attention,
     .swiglu = cpu_swiglu,
+    .geglu = cpu_geglu,
     .norm_matmul_multi = cpu_norm_matmul_multi,
     .swiglu_matmul_add = cpu_swiglu_matmul_add,
     .matmul_add = cpu_matmul_add,
