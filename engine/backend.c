@@ -86,6 +86,11 @@ void arb_backend_rope_attention(const arb_backend *be, const arb_rope_args *r, c
     arb_backend_attention(be, a);
 }
 
+void arb_backend_geglu(const arb_backend *be, float *g, const float *u, int n, int dim)
+{
+    be->iface->geglu(be->ctx, g, u, n, dim);
+}
+
 void arb_backend_swiglu(const arb_backend *be, float *g, const float *u, int n, int dim)
 {
     be->iface->swiglu(be->ctx, g, u, n, dim);

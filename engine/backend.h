@@ -52,7 +52,10 @@ typedef struct arb_attn_args {
     int n;                 /* nodes */
     const int32_t *parent; /* n entries, -1 or < i (relative to this batch) */
     int n_head, n_head_kv, head_dim;
-    float scale;           /* 1/sqrt(head_dim) */
+    float scale;           /* 1/sqrt(head_dim) (Gemma-3 27B: 1/sqrt(n_embd/n_head)) */
+    int window;            /* > 0: sliding window (Gemma-3 local layers): a node at position p sees
+                              only keys at positions > p - window, the last `window` entries of
+                              its key list (whose index is the key's position); 0: all */
     float *out;            /* n x n_head x head_dim */
     float *scratch;        /* ARB_ATTN_SLOTS_PER_THREAD x n_threads x scratch_stride floats */
     int scratch_stride;    /* >= ARB_ATTN_SCRATCH_ROWS * (n_prefix + n) */
@@ -91,6 +94,8 @@ typedef struct arb_backend_i {
     void (*rope_attention)(void *ctx, const arb_rope_args *r, const arb_attn_args *a);
     /* g[i] = silu(g[i]) * u[i], n*dim floats */
     void (*swiglu)(void *ctx, float *g, const float *u, int n, int dim);
+    /* optional (required by models with GeGLU): g[i] = gelu_tanh(g[i]) * u[i], n*dim floats */
+    void (*geglu)(void *ctx, float *g, const float *u, int n, int dim);
     /* x[t*dim+j] += b[j] (bias) for n rows */
     void (*add_bias)(void *ctx, float *x, const float *b, int n, int dim);
     /* x[i] += y[i] (residual), n floats */
@@ -138,6 +143,7 @@ void arb_backend_rope(const arb_backend *be, float *x, int n, int n_head, int he
 void arb_backend_attention(const arb_backend *be, const arb_attn_args *a);
 void arb_backend_rope_attention(const arb_backend *be, const arb_rope_args *r, const arb_attn_args *a);
 void arb_backend_swiglu(const arb_backend *be, float *g, const float *u, int n, int dim);
+void arb_backend_geglu(const arb_backend *be, float *g, const float *u, int n, int dim);
 void arb_backend_norm_matmul_multi(const arb_backend *be, const float *x, const float *g, int dim, float eps,
                                    float *xb, const arb_qmat *const *ws, int nw, int n, float *const *ys, void *work);
 void arb_backend_swiglu_matmul_add(const arb_backend *be, float *g, const float *u, int dim, const arb_qmat *w,

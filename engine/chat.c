@@ -34,6 +34,7 @@ arb_chat_kind arb_chat_detect(const char *src, size_t len) {
     if (memmem(src, len, "<|start_header_id|>", 19))
         return memmem(src, len, "Cutting Knowledge Date", 22) ? ARB_CHAT_LLAMA31 : ARB_CHAT_LLAMA3;
     if (memmem(src, len, "USER:", 5) && memmem(src, len, "ASSISTANT:", 10)) return ARB_CHAT_VICUNA;
+    if (memmem(src, len, "<start_of_turn>", 15)) return ARB_CHAT_GEMMA;
     return ARB_CHAT_UNKNOWN;
 }
 
@@ -43,6 +44,7 @@ arb_chat_kind arb_chat_kind_from_name(const char *name) {
         {"llama3", ARB_CHAT_LLAMA3}, {"llama-3", ARB_CHAT_LLAMA3},   {"vicuna", ARB_CHAT_VICUNA},
         {"llama3.1", ARB_CHAT_LLAMA31}, {"llama-3.1", ARB_CHAT_LLAMA31},
         {"vicuna_v1.1", ARB_CHAT_VICUNA}, {"vicuna-v1.1", ARB_CHAT_VICUNA},
+        {"gemma", ARB_CHAT_GEMMA},   {"gemma3", ARB_CHAT_GEMMA},
     };
     for (size_t i = 0; name && i < sizeof k_names / sizeof *k_names; i++)
         if (!strcmp(name, k_names[i].name)) return k_names[i].k;
@@ -55,6 +57,7 @@ const char *arb_chat_kind_name(arb_chat_kind k) {
     case ARB_CHAT_LLAMA3: return "llama3";
     case ARB_CHAT_VICUNA: return "vicuna";
     case ARB_CHAT_LLAMA31: return "llama3.1";
+    case ARB_CHAT_GEMMA: return "gemma";
     case ARB_CHAT_UNKNOWN: break;
     }
     return "unknown";
@@ -160,6 +163,32 @@ static int render_vicuna(out *o, const arb_chat_msg *m, int n, bool add_ass, arb
     return ARB_OK;
 }
 
+/* Gemma-3's template: a leading system message becomes a prefix of the first turn
+   ("<system>\n\n", not trimmed), roles must alternate user/model starting with user, assistant is
+   written "model", every content |trim. */
+static int render_gemma(out *o, const arb_chat_msg *m, int n, bool add_ass, arb_err *err) {
+    int i = 0;
+    const char *sys = NULL;
+    if (n > 0 && is_role(m[0].role, "system")) sys = m[i++].content;
+    for (int k = 0; i < n; i++, k++) {
+        const bool user = is_role(m[i].role, "user");
+        if (user != (k % 2 == 0) || (!user && !is_role(m[i].role, "assistant")))
+            return ARB_ERR(err, ARB_E_INVAL, "chat: message %d: role '%s': gemma wants user and assistant turns "
+                           "alternating, user first (system first only)", i, m[i].role);
+        puts_(o, "<start_of_turn>");
+        puts_(o, user ? "user" : "model");
+        puts_(o, "\n");
+        if (k == 0 && sys) { /* verbatim, as the template's first_user_prefix */
+            puts_(o, sys);
+            puts_(o, "\n\n");
+        }
+        put_trimmed(o, m[i].content);
+        puts_(o, "<end_of_turn>\n");
+    }
+    if (add_ass) puts_(o, "<start_of_turn>model\n");
+    return ARB_OK;
+}
+
 int arb_chat_apply_src(const char *name, const char *src, size_t src_len, const arb_chat_msg *msgs, int n_msgs,
                        bool add_assistant, char *buf, size_t cap, size_t *n_out, arb_err *err) {
     *n_out = 0;
@@ -167,12 +196,12 @@ int arb_chat_apply_src(const char *name, const char *src, size_t src_len, const 
     arb_chat_kind k;
     if (name) {
         if ((k = arb_chat_kind_from_name(name)) == ARB_CHAT_UNKNOWN)
-            return ARB_ERR(err, ARB_E_INVAL, "chat template '%s' unknown (chatml, qwen, smollm, llama3, llama3.1, vicuna)", name);
+            return ARB_ERR(err, ARB_E_INVAL, "chat template '%s' unknown (chatml, qwen, smollm, llama3, llama3.1, vicuna, gemma)", name);
     } else if (!src) {
-        return ARB_ERR(err, ARB_E_UNSUPPORTED, "tokenizer.chat_template: missing; name a template (chatml, llama3, vicuna)");
+        return ARB_ERR(err, ARB_E_UNSUPPORTED, "tokenizer.chat_template: missing; name a template (chatml, llama3, vicuna, gemma)");
     } else if ((k = arb_chat_detect(src, src_len)) == ARB_CHAT_UNKNOWN) {
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
-                       "tokenizer.chat_template: not a known family (chatml, llama3, vicuna); name one to override");
+                       "tokenizer.chat_template: not a known family (chatml, llama3, vicuna, gemma); name one to override");
     }
     if (n_msgs < 0 || (n_msgs > 0 && !msgs)) return ARB_ERR(err, ARB_E_INVAL, "chat: bad message list");
     for (int i = 0; i < n_msgs; i++)
@@ -188,6 +217,7 @@ int arb_chat_apply_src(const char *name, const char *src, size_t src_len, const 
     case ARB_CHAT_LLAMA3:
     case ARB_CHAT_LLAMA31: render_llama3(&o, msgs, n_msgs, add_assistant, k == ARB_CHAT_LLAMA31); break;
     case ARB_CHAT_VICUNA: rc = render_vicuna(&o, msgs, n_msgs, add_assistant, err); break;
+    case ARB_CHAT_GEMMA: rc = render_gemma(&o, msgs, n_msgs, add_assistant, err); break;
     case ARB_CHAT_UNKNOWN: break;
     }
     if (rc) return rc;

@@ -12,6 +12,9 @@
  *   llama3.1  the same, always opened by a system block "Cutting Knowledge Date:
  *           December 2023\nToday Date: 26 Jul 2024\n\n<system content>" (no tools)
  *   vicuna  FastChat vicuna_v1.1: "SYSTEM USER: q ASSISTANT: a</s>USER: q2 ASSISTANT:"
+ *   gemma   <start_of_turn>user\ncontent<end_of_turn>\n ... <start_of_turn>model\n (Gemma-3:
+ *           the assistant role is "model", a system message is prefixed to the first user
+ *           turn with a blank line, content trimmed; BOS is left to the tokenizer's add_bos)
  *
  *     arb_chat_msg msgs[] = {{"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Why?"}};
  *     char buf[4096]; size_t n; arb_err err = {0};
@@ -36,13 +39,14 @@ typedef enum arb_chat_kind {
     ARB_CHAT_LLAMA3 = 2,
     ARB_CHAT_VICUNA = 3,
     ARB_CHAT_LLAMA31 = 4, /* Llama-3.1/3.2/3.3: llama3 plus the "Cutting Knowledge Date" system block */
+    ARB_CHAT_GEMMA = 5,   /* Gemma-2/3: <start_of_turn>role ... <end_of_turn> */
 } arb_chat_kind;
 
 /* Family of a Jinja template source by its markers; ARB_CHAT_UNKNOWN if none match. */
 arb_chat_kind arb_chat_detect(const char *src, size_t len);
 /* Family by name: "chatml", "qwen", "smollm" -> CHATML; "llama3"/"llama-3" -> LLAMA3;
    "llama3.1"/"llama-3.1" -> LLAMA31;
-   "vicuna"/"vicuna_v1.1" -> VICUNA; anything else -> ARB_CHAT_UNKNOWN. */
+   "vicuna"/"vicuna_v1.1" -> VICUNA; "gemma"/"gemma3" -> GEMMA; anything else -> ARB_CHAT_UNKNOWN. */
 arb_chat_kind arb_chat_kind_from_name(const char *name);
 const char *arb_chat_kind_name(arb_chat_kind k);
 

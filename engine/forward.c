@@ -27,6 +27,7 @@ struct arb_ctx {
     int n_ctx, n_batch_max, n_layer;
     bool want_hidden;
     float *cs;            /* n_ctx x head_dim: (cos, sin) per position and pair */
+    float *cs_swa;        /* the same for Gemma-3's local layers (their own base), or NULL */
     float *x;             /* n_batch_max x n_embd: residual stream */
     float *xb;            /* n_batch_max x max(n_embd, q_dim): normed input / projections */
     float *q;             /* n_batch_max x q_dim */
@@ -56,15 +57,15 @@ arb_ctx_opts arb_ctx_default_opts(void)
 
 /* Rope table as ggml computes it (float theta, multiplied by theta_scale per pair),
    so positions agree with llama.cpp to float rounding. */
-static void rope_table(const arb_model *m, int n_ctx, float *cs)
+static void rope_table(const arb_model *m, int n_ctx, float base, float freq_scale, const float *freqs, float *cs)
 {
     const int half = m->head_dim / 2;
-    const float theta_scale = powf(m->rope_base, -2.0f / (float)m->head_dim);
+    const float theta_scale = powf(base, -2.0f / (float)m->head_dim);
     for (int p = 0; p < n_ctx; p++) {
         float theta = (float)p;
         for (int j = 0; j < half; j++) {
-            const float ff = m->rope_freqs ? m->rope_freqs[j] : 1.0f;
-            const float th = m->rope_freq_scale * (theta / ff);
+            const float ff = freqs ? freqs[j] : 1.0f;
+            const float th = freq_scale * (theta / ff);
             cs[(size_t)p * m->head_dim + 2 * j] = cosf(th);
             cs[(size_t)p * m->head_dim + 2 * j + 1] = sinf(th);
             theta *= theta_scale;
@@ -102,7 +103,7 @@ static int cuda_ctx_new(arb_ctx *c, arb_ctx **out, arb_err *err)
         rc = ARB_ERR(err, ARB_E_NOMEM, "ctx: out of memory");
         goto fail;
     }
-    rope_table(m, c->n_ctx, c->cs);
+    rope_table(m, c->n_ctx, m->rope_base, m->rope_freq_scale, m->rope_freqs, c->cs);
     for (int i = 0; i < c->n_batch_max; i++)
         c->chain[i] = i - 1;
     if ((rc = arb_cuda_ctx_new(m->cuda, c->n_ctx, c->n_batch_max, c->n_layer, c->cs, &c->cuda, err)))
@@ -177,7 +178,14 @@ int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err
         rc = ARB_ERR(err, ARB_E_NOMEM, "ctx: out of memory for scratch (n_batch_max %d)", c->n_batch_max);
         goto fail;
     }
-    rope_table(m, c->n_ctx, c->cs);
+    rope_table(m, c->n_ctx, m->rope_base, m->rope_freq_scale, m->rope_freqs, c->cs);
+    if (m->n_swa > 0) { /* local layers: their own base, no scaling or frequency factors (llama.cpp) */
+        if (!(c->cs_swa = malloc((size_t)c->n_ctx * m->head_dim * sizeof(float)))) {
+            rc = ARB_ERR(err, ARB_E_NOMEM, "ctx: out of memory for the local rope table");
+            goto fail;
+        }
+        rope_table(m, c->n_ctx, m->rope_base_swa, 1.0f, NULL, c->cs_swa);
+    }
     for (int i = 0; i < c->n_batch_max; i++)
         c->chain[i] = i - 1;
     *out = c;
@@ -196,6 +204,7 @@ void arb_ctx_free(arb_ctx *c)
     arb_kv_release(&c->kv);
     free(c->head_buf);
     free(c->cs);
+    free(c->cs_swa);
     free(c->x);
     free(c->xb);
     free(c->q);
@@ -236,6 +245,15 @@ static int32_t row_argmax(const float *row, int V)
     return best;
 }
 
+/* Gemma's final logit soft-capping, c tanh(x / c), when the model has one; elementwise. */
+static void softcap(const arb_model *m, float *x, size_t n)
+{
+    const float cap = m->logit_softcap;
+    if (cap > 0)
+        for (size_t i = 0; i < n; i++)
+            x[i] = cap * tanhf(x[i] / cap);
+}
+
 /* One batch of n <= n_batch_max nodes; KV rows at n_prefix + i. The final norm and
    output head run for rows head_from..n-1 only (logits/hidden receive those rows). */
 static void forward_cpu(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, int n_prefix,
@@ -246,10 +264,13 @@ static void forward_cpu(arb_ctx *c, const int32_t *tok, const int32_t *parent, i
     const int E = m->n_embd, hd = m->head_dim, qd = m->n_head * hd, kvd = m->n_head_kv * hd;
 
     arb_backend_get_rows(be, &m->tok_embd, tok, n, c->x);
+    if (m->embd_scale != 1.0f) /* Gemma: embeddings times sqrt(n_embd) */
+        for (size_t i = 0; i < (size_t)n * E; i++)
+            c->x[i] *= m->embd_scale;
 
     arb_attn_args aa = {
         .q = c->q, .kv_stride = kvd, .n_prefix = n_prefix, .n = n, .parent = parent, .n_head = m->n_head,
-        .n_head_kv = m->n_head_kv, .head_dim = hd, .scale = 1.0f / sqrtf((float)hd), .out = c->att,
+        .n_head_kv = m->n_head_kv, .head_dim = hd, .scale = m->attn_scale, .out = c->att,
         .scratch = c->attn_scratch, .scratch_stride = c->attn_stride,
     };
     for (int l = 0; l < c->n_layer; l++) {
@@ -274,16 +295,32 @@ static void forward_cpu(arb_ctx *c, const int32_t *tok, const int32_t *parent, i
 
         aa.k = arb_kv_k(&c->kv, l, 0);
         aa.v = arb_kv_v(&c->kv, l, 0);
-        const arb_rope_args ra = {.q = c->q, .k = kr, .pos = c->pos, .cs = c->cs, .neox = m->rope_neox};
+        aa.window = L->swa ? m->n_swa : 0;
+        const arb_rope_args ra = {.q = c->q, .k = kr, .pos = c->pos, .cs = L->swa ? c->cs_swa : c->cs,
+                                  .neox = m->rope_neox};
         arb_backend_rope_attention(be, &ra, &aa);
-        arb_backend_matmul_add(be, &L->wo, c->att, n, c->xb, c->work, c->x); /* x += wo . att */
+        if (L->post_attn_norm) { /* gemma3: x += norm(wo . att) */
+            arb_backend_matmul(be, &L->wo, c->att, n, c->xb, c->work);
+            arb_backend_rmsnorm(be, c->xb, L->post_attn_norm, n, E, m->eps, c->xb);
+            arb_backend_add(be, c->x, c->xb, (size_t)n * E);
+        } else {
+            arb_backend_matmul_add(be, &L->wo, c->att, n, c->xb, c->work, c->x); /* x += wo . att */
+        }
 
         {
             const arb_qmat *ws[2] = {&L->w_gate, &L->w_up};
             float *ys[2] = {c->hg, c->hu};
             arb_backend_norm_matmul_multi(be, c->x, L->ffn_norm, E, m->eps, c->xb, ws, 2, n, ys, c->work);
         }
-        arb_backend_swiglu_matmul_add(be, c->hg, c->hu, m->n_ff, &L->w_down, n, c->xb, c->work, c->x);
+        if (m->geglu) { /* gemma3: x += norm(w_down . (gelu(gate) * up)) */
+            arb_backend_geglu(be, c->hg, c->hu, n, m->n_ff);
+            arb_backend_matmul(be, &L->w_down, c->hg, n, c->xb, c->work);
+            if (L->post_ffn_norm)
+                arb_backend_rmsnorm(be, c->xb, L->post_ffn_norm, n, E, m->eps, c->xb);
+            arb_backend_add(be, c->x, c->xb, (size_t)n * E);
+        } else {
+            arb_backend_swiglu_matmul_add(be, c->hg, c->hu, m->n_ff, &L->w_down, n, c->xb, c->work, c->x);
+        }
     }
     const int nh = n - head_from;
     if (nh <= 0)
@@ -293,6 +330,7 @@ static void forward_cpu(arb_ctx *c, const int32_t *tok, const int32_t *parent, i
         memcpy(o->hidden, c->xb, (size_t)nh * E * sizeof(float));
     if (o->logits) {
         arb_backend_matmul(be, &m->output, c->xb, nh, o->logits, c->work);
+        softcap(m, o->logits, (size_t)nh * m->n_vocab);
         if (o->argmax)
             for (int r = 0; r < nh; r++)
                 o->argmax[r] = row_argmax(o->logits + (size_t)r * m->n_vocab, m->n_vocab);
@@ -301,6 +339,7 @@ static void forward_cpu(arb_ctx *c, const int32_t *tok, const int32_t *parent, i
     for (int r0 = 0; o->argmax && r0 < nh; r0 += ARB_HEAD_CHUNK) { /* argmax only: no n x n_vocab buffer */
         const int k = nh - r0 < ARB_HEAD_CHUNK ? nh - r0 : ARB_HEAD_CHUNK;
         arb_backend_matmul(be, &m->output, c->xb + (size_t)r0 * E, k, c->head_buf, c->work);
+        softcap(m, c->head_buf, (size_t)k * m->n_vocab); /* tanh can merge near-equal maxima: same argmax as logits */
         for (int r = 0; r < k; r++)
             o->argmax[r0 + r] = row_argmax(c->head_buf + (size_t)r * m->n_vocab, m->n_vocab);
     }

@@ -6,6 +6,7 @@
  * presence, shape and type, so forward.c can trust the model. Errors name the
  * file and the tensor or key ("m.gguf: tensor 'blk.3.attn_k.weight' missing").
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ static const arch_row arch_table[] = {
     {"llama", ARB_ARCH_LLAMA, false, false, false},
     {"qwen2", ARB_ARCH_QWEN2, true, true, false},
     {"qwen3", ARB_ARCH_QWEN3, true, false, true},
+    {"gemma3", ARB_ARCH_GEMMA3, true, false, true},
 };
 
 arb_load_opts arb_load_default_opts(void)
@@ -113,7 +115,8 @@ static const arb_gguf_tensor *find_t(const arb_model *m, const char *name, bool 
 static bool matmul_type(uint32_t t)
 {
     return t == ARB_TYPE_F32 || t == ARB_TYPE_F16 || t == ARB_TYPE_Q4_0 || t == ARB_TYPE_Q4_1 ||
-           t == ARB_TYPE_Q8_0 || t == ARB_TYPE_Q4_K || t == ARB_TYPE_Q6_K;
+           t == ARB_TYPE_Q8_0 || t == ARB_TYPE_Q4_K || t == ARB_TYPE_Q6_K ||
+           t == ARB_TYPE_Q5_0; /* widened to Q8_0 at load (widen_q5_0) */
 }
 
 /* A matrix of n_out rows x n_in, in a type the matmul supports. */
@@ -128,7 +131,7 @@ static int bind_mat(const arb_model *m, const char *name, int n_in, int n_out, a
                        n_out);
     if (!matmul_type(t->type))
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
-                       "%s: tensor '%s': type %s not supported for matrices (F32 F16 Q4_0 Q4_1 Q8_0 Q4_K Q6_K)",
+                       "%s: tensor '%s': type %s not supported for matrices (F32 F16 Q4_0 Q4_1 Q5_0 Q8_0 Q4_K Q6_K)",
                        m->path, name, arb_type_name(t->type));
     out->type = t->type;
     out->n_in = n_in;
@@ -180,7 +183,43 @@ static int bind_layer(const arb_model *m, const arch_row *ar, int il, arb_layer 
         ((rc = bind_vec(m, NM("attn_q_norm.weight"), m->head_dim, true, &L->q_norm, err)) ||
          (rc = bind_vec(m, NM("attn_k_norm.weight"), m->head_dim, true, &L->k_norm, err))))
         return rc;
+    /* Gemma-3: the norms after attention and after the FFN (GGUF names from llama.cpp's
+       converter, which has already folded Gemma's (1 + w) into the stored weights) */
+    if (m->arch == ARB_ARCH_GEMMA3 &&
+        ((rc = bind_vec(m, NM("post_attention_norm.weight"), m->n_embd, true, &L->post_attn_norm, err)) ||
+         (rc = bind_vec(m, NM("post_ffw_norm.weight"), m->n_embd, true, &L->post_ffn_norm, err))))
+        return rc;
 #undef NM
+    return ARB_OK;
+}
+
+/* Gemma-3's extras, with llama.cpp's rules (src/models/gemma3.cpp) where the file is
+   silent: with attention.sliding_window set, layer il is local (windowed, rope base
+   rope.freq_base_swa, default 10000, no rope scaling) unless il % P == P - 1, P =
+   attention.sliding_window_pattern (default 6: five local layers, then a global one);
+   the score scale is 1/sqrt(head_dim), except for the 27B (62 layers), whose
+   query_pre_attn_scalar is n_embd/n_head; embeddings are scaled by sqrt(n_embd);
+   final_logit_softcapping, when present, caps the logits. */
+static int load_gemma3_hparams(arb_model *m, arb_err *err)
+{
+    int rc, pattern = 6;
+    if ((rc = get_int(m, "attention.sliding_window", false, 0, &m->n_swa, err)) ||
+        (rc = get_int(m, "attention.sliding_window_pattern", false, 6, &pattern, err)) ||
+        (rc = get_float(m, "rope.freq_base_swa", 10000.0f, &m->rope_base_swa, err)) ||
+        (rc = get_float(m, "final_logit_softcapping", 0.0f, &m->logit_softcap, err)))
+        return rc;
+    if (m->logit_softcap < 0)
+        return ARB_ERR(err, ARB_E_FORMAT, "%s: gemma3.final_logit_softcapping = %g is negative", m->path,
+                       (double)m->logit_softcap);
+    m->layers = calloc((size_t)m->n_layer, sizeof *m->layers);
+    if (!m->layers)
+        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", m->path);
+    for (int il = 0; il < m->n_layer; il++)
+        m->layers[il].swa = m->n_swa > 0 && il % pattern < pattern - 1;
+    if (m->n_layer == 62) /* Gemma-3 27B */
+        m->attn_scale = 1.0f / sqrtf((float)(m->n_embd / m->n_head));
+    m->embd_scale = sqrtf((float)m->n_embd);
+    m->geglu = true;
     return ARB_OK;
 }
 
@@ -209,6 +248,10 @@ static int load_hparams(arb_model *m, arb_err *err)
         return ARB_ERR(err, ARB_E_FORMAT, "%s: head_count %d not a multiple of head_count_kv %d", m->path,
                        m->n_head, m->n_head_kv);
     m->rope_freq_scale = 1.0f;
+    m->attn_scale = 1.0f / sqrtf((float)m->head_dim);
+    m->embd_scale = 1.0f;
+    if (m->arch == ARB_ARCH_GEMMA3 && (rc = load_gemma3_hparams(m, err)))
+        return rc;
     char key[128];
     snprintf(key, sizeof key, "%s.rope.scaling.type", m->arch_name);
     arb_gguf_str st;
@@ -242,8 +285,7 @@ static int load_tensors(arb_model *m, const arch_row *ar, arb_err *err)
     }
     if ((rc = bind_vec(m, "rope_freqs.weight", m->head_dim / 2, false, &m->rope_freqs, err)))
         return rc;
-    m->layers = calloc((size_t)m->n_layer, sizeof *m->layers);
-    if (!m->layers)
+    if (!m->layers && !(m->layers = calloc((size_t)m->n_layer, sizeof *m->layers))) /* gemma3: in hparams */
         return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", m->path);
     for (int il = 0; il < m->n_layer; il++)
         if ((rc = bind_layer(m, ar, il, &m->layers[il], err)))
@@ -269,6 +311,44 @@ static int model_mats(arb_model *m, arb_qmat **out)
     }
     out[n++] = &m->output;
     return n;
+}
+
+/* Q5_0 matrices (llama.cpp's fallback for k-quant rows that are not a multiple of 256,
+   e.g. Gemma-3 270M's 640-wide q/k/gate/up) rewritten as Q8_0: the same scale and the
+   same integers (q - 16), so every weight is unchanged and the Q8_0 kernels of every ISA
+   family serve them (llama.cpp also multiplies Q5_0 with Q8_0 activations). */
+static int widen_q5_0(arb_model *m, arb_err *err)
+{
+    arb_qmat **mats = malloc(sizeof *mats * (size_t)(7 * m->n_layer + 1));
+    if (!mats)
+        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", m->path);
+    const int n = model_mats(m, mats);
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        if (mats[i]->type == ARB_TYPE_Q5_0)
+            total += arb_type_row_bytes(ARB_TYPE_Q8_0, (uint64_t)mats[i]->n_in) * (size_t)mats[i]->n_out;
+    m->widened_bytes = total;
+    if (total && !(m->widened = malloc(total))) {
+        free(mats);
+        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory for %zu MB of Q8_0 weights", m->path, total >> 20);
+    }
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        arb_qmat *q = mats[i];
+        if (q->type != ARB_TYPE_Q5_0)
+            continue;
+        const size_t rb = arb_type_row_bytes(ARB_TYPE_Q8_0, (uint64_t)q->n_in);
+        uint8_t *dst = (uint8_t *)m->widened + off;
+        for (int r = 0; r < q->n_out; r++)
+            arb_q5_0_to_q8_0((const uint8_t *)q->data + (size_t)r * q->row_bytes, dst + (size_t)r * rb,
+                             (size_t)q->n_in / ARB_QK8_0);
+        q->type = ARB_TYPE_Q8_0;
+        q->row_bytes = rb;
+        q->data = dst;
+        off += rb * (size_t)q->n_out;
+    }
+    free(mats);
+    return ARB_OK;
 }
 
 /* opts.dequant_f32: replace the selected matrices by F32 copies (exact: every quantized value
@@ -361,7 +441,10 @@ static int pack_weights(arb_model *m, arb_err *err)
         uint8_t *dst = (uint8_t *)m->packed + off;
         arb_matmul_pack(mats[i], dst);
         mats[i]->packed = dst;
-        if (mats[i]->data != m->tok_embd.data) /* a tied head is also the embedding table */
+        /* a tied head is also the embedding table; widened Q5_0 matrices live on the heap,
+           not in the file mapping, and are freed with the model instead */
+        const uint8_t *d = mats[i]->data, *w = m->widened;
+        if (d != m->tok_embd.data && !(w && d >= w && d < w + m->widened_bytes))
             drop_pages(mats[i]->data, b);
         off += (b + 63) & ~(size_t)63;
     }
@@ -380,6 +463,8 @@ static int cuda_upload(arb_model *m, arb_err *err)
 {
     if (m->opts.backend != ARB_BACKEND_CUDA)
         return ARB_OK;
+    if (m->arch == ARB_ARCH_GEMMA3) /* engine/cuda has no GeGLU, extra norms or windows */
+        return ARB_ERR(err, ARB_E_UNSUPPORTED, "%s: architecture gemma3 runs on the CPU backend only", m->path);
     arb_cuda_layer_desc *ls = calloc((size_t)m->n_layer, sizeof *ls);
     if (!ls)
         return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", m->path);
@@ -437,6 +522,8 @@ int arb_model_load(const char *path, const arb_load_opts *o, arb_model **out, ar
     for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
         if (arb_gguf_str_eq(s, arch_table[i].name))
             ar = &arch_table[i];
+    if (ar)
+        m->arch = ar->arch; /* also for vocab_only (the chat template fallback) */
     if (arb_gguf_get_str(m->g, "general.name", &s, NULL) == ARB_OK) {
         arb_gguf_str_copy(s, m->name, sizeof m->name);
     } else {
@@ -459,13 +546,14 @@ int arb_model_load(const char *path, const arb_load_opts *o, arb_model **out, ar
         return ARB_OK;
     }
     if (!ar) {
-        rc = ARB_ERR(err, ARB_E_UNSUPPORTED, "%s: architecture '%s' not supported (llama, qwen2, qwen3)", path,
+        rc = ARB_ERR(err, ARB_E_UNSUPPORTED, "%s: architecture '%s' not supported (llama, qwen2, qwen3, gemma3)", path,
                      m->arch_name);
         goto fail;
     }
     m->arch = ar->arch;
     m->rope_neox = ar->neox;
-    if ((rc = load_hparams(m, err)) || (rc = load_tensors(m, ar, err)) || (rc = dequant_weights(m, err)) ||
+    if ((rc = load_hparams(m, err)) || (rc = load_tensors(m, ar, err)) || (rc = widen_q5_0(m, err)) ||
+        (rc = dequant_weights(m, err)) ||
         (rc = pack_weights(m, err)) ||
         (rc = cuda_upload(m, err)))
         goto fail;
@@ -485,6 +573,7 @@ void arb_model_free(arb_model *m)
     arb_gguf_close(m->g);
     free(m->layers);
     free(m->packed);
+    free(m->widened);
     free(m->dequant);
     free(m->path);
     free(m);
@@ -534,5 +623,9 @@ bool arb_token_is_eog(const arb_model *m, int32_t tok) { return m->tok && arb_to
 int arb_chat_apply(const arb_model *m, const char *tmpl_override, const arb_chat_msg *msgs, int n_msgs,
                    bool add_assistant, char *buf, size_t cap, size_t *n_out, arb_err *err)
 {
+    /* Gemma-3 GGUFs converted from a base model carry no tokenizer.chat_template; the
+       family's own turn format is the one its instruction-tuned siblings use. */
+    if (!tmpl_override && m->arch == ARB_ARCH_GEMMA3 && !arb_gguf_find(m->g, "tokenizer.chat_template"))
+        tmpl_override = "gemma";
     return arb_chat_apply_tmpl(tmpl_override, m->g, msgs, n_msgs, add_assistant, buf, cap, n_out, err);
 }

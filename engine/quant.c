@@ -31,7 +31,7 @@ typedef struct type_info {
 static const type_info type_table[] = {
     [ARB_TYPE_F32] = {"F32", 1, 4, true},         [ARB_TYPE_F16] = {"F16", 1, 2, true},
     [ARB_TYPE_Q4_0] = {"Q4_0", 32, 18, true},     [ARB_TYPE_Q4_1] = {"Q4_1", 32, 20, true},
-    [ARB_TYPE_Q5_0] = {"Q5_0", 32, 22, false},    [ARB_TYPE_Q5_1] = {"Q5_1", 32, 24, false},
+    [ARB_TYPE_Q5_0] = {"Q5_0", 32, 22, true},    [ARB_TYPE_Q5_1] = {"Q5_1", 32, 24, false},
     [ARB_TYPE_Q8_0] = {"Q8_0", 32, 34, true},     [ARB_TYPE_Q8_1] = {"Q8_1", 32, 36, true},
     [ARB_TYPE_Q2_K] = {"Q2_K", 256, 84, false},   [ARB_TYPE_Q3_K] = {"Q3_K", 256, 110, false},
     [ARB_TYPE_Q4_K] = {"Q4_K", 256, 144, true},   [ARB_TYPE_Q5_K] = {"Q5_K", 256, 176, false},
@@ -181,6 +181,35 @@ static void dq_q4_1(const uint8_t *b, float *y, size_t nb)
     }
 }
 
+/* Q5_0 (22 B: d, qh[4], qs[16]): element j < 16 is the low nibble of qs[j] with bit j of
+   qh as its fifth bit, element j + 16 the high nibble with bit j + 16; minus 16. */
+static int q5_0_elem(const uint8_t *b, int j)
+{
+    const uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
+    const int lo = j < 16 ? b[6 + j] & 0x0f : b[6 + j - 16] >> 4;
+    return (lo | (int)((qh >> j) & 1) << 4) - 16;
+}
+
+static void dq_q5_0(const uint8_t *b, float *y, size_t nb)
+{
+    for (size_t i = 0; i < nb; i++, b += 22, y += 32) {
+        const float d = rdh(b);
+        for (int j = 0; j < 32; j++)
+            y[j] = q5_0_elem(b, j) * d;
+    }
+}
+
+void arb_q5_0_to_q8_0(const void *src, void *dst, size_t nb)
+{
+    const uint8_t *b = src;
+    uint8_t *o = dst;
+    for (size_t i = 0; i < nb; i++, b += 22, o += 34) {
+        o[0] = b[0], o[1] = b[1]; /* the same fp16 scale */
+        for (int j = 0; j < 32; j++)
+            o[2 + j] = (uint8_t)(int8_t)q5_0_elem(b, j);
+    }
+}
+
 /* Q8_0 (34 B: d, qs[32]) and Q8_1 (36 B: d, s, qs[32]; s = d * sum(qs) is unused here). */
 static void dq_q8(const uint8_t *b, float *y, size_t nb, size_t bytes, size_t qs_off)
 {
@@ -278,6 +307,7 @@ void arb_dequant_row(uint32_t type, const void *src, float *dst, size_t n)
         break;
     case ARB_TYPE_Q4_0: dq_q4_0(b, dst, nb); break;
     case ARB_TYPE_Q4_1: dq_q4_1(b, dst, nb); break;
+    case ARB_TYPE_Q5_0: dq_q5_0(b, dst, nb); break;
     case ARB_TYPE_Q8_0: dq_q8(b, dst, nb, 34, 2); break;
     case ARB_TYPE_Q8_1: dq_q8(b, dst, nb, 36, 4); break;
     case ARB_TYPE_Q4_K: dq_q4_k(b, dst, nb); break;

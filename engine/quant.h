@@ -21,10 +21,10 @@
 typedef enum arb_type {
     ARB_TYPE_F32 = 0, ARB_TYPE_F16 = 1, ARB_TYPE_Q4_0 = 2, ARB_TYPE_Q4_1 = 3,
     ARB_TYPE_Q8_0 = 8, ARB_TYPE_Q8_1 = 9, ARB_TYPE_Q4_K = 12, ARB_TYPE_Q6_K = 14,
-    ARB_TYPE_Q8_K = 15, ARB_TYPE_BF16 = 30,
+    ARB_TYPE_Q8_K = 15, ARB_TYPE_BF16 = 30, ARB_TYPE_Q5_0 = 6, /* Q5_0: dequantised, and widened to Q8_0 for matmuls */
     /* Known to the reader (sizes only, so any ggml file can be opened and inspected);
        arb_type_supported() is false for these: no dequantisation. */
-    ARB_TYPE_Q5_0 = 6, ARB_TYPE_Q5_1 = 7, ARB_TYPE_Q2_K = 10, ARB_TYPE_Q3_K = 11,
+    ARB_TYPE_Q5_1 = 7, ARB_TYPE_Q2_K = 10, ARB_TYPE_Q3_K = 11,
     ARB_TYPE_Q5_K = 13, ARB_TYPE_IQ2_XXS = 16, ARB_TYPE_IQ2_XS = 17, ARB_TYPE_IQ3_XXS = 18,
     ARB_TYPE_IQ1_S = 19, ARB_TYPE_IQ4_NL = 20, ARB_TYPE_IQ3_S = 21, ARB_TYPE_IQ2_S = 22,
     ARB_TYPE_IQ4_XS = 23, ARB_TYPE_I8 = 24, ARB_TYPE_I16 = 25, ARB_TYPE_I32 = 26,
@@ -55,6 +55,11 @@ size_t arb_type_row_bytes(uint32_t type, uint64_t n);
 float arb_fp16_to_f32(uint16_t h);
 uint16_t arb_f32_to_fp16(float f);
 float arb_bf16_to_f32(uint16_t h);
+
+/* Q5_0 blocks (d, 5-bit q) rewritten as Q8_0 blocks (the same d, q - 16 as int8): every
+   value is unchanged, so the Q8_0 matmul kernels serve Q5_0 matrices (model.c, load time).
+   nb blocks: src 22 * nb bytes, dst 34 * nb. */
+void arb_q5_0_to_q8_0(const void *src, void *dst, size_t nb);
 
 /* Reference dequantisation of n elements (n a multiple of the block size). */
 void arb_dequant_row(uint32_t type, const void *src, float *dst, size_t n);

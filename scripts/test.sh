@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/test.sh — the whole test suite from a fresh machine: install, build, fetch the
-# default model, run the unit + model suites, then the unit suite under ASan+UBSan.
+# default model and Gemma-3 270M, run the unit + model suites, then the unit suite under ASan+UBSan.
 # The first stage checks the engine boundary (scripts/check_boundary.sh).
 #   usage: scripts/test.sh            (ARBOR_DATA defaults to ../shared/datasets if present)
 set -euo pipefail
@@ -23,6 +23,7 @@ werror=(-Dwerror=true)
 stage "engine boundary" scripts/check_boundary.sh
 stage "release build" scripts/setup.sh build-release --buildtype=release "${werror[@]}"
 stage "fetch model" ./build-release/harness/arbor fetch-model --quiet
+stage "fetch gemma3-270m" ./build-release/harness/arbor fetch-model gemma3-270m --quiet
 stage "unit + model tests" meson test -C build-release --suite unit --suite model --print-errorlogs --num-processes 2
 stage "asan+ubsan build" scripts/setup.sh build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false "${werror[@]}"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

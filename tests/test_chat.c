@@ -2,7 +2,9 @@
  * multi-turn, with and without a system message, detection, truncation, errors.
  * The expected strings were checked against jinja2 renderings (trim_blocks,
  * lstrip_blocks, as transformers does) of the SmolLM2, Qwen2.5, Llama-3 and
- * Llama-3.1 templates; Vicuna follows FastChat's vicuna_v1.1 get_prompt. */
+ * Llama-3.1 templates; Vicuna follows FastChat's vicuna_v1.1 get_prompt; Gemma's were
+ * rendered by jinja2 from Gemma-3's template (bos_token empty: arbor leaves BOS to the
+ * tokenizer). */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -98,6 +100,26 @@ Test(chat, vicuna) {
     check("vicuna_v1.1", NULL, k_multi, 3, true, VIC_SYS " USER: Hi ASSISTANT: Hello!</s>USER: Why? ASSISTANT:");
     check("vicuna", NULL, k_sys, 2, false, "Be terse. USER: Hi ");
     check(NULL, "{{ 'USER: ' + m }}{{ 'ASSISTANT:' }}", k_one, 1, true, VIC_SYS " USER: Hi ASSISTANT:");
+}
+
+Test(chat, gemma) {
+    check("gemma", NULL, k_one, 1, true, "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
+    check("gemma3", NULL, k_multi_sys, 4, true,
+          "<start_of_turn>user\n Be terse.\n\n\nQ1<end_of_turn>\n<start_of_turn>model\nA1<end_of_turn>\n"
+          "<start_of_turn>user\nQ2<end_of_turn>\n<start_of_turn>model\n");
+    check(NULL, "{{ '<start_of_turn>' + role + '\\n' }}", k_multi, 3, false,
+          "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
+          "<start_of_turn>user\nWhy?<end_of_turn>\n");
+    char buf[256];
+    size_t n = 0;
+    arb_err err = {0};
+    const arb_chat_msg two_users[] = {{"user", "a"}, {"user", "b"}};
+    cr_assert_eq(arb_chat_apply_src("gemma", NULL, 0, two_users, 2, true, buf, sizeof buf, &n, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "message 1") && strstr(err.msg, "alternating"), "%s", err.msg);
+    const arb_chat_msg model_first[] = {{"assistant", "a"}};
+    cr_assert_eq(arb_chat_apply_src("gemma", NULL, 0, model_first, 1, true, buf, sizeof buf, &n, &err), ARB_E_INVAL);
+    cr_assert_eq(arb_chat_kind_from_name("gemma3"), ARB_CHAT_GEMMA);
+    cr_assert_str_eq(arb_chat_kind_name(ARB_CHAT_GEMMA), "gemma");
 }
 
 Test(chat, detect_and_names) {

@@ -37,7 +37,7 @@ Test(quant, known_supported_and_names)
     cr_assert(arb_type_known(ARB_TYPE_Q5_K));
     cr_assert_not(arb_type_supported(ARB_TYPE_Q5_K));
     const uint32_t sup[] = {ARB_TYPE_F32, ARB_TYPE_F16, ARB_TYPE_BF16, ARB_TYPE_Q4_0, ARB_TYPE_Q4_1,
-                            ARB_TYPE_Q8_0, ARB_TYPE_Q4_K, ARB_TYPE_Q6_K};
+                            ARB_TYPE_Q8_0, ARB_TYPE_Q4_K, ARB_TYPE_Q6_K, ARB_TYPE_Q5_0};
     for (size_t i = 0; i < sizeof sup / sizeof sup[0]; i++)
         cr_assert(arb_type_supported(sup[i]), "type %u", sup[i]);
     cr_assert_not(arb_type_known(4), "Q4_2 was removed from ggml");
@@ -46,6 +46,34 @@ Test(quant, known_supported_and_names)
     cr_assert_str_eq(arb_type_name(ARB_TYPE_BF16), "BF16");
     cr_assert_str_eq(arb_type_name(40), "type#40");
     cr_assert_str_eq(arb_type_name(1000), "type#>=64");
+}
+
+/* Q5_0: a hand-built block (element j = j - 16 with d = 0.5: low nibbles in qs, the fifth
+   bit in qh), and its Q8_0 rewrite dequantizes to the same floats, bit for bit. */
+Test(quant, q5_0_dequant_and_widening_to_q8_0)
+{
+    uint8_t b[2 * 22];
+    for (int blk = 0; blk < 2; blk++) {
+        uint8_t *p = b + 22 * blk;
+        const uint16_t d = blk ? 0xb800 /* -0.5 */ : 0x3800; /* 0.5 */
+        memcpy(p, &d, 2);
+        uint32_t qh = 0;
+        for (int j = 0; j < 32; j++)
+            qh |= (uint32_t)((j >> 4) & 1) << j; /* q = j: bit 4 set for j >= 16 */
+        memcpy(p + 2, &qh, 4);
+        for (int j = 0; j < 16; j++)
+            p[6 + j] = (uint8_t)((j & 15) | (((j + 16) & 15) << 4));
+    }
+    float ref[64], wide[64];
+    arb_dequant_row(ARB_TYPE_Q5_0, b, ref, 64);
+    for (int j = 0; j < 32; j++) {
+        cr_assert_eq(ref[j], 0.5f * (float)(j - 16), "element %d: %g", j, ref[j]);
+        cr_assert_eq(ref[32 + j], -0.5f * (float)(j - 16));
+    }
+    uint8_t q8[2 * 34];
+    arb_q5_0_to_q8_0(b, q8, 2);
+    arb_dequant_row(ARB_TYPE_Q8_0, q8, wide, 64);
+    cr_assert(!memcmp(ref, wide, sizeof ref));
 }
 
 Test(quant, fp16_known_values)

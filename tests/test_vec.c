@@ -73,6 +73,43 @@ Test(vec, swiglu_matches_scalar_bits)
     }
 }
 
+/* GeGLU (Gemma): the same contract as SwiGLU, and the reference formula is the tanh GELU
+   (0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))) to a few ulp in double. */
+Test(vec, geglu_matches_scalar_bits_and_the_tanh_formula)
+{
+    const size_t n = 1000;
+    float g0[1000], u[1000], ref[1000], got[1000];
+    fill(g0, n, 12.0f);
+    fill(u, n, 3.0f);
+    g0[0] = 0.0f, g0[1] = -0.0f, g0[2] = -100.0f, g0[3] = 100.0f, g0[4] = 1e-30f, g0[5] = -1e-30f;
+    for (int f = 0; f < N_FAMILIES; f++) {
+        if (!arb_vec_supported(families[f]))
+            continue;
+        const size_t ranges[][2] = {{0, n}, {3, 997}, {5, 6}, {16, 48}, {17, 50}};
+        for (size_t r = 0; r < sizeof ranges / sizeof *ranges; r++) {
+            memcpy(ref, g0, sizeof g0);
+            memcpy(got, g0, sizeof g0);
+            arb_vec_scalar.geglu(ref, u, ranges[r][0], ranges[r][1]);
+            families[f]->geglu(got, u, ranges[r][0], ranges[r][1]);
+            cr_assert(bits_equal(ref, got, n), "%s geglu differs on [%zu, %zu)", families[f]->name,
+                      ranges[r][0], ranges[r][1]);
+        }
+    }
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double x = g0[i];
+        const double want = 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) * u[i];
+        const double got1 = arb_geglu_f32(g0[i], u[i]);
+        const double err = fabs(got1 - want) / fmax(fabs(want), 1e-30);
+        if (fabs(want) > 1e-6)
+            worst = fmax(worst, err);
+    }
+    cr_assert_lt(worst, 1e-5, "geglu relative error %g", worst);
+    cr_assert_eq(arb_geglu_f32(0.0f, 1.0f), 0.0f);
+    cr_assert_lt(fabsf(arb_geglu_f32(-100.0f, 1.0f)), 1e-30f);
+    cr_assert_eq(arb_geglu_f32(100.0f, 1.0f), 100.0f);
+}
+
 Test(vec, sumsq_matches_scalar_bits)
 {
     float x[777];

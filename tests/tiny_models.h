@@ -1,5 +1,5 @@
 /* tiny_models.h — tiny synthetic GGUF models for the engine tests (header-only, test
- * code, Criterion asserts): random seeded weights in Q8_0 / Q4_1 / F32, 2 layers,
+ * code, Criterion asserts): random seeded weights in Q8_0 / Q4_1 / Q5_0 / F32, 2 layers (or n_layer),
  * n_embd 64, 4 heads / 2 KV heads, head_dim 16, vocab 300 (test_model_synth.c's
  * header says which variants were checked against llama.cpp).
  *
@@ -75,6 +75,15 @@ static void gen_tensor(buf *d, const tdesc *t, uint64_t *s)
                 put(d, &q, 1);
             }
         }
+    } else if (t->type == ARB_TYPE_Q5_0) { /* d, then random 5-bit values (qh and nibbles) */
+        for (uint64_t i = 0; i < n / 32; i++) {
+            uint16_t dd = arb_f32_to_fp16(sd / 9.0f * (0.8f + 0.4f * rng_unif(s)));
+            put(d, &dd, 2);
+            for (int j = 0; j < 20; j++) {
+                uint8_t q = (uint8_t)rng_next(s);
+                put(d, &q, 1);
+            }
+        }
     } else if (t->type != ARB_TYPE_Q4_1) { /* only for rejection tests: random bytes */
         for (uint64_t i = 0; i < arb_type_row_bytes(t->type, t->ne0) * t->ne1; i++) {
             uint8_t q = (uint8_t)rng_next(s);
@@ -107,6 +116,9 @@ typedef struct synth_opts {
     int head_dim;      /* 0: n_embd / n_head; else written as attention.key_length / value_length */
     const char *dump_as; /* with $ARBOR_SYNTH_DUMP set, also written to $ARBOR_SYNTH_DUMP/<dump_as>.gguf */
     int n_head_kv;     /* 0: S_HEAD_KV (GQA groups of 2); 1: one KV head for all 4 query heads */
+    int n_layer;       /* 0: S_LAYER */
+    int swa;           /* gemma3: attention.sliding_window (0: key absent, every layer global) */
+    bool swa_base_same; /* gemma3: rope.freq_base_swa written equal to rope.freq_base */
 } synth_opts;
 
 enum { S_EMBD = 64, S_LAYER = 2, S_HEAD = 4, S_HEAD_KV = 2, S_HD = 16, S_FF = 128, S_VOCAB = 300, S_CTX = 512 };
@@ -133,8 +145,11 @@ static void write_file(const char *path, const buf *h, const buf *d)
 
 static char *write_synth(const synth_opts *o)
 {
-    tdesc ts[64];
+    tdesc ts[256];
     int nt = 0;
+    const int n_layer = o->n_layer ? o->n_layer : S_LAYER;
+    const bool gemma = !strcmp(o->arch, "gemma3");
+    cr_assert_leq(n_layer, 16);
     const uint64_t hd = o->head_dim ? (uint64_t)o->head_dim : S_HD;
     const uint64_t hkv = o->n_head_kv ? (uint64_t)o->n_head_kv : S_HEAD_KV;
 #define T(nm, ty, a, b, nd) add_t(ts, &nt, nm, ty, a, b, nd)
@@ -144,16 +159,17 @@ static char *write_synth(const synth_opts *o)
         T("output.weight", ARB_TYPE_Q4_1, S_EMBD, S_VOCAB, 2);
     if (o->rope_freqs)
         T("rope_freqs.weight", ARB_TYPE_F32, hd / 2, 1, 1);
-    for (int l = 0; l < S_LAYER; l++) {
+    for (int l = 0; l < n_layer; l++) {
         char nm[64];
 #define TL(s, ty, a, b, nd) (snprintf(nm, sizeof nm, "blk.%d.%s", l, s), T(nm, ty, a, b, nd))
         TL("attn_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
-        TL("attn_q.weight", ARB_TYPE_Q4_1, S_EMBD, S_HEAD * hd, 2);
+        /* gemma3: Q5_0 where Gemma-3 270M's Q4_K_M file has it (640-wide rows) */
+        TL("attn_q.weight", gemma ? ARB_TYPE_Q5_0 : ARB_TYPE_Q4_1, S_EMBD, S_HEAD * hd, 2);
         TL("attn_k.weight", ARB_TYPE_Q8_0, S_EMBD, hkv * hd, 2);
         TL("attn_v.weight", ARB_TYPE_F32, S_EMBD, hkv * hd, 2);
         TL("attn_output.weight", ARB_TYPE_Q4_1, S_HEAD * hd, S_EMBD, 2);
         TL("ffn_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
-        TL("ffn_gate.weight", ARB_TYPE_Q4_1, S_EMBD, S_FF, 2);
+        TL("ffn_gate.weight", gemma ? ARB_TYPE_Q5_0 : ARB_TYPE_Q4_1, S_EMBD, S_FF, 2);
         TL("ffn_up.weight", ARB_TYPE_Q8_0, S_EMBD, S_FF, 2);
         TL("ffn_down.weight", ARB_TYPE_Q4_1, S_FF, S_EMBD, 2);
         if (!strcmp(o->arch, "qwen2")) {
@@ -161,9 +177,13 @@ static char *write_synth(const synth_opts *o)
             TL("attn_k.bias", ARB_TYPE_F32, hkv * hd, 1, 1);
             TL("attn_v.bias", ARB_TYPE_F32, hkv * hd, 1, 1);
         }
-        if (!strcmp(o->arch, "qwen3")) {
+        if (!strcmp(o->arch, "qwen3") || gemma) {
             TL("attn_q_norm.weight", ARB_TYPE_F32, hd, 1, 1);
             TL("attn_k_norm.weight", ARB_TYPE_F32, hd, 1, 1);
+        }
+        if (gemma) {
+            TL("post_attention_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
+            TL("post_ffw_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
         }
 #undef TL
     }
@@ -182,20 +202,17 @@ static char *write_synth(const synth_opts *o)
             if (!strcmp(ts[i].name, o->skip))
                 ts[i--] = ts[--nt];
 
-    buf h = {0}, d = {0};
-    put_u32(&h, 0x46554747u); /* "GGUF" */
-    put_u32(&h, 3);
-    put_u64(&h, (uint64_t)nt);
-    put_u64(&h, o->head_dim ? 14 : 12);
+    buf h = {0}, d = {0}, kv = {0};
+    int n_kv = 0;
     char k[96];
-    kv_str(&h, "general.architecture", o->arch);
-    kv_str(&h, "general.name", "synth");
-    kv_str(&h, "tokenizer.ggml.model", "none"); /* lets llama.cpp load the file (no vocab) */
+    kv_str(&kv, "general.architecture", o->arch), n_kv++;
+    kv_str(&kv, "general.name", "synth"), n_kv++;
+    kv_str(&kv, "tokenizer.ggml.model", "none"), n_kv++; /* lets llama.cpp load the file (no vocab) */
 #define KU(s, v) \
     (snprintf(k, sizeof k, "%s.%s%s", o->arch, s, o->drop_key && !strcmp(o->drop_key, s) ? "_absent" : ""), \
-     kv_u32(&h, k, v))
+     kv_u32(&kv, k, v), n_kv++)
     KU("embedding_length", S_EMBD);
-    KU("block_count", S_LAYER);
+    KU("block_count", (uint32_t)n_layer);
     KU("feed_forward_length", S_FF);
     KU("attention.head_count", S_HEAD);
     KU("attention.head_count_kv", (uint32_t)hkv);
@@ -205,11 +222,24 @@ static char *write_synth(const synth_opts *o)
         KU("attention.key_length", (uint32_t)hd);
         KU("attention.value_length", (uint32_t)hd);
     }
+    if (o->swa)
+        KU("attention.sliding_window", (uint32_t)o->swa);
 #undef KU
     snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", o->arch);
-    kv_f32(&h, k, 1e-5f);
+    kv_f32(&kv, k, 1e-5f), n_kv++;
+    /* gemma3: global layers at base 1e6, local ones at rope.freq_base_swa (default 10000) */
     snprintf(k, sizeof k, "%s.rope.freq_base", o->arch);
-    kv_f32(&h, k, 10000.0f);
+    kv_f32(&kv, k, gemma ? 1e6f : 10000.0f), n_kv++;
+    if (o->swa_base_same) {
+        snprintf(k, sizeof k, "%s.rope.freq_base_swa", o->arch);
+        kv_f32(&kv, k, 1e6f), n_kv++;
+    }
+    put_u32(&h, 0x46554747u); /* "GGUF" */
+    put_u32(&h, 3);
+    put_u64(&h, (uint64_t)nt);
+    put_u64(&h, (uint64_t)n_kv);
+    put(&h, kv.p, kv.n);
+    free(kv.p);
 
     uint64_t s = o->seed * 2654435761u + 1;
     for (int i = 0; i < nt; i++) {

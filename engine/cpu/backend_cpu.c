@@ -284,6 +284,16 @@ static void rows_at(float *const *r, int nh, size_t off, float **dst)
         dst[h] = r[h] + off;
 }
 
+/* Sliding-window attention (Gemma-3 local layers) as a range restriction: a node's key
+   list holds the keys of positions 0..p in order (prefix rows, ancestors root first,
+   itself), so its window, the keys at positions > p - window, is the list's last `window`
+   entries. The first key index to attend from; the list itself is unchanged. Counting
+   positions along the node's path keeps a tree node's window that of its chain. */
+static int attn_window_first(int n_keys, int window)
+{
+    return window > 0 && n_keys > window ? n_keys - window : 0;
+}
+
 /* Heads h..h+nh-1 (one KV head) of every node of blk. Per (node, head) the operations
    are those of the node alone, in the same order: its scores over its list (each score
    a function of its query and key only), max, exp and sum over the whole list, then the
@@ -310,34 +320,50 @@ static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh
             out[x][y] = a->out + qo;
             sc[x][y] = scratch + (size_t)(x * ARB_VEC_HEADS + y) * len;
         }
+    /* node x attends to list entries k0[x] .. n_keys - 1 (all of them without a window);
+       every piece below is clipped to that range, and a node's first piece starts its V sum */
+    int k0[ARB_ATTN_NODE_BLOCK];
+    for (int x = 0; x < blk->nb; x++)
+        k0[x] = attn_window_first(S + blk->n_own[x], a->window);
     for (int j0 = 0; j0 < S; j0 += kb) {
-        const int nk = S - j0 < kb ? S - j0 : kb;
+        const int j1 = S - j0 < kb ? S : j0 + kb;
         for (int x = 0; x < blk->nb; x++) {
-            rows_at(sc[x], nh, (size_t)j0, at);
-            vec->scores(q[x], nh, kbase, a->kv_stride, blk->shared + j0, nk, hd, a->scale, at);
+            const int lo = j0 > k0[x] ? j0 : k0[x];
+            if (lo >= j1)
+                continue;
+            rows_at(sc[x], nh, (size_t)lo, at);
+            vec->scores(q[x], nh, kbase, a->kv_stride, blk->shared + lo, j1 - lo, hd, a->scale, at);
         }
     }
     for (int x = 0; x < blk->nb; x++) {
-        const int n_keys = S + blk->n_own[x];
-        rows_at(sc[x], nh, (size_t)S, at);
-        vec->scores(q[x], nh, kbase, a->kv_stride, blk->own[x], blk->n_own[x], hd, a->scale, at);
+        const int n_keys = S + blk->n_own[x], lo = S > k0[x] ? S : k0[x];
+        if (lo < n_keys) {
+            rows_at(sc[x], nh, (size_t)lo, at);
+            vec->scores(q[x], nh, kbase, a->kv_stride, blk->own[x] + (lo - S), n_keys - lo, hd, a->scale, at);
+        }
         for (int y = 0; y < nh; y++) {
-            vec->exp(sc[x][y], n_keys, max_f32(sc[x][y], n_keys));
-            inv[x][y] = 1.0f / sum_f32(sc[x][y], n_keys);
+            float *w = sc[x][y] + k0[x];
+            vec->exp(w, n_keys - k0[x], max_f32(w, n_keys - k0[x]));
+            inv[x][y] = 1.0f / sum_f32(w, n_keys - k0[x]);
         }
     }
     for (int j0 = 0; j0 < S; j0 += kb) {
-        const int nk = S - j0 < kb ? S - j0 : kb;
+        const int j1 = S - j0 < kb ? S : j0 + kb;
         for (int x = 0; x < blk->nb; x++) {
-            rows_at(sc[x], nh, (size_t)j0, at);
-            vec->wsum(vbase, a->kv_stride, blk->shared + j0, (const float *const *)at, nh, nk, hd, out[x], j0 > 0);
+            const int lo = j0 > k0[x] ? j0 : k0[x];
+            if (lo >= j1)
+                continue;
+            rows_at(sc[x], nh, (size_t)lo, at);
+            vec->wsum(vbase, a->kv_stride, blk->shared + lo, (const float *const *)at, nh, j1 - lo, hd, out[x],
+                      lo > k0[x]);
         }
     }
     for (int x = 0; x < blk->nb; x++) {
-        if (blk->n_own[x] > 0) {
-            rows_at(sc[x], nh, (size_t)S, at);
-            vec->wsum(vbase, a->kv_stride, blk->own[x], (const float *const *)at, nh, blk->n_own[x], hd, out[x],
-                      S > 0);
+        const int n_keys = S + blk->n_own[x], lo = S > k0[x] ? S : k0[x];
+        if (lo < n_keys) {
+            rows_at(sc[x], nh, (size_t)lo, at);
+            vec->wsum(vbase, a->kv_stride, blk->own[x] + (lo - S), (const float *const *)at, nh, n_keys - lo, hd,
+                      out[x], lo > k0[x]);
         }
         for (int y = 0; y < nh; y++)
             for (int d = 0; d < hd; d++)
@@ -415,6 +441,23 @@ typedef struct ew_job {
 
 static void swiglu_range(const ew_job *j, size_t i0, size_t i1) { j->c->vec->swiglu(j->g, j->u, i0, i1); }
 
+static void geglu_task(void *ud, int ith, int nth)
+{
+    const ew_job *j = ud;
+    j->c->vec->geglu(j->g, j->u, j->n * (size_t)ith / (size_t)nth, j->n * (size_t)(ith + 1) / (size_t)nth);
+}
+
+/* GeGLU (Gemma): elementwise, so any split gives the same bits. */
+static void cpu_geglu(void *vctx, float *g, const float *u, int n, int dim)
+{
+    const cpu_ctx *c = vctx;
+    ew_job j = {.c = c, .g = g, .u = u, .n = (size_t)n * (size_t)dim};
+    if (j.n < EW_PAR_MIN)
+        geglu_task(&j, 0, 1);
+    else
+        arb_threadpool_run(c->tp, geglu_task, &j);
+}
+
 /* rows t0..t1-1, as the producer of a matmul's input (arb_mm_pre) */
 static void swiglu_pre(void *ud, int t0, int t1)
 {
@@ -485,6 +528,7 @@ static const arb_backend_i cpu_iface = {
     .attention = cpu_attention,
     .rope_attention = cpu_rope_attention,
     .swiglu = cpu_swiglu,
+    .geglu = cpu_geglu,
     .norm_matmul_multi = cpu_norm_matmul_multi,
     .swiglu_matmul_add = cpu_swiglu_matmul_add,
     .matmul_add = cpu_matmul_add,

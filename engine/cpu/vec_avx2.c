@@ -115,6 +115,7 @@ static inline __m256 select_ge_avx2(__m256 x, __m256 a)
 #define VEC_SFX _avx2
 #define VEC_EXP_TAIL arb_vec_scalar.exp
 #define VEC_SWIGLU_TAIL arb_vec_scalar.swiglu
+#define VEC_GEGLU_TAIL arb_vec_scalar.geglu
 #include "vec_simd_body.h"
 
 const vec_impl arb_vec_avx2 = {
@@ -124,6 +125,7 @@ const vec_impl arb_vec_avx2 = {
     .exp = exp_avx2,
     .sumsq = arb_vec_sumsq_avx2,
     .swiglu = swiglu_avx2,
+    .geglu = geglu_avx2,
 };
 #else
 const vec_impl arb_vec_avx2 = {.name = "avx2"}; /* no kernels: never selected */

@@ -20,6 +20,7 @@ static inline __m512 select_ge_avx512(__m512 x, __m512 a)
 #define VEC_SFX _avx512
 #define VEC_EXP_TAIL arb_vec_avx2.exp
 #define VEC_SWIGLU_TAIL arb_vec_avx2.swiglu
+#define VEC_GEGLU_TAIL arb_vec_avx2.geglu
 #include "vec_simd_body.h"
 
 const vec_impl arb_vec_avx512 = {
@@ -29,6 +30,7 @@ const vec_impl arb_vec_avx512 = {
     .wsum = wsum_avx512,
     .exp = exp_avx512,
     .swiglu = swiglu_avx512,
+    .geglu = geglu_avx512,
 };
 #else
 const vec_impl arb_vec_avx512 = {.name = "avx512"}; /* no kernels: never selected */

@@ -45,6 +45,7 @@ typedef struct vec_impl {
     void (*exp)(float *s, int n, float mx);                      /* s[j] = exp_f32(s[j] - mx) */
     double (*sumsq)(const float *x, int n);                      /* arb_sumsq_ref's order */
     void (*swiglu)(float *g, const float *u, size_t i0, size_t i1); /* g = silu(g) * u */
+    void (*geglu)(float *g, const float *u, size_t i0, size_t i1);  /* g = gelu_tanh(g) * u (Gemma) */
 } vec_impl;
 
 extern const vec_impl arb_vec_scalar;
@@ -118,6 +119,20 @@ static inline float arb_exp_f32(float x)
 static inline float arb_swiglu_f32(float x, float u)
 {
     const float e = arb_exp_f32(x < 0 ? x : -x);
+    return ((x >= 0 ? x : x * e) / (1.0f + e)) * u;
+}
+
+/* GELU, tanh form (Gemma's gelu_pytorch_tanh), times u: 0.5 x (1 + tanh(y)) with
+   y = sqrt(2/pi) (x + 0.044715 x^3) is x sigmoid(2y) = x / (1 + exp(-z)), z = 2y =
+   x (C1 + C2 x^2). z has the sign of x, so as in SwiGLU the exp is taken of -|z| (never
+   overflows): x / (1 + e) for x >= 0, x e / (1 + e) below. Exact math, no fp16 table
+   (ggml's CPU GELU rounds its input and output to fp16; docs/engine.md). */
+#define ARB_GELU_C1 1.5957691216057308f   /* 2 sqrt(2/pi) */
+#define ARB_GELU_C2 0.0713548162726f      /* 2 sqrt(2/pi) 0.044715 */
+static inline float arb_geglu_f32(float x, float u)
+{
+    const float z = x * (ARB_GELU_C1 + ARB_GELU_C2 * (x * x));
+    const float e = arb_exp_f32(z < 0 ? z : -z);
     return ((x >= 0 ? x : x * e) / (1.0f + e)) * u;
 }
 

@@ -36,6 +36,12 @@ static void swiglu_scalar(float *g, const float *u, size_t i0, size_t i1)
         g[i] = arb_swiglu_f32(g[i], u[i]);
 }
 
+static void geglu_scalar(float *g, const float *u, size_t i0, size_t i1)
+{
+    for (size_t i = i0; i < i1; i++)
+        g[i] = arb_geglu_f32(g[i], u[i]);
+}
+
 const vec_impl arb_vec_scalar = {
     .name = "scalar",
     .scores = scores_scalar,
@@ -43,6 +49,7 @@ const vec_impl arb_vec_scalar = {
     .exp = exp_scalar,
     .sumsq = arb_sumsq_ref,
     .swiglu = swiglu_scalar,
+    .geglu = geglu_scalar,
 };
 
 /* ---------------------------------------------------------------- selection */

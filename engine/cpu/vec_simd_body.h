@@ -6,6 +6,7 @@
  *     VEC_SFX          the suffix of the functions defined here (_avx2, _avx512)
  *     VEC_EXP_TAIL     a narrower exp kernel for the leftover keys (vec_impl.exp form)
  *     VEC_SWIGLU_TAIL  a narrower SwiGLU kernel for the leftover elements
+ *     VEC_GEGLU_TAIL   a narrower GeGLU kernel for the leftover elements
  *     and the inline functions VEC_NAME(casti2f) (integer-to-float bit cast) and
  *     VEC_NAME(select_ge)(x, a) = x >= 0 ? x : a, lane by lane.
  * One body for every width, so the families cannot drift apart: each lane performs the
@@ -115,6 +116,22 @@ static void VEC_NAME(swiglu)(float *g, const float *u, size_t i0, size_t i1)
         VF(storeu_ps)(g + i, VF(mul_ps)(r, VF(loadu_ps)(u + i)));
     }
     VEC_SWIGLU_TAIL(g, u, i, i1);
+}
+
+/* arb_geglu_f32 lane for lane: z = x (C1 + C2 x^2), -|z| as minps(z, 0 - z), the branch
+   on the sign of x. */
+static void VEC_NAME(geglu)(float *g, const float *u, size_t i0, size_t i1)
+{
+    size_t i = i0;
+    for (; i + VEC_W <= i1; i += VEC_W) {
+        const VEC_T x = VF(loadu_ps)(g + i);
+        const VEC_T z = VF(mul_ps)(x, VF(add_ps)(VF(set1_ps)(ARB_GELU_C1),
+                                                 VF(mul_ps)(VF(set1_ps)(ARB_GELU_C2), VF(mul_ps)(x, x))));
+        const VEC_T e = VEC_NAME(exp_v)(VF(min_ps)(z, VF(sub_ps)(VF(setzero_ps)(), z)));
+        const VEC_T r = VF(div_ps)(VEC_NAME(select_ge)(x, VF(mul_ps)(x, e)), VF(add_ps)(VF(set1_ps)(1.0f), e));
+        VF(storeu_ps)(g + i, VF(mul_ps)(r, VF(loadu_ps)(u + i)));
+    }
+    VEC_GEGLU_TAIL(g, u, i, i1);
 }
 
 #undef VEC_AI

@@ -75,7 +75,7 @@ typedef struct arb_ctx_opts {
 arb_ctx_opts arb_ctx_default_opts(void);
 
 typedef struct arb_model_info {
-    const char *arch;   /* "llama", "qwen2", "qwen3" */
+    const char *arch;   /* "llama", "qwen2", "qwen3", "gemma3" */
     const char *name;   /* general.name or file name */
     int n_vocab;        /* logits per node */
     int n_embd;         /* hidden size */
@@ -87,7 +87,7 @@ typedef struct arb_model_info {
     uint64_t weight_bytes; /* bytes of tensor data as stored (quantized) */
 } arb_model_info;
 
-/* Load a GGUF (llama/qwen2/qwen3). Errors name the file and the missing tensor or key. */
+/* Load a GGUF (llama/qwen2/qwen3/gemma3). Errors name the file and the missing tensor or key. */
 int arb_model_load(const char *path, const arb_load_opts *o, arb_model **out, arb_err *err);
 void arb_model_free(arb_model *m); /* NULL-safe; all contexts must be freed first */
 void arb_model_get_info(const arb_model *m, arb_model_info *out);
@@ -151,7 +151,8 @@ bool arb_token_is_eog(const arb_model *m, int32_t tok); /* EOS, EOT, <|im_end|>,
 /* ---- chat templates ---- */
 typedef struct arb_chat_msg { const char *role; const char *content; } arb_chat_msg;
 /* Render messages with the model's template (or `tmpl_override`: "chatml", "llama3",
-   "vicuna", NULL = from metadata). add_assistant: append the assistant prompt.
+   "vicuna", "gemma", NULL = from metadata; a gemma3 model without one gets "gemma").
+   add_assistant: append the assistant prompt.
    Writes a NUL-terminated string into buf; *n_out is the length needed. */
 int arb_chat_apply(const arb_model *m, const char *tmpl_override, const arb_chat_msg *msgs,
                    int n_msgs, bool add_assistant, char *buf, size_t cap, size_t *n_out, arb_err *err);
