@@ -65,7 +65,6 @@ Test(cli, unknown_command_fails, .init = find_binary)
    an option table yet, so the README checks below skip them. Converting one to
    arb_opts_parse = deleting its line here. */
 static const char *const not_on_parser[] = {
-    "datastore", "train",                       /* hand-written parsers, to convert next */
     /* subcommands, each with its own --help (arbor bench engine --help, arbor entmtp bank
        --help): the README checks do not descend into subcommands yet */
     "bench", "entmtp",
