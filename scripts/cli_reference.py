@@ -5,7 +5,8 @@
 
 For every command in `arbor --help`'s table, the synopsis exactly as `arbor <cmd> --help`
 prints it (from its first "usage:" line to the first blank line), between the markers
-<!-- cli-reference:begin --> and <!-- cli-reference:end -->. tests/test_cli.c checks that the
+<!-- cli-reference:begin --> and <!-- cli-reference:end -->, then the registered plug-in
+names of `arbor generate --help` (read from each kind's registry table). tests/test_cli.c checks that the
 section names the same options as each command's --help, so rerun this after changing an
 option table.
 """
@@ -38,6 +39,22 @@ def synopsis(arbor, cmd):
     return syn
 
 
+def plugins(arbor):
+    """The "plug-ins:" block of `arbor generate --help`: each plug-in kind's registered names,
+    read from its table (docs/ARCHITECTURE.md "Adding a plug-in")."""
+    out = subprocess.run([arbor, "generate", "--help"], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    start = next((i for i, l in enumerate(lines) if l.startswith("plug-ins")), None)
+    if start is None:
+        return []
+    block = []
+    for l in lines[start:]:
+        if not l.strip():
+            break
+        block.append(l.rstrip())
+    return block
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
@@ -46,6 +63,9 @@ def main():
             "`scripts/cli_reference.py`; spellings: `docs/cli.md`).", "", "```text"]
     for i, cmd in enumerate(commands(arbor)):
         body += ([""] if i else []) + synopsis(arbor, cmd)
+    block = plugins(arbor)
+    if block:
+        body += ["```", "", "The registered plug-ins, by kind (from `arbor generate --help`):", "", "```text"] + block
     body += ["```", "", END]
     text = open(readme).read()
     if BEGIN not in text or END not in text:
