@@ -102,7 +102,7 @@ bool arb_method_known(const char *kind, const char *name)
 static const arb_method_param params[] = {
     {"id", ARB_PARAM_STR, OFF(id), "*", 0, 0, "label in reports"},
     {"drafter", ARB_PARAM_STR, OFF(drafter), "*", 0, 0, "none | pld | tr | goose | draft | eagle2-draft"},
-    {"topology", ARB_PARAM_STR, OFF(topology), GOOSE, 0, 0, "\"\" (spine tree) | iso | sequoia"},
+    {"topology", ARB_PARAM_STR, OFF(topology), GOOSE, 0, 0, "\"\" or spine (GOOSE's tree) | iso | sequoia"},
     {"verifier", ARB_PARAM_STR, OFF(verifier), "*", 0, 0, "greedy"},
     {"scheduler", ARB_PARAM_STR, OFF(scheduler), GOOSE, 0, 0, "goose_tiers | fixed | none"},
     {"budget", ARB_PARAM_INT, OFF(budget), GOOSE " " E2 " medusa hydra rest", 1, 1024,
