@@ -406,6 +406,20 @@ int arb_method_max_nodes(const arb_method_spec *s)
 }
 
 /* ---- validation and setting ---- */
+/* The sampling verifiers valid for regime r (their §0.6 row in the verifier table),
+   ", "-separated into buf. */
+static const char *sampling_names(arb_regime r, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; arb_verifier_at(i) && n < cap; i++) {
+        const arb_verifier_i *v = arb_verifier_at(i);
+        if (v->sampling && v->valid[r] != ARB_VALID_NO)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", v->name);
+    }
+    return buf;
+}
+
 static int check_range(const arb_method_spec *s, const arb_method_param *p, arb_err *err)
 {
     const char *b = (const char *)s + p->offset;
@@ -476,8 +490,8 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
     if (!strcmp(s->drafter, "draft")) { /* sampling verifiers: validity matrix (docs/spec/verification.md §0.6) */
         arb_regime rg = s->dte_l > 0 ? ARB_REGIME_DELAYED : s->dte_k > 1 ? ARB_REGIME_IID : ARB_REGIME_SINGLE;
         if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss naive naivetree typical "
-                           "bv spectr specinfer khisti traversal)", s->id);
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (%s)", s->id,
+                           sampling_names(rg, names, sizeof names));
         arb_err ve = {0};
         if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, rg, &ve))
             return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);
@@ -485,7 +499,8 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
             return ARB_ERR(err, ARB_E_INVAL, "method %s: branch_len: the draft tree is empty", s->id);
     } else if (!strcmp(s->drafter, "eagle2-draft")) { /* top-k trees: DET (docs/spec/verification.md §0.6) */
         if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss, typical)", s->id);
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (%s)", s->id,
+                           sampling_names(ARB_REGIME_DET, names, sizeof names));
         arb_err ve = {0};
         if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, ARB_REGIME_DET, &ve))
             return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);

@@ -65,6 +65,20 @@ Test(topology, validation_names_the_table)
     snprintf(s.consensus, sizeof s.consensus, "most");
     cr_assert_eq(arb_method_spec_validate(&s, &err), ARB_E_INVAL);
     cr_assert(strstr(err.msg, "consensus: unknown 'most' (any, distinct, long)") != NULL, "%s", err.msg);
+    /* the other kinds' lists come from their tables too */
+    cr_assert_eq(arb_method_spec_preset("goose", &s, NULL), ARB_OK);
+    snprintf(s.verifier, sizeof s.verifier, "gredy");
+    cr_assert_eq(arb_method_spec_validate(&s, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "verifier: unknown 'gredy' (greedy, nss, naive,") != NULL, "%s", err.msg);
+    cr_assert_eq(arb_method_spec_preset("draft", &s, NULL), ARB_OK);
+    s.temperature = 0.7;
+    snprintf(s.verifier, sizeof s.verifier, "greedy");
+    cr_assert_eq(arb_method_spec_validate(&s, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "greedy needs temperature 0 (nss, naive, naivetree, bv, spectr, specinfer, khisti, "
+                              "traversal, typical)") != NULL, "%s", err.msg);
+    snprintf(s.drafter, sizeof s.drafter, "drafty");
+    cr_assert_eq(arb_method_spec_validate(&s, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "drafter: unknown 'drafty' (none, pld, tr, goose,") != NULL, "%s", err.msg);
 }
 
 /* Every row: within budget, a tree (parents before children), every ranked node the
