@@ -94,6 +94,25 @@ bool arb_method_known(const char *kind, const char *name)
 #undef N
 }
 
+const char *arb_method_names(const char *kind, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    if (!strcmp(kind, "drafter"))
+        return arb_drafter_names(buf, cap);
+    if (!strcmp(kind, "topology"))
+        return arb_topology_names(buf, cap);
+    if (!strcmp(kind, "verifier"))
+        return arb_verifier_names(buf, cap);
+    if (!strcmp(kind, "tree_sched"))
+        return arb_tree_sched_names(buf, cap);
+    if (!strcmp(kind, "consensus"))
+        return arb_goose_consensus_names(buf, cap);
+    if (!strcmp(kind, "scheduler"))
+        for (size_t i = 0, n = 0; i < sizeof schedulers / sizeof schedulers[0] && n < cap; i++)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", schedulers[i]);
+    return buf;
+}
+
 /* ---- parameter table ---- */
 #define OFF(f) offsetof(arb_method_spec, f)
 #define GOOSE "goose"
@@ -455,7 +474,8 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
     if (s->feature[0] && strcmp(s->feature, "lit") && strcmp(s->feature, "gD") && strcmp(s->feature, "sum"))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: feature: unknown '%s' (lit, gD, sum)", s->id, s->feature);
     if (!arb_method_known("scheduler", s->scheduler))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: scheduler: unknown '%s'", s->id, s->scheduler);
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: scheduler: unknown '%s' (%s)", s->id, s->scheduler,
+                       arb_method_names("scheduler", names, sizeof names));
     if (!arb_method_known("consensus", s->consensus))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: consensus: unknown '%s' (%s)", s->id, s->consensus,
                        arb_goose_consensus_names(names, sizeof names));

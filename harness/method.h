@@ -154,6 +154,9 @@ int arb_method_param_set(arb_method_spec *s, const char *name, const char *value
 
 /* Registry queries (STYLE practice 11): is this a known drafter/topology/verifier/scheduler? */
 bool arb_method_known(const char *kind, const char *name); /* kind: "drafter" "topology" ... */
+/* The names `kind` accepts ("drafter", "topology", "verifier", "tree_sched", "scheduler",
+   "consensus"), ", "-separated into buf, from the kind's table; returns buf ("" if unknown kind). */
+const char *arb_method_names(const char *kind, char *buf, size_t cap);
 /* Largest tree (nodes incl. anchor) this method can propose: sizes every buffer. */
 int arb_method_max_nodes(const arb_method_spec *s);
 
