@@ -425,7 +425,7 @@ int arb_method_max_nodes(const arb_method_spec *s)
 }
 
 /* ---- validation and setting ---- */
-/* The sampling verifiers valid for regime r (their §0.6 row in the verifier table),
+/* The sampling verifiers valid for regime r (their docs/spec/verification.md §0.6 row in the verifier table),
    ", "-separated into buf. */
 static const char *sampling_names(arb_regime r, char *buf, size_t cap)
 {
