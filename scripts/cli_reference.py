@@ -65,7 +65,7 @@ def main():
         body += ([""] if i else []) + synopsis(arbor, cmd)
     block = plugins(arbor)
     if block:
-        body += ["```", "", "The registered plug-ins, by kind (from `arbor generate --help`):", "", "```text"] + block
+        body += ["```", "", "The registered plug-ins, by kind (the plug-ins block of the help of `generate`):", "", "```text"] + block
     body += ["```", "", END]
     text = open(readme).read()
     if BEGIN not in text or END not in text:
