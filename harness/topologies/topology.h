@@ -45,7 +45,9 @@ typedef struct arb_topology_i {
     /* true: build reads src->d, m and r, so the drafter runs its context match first (and GOOSE
        may send a long match out as a bypass chain instead); false: a fixed shape on succ. */
     bool wants_match;
-    /* Validate and size state for spec s (budget, depth, arity, acceptance vector). */
+    /* Validate and size state for spec s (budget, depth, arity, acceptance vector). s must
+       outlive the state: a topology may keep the pointer and read it at build (the spine does;
+       GOOSE passes its own copy). */
     int (*create)(const arb_method_spec *s, void **st, arb_err *err);
     void (*destroy)(void *st);                  /* NULL-safe */
     /* Grow t (reset to src->anchor by the caller) to at most the method's budget; fills rec's
