@@ -308,6 +308,18 @@ Test(cli, usage_errors_exit_2_naming_the_option, .init = find_binary)
         {"dte-depth --dataset math500 --shape 9,9,9", "--shape '9,9,9'"},
         {"dte-depth --settings 0:2", "--settings '0:2'"},
         {"fetch-model --quiet=1", "--quiet takes no value"},
+        {"train", "missing argument: medusa|hydra"},
+        {"train mesuda", "the heads kind must be medusa or hydra (got 'mesuda')"},
+        {"train medusa --heads 9", "--heads: '9' is not an integer in 1..8"},
+        {"train medusa --max-records 0", "--limit: '0' is not an integer"},
+        {"train medusa --seed 1.5", "--seed"},
+        {"datastore", "missing argument: build|info"},
+        {"datastore frob", "expected 'build' or 'info'"},
+        {"datastore info", "info takes one FILE|NAME"},
+        {"datastore build --out x", "--corpus: expected code or chat"},
+        {"datastore build --corpus code", "--out FILE|NAME is required"},
+        {"datastore build x --corpus code --out y", "build takes no FILE|NAME"},
+        {"datastore build --corpus code --out x --filter-n 2000", "--filter-n: '2000' is not an integer in 0..1024"},
     };
     static char out[1 << 16], cmd[16384];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
