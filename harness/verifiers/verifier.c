@@ -15,6 +15,11 @@ static const arb_verifier_i *const registry[] = {
     &arb_verifier_typical, /* approximate (not lossless): docs/spec/verification.md §9 */
 };
 
+int arb_verifier_count(void)
+{
+    return (int)(sizeof registry / sizeof registry[0]);
+}
+
 const arb_verifier_i *arb_verifier_at(int i)
 {
     return i >= 0 && (size_t)i < sizeof registry / sizeof registry[0] ? registry[i] : NULL;
