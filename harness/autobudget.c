@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "genutil.h"
-#include "topology/sequoia.h"
+#include "topologies/sequoia.h"
 
 int arb_autobudget_pick(const arb_cost_model *cm, const double *p, int levels, int L, int b_min, int b_max,
                         int *best, double *speedup, arb_err *err)

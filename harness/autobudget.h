@@ -6,7 +6,7 @@
  *     predicted speedup(B) = τ̂(B) · t(1, L) / t(B, L)
  *
  * τ̂(B) is the expected tokens per step of the best B-node tree under p (Sequoia's DP,
- * topology/sequoia.h, root counted): an optimistic but monotone estimate of what a tree
+ * topologies/sequoia.h, root counted): an optimistic but monotone estimate of what a tree
  * drafter gains from B nodes; t is the fitted eval cost at a representative context L.
  * Per run, not per step: the choice needs no state in the hot loop, stays reproducible, and
  * is recorded in the run's resolved parameters (params_json).

@@ -3,7 +3,8 @@
  * (1) ContextMatch / Saxena lookups as the context grows from 1k to 16k tokens (the n-gram
  * index should keep them flat), (2) adjacency + index memory, (3) per-step harness work at
  * B = 60 on synthetic logits (top-K harvest of every node on 1 thread and, with --model, on
- * the target's threads as decode runs it; spine-tree build, greedy walk, table writes), (4) the
+ * the target's threads as decode runs it; spine-tree build, the greedy verifier called through
+ * the verifier table as decode calls it, table writes), (4) the
  * EAGLE-2 dynamic tree builder at depth 6 / topk 10 / total 60 on synthetic rows, and
  * with --model, the eval time of a 60-node tree on the real model and the top-K of its real
  * logits rows straight after that eval, for the ratio. (4) REST: datastore memory, build and
@@ -389,10 +390,15 @@ int arb_cmd_bench_harness(int argc, char **argv)
     arb_method_spec_preset("goose", &sp, NULL);
     arb_goose *g = NULL;
     float *logits = malloc((size_t)B * V * sizeof *logits);
-    int32_t *ids = malloc((size_t)B * 10 * sizeof *ids), y[B], best[B], prev[B];
+    int32_t *ids = malloc((size_t)B * 10 * sizeof *ids), prev[B];
     float *sc = malloc((size_t)B * 10 * sizeof *sc);
     arb_tree t;
-    if (!logits || !ids || !sc || arb_goose_new(&sp, V, &g, &err) || arb_tree_init(&t, 64, &err)) {
+    arb_verifier *vf = NULL; /* the decoder's T = 0 path: the registered greedy verifier */
+    arb_verifier_opts vopt = arb_verifier_default_opts();
+    vopt.V = V;
+    vopt.n_nodes_max = 64;
+    if (!logits || !ids || !sc || arb_goose_new(&sp, V, &g, &err) || arb_tree_init(&t, 64, &err) ||
+        arb_verifier_new("greedy", &vopt, &vf, &err)) {
         fprintf(stderr, "arbor bench-harness: %s\n", err.msg[0] ? err.msg : "out of memory");
         return 1;
     }
@@ -446,11 +452,11 @@ int arb_cmd_bench_harness(int argc, char **argv)
         double t1 = now_us();
         for (int i = 0; i < t.n; i++)
             arb_topk_softmax(logits + (size_t)i * V, V, 10, ids + i * 10, sc + i * 10);
-        for (int i = 0; i < t.n; i++)
-            y[i] = ids[i * 10];
+        /* as decode.c verifies: the argmax per node is the top-K rows' first column */
+        arb_verify_in vin = {.tree = &t, .logits = logits, .V = V, .argmax = ids, .argmax_stride = 10};
         arb_verify_out vo;
         double t2 = now_us();
-        arb_greedy_walk(&t, y, ARB_GREEDY_LONGEST, best, &vo);
+        ARB_ASSERT(arb_verifier_verify(vf, &vin, &vo) == ARB_OK);
         double t3 = now_us();
         for (int i = 0; i < t.n; i++) {
             prev[i] = i ? t.tok[t.parent[i]] : -1;
@@ -476,7 +482,7 @@ int arb_cmd_bench_harness(int argc, char **argv)
     printf("## per-step harness work at B = %d (V = %d, best of %d steps, microseconds)\n\n"
            "Synthetic rows; top-K path %s. The total counts top-K as decode runs it (%s).\n\n",
            B, V, R, isa_name[arb_topk_isa_best()], c ? "on the target's threads" : "1 thread");
-    printf("| spine-tree build | top-K softmax of %d rows, 1 thread | same, target's %s | greedy walk | "
+    printf("| spine-tree build | top-K softmax of %d rows, 1 thread | same, target's %s | greedy verify | "
            "table writes | total |\n|---:|---:|---:|---:|---:|---:|\n",
            t.n, c ? thr_s : "threads");
     if (c)
@@ -558,6 +564,7 @@ done:
     (void)sink;
     arb_tree_release(&t);
     arb_goose_free(g);
+    arb_verifier_free(vf);
     free(logits);
     free(ids);
     free(sc);

@@ -25,27 +25,17 @@
 #include "engine.h"
 #include "genutil.h"
 #include "modelfetch.h"
+#include "opts.h"
 #include "progress.h"
 #include "sha256.h"
 
-static const char k_usage[] =
-    "usage: arbor datastore build --corpus code|chat --out FILE|NAME [--model M] [--max-tokens N]\n"
-    "                             [--data DIR] [--python-dir DIR] [--filter-n N]\n"
-    "       arbor datastore info FILE|NAME\n"
-    "\n"
-    "Build a REST retrieval datastore (tokens + suffix array) with a model's tokenizer, or show\n"
-    "one's header. A NAME without '/' lives in $ARBOR_CACHE/datastores/NAME.ards, which configs\n"
-    "name as {\"preset\": \"rest\", \"datastore\": \"NAME\"}.\n"
-    "\n"
-    "  --corpus code    *.py under --python-dir (default /usr/lib/python3.11), one file a document\n"
-    "  --corpus chat    assistant turns of sharegpt-multiturn/ShareGPT_V3_unfiltered_cleaned_split\n"
-    "                   .first5000.json in the data dir, one turn a document\n"
-    "  --out FILE|NAME  where to write (a NAME goes to the cache, see above)\n"
-    "  --model M        GGUF whose tokenizer is used (default: the default model)\n"
-    "  --max-tokens N   stop after N corpus tokens (default: all)\n"
-    "  --data DIR       datasets directory (default $ARBOR_DATA): the chat corpus and the eval prompts\n"
-    "  --filter-n N     drop documents sharing an N-token n-gram with an eval prompt (24; 0 = off)\n"
-    "  -h, --help       this help\n";
+static const char description[] =
+    "build: a REST retrieval datastore (tokens + suffix array) from --corpus with a model's\n"
+    "tokenizer, written to --out; info FILE|NAME: one's header. A NAME without '/' lives in\n"
+    "$ARBOR_CACHE/datastores/NAME.ards, which configs name as {\"preset\": \"rest\", \"datastore\": \"NAME\"}.\n"
+    "Corpora: code = *.py under --python-dir, one file a document; chat = the assistant turns of\n"
+    "sharegpt-multiturn/ShareGPT_V3_unfiltered_cleaned_split.first5000.json in the data dir, one\n"
+    "turn a document.\n";
 
 /* Evaluation sets whose prompts must not be retrievable (every split). */
 static const char *const k_eval_sets[] = {"humaneval", "mbpp", "classeval", "gsm8k", "mt-bench", "spec-bench",
@@ -318,12 +308,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int fail_usage(const char *msg, const char *arg)
-{
-    fprintf(stderr, "arbor datastore: %s%s\n%s", msg, arg ? arg : "", k_usage);
-    return 2;
-}
-
 static int cmd_info(const char *name)
 {
     char path[4096];
@@ -344,42 +328,42 @@ static int cmd_info(const char *name)
 
 int arb_cmd_datastore(int argc, char **argv)
 {
-    if (arb_cli_wants_help(argc, argv)) {
-        fputs(k_usage, stdout);
-        return 0;
-    }
-    if (argc >= 3 && !strcmp(argv[1], "info"))
-        return argc == 3 ? cmd_info(argv[2]) : fail_usage("info takes one FILE|NAME", NULL);
-    if (argc < 2 || strcmp(argv[1], "build"))
-        return fail_usage("expected 'build' or 'info'", NULL);
     const char *corpus = NULL, *out = NULL, *model = "default", *data = "", *pydir = "/usr/lib/python3.11";
-    long long max_tokens = 0, filter_n = 24;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (i + 1 >= argc)
-            return fail_usage("missing value after ", a);
-        const char *v = argv[++i];
-        char *end = NULL;
-        if (!strcmp(a, "--corpus")) corpus = v;
-        else if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--model")) model = v;
-        else if (!strcmp(a, "--data")) data = v;
-        else if (!strcmp(a, "--python-dir")) pydir = v;
-        else if (!strcmp(a, "--max-tokens") || !strcmp(a, "--filter-n")) {
-            long long x = strtoll(v, &end, 10);
-            bool mt = !strcmp(a, "--max-tokens");
-            if (end == v || *end || x < 0 || (mt && x > INT32_MAX) || (!mt && x > 1024))
-                return fail_usage(mt ? "--max-tokens: expected an integer in [0, 2^31), got " :
-                                       "--filter-n: expected an integer in [0, 1024], got ", v);
-            *(mt ? &max_tokens : &filter_n) = x;
-        } else
-            return fail_usage("unknown option ", a);
+    int max_tokens = 0, filter_n = 24;
+    const arb_opt opts[] = {
+        ARB_OPT_STR("--corpus", "code|chat", &corpus, "build: the corpus (required)"),
+        ARB_OPT_STR("--out", "FILE|NAME", &out, "build: where to write, a NAME goes to the cache (required)"),
+        ARB_OPT_STR("--model", "M", &model, "model whose tokenizer is used: default or a GGUF path"),
+        ARB_OPT_INT("--max-tokens", "N", &max_tokens, 0, INT32_MAX, "stop after N corpus tokens (0: all)"),
+        ARB_OPT_STR("--data", "DIR", &data, "dataset directory (default $ARBOR_DATA): chat corpus, eval prompts"),
+        ARB_OPT_STR("--python-dir", "DIR", &pydir, "code corpus root (default /usr/lib/python3.11)"),
+        ARB_OPT_INT("--filter-n", "N", &filter_n, 0, 1024,
+                    "drop documents sharing an N-token n-gram with an eval prompt (24; 0 = off)"),
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"datastore", "build|info [FILE|NAME]", description, opts, 1, 2};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? 0 : 2;
+    const char *why = NULL;
+    if (!strcmp(pos.v[0], "info"))
+        why = pos.n != 2 ? "info takes one FILE|NAME" : NULL;
+    else if (strcmp(pos.v[0], "build"))
+        why = "expected 'build' or 'info'";
+    else if (pos.n != 1)
+        why = "build takes no FILE|NAME (use --out)";
+    else if (!corpus || (strcmp(corpus, "code") && strcmp(corpus, "chat")))
+        why = "--corpus: expected code or chat";
+    else if (!out)
+        why = "--out FILE|NAME is required";
+    if (why) {
+        fprintf(stderr, "arbor datastore: %s\n", why);
+        arb_opts_usage(&cmd, stderr);
+        return 2;
     }
-    if (!corpus || (strcmp(corpus, "code") && strcmp(corpus, "chat")))
-        return fail_usage("--corpus: expected code or chat, got ", corpus ? corpus : "(none)");
-    if (!out)
-        return fail_usage("--out FILE|NAME is required", NULL);
-
+    if (!strcmp(pos.v[0], "info"))
+        return cmd_info(pos.v[1]);
     arb_err err = {0};
     build_ctx c = {.max_tokens = (uint64_t)max_tokens, .eval.n = (int)filter_n};
     char path[4096], mpath[4096], data_dir[4096], desc[256], sha[65] = "";
@@ -442,7 +426,7 @@ int arb_cmd_datastore(int argc, char **argv)
         if (stat(path, &sb) != 0) /* just written: only the size line would be wrong */
             sb.st_size = 0;
         printf("datastore  %s\ncorpus     %s\nmodel      %s (tokenizer %.16s...)\n"
-               "tokens     %llu in %zu documents (%zu dropped by the %lld-gram eval filter)\n"
+               "tokens     %llu in %zu documents (%zu dropped by the %d-gram eval filter)\n"
                "size       %.1f MiB file, %.1f MiB in memory (%d-byte tokens + 4-byte suffix array)\n"
                "time       %.1f s tokenising, %.1f s suffix sort, %.1f s total\nsha256     %s\n",
                path, m->corpus, m->model, m->tokenizer_sha256, (unsigned long long)m->n_tokens, c.n_docs,

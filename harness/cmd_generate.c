@@ -11,6 +11,9 @@
 #include "genutil.h"
 #include "method.h"
 #include "opts.h"
+#include "drafters/drafter.h"
+#include "schedulers/scheduler.h"
+#include "topologies/topology.h"
 #include "verifiers/verifier.h"
 
 static const char description[] =
@@ -127,7 +130,16 @@ int arb_cmd_generate(int argc, char **argv)
         ARB_OPT_INT("--threads", "N", &threads, 0, 1024, "kernel threads (default 0 = all cores)"),
         ARB_OPT_STR("--backend", "B", &backend, "cpu (default), cuda (fast) or cuda-exact (batch-invariant)"),
         ARB_OPT_END};
-    const arb_cmd_spec cmd = {"generate", NULL, description, opts, 0, 0};
+    /* The plug-in names come from each kind's table (scripts/cli_reference.py copies this
+       block into the README), so a new row shows up here without editing the text. */
+    char help[2048], dn[256], tn[128], vn[256], sn[128];
+    snprintf(help, sizeof help,
+             "%s\nplug-ins (--set KEY=NAME; docs/ARCHITECTURE.md \"Adding a plug-in\"):\n"
+             "  drafter     %s\n  topology    %s (\"\" = the drafter's own shape)\n"
+             "  verifier    %s\n  tree_sched  %s\n",
+             description, arb_drafter_names(dn, sizeof dn), arb_topology_names(tn, sizeof tn),
+             arb_verifier_names(vn, sizeof vn), arb_tree_sched_names(sn, sizeof sn));
+    const arb_cmd_spec cmd = {"generate", NULL, help, opts, 0, 0};
     const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;

@@ -17,32 +17,16 @@
 #include "heads.h"
 #include "heads_file.h"
 #include "modelfetch.h"
+#include "opts.h"
 #include "progress.h"
 #include "sha256.h"
 
-static const char usage[] =
-    "usage: arbor train medusa|hydra [--model default|PATH] [--data FILE] [--out FILE]\n"
-    "                   [--heads K] [--steps N | --epochs E] [--batch B] [--lr LR]\n"
-    "                   [--warmup N] [--weight-decay W] [--clip C] [--seed S] [--threads N]\n"
-    "                   [--heldout F] [--eval-every N] [--eval-rows N] [--max-records N]\n"
-    "\n"
+static const char description[] =
     "Trains K heads on the target's last (final-norm) hidden state, sharing its frozen output\n"
     "head, on the responses of a distill file (`arbor distill`); head k (1-based) predicts token\n"
     "t + k + 1. Writes a GGUF with the heads, base model sha256, config, data sha256, accuracy.\n"
-    "\n"
-    "  --data FILE      distill file (default: the model's default distill file, n = 128)\n"
-    "  --out FILE       default <cache>/heads/<kind>-<model file>.<sha12>.gguf (heads=default)\n"
-    "  --heads K        heads (default 4, at most 8)\n"
-    "  --steps N        optimizer steps (default: --epochs E passes over the rows, E = 1)\n"
-    "  --batch B        rows (positions) per step (default 32)\n"
-    "  --lr LR          peak learning rate (1e-3); --warmup N ramp steps (5%), then cosine to 0\n"
-    "  --weight-decay W decoupled weight decay (0); --clip C global grad-norm cap (1.0)\n"
-    "  --seed S         shuffling, initialisation and the held-out split (default 1)\n"
-    "  --heldout F      share of records held out (default 0.05, at least one record)\n"
-    "  --eval-every N   held-out evaluation every N steps (default 0: at the end only)\n"
-    "  --eval-rows N    held-out rows evaluated at most (default 2000)\n"
-    "  --max-records N  use the first N records of the file (default all)\n"
-    "  --threads N      target threads for the hidden-state prefill (default 1)\n";
+    "Optimizer steps: --steps N, else --epochs E passes over the rows (E = 1); --lr is the peak\n"
+    "rate, reached after --warmup steps (default 5%), then cosine to 0.\n";
 
 typedef struct opts {
     arb_heads_kind kind;
@@ -97,76 +81,44 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int parse_num(const char *flag, const char *v, double lo, double hi, double *out)
-{
-    char *e;
-    double x = v ? strtod(v, &e) : 0;
-    if (!v || !*v || *e || !(x >= lo && x <= hi)) {
-        fprintf(stderr, "arbor train: %s: expected a number in [%g, %g], got '%s'\n", flag, lo, hi, v ? v : "");
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
+/* 0 = run, 1 = --help printed, 2 = usage error (printed). */
 static int parse_opts(int argc, char **argv, opts *o)
 {
     *o = (opts){.model = "default", .K = 4, .epochs = 1, .batch = 32, .warmup = -1, .eval_rows = 2000,
                 .threads = 1, .lr = 1e-3, .clip = 1.0, .heldout = 0.05, .seed = 1};
-    if (argc < 2 || (strcmp(argv[1], "medusa") && strcmp(argv[1], "hydra"))) {
-        fprintf(stderr, "arbor train: first argument must be 'medusa', 'hydra' or 'nde' (arbor nde train)\n%s", usage);
-        return -1;
+    const arb_opt table[] = {
+        ARB_OPT_STR("--model", "M", &o->model, "model whose heads are trained: default or a GGUF path"),
+        {.name = "--file", .alias = "--data", .kind = ARB_OPT_KIND_STR, .dst = &o->data, .metavar = "FILE",
+         .help = "distill file (default: the model's default distill file, n = 128)"},
+        ARB_OPT_STR("--out", "FILE", &o->out, "heads GGUF (default <cache>/heads/<kind>-<model file>.<sha12>.gguf)"),
+        ARB_OPT_INT("--heads", "K", &o->K, 1, ARB_HEADS_MAX, "heads (default 4)"),
+        ARB_OPT_INT("--steps", "N", &o->steps, 1, 1e9, "optimizer steps (default: --epochs passes over the rows)"),
+        ARB_OPT_INT("--epochs", "E", &o->epochs, 1, 1000, "passes over the rows when --steps is not given (1)"),
+        ARB_OPT_INT("--batch", "B", &o->batch, 1, 4096, "rows (positions) per step (32)"),
+        ARB_OPT_DOUBLE("--lr", "LR", &o->lr, 1e-9, 10, "peak learning rate (1e-3)"),
+        ARB_OPT_INT("--warmup", "N", &o->warmup, 0, 1e9, "warm-up steps (default 5% of the steps)"),
+        ARB_OPT_DOUBLE("--weight-decay", "W", &o->wd, 0, 10, "decoupled weight decay (0)"),
+        ARB_OPT_DOUBLE("--clip", "C", &o->clip, 0, 1e9, "global gradient-norm cap (1.0)"),
+        ARB_OPT_U64("--seed", "S", &o->seed, "shuffling, initialisation and the held-out split (1)"),
+        ARB_OPT_INT("--threads", "N", &o->threads, 0, 1024, "target threads for the hidden-state prefill (1)"),
+        ARB_OPT_DOUBLE("--heldout", "F", &o->heldout, 0, 0.9, "share of records held out (0.05, at least one)"),
+        ARB_OPT_INT("--eval-every", "N", &o->eval_every, 0, 1e9, "held-out evaluation every N steps (0: at the end)"),
+        ARB_OPT_INT("--eval-rows", "N", &o->eval_rows, 1, 1e9, "held-out rows evaluated at most (2000)"),
+        {.name = "--limit", .alias = "--max-records", .kind = ARB_OPT_KIND_INT, .dst = &o->max_records, .lo = 1,
+         .hi = 1e9, .metavar = "N", .help = "use the first N records of the file (default all)"},
+        ARB_OPT_END};
+    const arb_cmd_spec cmd = {"train", "medusa|hydra|nde", description, table, 1, 1};
+    char *pos_v[argc > 0 ? argc : 1];
+    arb_opt_pos pos = {pos_v, 0};
+    const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
+    if (prc != ARB_OPTS_OK)
+        return prc == ARB_OPTS_HELP ? 1 : 2;
+    if (strcmp(pos.v[0], "medusa") && strcmp(pos.v[0], "hydra")) {
+        fprintf(stderr, "arbor train: the heads kind must be medusa, hydra or nde (got '%s')\n", pos.v[0]);
+        arb_opts_usage(&cmd, stderr);
+        return 2;
     }
-    o->kind = strcmp(argv[1], "hydra") ? ARB_HEADS_MEDUSA : ARB_HEADS_HYDRA;
-    for (int i = 2; i < argc; i += 2) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double x = 0;
-        int bad = 0;
-        if (!v) {
-            fprintf(stderr, "arbor train: %s: needs a value\n", a);
-            return -1;
-        }
-        if (!strcmp(a, "--model"))
-            o->model = v;
-        else if (!strcmp(a, "--data"))
-            o->data = v;
-        else if (!strcmp(a, "--out"))
-            o->out = v;
-        else if (!strcmp(a, "--heads"))
-            bad = parse_num(a, v, 1, ARB_HEADS_MAX, &x), o->K = (int)x;
-        else if (!strcmp(a, "--steps"))
-            bad = parse_num(a, v, 1, 1e9, &x), o->steps = (int)x;
-        else if (!strcmp(a, "--epochs"))
-            bad = parse_num(a, v, 1, 1000, &x), o->epochs = (int)x;
-        else if (!strcmp(a, "--batch"))
-            bad = parse_num(a, v, 1, 4096, &x), o->batch = (int)x;
-        else if (!strcmp(a, "--warmup"))
-            bad = parse_num(a, v, 0, 1e9, &x), o->warmup = (int)x;
-        else if (!strcmp(a, "--eval-every"))
-            bad = parse_num(a, v, 0, 1e9, &x), o->eval_every = (int)x;
-        else if (!strcmp(a, "--eval-rows"))
-            bad = parse_num(a, v, 1, 1e9, &x), o->eval_rows = (int)x;
-        else if (!strcmp(a, "--max-records"))
-            bad = parse_num(a, v, 1, 1e9, &x), o->max_records = (int)x;
-        else if (!strcmp(a, "--threads"))
-            bad = parse_num(a, v, 0, 1024, &x), o->threads = (int)x;
-        else if (!strcmp(a, "--lr"))
-            bad = parse_num(a, v, 1e-9, 10, &o->lr);
-        else if (!strcmp(a, "--weight-decay"))
-            bad = parse_num(a, v, 0, 10, &o->wd);
-        else if (!strcmp(a, "--clip"))
-            bad = parse_num(a, v, 0, 1e9, &o->clip);
-        else if (!strcmp(a, "--heldout"))
-            bad = parse_num(a, v, 0, 0.9, &o->heldout);
-        else if (!strcmp(a, "--seed"))
-            bad = parse_num(a, v, 0, 1.8e19, &x), o->seed = (uint64_t)x;
-        else {
-            fprintf(stderr, "arbor train: unknown option '%s'\n%s", a, usage);
-            return -1;
-        }
-        if (bad)
-            return -1;
-    }
+    o->kind = strcmp(pos.v[0], "hydra") ? ARB_HEADS_MEDUSA : ARB_HEADS_HYDRA;
     return 0;
 }
 
@@ -586,13 +538,10 @@ int arb_cmd_train(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "nde")) /* the NDE selector: cmd_nde.c */
         return arb_cmd_nde_train(argc - 1, argv + 1);
-    if (arb_cli_wants_help(argc, argv)) {
-        fputs(usage, stdout);
-        return 0;
-    }
     trainer T = {0};
-    if (parse_opts(argc, argv, &T.o))
-        return 2;
+    int prc = parse_opts(argc, argv, &T.o);
+    if (prc)
+        return prc == 1 ? 0 : 2;
     arb_err err = {0};
     int rc = run(&T, &err);
     if (rc)

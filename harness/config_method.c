@@ -122,8 +122,10 @@ static int set_string(char *dst, size_t cap, const cJSON *e, const char *key, co
         return ARB_ERR(err, ARB_E_INVAL, "%s.%s: expected non-empty string (< %zu bytes), got %s",
                        path, key, cap, arb_config_json_type(v));
     bool registry = !strcmp(key, "topology") || !strcmp(key, "verifier") || !strcmp(key, "scheduler");
+    char names[256];
     if (registry && !arb_method_known(key, v->valuestring))
-        return ARB_ERR(err, ARB_E_INVAL, "%s.%s: unknown %s \"%s\"", path, key, key, v->valuestring);
+        return ARB_ERR(err, ARB_E_INVAL, "%s.%s: unknown %s \"%s\" (%s)", path, key, key, v->valuestring,
+                       arb_method_names(key, names, sizeof names));
     snprintf(dst, cap, "%s", v->valuestring);
     return ARB_OK;
 }

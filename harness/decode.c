@@ -9,7 +9,6 @@
 #include "drafters/tr.h"
 #include "sample.h"
 #include "tree.h"
-#include "verifiers/greedy.h"
 #include "verifiers/verifier.h"
 
 #define PREFILL_CHUNK 64
@@ -25,7 +24,7 @@ struct arb_decoder {
     arb_tree tree;
     int rows;                 /* logits rows = max(tree cap, prefill chunk) */
     float *logits;            /* [rows * V] */
-    int32_t *y, *best, *path, *prev, *chain_parent, *chain_path; /* [rows] */
+    int32_t *nt, *path, *prev, *chain_parent, *chain_path; /* [rows] */
     bool want_topk;
     int K;
     int32_t *topk_ids;        /* [rows * K] */
@@ -36,9 +35,12 @@ struct arb_decoder {
     int S_cap, n_S;
     int32_t *gen;             /* generated ids */
     int gen_cap;
-    /* sampling verification (drafter with q_rows, T > 0): docs/spec/verification.md §0.5 */
-    arb_verifier *vf;         /* NULL: greedy walk / AR sampling */
-    double *P;                /* [tree cap * V] processed target laws */
+    /* Every step's tree is verified through the verifier table (verifiers/verifier.h): "greedy"
+       at T = 0, the method's verifier for speculative sampling (drafter with q_rows, T > 0,
+       docs/spec/verification.md §0.5). */
+    arb_verifier *vf;         /* NULL only for AR sampling (drafter none, T > 0): no tree */
+    bool sampling;            /* vf is the sampling verifier: p (and q) rows are processed */
+    double *P;                /* [tree cap * V] processed target laws (sampling only) */
     float *hid;               /* [rows * n_embd] hidden rows for a drafter with a hidden slot, else NULL */
     int E;
 };
@@ -74,8 +76,7 @@ void arb_decoder_free(arb_decoder *d)
         d->dr->destroy(d->dst);
     arb_tree_release(&d->tree);
     free(d->logits);
-    free(d->y);
-    free(d->best);
+    free(d->nt);
     free(d->path);
     free(d->prev);
     free(d->chain_parent);
@@ -120,8 +121,7 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
         rc = d->dr->create(s, d->V, &d->dst, err);
     if (!rc) {
         d->logits = malloc(r * d->V * sizeof *d->logits);
-        d->y = malloc(r * sizeof *d->y);
-        d->best = malloc(r * sizeof *d->best);
+        d->nt = malloc(r * sizeof *d->nt);
         d->path = malloc(r * sizeof *d->path);
         d->prev = malloc(r * sizeof *d->prev);
         d->chain_parent = malloc(r * sizeof *d->chain_parent);
@@ -132,7 +132,7 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
             d->pi = malloc((size_t)d->V * sizeof *d->pi);
             d->pidx = malloc((size_t)d->V * sizeof *d->pidx);
         }
-        if (!d->logits || !d->y || !d->best || !d->path || !d->prev || !d->chain_parent || !d->chain_path ||
+        if (!d->logits || !d->nt || !d->path || !d->prev || !d->chain_parent || !d->chain_path ||
             !d->topk_ids || !d->topk_sc || (s->temperature > 0 && (!d->pi || !d->pidx)))
             rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate buffers for %d rows x %d vocab", d->rows, d->V);
     }
@@ -140,14 +140,18 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
         rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate %d hidden rows", d->rows);
     if (!rc && d->dr->bind)
         rc = d->dr->bind(d->dst, target, err);
-    if (!rc && d->dr->q_rows && s->temperature > 0) { /* speculative sampling */
+    d->sampling = d->dr->q_rows && s->temperature > 0; /* speculative sampling */
+    if (!rc && (s->temperature <= 0 || d->sampling)) {
         arb_verifier_opts vo = arb_verifier_default_opts();
         vo.V = d->V;
         vo.n_nodes_max = cap;
         vo.typical_eps = s->typical_eps;
         vo.typical_alpha = s->typical_alpha;
-        rc = arb_verifier_new(s->verifier, &vo, &d->vf, err);
-        if (!rc && !(d->P = malloc((size_t)cap * d->V * sizeof *d->P)))
+        vo.greedy_first_match = s->verify_first_match;
+        /* [CHOICE] at T = 0 every law is one-hot and the verifier is greedy whatever the
+           method names (validation lets a T = 0 sweep keep its sampling verifier's name) */
+        rc = arb_verifier_new(d->sampling ? s->verifier : "greedy", &vo, &d->vf, err);
+        if (!rc && d->sampling && !(d->P = malloc((size_t)cap * d->V * sizeof *d->P)))
             rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate %d x %d target laws", cap, d->V);
     }
     if (rc) {
@@ -190,7 +194,7 @@ static int32_t pick_token(arb_decoder *d, const float *row, int prompt_id, int s
     arb_rng rng;
     arb_rng_init(&rng, d->spec.seed, (uint32_t)prompt_id, (uint32_t)step, ARB_STREAM_SAMPLE);
     int tok = arb_sample_w(&rng, d->pi, d->V);
-    return tok >= 0 ? tok : arb_greedy_argmax(row, d->V);
+    return tok >= 0 ? tok : arb_topk_argmax(row, d->V);
 }
 
 static void topk_row(void *ud, int i, int n)
@@ -198,12 +202,6 @@ static void topk_row(void *ud, int i, int n)
     arb_decoder *d = ud;
     arb_topk_softmax(d->logits + (size_t)i * d->V, d->V, d->K, d->topk_ids + (size_t)i * d->K,
                      d->topk_sc + (size_t)i * d->K);
-}
-
-static void argmax_row(void *ud, int i, int n)
-{
-    arb_decoder *d = ud;
-    d->y[i] = arb_topk_argmax(d->logits + (size_t)i * d->V, d->V);
 }
 
 /* fn for each of n logits rows, one row per task on the target's kernel threads: a row is a
@@ -219,6 +217,12 @@ static void per_row(arb_decoder *d, int n, void (*fn)(void *ud, int i, int n))
 
 /* Top-K + softmax of every evaluated row: verification's argmax and the harvest. */
 static void topk_rows(arb_decoder *d, int n) { per_row(d, n, topk_row); }
+
+/* The verifier's row pool (arb_verify_in.for_rows): the target's kernel threads. */
+static void rows_on_target(void *pool, int n, void (*fn)(void *ud, int i, int n), void *ud)
+{
+    arb_ctx_parallel_for(pool, n, fn, ud);
+}
 
 static int ensure_capacity(arb_decoder *d, int n_prompt, int max_new, arb_err *err)
 {
@@ -372,7 +376,6 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
     bool done = false;
     push_tokens(d, &first, 1, o, cb, res, &done);
     res->prefill_us = now_us() - t_start;
-    arb_greedy_mode gm = d->spec.verify_first_match ? ARB_GREEDY_FIRST_MATCH : ARB_GREEDY_LONGEST;
     arb_tree *t = &d->tree;
     for (int step = 0; !done; step++) {
         arb_step_record rec = {0};
@@ -391,30 +394,32 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
             return rc;
         res->n_target_calls++;
         double t2 = now_us();
-        /* verify: argmax per node (from the top-K rows when the drafter harvests) + walk */
+        /* verify through the verifier table: greedy (argmax per node, given as the top-K rows'
+           first column when the drafter harvests, then the walk) or a sampling verifier */
         arb_verify_out vo;
-        if (d->vf) { /* speculative sampling: p rows processed like q, then the verifier */
-            arb_sampling sm = {.temperature = d->spec.temperature, .top_k = d->spec.top_k, .top_p = d->spec.top_p};
-            for (int i = 0; i < t->n; i++)
-                arb_sample_process(d->logits + (size_t)i * d->V, d->V, &sm, d->P + (size_t)i * d->V, d->pidx);
+        if (d->vf) {
+            arb_verify_in in = {.tree = t, .logits = d->logits, .V = d->V, .for_rows = rows_on_target,
+                                .pool = d->ctx};
             arb_rng vr;
-            arb_rng_init(&vr, d->spec.seed, (uint32_t)o->prompt_id, (uint32_t)(step + 1), ARB_STREAM_VERIFY);
-            arb_verify_in in = {.tree = t, .p = d->P, .q = d->dr->q_rows(d->dst), .logits = d->logits,
-                                .V = d->V, .rng = &vr};
+            if (d->sampling) { /* p rows processed like q */
+                arb_sampling sm = {.temperature = d->spec.temperature, .top_k = d->spec.top_k,
+                                   .top_p = d->spec.top_p};
+                for (int i = 0; i < t->n; i++)
+                    arb_sample_process(d->logits + (size_t)i * d->V, d->V, &sm, d->P + (size_t)i * d->V, d->pidx);
+                arb_rng_init(&vr, d->spec.seed, (uint32_t)o->prompt_id, (uint32_t)(step + 1), ARB_STREAM_VERIFY);
+                in.p = d->P;
+                in.q = d->dr->q_rows(d->dst);
+                in.rng = &vr;
+            } else if (d->want_topk) {
+                topk_rows(d, t->n);
+                in.argmax = d->topk_ids;
+                in.argmax_stride = d->K;
+            }
             if ((rc = arb_verifier_verify(d->vf, &in, &vo)))
-                return ARB_ERR(err, rc, "generate: verifier %s rejected the step's tree", d->spec.verifier);
-        } else if (d->spec.temperature > 0) { /* AR sampling (validated: drafter none) */
+                return ARB_ERR(err, rc, "generate: verifier %s rejected the step's tree", d->vf->iface->name);
+        } else { /* AR sampling (validated: drafter none) */
             vo = (arb_verify_out){.node = 0, .depth = 0, .extra = pick_token(d, d->logits, o->prompt_id, step + 1),
                                   .extra_is_bonus = 1};
-        } else {
-            if (d->want_topk) {
-                topk_rows(d, t->n);
-                for (int i = 0; i < t->n; i++)
-                    d->y[i] = d->topk_ids[(size_t)i * d->K];
-            } else {
-                per_row(d, t->n, argmax_row);
-            }
-            arb_greedy_walk(t, d->y, gm, d->best, &vo);
         }
         int np = arb_tree_path(t, vo.node, d->path);
         double t3 = now_us();
@@ -437,7 +442,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
             return rc;
         double t5 = now_us();
         /* the accepted tokens a1..ak, then the bonus */
-        int32_t *nt = d->best; /* reuse: the walk is done with it */
+        int32_t *nt = d->nt;
         for (int i = 1; i < np; i++)
             nt[i - 1] = t->tok[d->path[i]];
         nt[np - 1] = vo.extra;
@@ -450,7 +455,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         rec.accepted_k = np - 1;
         rec.bonus_token = vo.extra;
         classify(t, d->path, np - 1, &rec);
-        if (!d->vf) /* greedy walk: the accepted child is the target's token */
+        if (!d->sampling) /* greedy: the accepted child is the target's token */
             arb_decode_record_ranks(t, d->path, np, &rec);
         rec.draft_us = t1 - t0;
         rec.eval_us = t2 - t1;

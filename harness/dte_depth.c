@@ -240,7 +240,7 @@ static void settings_text(const arb_dte_depth_opts *o, char *buf, size_t cap)
 static int verifiers_new(arb_dte_depth *d, const arb_verifier_opts *vo, arb_err *err)
 {
     int n_vn = 0;
-    for (int i = 0; i < arb_verifier_count(); i++)
+    for (int i = 0; arb_verifier_at(i); i++)
         if (arb_verifier_at(i)->sampling && !arb_verifier_at(i)->approximate && n_vn < N_VF)
             d->vn[n_vn++] = arb_verifier_at(i)->name;
     if (n_vn != N_VF || strcmp(d->vn[N_VF - 1], "traversal"))

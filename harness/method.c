@@ -14,6 +14,7 @@
 #include "drafters/goose.h"
 #include "schedulers/scheduler.h"
 #include "drafters/lookahead.h"
+#include "topologies/topology.h"
 #include "verifiers/verifier.h"
 #include "nde_features.h"
 #include "selectors/selector.h"
@@ -42,9 +43,9 @@ static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_
                                                 &arb_drafter_goose, &arb_drafter_draft, &arb_drafter_eagle2,
                                                 &arb_drafter_medusa, &arb_drafter_hydra, &arb_drafter_rest,
                                                 &arb_drafter_lookahead};
-static const char *const topologies[] = {"", "iso", "sequoia"};
+/* GOOSE's spine-ratio rules (Algorithm 2), the `scheduler` key; not the tree-scheduler plug-ins
+   of schedulers/scheduler.h (`tree_sched`): docs/ARCHITECTURE.md "Adding a plug-in". */
 static const char *const schedulers[] = {"goose_tiers", "fixed", "none"};
-static const char *const consensus_modes[] = {"any", "distinct", "long"}; /* method.h */
 
 const arb_drafter_i *arb_drafter_find(const char *name)
 {
@@ -54,6 +55,20 @@ const arb_drafter_i *arb_drafter_find(const char *name)
         if (!strcasecmp(drafters[i]->name, name))
             return drafters[i];
     return NULL;
+}
+
+const arb_drafter_i *arb_drafter_at(int i)
+{
+    return i >= 0 && (size_t)i < sizeof drafters / sizeof drafters[0] ? drafters[i] : NULL;
+}
+
+const char *arb_drafter_names(char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; arb_drafter_at(i) && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", arb_drafter_at(i)->name);
+    return buf;
 }
 
 static bool in_list(const char *const *l, size_t n, const char *name)
@@ -70,15 +85,34 @@ bool arb_method_known(const char *kind, const char *name)
     if (!strcmp(kind, "drafter"))
         return arb_drafter_find(name) != NULL;
     if (!strcmp(kind, "topology"))
-        return in_list(topologies, N(topologies), name);
+        return arb_topology_find(name) != NULL;
     if (!strcmp(kind, "verifier"))
         return arb_verifier_find(name) != NULL; /* the registry is the one list */
     if (!strcmp(kind, "scheduler"))
         return in_list(schedulers, N(schedulers), name);
     if (!strcmp(kind, "consensus"))
-        return in_list(consensus_modes, N(consensus_modes), name);
+        return arb_goose_consensus_find(name) >= 0;
     return false;
 #undef N
+}
+
+const char *arb_method_names(const char *kind, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    if (!strcmp(kind, "drafter"))
+        return arb_drafter_names(buf, cap);
+    if (!strcmp(kind, "topology"))
+        return arb_topology_names(buf, cap);
+    if (!strcmp(kind, "verifier"))
+        return arb_verifier_names(buf, cap);
+    if (!strcmp(kind, "tree_sched"))
+        return arb_tree_sched_names(buf, cap);
+    if (!strcmp(kind, "consensus"))
+        return arb_goose_consensus_names(buf, cap);
+    if (!strcmp(kind, "scheduler"))
+        for (size_t i = 0, n = 0; i < sizeof schedulers / sizeof schedulers[0] && n < cap; i++)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", schedulers[i]);
+    return buf;
 }
 
 /* ---- parameter table ---- */
@@ -89,7 +123,7 @@ bool arb_method_known(const char *kind, const char *name)
 static const arb_method_param params[] = {
     {"id", ARB_PARAM_STR, OFF(id), "*", 0, 0, "label in reports"},
     {"drafter", ARB_PARAM_STR, OFF(drafter), "*", 0, 0, "none | pld | tr | goose | draft | eagle2-draft"},
-    {"topology", ARB_PARAM_STR, OFF(topology), GOOSE, 0, 0, "\"\" (spine tree) | iso | sequoia"},
+    {"topology", ARB_PARAM_STR, OFF(topology), GOOSE, 0, 0, "\"\" or spine (GOOSE's tree) | iso | sequoia"},
     {"verifier", ARB_PARAM_STR, OFF(verifier), "*", 0, 0, "greedy"},
     {"scheduler", ARB_PARAM_STR, OFF(scheduler), GOOSE, 0, 0, "goose_tiers | fixed | none"},
     {"budget", ARB_PARAM_INT, OFF(budget), GOOSE " " E2 " medusa hydra rest", 1, 1024,
@@ -198,9 +232,11 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
 {
     memset(s, 0, sizeof *s);
     const arb_drafter_i *d = drafter ? arb_drafter_find(drafter) : NULL;
-    if (!d)
-        return ARB_ERR(err, ARB_E_INVAL, "method: drafter: unknown '%s' (none, pld, tr, goose, draft, rest, lookahead)",
-                       drafter ? drafter : "(null)");
+    if (!d) {
+        char names[256];
+        return ARB_ERR(err, ARB_E_INVAL, "method: drafter: unknown '%s' (%s)", drafter ? drafter : "(null)",
+                       arb_drafter_names(names, sizeof names));
+    }
     snprintf(s->drafter, sizeof s->drafter, "%s", d->name);
     snprintf(s->verifier, sizeof s->verifier, "greedy");
     snprintf(s->scheduler, sizeof s->scheduler, "goose_tiers");
@@ -389,12 +425,27 @@ int arb_method_max_nodes(const arb_method_spec *s)
     int n = s->budget;
     int byp = arb_goose_bypass_cap(s);
     int chain = byp > s->max_draft ? byp : s->max_draft;
-    if (!s->topology[0] && 1 + chain > n)
+    const arb_topology_i *ti = arb_topology_find(s->topology);
+    if (ti && ti->wants_match && 1 + chain > n)
         n = 1 + chain; /* bypass chain */
     return n;
 }
 
 /* ---- validation and setting ---- */
+/* The sampling verifiers valid for regime r (their docs/spec/verification.md §0.6 row in the verifier table),
+   ", "-separated into buf. */
+static const char *sampling_names(arb_regime r, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; arb_verifier_at(i) && n < cap; i++) {
+        const arb_verifier_i *v = arb_verifier_at(i);
+        if (v->sampling && v->valid[r] != ARB_VALID_NO)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", v->name);
+    }
+    return buf;
+}
+
 static int check_range(const arb_method_spec *s, const arb_method_param *p, arb_err *err)
 {
     const char *b = (const char *)s + p->offset;
@@ -411,29 +462,30 @@ static int check_range(const arb_method_spec *s, const arb_method_param *p, arb_
 
 int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
 {
+    char names[256]; /* the valid names, from each kind's table */
     if (!arb_method_known("drafter", s->drafter))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: drafter: unknown '%s'", s->id, s->drafter);
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: drafter: unknown '%s' (%s)", s->id, s->drafter,
+                       arb_drafter_names(names, sizeof names));
     if (!arb_method_known("topology", s->topology))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: topology: unknown '%s' (iso, sequoia)", s->id, s->topology);
-    if (!arb_method_known("verifier", s->verifier)) {
-        char names[256] = "";
-        for (int i = 0, n = 0; i < arb_verifier_count() && n < (int)sizeof names; i++)
-            n += snprintf(names + n, sizeof names - (size_t)n, "%s%s", i ? ", " : "", arb_verifier_at(i)->name);
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: unknown '%s' (%s)", s->id, s->verifier, names);
-    }
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: topology: unknown '%s' (%s)", s->id, s->topology,
+                       arb_topology_names(names, sizeof names));
+    if (!arb_method_known("verifier", s->verifier))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: unknown '%s' (%s)", s->id, s->verifier,
+                       arb_verifier_names(names, sizeof names));
     if (s->tree_sched[0] && !arb_tree_sched_find(s->tree_sched))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: tree_sched: unknown '%s' (static, entmtp_tau, ladder)", s->id,
-                       s->tree_sched);
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: tree_sched: unknown '%s' (%s)", s->id, s->tree_sched,
+                       arb_tree_sched_names(names, sizeof names));
     if (s->tree_sched[0] && !s->bank[0])
         return ARB_ERR(err, ARB_E_INVAL, "method %s: tree_sched %s needs a bank (arbor entmtp bank)", s->id,
                        s->tree_sched);
     if (s->feature[0] && strcmp(s->feature, "lit") && strcmp(s->feature, "gD") && strcmp(s->feature, "sum"))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: feature: unknown '%s' (lit, gD, sum)", s->id, s->feature);
     if (!arb_method_known("scheduler", s->scheduler))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: scheduler: unknown '%s'", s->id, s->scheduler);
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: scheduler: unknown '%s' (%s)", s->id, s->scheduler,
+                       arb_method_names("scheduler", names, sizeof names));
     if (!arb_method_known("consensus", s->consensus))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: consensus: unknown '%s' (any, distinct, long)", s->id,
-                       s->consensus);
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: consensus: unknown '%s' (%s)", s->id, s->consensus,
+                       arb_goose_consensus_names(names, sizeof names));
     if (s->topology[0] && strcmp(s->drafter, "goose"))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: topology: '%s' needs drafter goose", s->id, s->topology);
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
@@ -474,8 +526,8 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
             rg = ARB_REGIME_DELAYED;
         }
         if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss naive naivetree typical "
-                           "bv spectr specinfer khisti traversal)", s->id);
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (%s)", s->id,
+                           sampling_names(rg, names, sizeof names));
         arb_err ve = {0};
         if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, rg, &ve))
             return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);
@@ -483,7 +535,8 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
             return ARB_ERR(err, ARB_E_INVAL, "method %s: branch_len: the draft tree is empty", s->id);
     } else if (!strcmp(s->drafter, "eagle2-draft")) { /* top-k trees: DET (docs/spec/verification.md §0.6) */
         if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (nss, typical)", s->id);
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (%s)", s->id,
+                           sampling_names(ARB_REGIME_DET, names, sizeof names));
         arb_err ve = {0};
         if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, ARB_REGIME_DET, &ve))
             return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);

@@ -11,9 +11,9 @@
  *     arb_method_spec_preset("iso3", &s, &err);          // CLI names: ar pld tr goose iso3 iso5 sequoia
  *
  * Drafters: "none" (AR), "pld", "tr", "goose", "lookahead", "draft", "eagle2-draft", "medusa", "hydra",
- * "rest" (retrieval, drafters/rest.h). Topologies: "" (the drafter's
- * own: PLD chain, TR template 2.2.2, GOOSE spine tree), "iso" (k-ary BFS, GOOSE sources), "sequoia" (DP tree
- * for a positional acceptance vector, GOOSE sources). Verifiers: "greedy" (T = 0; sampling
+ * "rest" (retrieval, drafters/rest.h). Topologies (the table in topologies/topology.h): "" (the
+ * drafter's own: PLD chain, TR template 2.2.2, GOOSE spine tree = "spine"), "iso" (k-ary BFS, GOOSE
+ * sources), "sequoia" (DP tree for a positional acceptance vector, GOOSE sources). Verifiers: "greedy" (T = 0; sampling
  * verifiers belong to verifiers/verifier.h). Schedulers: "goose_tiers" (EMA of spine
  * acceptance → spine ratio), "fixed" (fixed_r), "none".
  * Adding a parameter: one field here with its default in method.c and one row in the param
@@ -35,7 +35,7 @@
 typedef struct arb_method_spec {
     char id[ARB_METHOD_NAME_MAX];        /* label in reports: "AR", "GOOSE", "Iso3" */
     char drafter[32];                    /* "none" | "pld" | "tr" | "goose" */
-    char topology[32];                   /* "" (drafter's own) | "iso" | "sequoia" */
+    char topology[32];                   /* "" (drafter's own) | "spine" | "iso" | "sequoia" */
     char verifier[32];                   /* "greedy" (default at T = 0) */
     char scheduler[32];                  /* "goose_tiers" | "fixed" | "none" */
     /* ---- shape ---- */
@@ -156,6 +156,9 @@ int arb_method_param_set(arb_method_spec *s, const char *name, const char *value
 
 /* Registry queries (STYLE practice 11): is this a known drafter/topology/verifier/scheduler? */
 bool arb_method_known(const char *kind, const char *name); /* kind: "drafter" "topology" ... */
+/* The names `kind` accepts ("drafter", "topology", "verifier", "tree_sched", "scheduler",
+   "consensus"), ", "-separated into buf, from the kind's table; returns buf ("" if unknown kind). */
+const char *arb_method_names(const char *kind, char *buf, size_t cap);
 /* Largest tree (nodes incl. anchor) this method can propose: sizes every buffer. */
 int arb_method_max_nodes(const arb_method_spec *s);
 

@@ -61,23 +61,9 @@ Test(cli, unknown_command_fails, .init = find_binary)
     cr_assert(strstr(out, "unknown command 'frobnicate'") != NULL);
 }
 
-/* Commands whose option parsing is still hand-written: their --help is not generated from
-   an option table yet, so the README checks below skip them. Converting one to
-   arb_opts_parse = deleting its line here. */
-static const char *const not_on_parser[] = {
-    "datastore", "train",                       /* hand-written parsers, to convert next */
-    /* subcommands, each with its own --help (arbor bench engine --help, arbor entmtp bank
-       --help): the README checks do not descend into subcommands yet */
-    "bench", "entmtp",
-};
-
-static bool on_parser(const char *cmd)
-{
-    for (size_t i = 0; i < sizeof not_on_parser / sizeof not_on_parser[0]; i++)
-        if (!strcmp(cmd, not_on_parser[i]))
-            return false;
-    return true;
-}
+/* Every command is on the option parser (opts.h), so the README checks below cover them all;
+   a command that dispatches to subcommands (bench, entmtp) is checked through each
+   subcommand's own --help (check_entries). */
 
 /* The command names of `arbor --help`, into names[][64]; returns the count. */
 static int command_names(char names[][64], int cap)
@@ -94,6 +80,54 @@ static int command_names(char names[][64], int cap)
         n++;
     }
     return n;
+}
+
+/* The entries the README checks cover: every command of `arbor --help`, and for one whose
+   usage dispatches ("usage: arbor bench engine|fidelity [options]   (arbor bench <benchmark>
+   --help)") each "CMD SUB" after it; subs[i] is entry i's '|'-list of subcommands ("" if
+   none). Returns the count. */
+static int check_entries(char names[][64], char subs[][256], int cap)
+{
+    static char top[64][64], help[1 << 16], cmd[16384];
+    const int n_top = command_names(top, 64);
+    int n = 0;
+    for (int i = 0; i < n_top && n < cap; i++) {
+        snprintf(names[n], 64, "%.63s", top[i]);
+        subs[n][0] = 0;
+        snprintf(cmd, sizeof cmd, "%s %s --help 2>&1", arbor_bin, top[i]);
+        cr_assert_eq(run(cmd, help, sizeof help), 0, "arbor %s --help", top[i]);
+        char head[128];
+        const int hl = snprintf(head, sizeof head, "usage: arbor %s ", top[i]);
+        const char *u = strstr(help, head), *eol = u ? strchr(u, '\n') : NULL;
+        const char *lt = u ? strstr(u, "<") : NULL;
+        const bool dispatch = u && eol && lt && lt < eol && strstr(u, "--help)") < eol;
+        const int parent = n++;
+        if (!dispatch)
+            continue;
+        const char *l = u + hl;
+        snprintf(subs[parent], 256, "%.*s", (int)strcspn(l, " \n"), l);
+        char list[256];
+        snprintf(list, sizeof list, "%s", subs[parent]);
+        for (char *tp = NULL, *t = strtok_r(list, "|", &tp); t && n < cap; t = strtok_r(NULL, "|", &tp)) {
+            snprintf(names[n], 64, "%.31s %.31s", top[i], t);
+            subs[n++][0] = 0;
+        }
+    }
+    return n;
+}
+
+/* Whether the README example after "arbor CMD" (at q) starts with one of the '|'-separated
+   subcommands in subs: then its options belong to that subcommand's entry. */
+static bool starts_with_sub(const char *q, const char *subs)
+{
+    q += strspn(q, " ");
+    for (const char *s = subs; *s;) {
+        const size_t n = strcspn(s, "|");
+        if (n && !strncmp(q, s, n) && strchr(" `\n", q[n]))
+            return true;
+        s += n + (s[n] == '|');
+    }
+    return false;
 }
 
 /* The synopsis in text: from the line starting "usage: arbor CMD " to the first line not
@@ -168,12 +202,12 @@ Test(cli, readme_synopsis_names_the_help_options, .init = find_binary)
     char *sec = strstr(readme, "<!-- cli-reference:begin -->"), *end = strstr(readme, "<!-- cli-reference:end -->");
     cr_assert(sec && end && sec < end, "README.md has no Command reference markers");
     *end = 0;
-    static char names[64][64], help[1 << 16], cmd[16384], syn_help[4096], syn_readme[4096], a[4096], b[4096];
-    const int n = command_names(names, 64);
-    int checked = 0;
+    static char names[96][64], subs[96][256], help[1 << 16], cmd[16384], syn_help[4096], syn_readme[4096],
+        a[4096], b[4096];
+    const int n = check_entries(names, subs, 96);
+    int checked = 0, checked_subs = 0;
     for (int i = 0; i < n; i++) {
-        if (!on_parser(names[i]))
-            continue;
+        checked_subs += strchr(names[i], ' ') != NULL;
         snprintf(cmd, sizeof cmd, "%s %s --help", arbor_bin, names[i]);
         cr_assert_eq(run(cmd, help, sizeof help), 0, "arbor %s --help", names[i]);
         cr_assert(find_synopsis(help, names[i], syn_help, sizeof syn_help), "arbor %s --help: no usage", names[i]);
@@ -187,6 +221,7 @@ Test(cli, readme_synopsis_names_the_help_options, .init = find_binary)
         checked++;
     }
     cr_assert_geq(checked, 13, "only %d commands checked", checked);
+    cr_assert_geq(checked_subs, 2, "only %d subcommands checked (bench, entmtp)", checked_subs);
 }
 
 /* Whether `word` occurs in text as a whole option word (not inside a longer option). */
@@ -205,19 +240,18 @@ static bool has_word(const char *text, const char *word)
 Test(cli, readme_examples_use_existing_options, .init = find_binary)
 {
     const char *readme = read_readme();
-    static char names[64][64], help[1 << 16], cmd[16384];
-    const int n = command_names(names, 64);
+    static char names[96][64], subs[96][256], help[1 << 16], cmd[16384];
+    const int n = check_entries(names, subs, 96);
     int n_flags = 0;
     for (int i = 0; i < n; i++) {
-        if (!on_parser(names[i]))
-            continue;
         snprintf(cmd, sizeof cmd, "%s %s --help", arbor_bin, names[i]);
         cr_assert_eq(run(cmd, help, sizeof help), 0);
         char head[4200];
-        snprintf(head, sizeof head, "arbor %s", names[i]);
+        snprintf(head, sizeof head, "arbor %.63s", names[i]);
         const size_t hl = strlen(head);
         for (const char *p = readme; (p = strstr(p, head)); p += hl) {
-            if (!strchr(" `)\n", p[hl]) || !strncmp(p - (p > readme ? 7 : 0), "usage: ", 7))
+            if (!strchr(" `)\n", p[hl]) || !strncmp(p - (p > readme ? 7 : 0), "usage: ", 7) ||
+                (subs[i][0] && starts_with_sub(p + hl, subs[i])))
                 continue;
             /* the example: up to the end of the line, a backtick or a # comment */
             const char *q = p + hl;
@@ -274,6 +308,18 @@ Test(cli, usage_errors_exit_2_naming_the_option, .init = find_binary)
         {"dte-depth --dataset math500 --shape 9,9,9", "--shape '9,9,9'"},
         {"dte-depth --settings 0:2", "--settings '0:2'"},
         {"fetch-model --quiet=1", "--quiet takes no value"},
+        {"train", "missing argument: medusa|hydra"},
+        {"train mesuda", "the heads kind must be medusa or hydra (got 'mesuda')"},
+        {"train medusa --heads 9", "--heads: '9' is not an integer in 1..8"},
+        {"train medusa --max-records 0", "--limit: '0' is not an integer"},
+        {"train medusa --seed 1.5", "--seed"},
+        {"datastore", "missing argument: build|info"},
+        {"datastore frob", "expected 'build' or 'info'"},
+        {"datastore info", "info takes one FILE|NAME"},
+        {"datastore build --out x", "--corpus: expected code or chat"},
+        {"datastore build --corpus code", "--out FILE|NAME is required"},
+        {"datastore build x --corpus code --out y", "build takes no FILE|NAME"},
+        {"datastore build --corpus code --out x --filter-n 2000", "--filter-n: '2000' is not an integer in 0..1024"},
     };
     static char out[1 << 16], cmd[16384];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -7,6 +7,7 @@
 
 #include "drafters/drafter.h"
 #include "drafters/goose.h"
+#include "topologies/spine.h"
 
 static uint64_t rs = 0xDEADBEEFCAFEull;
 static uint32_t rnd(void)
@@ -28,7 +29,7 @@ Test(goose, budget_split_test_vectors)
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         int bs, br, bsp, a[64];
-        arb_goose_split(60, v[i].m, v[i].r, 0.5, &bs, &br, &bsp, a);
+        arb_spine_split(60, v[i].m, v[i].r, 0.5, &bs, &br, &bsp, a);
         cr_assert_eq(bs, v[i].bs, "row %zu bs", i);
         cr_assert_eq(br, v[i].br, "row %zu br", i);
         cr_assert_eq(bsp, v[i].bsp, "row %zu bsp", i);

@@ -1,7 +1,7 @@
 /* test_iso.c — Iso(k) BFS k-ary trees (docs/spec/drafting.md §4.7). */
 #include <criterion/criterion.h>
 
-#include "topology/iso.h"
+#include "topologies/iso.h"
 
 /* plentiful distinct successors: tok -> tok*16+1 .. tok*16+16 (mod a large vocabulary) */
 static int succ_many(void *ud, int32_t prev, int32_t tok, int32_t *ids, float *sc)

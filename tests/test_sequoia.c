@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "topology/sequoia.h"
+#include "topologies/sequoia.h"
 
 /* value of a static tree under positional acceptance: f(v) = 1 + Σ_c p[rank c] f(c) */
 static double tree_value(const int32_t *parent, const int16_t *rank, int n, const double *p)

@@ -234,13 +234,13 @@ Test(greedy, argmax_ties_to_lowest_id_and_vtable)
     arb_verifier_opts vo = arb_verifier_default_opts();
     vo.V = 6;
     vo.n_nodes_max = 4;
-    cr_assert_eq(arb_verifier_greedy.init(&st, &vo, NULL), ARB_OK);
+    cr_assert_eq(arb_verifier_greedy.create(&vo, &st, NULL), ARB_OK);
     arb_verify_in in = {.tree = &t, .logits = logits, .V = 6};
     arb_verify_out o;
     cr_assert_eq(arb_verifier_greedy.verify(st, &in, &o), ARB_OK);
     cr_assert_eq(o.node, 1);
     cr_assert_eq(o.depth, 1);
     cr_assert_eq(o.extra, 2);
-    arb_verifier_greedy.free(st);
+    arb_verifier_greedy.destroy(st);
     arb_tree_release(&t);
 }

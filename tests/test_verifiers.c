@@ -71,7 +71,8 @@ static const char *const ALL8[] = {"nss", "naive", "naivetree", "bv", "spectr", 
 
 Test(verifiers, registry_and_validity_matrix)
 {
-    cr_assert_eq(arb_verifier_count() >= 8, 1);
+    cr_assert_not_null(arb_verifier_at(7));
+    cr_assert_null(arb_verifier_at(-1));
     for (int i = 0; i < 8; i++) {
         const arb_verifier_i *vi = arb_verifier_find(ALL8[i]);
         cr_assert_not_null(vi, "%s missing", ALL8[i]);
@@ -93,7 +94,7 @@ Test(verifiers, registry_and_validity_matrix)
     cr_assert_eq(arb_regime_parse("delayed", &r), 0);
     cr_assert_eq(r, ARB_REGIME_DELAYED);
     cr_assert_eq(arb_regime_parse("Delayed", &r), ARB_E_INVAL);
-    for (int i = 0; i < arb_verifier_count(); i++) { /* every entry: new/free pair, bad opts */
+    for (int i = 0; arb_verifier_at(i); i++) { /* every entry: new/free pair, bad opts */
         const arb_verifier_i *vi = arb_verifier_at(i);
         arb_verifier_opts o = arb_verifier_default_opts();
         arb_verifier *vf = (arb_verifier *)1;

@@ -76,7 +76,10 @@ extern const arb_drafter_i arb_drafter_eagle2; /* draft model + EAGLE-2 dynamic 
 extern const arb_drafter_i arb_drafter_medusa, arb_drafter_hydra; /* trained heads (medusa.c) */
 extern const arb_drafter_i arb_drafter_rest;   /* REST retrieval (rest.c) */
 
-/* The registry (method.c): drafter by name ("ar" is an alias of "none"), NULL if unknown. */
+/* The registry (method.c): drafter by name ("ar" is an alias of "none"), NULL if unknown;
+   row i (NULL past the end); the names, ", "-separated, into buf (returns buf). */
 const arb_drafter_i *arb_drafter_find(const char *name);
+const arb_drafter_i *arb_drafter_at(int i);
+const char *arb_drafter_names(char *buf, size_t cap);
 
 #endif

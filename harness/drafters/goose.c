@@ -3,53 +3,53 @@
 #include "goose.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "drafter.h"
 #include "pld.h"
-#include "topology/iso.h"
-#include "topology/sequoia.h"
+#include "topologies/spine.h"
+#include "topologies/topology.h"
 
-enum { TOPO_SPINE = 0, TOPO_ISO, TOPO_SEQUOIA };
 enum { CONS_ANY = 0, CONS_DISTINCT, CONS_LONG }; /* arb_method_spec.consensus, parsed once */
-#define SPINE_MAX 64
+#define SPINE_MAX ARB_SPINE_MAX
+
+/* The consensus readings (docs/greedy-methods.md "Which reading"): the one list config
+   validation and the parse at create read. A rule, not a plug-in: one predicate on the match,
+   no state (docs/ARCHITECTURE.md "Adding a plug-in"). */
+static const char *const consensus_names[] = {[CONS_ANY] = "any", [CONS_DISTINCT] = "distinct",
+                                              [CONS_LONG] = "long"};
 
 struct arb_goose {
     arb_method_spec sp;
-    int topo;
+    const arb_topology_i *topo; /* the tree shape (topologies/topology.h) */
+    void *tst;              /* its state */
     int consensus;          /* CONS_* */
     int c_byp, c_all;       /* bypass chain cap; continuation read (max of it and C_max) */
-    int cap;                /* largest tree */
     arb_ngram_index *ix;
     arb_adj *adj;
-    int32_t *sq_parent;     /* Sequoia template (canonical order) */
-    int16_t *sq_rank;
-    int sq_n;
     double p_s_hat;         /* EMA of spine acceptance */
     int m_sp;               /* spine nodes proposed by the last tree/bypass */
     int bigram_hits;        /* this step */
-    int32_t *queue;         /* [cap] BFS queue of branch nodes */
-    int16_t *rel;           /* [cap] depth below the branch point */
-    int16_t *width;         /* [cap] extension allowance */
     int32_t spine_tok[SPINE_MAX]; /* control: TR-drawn spine */
 };
 
-void arb_goose_split(int B, int m, double r, double rho, int *bs, int *br, int *bsp, int *a)
+int arb_goose_consensus_find(const char *name)
 {
-    int s = (int)floor(B * r);
-    *bs = m < s ? m : s;
-    if (*bs > B - 1)
-        *bs = B - 1;
-    if (*bs < 0)
-        *bs = 0;
-    *br = (int)floor((B - 1 - *bs) * (1.0 - rho));
-    *bsp = B - 1 - *bs - *br;
-    double H = 0.0;
-    for (int j = 1; j <= *bs; j++)
-        H += 1.0 / j;
-    for (int i = 1; i <= *bs; i++)
-        a[i - 1] = (int)floor(*bsp * (1.0 / i) / H);
+    for (int i = 0; name && i < (int)(sizeof consensus_names / sizeof consensus_names[0]); i++)
+        if (!strcmp(consensus_names[i], name))
+            return i;
+    return -1;
+}
+
+const char *arb_goose_consensus_names(char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof consensus_names / sizeof consensus_names[0] && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", consensus_names[i]);
+    return buf;
 }
 
 int arb_goose_bypass_cap(const arb_method_spec *s)
@@ -85,11 +85,8 @@ void arb_goose_free(arb_goose *g)
         return;
     arb_ngram_index_free(g->ix);
     arb_adj_free(g->adj);
-    free(g->sq_parent);
-    free(g->sq_rank);
-    free(g->queue);
-    free(g->rel);
-    free(g->width);
+    if (g->topo)
+        g->topo->destroy(g->tst);
     free(g);
 }
 
@@ -100,45 +97,20 @@ int arb_goose_new(const arb_method_spec *s, int n_vocab, arb_goose **out, arb_er
     if (!g)
         return ARB_ERR(err, ARB_E_NOMEM, "goose: out of memory");
     g->sp = *s;
-    g->topo = !strcmp(s->topology, "iso") ? TOPO_ISO : !strcmp(s->topology, "sequoia") ? TOPO_SEQUOIA : TOPO_SPINE;
-    g->consensus = !strcmp(s->consensus, "distinct") ? CONS_DISTINCT : !strcmp(s->consensus, "long") ? CONS_LONG : CONS_ANY;
+    g->topo = arb_topology_find(s->topology);
+    g->consensus = arb_goose_consensus_find(s->consensus);
+    if (!g->topo || g->consensus < 0) { /* arb_method_spec_validate says which */
+        free(g);
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: goose: unknown topology '%s' or consensus '%s'", s->id,
+                       s->topology, s->consensus);
+    }
     g->c_byp = arb_goose_bypass_cap(s);
     g->c_all = g->c_byp > s->max_draft ? g->c_byp : s->max_draft;
-    g->cap = arb_method_max_nodes(s);
     int rc = arb_ngram_index_new(s->ngram_min, s->ngram_max, 4096, &g->ix, err);
     if (!rc)
         rc = arb_adj_new(n_vocab, s->topk, s->bigram ? s->bigram_log2 : 0, &g->adj, err);
-    if (!rc) {
-        g->queue = malloc((size_t)g->cap * sizeof *g->queue);
-        g->rel = malloc((size_t)g->cap * sizeof *g->rel);
-        g->width = malloc((size_t)g->cap * sizeof *g->width);
-        if (!g->queue || !g->rel || !g->width)
-            rc = ARB_ERR(err, ARB_E_NOMEM, "goose: out of memory");
-    }
-    if (!rc && g->topo == TOPO_SEQUOIA) {
-        double p[ARB_SEQUOIA_K_MAX];
-        int K = 0;
-        while (K < ARB_SEQUOIA_K_MAX && s->sequoia_p[K] > 0.0 && K < s->topk) {
-            p[K] = s->sequoia_p[K];
-            K++;
-        }
-        arb_sequoia *sq = NULL;
-        if (K == 0)
-            rc = ARB_ERR(err, ARB_E_INVAL, "method %s: sequoia_p: empty acceptance vector", s->id);
-        else
-            rc = arb_sequoia_new(p, K, s->budget, s->max_depth + 1, &sq, err);
-        if (!rc) {
-            g->sq_parent = malloc((size_t)s->budget * sizeof *g->sq_parent);
-            g->sq_rank = malloc((size_t)s->budget * sizeof *g->sq_rank);
-            g->sq_n = g->sq_parent && g->sq_rank
-                          ? arb_sequoia_tree(sq, s->budget, s->max_depth + 1, g->sq_parent, g->sq_rank, s->budget)
-                          : -1;
-            if (g->sq_n < 1)
-                rc = ARB_ERR(err, ARB_E_INVAL, "method %s: sequoia: no tree for budget %d, depth %d", s->id,
-                             s->budget, s->max_depth);
-        }
-        arb_sequoia_free(sq);
-    }
+    if (!rc) /* after the tables: the spine topology reads g->sp, which must not move */
+        rc = g->topo->create(&g->sp, &g->tst, err);
     if (rc) {
         arb_goose_free(g);
         return rc;
@@ -151,98 +123,11 @@ int arb_goose_new(const arb_method_spec *s, int n_vocab, arb_goose **out, arb_er
 arb_adj *arb_goose_adj(arb_goose *g) { return g->adj; }
 double arb_goose_ps_hat(const arb_goose *g) { return g->p_s_hat; }
 
-/* attach(u, prev, alloc) of docs/spec/drafting.md §4.4: top successors of u not already children of
-   u and scoring >= s_min, at most min(alloc, K, budget left); each child's extension
-   allowance is alloc shared by relative score. Children are queued for Step 4. */
-static void attach(arb_goose *g, arb_tree *t, int u, int32_t prev, int alloc, int B, int rel_child,
-                   int *tail)
-{
-    if (alloc <= 0 || t->n >= B)
-        return;
-    int32_t ids[ARB_ADJ_K_MAX], fid[ARB_ADJ_K_MAX];
-    float sc[ARB_ADJ_K_MAX], fsc[ARB_ADJ_K_MAX];
-    int16_t frank[ARB_ADJ_K_MAX];
-    int ns = g_succ(g, prev, t->tok[u], ids, sc), nf = 0;
-    for (int j = 0; j < ns; j++) {
-        bool dup = false; /* already a child of u (spine continuation) or listed twice */
-        for (int i = 0; i < nf; i++)
-            dup |= fid[i] == ids[j];
-        if (dup || sc[j] < g->sp.s_min || arb_tree_find_child(t, u, ids[j]) >= 0)
-            continue;
-        fid[nf] = ids[j];
-        fsc[nf] = sc[j];
-        frank[nf++] = (int16_t)j;
-    }
-    int take = nf;
-    if (take > alloc)
-        take = alloc;
-    if (take > g->sp.topk)
-        take = g->sp.topk;
-    if (take > B - t->n)
-        take = B - t->n;
-    float sum = 0.0f;
-    for (int j = 0; j < take; j++)
-        sum += fsc[j];
-    for (int j = 0; j < take; j++) {
-        int c = arb_tree_add(t, u, fid[j], ARB_SRC_TR, frank[j], fsc[j]);
-        if (c < 0)
-            return;
-        long w = g->sp.extend_chain || !(sum > 0.0f) ? 1 : lround(alloc * (double)fsc[j] / sum);
-        if (w < 1)
-            w = 1;
-        if (w > g->sp.topk)
-            w = g->sp.topk;
-        g->rel[c] = (int16_t)rel_child;
-        g->width[c] = (int16_t)w;
-        g->queue[(*tail)++] = c;
-    }
-}
-
 void arb_goose_build(arb_goose *g, int32_t a_prev, int32_t anchor, const int32_t *d, int m, double r,
                      arb_tree *t, arb_step_record *rec)
 {
-    int B = g->sp.budget < t->cap ? g->sp.budget : t->cap;
-    int bs, br, bsp, a[SPINE_MAX];
-    if (m > SPINE_MAX)
-        m = SPINE_MAX;
-    arb_goose_split(B, m, r, g->sp.rho, &bs, &br, &bsp, a);
-    int spine[SPINE_MAX + 1];
-    spine[0] = 0;
-    g->rel[0] = 0;
-    /* Step 1: the spine (control: TR-drawn tokens, still tagged spine for priority). */
-    arb_src ssrc = g->sp.control_tr_spine ? ARB_SRC_TR : ARB_SRC_PLD;
-    int n_sp = 0;
-    for (int i = 1; i <= bs; i++) {
-        int c = arb_tree_add(t, spine[i - 1], d[i - 1], ssrc, 0, NAN);
-        if (c < 0)
-            break;
-        t->flags[c] |= ARB_NODE_SPINE;
-        g->rel[c] = 0;
-        spine[i] = c;
-        n_sp = i;
-    }
-    int tail = 0, head = 0, sum_a = 0;
-    /* Step 2: root branches. */
-    attach(g, t, 0, a_prev, br, B, 1, &tail);
-    /* Step 3: spine branches with harmonic allocation. */
-    if (g->sp.spine_branches)
-        for (int i = 1; i <= n_sp; i++) {
-            sum_a += a[i - 1];
-            attach(g, t, spine[i], t->tok[spine[i - 1]], a[i - 1], B, 1, &tail);
-        }
-    /* Step 4: BFS extension, shallow levels first, D levels below each branch point. */
-    while (head < tail && t->n < B) {
-        int v = g->queue[head++];
-        if (g->rel[v] >= g->sp.max_depth)
-            continue;
-        attach(g, t, v, t->tok[t->parent[v]], g->width[v], B, g->rel[v] + 1, &tail);
-    }
-    rec->bs = n_sp;
-    rec->br = br;
-    rec->bsp = bsp;
-    rec->spine_alloc_sum = sum_a;
-    rec->r = (float)r;
-    (void)anchor;
+    arb_topo_src src = {.succ = g_succ, .ud = g, .a_prev = a_prev, .anchor = anchor, .d = d, .m = m, .r = r};
+    g->topo->build(g->tst, &src, t, rec);
 }
 
 /* ---- the drafter ---- */
@@ -353,10 +238,8 @@ static void gd_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
     g->m_sp = 0;
     rec->p_s_hat = (float)g->p_s_hat;
     rec->spine_break_depth = -1;
-    if (g->topo == TOPO_ISO) {
-        arb_iso_build(t, a_prev, sp->iso_k, sp->budget, 0, g_succ, g, g->queue);
-    } else if (g->topo == TOPO_SEQUOIA) {
-        arb_sequoia_fill(t, a_prev, g->sq_parent, g->sq_rank, g->sq_n, g_succ, g);
+    if (!g->topo->wants_match) { /* a fixed shape on the adjacency table */
+        arb_goose_build(g, a_prev, anchor, NULL, 0, 0.0, t, rec);
     } else {
         arb_pld_match m;
         /* the continuation is read up to the longer of the tree spine's C_max and the bypass

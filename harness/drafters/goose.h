@@ -17,6 +17,7 @@
 #ifndef ARB_GOOSE_H
 #define ARB_GOOSE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "decode.h"
@@ -26,8 +27,10 @@
 
 typedef struct arb_goose arb_goose;
 
-/* Budget split of Algorithm 1 (lines 1-3, 10): bs, br, bsp and a[0..bs) (before the K cap). */
-void arb_goose_split(int B, int m, double r, double rho, int *bs, int *br, int *bsp, int *a);
+/* Consensus reading by name ("any", "distinct", "long"): its index, -1 if unknown; and the
+   names, ", "-separated, into buf (config validation and its error). */
+int arb_goose_consensus_find(const char *name);
+const char *arb_goose_consensus_names(char *buf, size_t cap);
 /* Spine-ratio tier of p̂_s (or spec->fixed_r when scheduler is "fixed"). */
 double arb_goose_tier(const arb_method_spec *s, double p_s_hat);
 /* Length cap of a bypass chain: bypass_max, budget - 1 for -1, max_draft (C_max) for 0;
@@ -38,7 +41,9 @@ int arb_goose_new(const arb_method_spec *s, int n_vocab, arb_goose **out, arb_er
 void arb_goose_free(arb_goose *g);
 arb_adj *arb_goose_adj(arb_goose *g);
 double arb_goose_ps_hat(const arb_goose *g);
-/* Algorithm 1 into t (reset to the anchor by the caller); fills rec's bs/br/bsp/... fields. */
+/* This method's topology (topologies/topology.h) into t (reset to the anchor by the caller) on
+   GOOSE's adjacency table; for the spine tree (Algorithm 1, d[0..m) the spine candidates, r the
+   spine ratio) it fills rec's bs/br/bsp/... fields. The budget split is arb_spine_split. */
 void arb_goose_build(arb_goose *g, int32_t a_prev, int32_t anchor, const int32_t *d, int m, double r,
                      arb_tree *t, arb_step_record *rec);
 

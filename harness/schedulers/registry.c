@@ -1,4 +1,5 @@
 /* registry.c — the tree scheduler table (see scheduler.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "scheduler.h"
@@ -12,6 +13,20 @@ const arb_tree_sched_i *arb_tree_sched_find(const char *name)
         if (!strcmp(policies[i]->name, name))
             return policies[i];
     return NULL;
+}
+
+const arb_tree_sched_i *arb_tree_sched_at(int i)
+{
+    return i >= 0 && (size_t)i < sizeof policies / sizeof policies[0] ? policies[i] : NULL;
+}
+
+const char *arb_tree_sched_names(char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; arb_tree_sched_at(i) && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", arb_tree_sched_at(i)->name);
+    return buf;
 }
 
 arb_tree_sched_opts arb_tree_sched_default_opts(const arb_topobank *b)

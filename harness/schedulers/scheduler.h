@@ -17,6 +17,8 @@
 #ifndef ARB_SCHEDULER_H
 #define ARB_SCHEDULER_H
 
+#include <stddef.h>
+
 #include "error.h"
 #include "topobank.h"
 
@@ -42,6 +44,8 @@ extern const arb_tree_sched_i arb_tree_sched_static, arb_tree_sched_entmtp_tau, 
 
 /* The registry: policy by name ("static", "entmtp_tau", "ladder"), NULL if unknown. */
 const arb_tree_sched_i *arb_tree_sched_find(const char *name);
+const arb_tree_sched_i *arb_tree_sched_at(int i);          /* row i, NULL past the end */
+const char *arb_tree_sched_names(char *buf, size_t cap);   /* ", "-separated into buf; returns buf */
 /* The bank's stored settings (static, T+/T−, tau_on = tau_off = tau, ladder). */
 arb_tree_sched_opts arb_tree_sched_default_opts(const arb_topobank *bank);
 

@@ -97,7 +97,7 @@ int arb_bv_sequence(void *state, const arb_verify_in *in, int32_t *node, double 
     return n;
 }
 
-static void bv_free(void *state)
+static void bv_destroy(void *state)
 {
     bv_state *st = state;
     if (!st)
@@ -106,7 +106,7 @@ static void bv_free(void *state)
     free(st->path); free(st->wt); free(st->h); free(st->law); free(st);
 }
 
-static int bv_init(void **state, const arb_verifier_opts *o, arb_err *err)
+static int bv_create(const arb_verifier_opts *o, void **state, arb_err *err)
 {
     *state = NULL;
     bv_state *st = calloc(1, sizeof *st);
@@ -120,7 +120,7 @@ static int bv_init(void **state, const arb_verifier_opts *o, arb_err *err)
     st->h = malloc(sizeof(double) * n);
     st->law = malloc(sizeof(double) * n * (size_t)o->V);
     if (!st->path || !st->wt || !st->h || !st->law) {
-        bv_free(st);
+        bv_destroy(st);
         return ARB_ERR(err, ARB_E_NOMEM, "verifier bv: out of memory");
     }
     *state = st;
@@ -131,5 +131,5 @@ const arb_verifier_i arb_verifier_bv = {
     .name = "bv", .needs_q = true, .needs_logits = false, .sampling = true,
     .valid = {ARB_VALID_YES, ARB_VALID_FIRST_PATH, ARB_VALID_FIRST_PATH, ARB_VALID_FIRST_PATH,
               ARB_VALID_NO},
-    .init = bv_init, .free = bv_free, .verify = bv_verify,
+    .create = bv_create, .destroy = bv_destroy, .verify = bv_verify,
 };

@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "drafters/topk.h"
+
 int32_t arb_greedy_argmax(const float *row, int V)
 {
     /* Strict '>' keeps the first (smallest id) maximum. */
@@ -85,14 +87,15 @@ void arb_greedy_walk(const arb_tree *t, const int32_t *y, arb_greedy_mode mode, 
     out->n_fallback = 0;
 }
 
-/* ---- verifier vtable (verifier.h): logits in, argmax per node, walk ---- */
+/* ---- verifier vtable (verifier.h): the decoder's only T = 0 verification path; argmax per
+   node (given, or from the logits on the caller's row pool), then the walk ---- */
 typedef struct greedy_state {
     int n_max;
     int first_match;
     int32_t *y, *best;
 } greedy_state;
 
-static int greedy_init(void **state, const arb_verifier_opts *o, arb_err *err)
+static int greedy_create(const arb_verifier_opts *o, void **state, arb_err *err)
 {
     *state = NULL;
     if (o->n_nodes_max < 1)
@@ -116,7 +119,7 @@ static int greedy_init(void **state, const arb_verifier_opts *o, arb_err *err)
     return ARB_OK;
 }
 
-static void greedy_free(void *state)
+static void greedy_destroy(void *state)
 {
     greedy_state *g = state;
     if (!g)
@@ -126,16 +129,38 @@ static void greedy_free(void *state)
     free(g);
 }
 
+typedef struct argmax_job {
+    const float *logits; /* [n * V] */
+    int V;
+    int32_t *y;          /* [n] */
+} argmax_job;
+
+/* One row's argmax with the decoder's kernel (SIMD, ties -> smallest id, = arb_greedy_argmax). */
+static void argmax_row(void *ud, int i, int n)
+{
+    const argmax_job *j = ud;
+    (void)n;
+    j->y[i] = arb_topk_argmax(j->logits + (size_t)i * j->V, j->V);
+}
+
 static int greedy_verify(void *state, const arb_verify_in *in, arb_verify_out *out)
 {
     greedy_state *g = state;
     const arb_tree *t = in->tree;
-    if (t->n > g->n_max || (!in->logits && !in->p))
+    if (t->n > g->n_max || (!in->argmax && !in->logits && !in->p))
         return ARB_E_INVAL;
-    for (int i = 0; i < t->n; i++) {
-        if (in->logits) {
-            g->y[i] = arb_greedy_argmax(in->logits + (size_t)i * in->V, in->V);
-        } else { /* p at T = 0 is one-hot: argmax of the law */
+    if (in->argmax) { /* the first column of the decoder's top-K rows */
+        for (int i = 0; i < t->n; i++)
+            g->y[i] = in->argmax[(size_t)i * (size_t)in->argmax_stride];
+    } else if (in->logits) {
+        argmax_job j = {.logits = in->logits, .V = in->V, .y = g->y};
+        if (in->for_rows && t->n > 1)
+            in->for_rows(in->pool, t->n, argmax_row, &j);
+        else
+            for (int i = 0; i < t->n; i++)
+                argmax_row(&j, i, t->n);
+    } else {
+        for (int i = 0; i < t->n; i++) { /* p at T = 0 is one-hot: argmax of the law */
             const double *r = in->p + (size_t)i * in->V;
             int32_t b = 0;
             for (int x = 1; x < in->V; x++)
@@ -154,7 +179,7 @@ const arb_verifier_i arb_verifier_greedy = {
     .needs_logits = true,
     .sampling = false,
     .valid = {ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES},
-    .init = greedy_init,
-    .free = greedy_free,
+    .create = greedy_create,
+    .destroy = greedy_destroy,
     .verify = greedy_verify,
 };

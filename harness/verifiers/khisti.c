@@ -261,7 +261,7 @@ static int solve_khisti(arb_ot_work *w, const double *p, const double *q, const 
     return arb_vf_sample_or(rng, w->r, p, V, nf);
 }
 
-static int khisti_init(void **state, const arb_verifier_opts *o, arb_err *err)
+static int khisti_create(const arb_verifier_opts *o, void **state, arb_err *err)
 {
     *state = NULL;
     khisti_state *st = calloc(1, sizeof *st);
@@ -283,7 +283,7 @@ static int khisti_init(void **state, const arb_verifier_opts *o, arb_err *err)
     return ARB_OK;
 }
 
-static void khisti_free(void *state)
+static void khisti_destroy(void *state)
 {
     khisti_state *st = state;
     if (!st)
@@ -301,5 +301,5 @@ static int khisti_verify(void *state, const arb_verify_in *in, arb_verify_out *o
 const arb_verifier_i arb_verifier_khisti = {
     .name = "khisti", .needs_q = true, .needs_logits = false, .sampling = true,
     .valid = {ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_NO, ARB_VALID_NO},
-    .init = khisti_init, .free = khisti_free, .verify = khisti_verify,
+    .create = khisti_create, .destroy = khisti_destroy, .verify = khisti_verify,
 };

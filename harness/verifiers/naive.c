@@ -39,5 +39,5 @@ const arb_verifier_i arb_verifier_naive = {
     .name = "naive", .needs_q = true, .needs_logits = false, .sampling = true,
     .valid = {ARB_VALID_YES, ARB_VALID_FIRST_PATH, ARB_VALID_FIRST_PATH, ARB_VALID_FIRST_PATH,
               ARB_VALID_NO},
-    .init = arb_ot_vt_init, .free = arb_ot_vt_free, .verify = naive_verify,
+    .create = arb_ot_vt_create, .destroy = arb_ot_vt_destroy, .verify = naive_verify,
 };

@@ -27,5 +27,5 @@ static int naivetree_verify(void *state, const arb_verify_in *in, arb_verify_out
 const arb_verifier_i arb_verifier_naivetree = {
     .name = "naivetree", .needs_q = true, .needs_logits = false, .sampling = true,
     .valid = {ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_NO},
-    .init = arb_ot_vt_init, .free = arb_ot_vt_free, .verify = naivetree_verify,
+    .create = arb_ot_vt_create, .destroy = arb_ot_vt_destroy, .verify = naivetree_verify,
 };

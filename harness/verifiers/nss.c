@@ -23,6 +23,6 @@ static int nss_verify(void *state, const arb_verify_in *in, arb_verify_out *out)
 const arb_verifier_i arb_verifier_nss = {
     .name = "nss", .needs_q = false, .needs_logits = false, .sampling = true,
     .valid = {ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES},
-    .init = arb_ot_vt_init, .free = arb_ot_vt_free, .verify = nss_verify,
+    .create = arb_ot_vt_create, .destroy = arb_ot_vt_destroy, .verify = nss_verify,
 };
 

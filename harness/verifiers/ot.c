@@ -82,7 +82,7 @@ int arb_ot_run(arb_ot_work *w, const arb_verify_in *in, arb_ot_solve_fn solve, b
 
 /* ---------------- init/free of verifiers whose state is an arb_ot_work ---------------- */
 
-int arb_ot_vt_init(void **state, const arb_verifier_opts *o, arb_err *err)
+int arb_ot_vt_create(const arb_verifier_opts *o, void **state, arb_err *err)
 {
     *state = NULL;
     arb_ot_work *w = malloc(sizeof *w);
@@ -97,7 +97,7 @@ int arb_ot_vt_init(void **state, const arb_verifier_opts *o, arb_err *err)
     return ARB_OK;
 }
 
-void arb_ot_vt_free(void *state)
+void arb_ot_vt_destroy(void *state)
 {
     arb_ot_work_release(state);
     free(state);

@@ -63,5 +63,5 @@ static int spectr_verify(void *state, const arb_verify_in *in, arb_verify_out *o
 const arb_verifier_i arb_verifier_spectr = {
     .name = "spectr", .needs_q = true, .needs_logits = false, .sampling = true,
     .valid = {ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_NO, ARB_VALID_NO},
-    .init = arb_ot_vt_init, .free = arb_ot_vt_free, .verify = spectr_verify,
+    .create = arb_ot_vt_create, .destroy = arb_ot_vt_destroy, .verify = spectr_verify,
 };

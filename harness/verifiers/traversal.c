@@ -183,7 +183,7 @@ int arb_traversal_sequence(void *state, const arb_verify_in *in, int32_t *node, 
     }
 }
 
-static void trav_free(void *state)
+static void trav_destroy(void *state)
 {
     trav_state *st = state;
     if (!st)
@@ -193,7 +193,7 @@ static void trav_free(void *state)
     free(st->qzero); free(st->wt); free(st->qscale); free(st->P); free(st->pool); free(st);
 }
 
-static int trav_init(void **state, const arb_verifier_opts *o, arb_err *err)
+static int trav_create(const arb_verifier_opts *o, void **state, arb_err *err)
 {
     *state = NULL;
     trav_state *st = calloc(1, sizeof *st);
@@ -214,7 +214,7 @@ static int trav_init(void **state, const arb_verifier_opts *o, arb_err *err)
     st->pool = malloc(sizeof(double) * n * (size_t)o->V);
     if (!st->dlist || !st->dstart || !st->dlen || !st->stack || !st->alive || !st->qzero || !st->wt ||
         !st->qscale || !st->P || !st->pool) {
-        trav_free(st);
+        trav_destroy(st);
         return ARB_ERR(err, ARB_E_NOMEM, "verifier traversal: out of memory");
     }
     *state = st;
@@ -224,5 +224,5 @@ static int trav_init(void **state, const arb_verifier_opts *o, arb_err *err)
 const arb_verifier_i arb_verifier_traversal = {
     .name = "traversal", .needs_q = true, .needs_logits = false, .sampling = true,
     .valid = {ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_NO},
-    .init = trav_init, .free = trav_free, .verify = trav_verify,
+    .create = trav_create, .destroy = trav_destroy, .verify = trav_verify,
 };

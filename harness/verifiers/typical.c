@@ -45,7 +45,7 @@ double arb_typical_threshold(const double *pi, int V, double eps, double alpha)
     return a < eps ? a : eps;
 }
 
-static void typical_free(void *state)
+static void typical_destroy(void *state)
 {
     typical_state *s = state;
     if (!s)
@@ -56,7 +56,7 @@ static void typical_free(void *state)
     free(s);
 }
 
-static int typical_init(void **state, const arb_verifier_opts *o, arb_err *err)
+static int typical_create(const arb_verifier_opts *o, void **state, arb_err *err)
 {
     *state = NULL;
     if (!(o->typical_eps >= 0 && o->typical_eps <= 1) || !(o->typical_alpha >= 0))
@@ -73,7 +73,7 @@ static int typical_init(void **state, const arb_verifier_opts *o, arb_err *err)
     s->ll = malloc(sizeof(double) * (size_t)s->n_max);
     s->ok = malloc((size_t)s->n_max);
     if (!s->theta || !s->ll || !s->ok) {
-        typical_free(s);
+        typical_destroy(s);
         return ARB_ERR(err, ARB_E_NOMEM, "verifier typical: out of memory");
     }
     *state = s;
@@ -122,5 +122,5 @@ static int typical_verify(void *state, const arb_verify_in *in, arb_verify_out *
 const arb_verifier_i arb_verifier_typical = {
     .name = "typical", .needs_q = false, .needs_logits = false, .sampling = true, .approximate = true,
     .valid = {ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES},
-    .init = typical_init, .free = typical_free, .verify = typical_verify,
+    .create = typical_create, .destroy = typical_destroy, .verify = typical_verify,
 };

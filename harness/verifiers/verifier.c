@@ -1,6 +1,7 @@
 /* verifier.c — the name → vtable registry, regime names, and helpers every verifier uses. */
 #include "verifier.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,15 +22,24 @@ int arb_verifier_count(void)
 
 const arb_verifier_i *arb_verifier_at(int i)
 {
-    return i >= 0 && i < arb_verifier_count() ? registry[i] : NULL;
+    return i >= 0 && (size_t)i < sizeof registry / sizeof registry[0] ? registry[i] : NULL;
 }
 
 const arb_verifier_i *arb_verifier_find(const char *name)
 {
-    for (int i = 0; name && i < arb_verifier_count(); i++)
+    for (int i = 0; name && arb_verifier_at(i); i++)
         if (!strcmp(registry[i]->name, name))
             return registry[i];
     return NULL;
+}
+
+const char *arb_verifier_names(char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; arb_verifier_at(i) && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", registry[i]->name);
+    return buf;
 }
 
 static const char *const regime_names[ARB_REGIME_COUNT] = {"single", "iid", "delayed", "wor", "det"};
@@ -81,7 +91,7 @@ int arb_verifier_new(const char *name, const arb_verifier_opts *o, arb_verifier 
     if (!v)
         return ARB_ERR(err, ARB_E_NOMEM, "verifier '%s': out of memory", name);
     v->iface = vi;
-    int rc = vi->init(&v->ctx, o, err);
+    int rc = vi->create(o, &v->ctx, err);
     if (rc) {
         free(v);
         return rc;
@@ -94,7 +104,7 @@ void arb_verifier_free(arb_verifier *v)
 {
     if (!v)
         return;
-    v->iface->free(v->ctx);
+    v->iface->destroy(v->ctx);
     free(v);
 }
 

@@ -14,13 +14,14 @@
  *
  * Adding a verifier: (1) one file harness/verifiers/<name>.c defining
  * `const arb_verifier_i arb_verifier_<name>` (name, needs_q/needs_logits, the validity row of
- * docs/spec/verification.md §0.6, approximate when it is not lossless, init/free/verify); (2) one row in the table in verifier.c and one
+ * docs/spec/verification.md §0.6, approximate when it is not lossless, create/destroy/verify); (2) one row in the table in verifier.c and one
  * extern below; (3) a case in tests/test_verifiers.c (the suite walks the table).
  */
 #ifndef ARB_VERIFIER_H
 #define ARB_VERIFIER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sample.h"
@@ -44,6 +45,15 @@ typedef struct arb_verify_in {
     const float *logits;    /* n x V raw target logits (greedy, typical); may be NULL otherwise */
     int V;
     arb_rng *rng;           /* verification stream */
+    /* ---- optional, for greedy: the decoder's work it need not redo ---- */
+    const int32_t *argmax;  /* target argmax of node i at argmax[i * argmax_stride] (the first
+                               column of the top-K rows a harvesting decoder computed); NULL:
+                               the verifier takes it from logits */
+    int argmax_stride;
+    /* runs fn(ud, i, n) for every row i < n, possibly on several threads (the decoder passes
+       the target's kernel pool: one logits row is a 4V-byte read); NULL: in order here */
+    void (*for_rows)(void *pool, int n, void (*fn)(void *ud, int i, int n), void *ud);
+    void *pool;
 } arb_verify_in;
 
 typedef struct arb_verify_out {
@@ -72,8 +82,8 @@ typedef struct arb_verifier_i {
     bool sampling;                      /* false: T = 0 only (greedy) */
     bool approximate;                   /* true: NOT lossless (typical); reports mark its runs */
     uint8_t valid[ARB_REGIME_COUNT];    /* arb_validity per regime (§0.6) */
-    int (*init)(void **state, const arb_verifier_opts *o, arb_err *err);
-    void (*free)(void *state);          /* NULL-safe */
+    int (*create)(const arb_verifier_opts *o, void **state, arb_err *err);
+    void (*destroy)(void *state);       /* NULL-safe */
     /* No allocation. Returns ARB_OK or ARB_E_INVAL (tree larger than init, missing q). */
     int (*verify)(void *state, const arb_verify_in *in, arb_verify_out *out);
 } arb_verifier_i;
@@ -84,9 +94,12 @@ extern const arb_verifier_i arb_verifier_greedy, arb_verifier_nss, arb_verifier_
     arb_verifier_bv, arb_verifier_spectr, arb_verifier_specinfer, arb_verifier_khisti,
     arb_verifier_traversal, arb_verifier_typical;
 
-int arb_verifier_count(void);                      /* rows in the registry */
+/* The registry (verifier.c): verifier by name, NULL if unknown; row i, NULL past the end;
+   the names, ", "-separated, into buf (returns buf). */
+const arb_verifier_i *arb_verifier_find(const char *name);
 const arb_verifier_i *arb_verifier_at(int i);
-const arb_verifier_i *arb_verifier_find(const char *name); /* NULL if unknown */
+const char *arb_verifier_names(char *buf, size_t cap);
+int arb_verifier_count(void); /* rows (older callers; arb_verifier_at(i) == NULL past the end) */
 /* Config validation: ARB_E_INVAL with "verifier 'x' is not valid for regime y" (§0.6). */
 int arb_verifier_check(const char *name, arb_regime r, arb_err *err);
 const char *arb_regime_name(arb_regime r);

@@ -38,8 +38,8 @@ typedef int (*arb_ot_solve_fn)(arb_ot_work *w, const double *p, const double *q,
 int arb_ot_work_init(arb_ot_work *w, const arb_verifier_opts *o, arb_err *err);
 void arb_ot_work_release(arb_ot_work *w);
 /* init/free of a verifier whose state is just an arb_ot_work (vtable slots). */
-int arb_ot_vt_init(void **state, const arb_verifier_opts *o, arb_err *err);
-void arb_ot_vt_free(void *state);
+int arb_ot_vt_create(const arb_verifier_opts *o, void **state, arb_err *err);
+void arb_ot_vt_destroy(void *state);
 int arb_ot_run(arb_ot_work *w, const arb_verify_in *in, arb_ot_solve_fn solve, bool needs_q,
                arb_verify_out *out);
 

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "topology.h"
+
 #define SQ_PATH_MAX 64
 
 struct arb_sequoia {
@@ -202,3 +204,71 @@ int arb_sequoia_fill(arb_tree *t, int32_t a_prev, const int32_t *parent, const i
     }
     return t->n - n0;
 }
+
+/* ---- the topology plug-in (topology.h): the DP tree for the method's acceptance vector
+   (sequoia_p, at most topk ranks), built once at create and filled from the drafter's
+   successor source every step ---- */
+typedef struct sq_state {
+    int32_t *parent; /* [budget] template, canonical order */
+    int16_t *rank;
+    int n;
+} sq_state;
+
+static void sq_destroy(void *st)
+{
+    sq_state *s = st;
+    if (!s)
+        return;
+    free(s->parent);
+    free(s->rank);
+    free(s);
+}
+
+static int sq_create(const arb_method_spec *sp, void **out, arb_err *err)
+{
+    *out = NULL;
+    double p[ARB_SEQUOIA_K_MAX];
+    int K = 0;
+    while (K < ARB_SEQUOIA_K_MAX && sp->sequoia_p[K] > 0.0 && K < sp->topk) {
+        p[K] = sp->sequoia_p[K];
+        K++;
+    }
+    if (K == 0)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: sequoia_p: empty acceptance vector", sp->id);
+    sq_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return ARB_ERR(err, ARB_E_NOMEM, "topology sequoia: out of memory");
+    arb_sequoia *sq = NULL;
+    int rc = arb_sequoia_new(p, K, sp->budget, sp->max_depth + 1, &sq, err);
+    if (!rc) {
+        s->parent = malloc((size_t)sp->budget * sizeof *s->parent);
+        s->rank = malloc((size_t)sp->budget * sizeof *s->rank);
+        s->n = s->parent && s->rank
+                   ? arb_sequoia_tree(sq, sp->budget, sp->max_depth + 1, s->parent, s->rank, sp->budget)
+                   : -1;
+        if (s->n < 1)
+            rc = ARB_ERR(err, ARB_E_INVAL, "method %s: sequoia: no tree for budget %d, depth %d", sp->id,
+                         sp->budget, sp->max_depth);
+    }
+    arb_sequoia_free(sq);
+    if (rc) {
+        sq_destroy(s);
+        return rc;
+    }
+    *out = s;
+    return ARB_OK;
+}
+
+static void sq_build(void *st, const arb_topo_src *src, arb_tree *t, arb_step_record *rec)
+{
+    sq_state *s = st;
+    (void)rec;
+    arb_sequoia_fill(t, src->a_prev, s->parent, s->rank, s->n, src->succ, src->ud);
+}
+
+const arb_topology_i arb_topology_sequoia = {
+    .name = "sequoia",
+    .create = sq_create,
+    .destroy = sq_destroy,
+    .build = sq_build,
+};
