@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "drafters/topk.h"
 #include "entmtp_frontier.h"
 #include "entmtp_rollout.h"
 #include "entmtp_timing.h"
@@ -257,6 +258,21 @@ static int overhead(int argc, char **argv)
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cc);
     double sw_us = ((cc.tv_sec - ca.tv_sec) * 1e6 + (cc.tv_nsec - ca.tv_nsec) / 1e3) / (iters * 100.0);
     printf("of which the policy + tree switch: %.4f us CPU per step (%ld switches in all)\n", sw_us, sw);
+    /* the row pass alone on each path this CPU has (features.c: plain C vs AVX2) */
+    static const char *const isa_name[2] = {"plain C", "AVX2"};
+    for (int isa = ARB_TOPK_BASE; isa <= ARB_TOPK_AVX2; isa++) {
+        arb_entfeat_row r;
+        if (!arb_entfeat_row_stats_isa(isa, row, V, &r))
+            continue;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ca);
+        for (int it = 0; it < iters; it++) {
+            row[it % V] += 0.25f;
+            arb_entfeat_row_stats_isa(isa, row, V, &r);
+        }
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cc);
+        printf("row pass (argmax, p0, H) on the %s path: %.2f us CPU\n", isa_name[isa],
+               ((cc.tv_sec - ca.tv_sec) * 1e6 + (cc.tv_nsec - ca.tv_nsec) / 1e3) / iters);
+    }
     si->destroy(st);
     arb_topobank_free(b);
     free(row);
