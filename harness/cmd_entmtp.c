@@ -21,6 +21,7 @@
 #include "topobank.h"
 
 int arb_entmtp_cmd_bank(int argc, char **argv);  /* cmd_entmtp_bank.c */
+int arb_entmtp_cmd_analyze(int argc, char **argv); /* cmd_entmtp_analyze.c */
 int arb_entmtp_cmd_table(int argc, char **argv);
 
 static const char description[] =
@@ -354,12 +355,13 @@ static int plot(int argc, char **argv)
 
 int arb_cmd_entmtp(int argc, char **argv)
 {
-    static const char usage[] = "usage: arbor entmtp frontier|bank|table|overhead|plot [options]   (arbor entmtp <sub> --help)\n"
+    static const char usage[] = "usage: arbor entmtp frontier|bank|table|overhead|plot|analyze [options]   (arbor entmtp <sub> --help)\n"
                                 "  frontier  acceptance frontier + debiasing on calibration prompts\n"
                                 "  bank      throughput frontier, TopologyBank and scheduler calibration\n"
                                 "  table     EntMTP Table 1 (AR, Hydra default, static, EntMTPtau) on eval prompts\n"
                                 "  overhead  scheduler cost per step (features + switch)\n"
-                                "  plot      the acceptance frontier figure (gnuplot)\n";
+                                "  plot      the acceptance frontier figure (gnuplot)\n"
+                                "  analyze   Appendix A from a results database: feature r, AUROC, lossless\n";
     if (argc >= 2 && !strcmp(argv[1], "frontier"))
         return frontier(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "plot"))
@@ -368,6 +370,8 @@ int arb_cmd_entmtp(int argc, char **argv)
         return overhead(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "bank"))
         return arb_entmtp_cmd_bank(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "analyze"))
+        return arb_entmtp_cmd_analyze(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "table"))
         return arb_entmtp_cmd_table(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
