@@ -57,7 +57,7 @@ int arb_report_entmtp1(arb_rctx *c, arb_grid *g, arb_err *err)
                       !strcmp(c->runs[j].method, c->runs[i].method);
             if (dup)
                 continue;
-            const char *lab[2] = {arb_report_ds_title(ds), c->runs[i].method};
+            const char *lab[2] = {!strcmp(ds, "sharegpt") ? "ShareGPT" : arb_report_ds_title(ds), c->runs[i].method};
             int r = arb_grid_add_row(g, lab);
             if (r < 0) {
                 rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
