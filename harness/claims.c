@@ -200,14 +200,14 @@ static int check_kind(arb_claim *c, const char *path, bool has_op, bool has_thr,
 
 static int parse_claim(const cJSON *o, const char *path, arb_claim *c, arb_err *err)
 {
-    static const char *const papers[] = {"goose", "dte"};
+    static const char *const papers[] = {"goose", "dte", "entmtp"};
     static const char *const metrics[] = {"tau", "tps"};
     int rc = cJSON_IsObject(o) ? check_keys(o, path, claim_keys, err)
                                : ARB_ERR(err, ARB_E_INVAL, "%s: expected an object", path);
     int k = 0, op = 0, met = 0, pp = 0;
     c->paper_value = NAN;
     if (!rc && !(rc = get_str(o, path, "id", true, &c->id, err)) &&
-        !(rc = parse_enum(o, path, "paper", papers, 2, -1, &pp, err)) && pp < 0)
+        !(rc = parse_enum(o, path, "paper", papers, 3, -1, &pp, err)) && pp < 0)
         rc = ARB_ERR(err, ARB_E_INVAL, "%s: missing required key \"paper\"", path);
     if (!rc)
         rc = (c->paper = strdup(papers[pp])) ? ARB_OK : ARB_ERR(err, ARB_E_NOMEM, "out of memory");

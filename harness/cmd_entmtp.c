@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "drafters/topk.h"
 #include "entmtp_frontier.h"
 #include "entmtp_rollout.h"
 #include "entmtp_timing.h"
@@ -20,6 +21,7 @@
 #include "topobank.h"
 
 int arb_entmtp_cmd_bank(int argc, char **argv);  /* cmd_entmtp_bank.c */
+int arb_entmtp_cmd_analyze(int argc, char **argv); /* cmd_entmtp_analyze.c */
 int arb_entmtp_cmd_table(int argc, char **argv);
 
 static const char description[] =
@@ -257,6 +259,21 @@ static int overhead(int argc, char **argv)
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cc);
     double sw_us = ((cc.tv_sec - ca.tv_sec) * 1e6 + (cc.tv_nsec - ca.tv_nsec) / 1e3) / (iters * 100.0);
     printf("of which the policy + tree switch: %.4f us CPU per step (%ld switches in all)\n", sw_us, sw);
+    /* the row pass alone on each path this CPU has (features.c: plain C vs AVX2) */
+    static const char *const isa_name[2] = {"plain C", "AVX2"};
+    for (int isa = ARB_TOPK_BASE; isa <= ARB_TOPK_AVX2; isa++) {
+        arb_entfeat_row r;
+        if (!arb_entfeat_row_stats_isa(isa, row, V, &r))
+            continue;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ca);
+        for (int it = 0; it < iters; it++) {
+            row[it % V] += 0.25f;
+            arb_entfeat_row_stats_isa(isa, row, V, &r);
+        }
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cc);
+        printf("row pass (argmax, p0, H) on the %s path: %.2f us CPU\n", isa_name[isa],
+               ((cc.tv_sec - ca.tv_sec) * 1e6 + (cc.tv_nsec - ca.tv_nsec) / 1e3) / iters);
+    }
     si->destroy(st);
     arb_topobank_free(b);
     free(row);
@@ -338,12 +355,13 @@ static int plot(int argc, char **argv)
 
 int arb_cmd_entmtp(int argc, char **argv)
 {
-    static const char usage[] = "usage: arbor entmtp frontier|bank|table|overhead|plot [options]   (arbor entmtp <sub> --help)\n"
+    static const char usage[] = "usage: arbor entmtp frontier|bank|table|overhead|plot|analyze [options]   (arbor entmtp <sub> --help)\n"
                                 "  frontier  acceptance frontier + debiasing on calibration prompts\n"
                                 "  bank      throughput frontier, TopologyBank and scheduler calibration\n"
                                 "  table     EntMTP Table 1 (AR, Hydra default, static, EntMTPtau) on eval prompts\n"
                                 "  overhead  scheduler cost per step (features + switch)\n"
-                                "  plot      the acceptance frontier figure (gnuplot)\n";
+                                "  plot      the acceptance frontier figure (gnuplot)\n"
+                                "  analyze   Appendix A from a results database: feature r, AUROC, lossless\n";
     if (argc >= 2 && !strcmp(argv[1], "frontier"))
         return frontier(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "plot"))
@@ -352,6 +370,8 @@ int arb_cmd_entmtp(int argc, char **argv)
         return overhead(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "bank"))
         return arb_entmtp_cmd_bank(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "analyze"))
+        return arb_entmtp_cmd_analyze(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "table"))
         return arb_entmtp_cmd_table(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {

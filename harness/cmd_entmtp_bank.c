@@ -22,6 +22,7 @@ typedef struct cand {
     char *choices; /* index-path JSON (owned) */
     int n, depth;
     double tok_s, tau;
+    bool published; /* mc_sim_7b_63: timed for the table, never the hull's T+ */
 } cand;
 
 static int cand_cmp(const void *a, const void *b) { return ((const cand *)a)->n - ((const cand *)b)->n; }
@@ -104,7 +105,7 @@ static int read_frontier(const char *path, cand *c, int *n, arb_err *err)
     }
     cJSON_Delete(root);
     if (!rc) { /* the published default (Hydra's --hydra-choices mc_sim_7b_63) */
-        c[*n] = (cand){.choices = strdup(arb_medusa_mc_sim_7b_63), .n = 64, .depth = 4};
+        c[*n] = (cand){.choices = strdup(arb_medusa_mc_sim_7b_63), .n = 64, .depth = 4, .published = true};
         if (!c[*n].choices)
             rc = ARB_ERR(err, ARB_E_NOMEM, "entmtp: out of memory");
         else
@@ -221,16 +222,19 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
                 st = nb;
             b[nb++] = c[k];
         }
+    /* [CHOICE] the deepest depth of the acceptance hull, not of the published default: on
+       HumanEval the hull stopped at depth 3, and T+ = mc_sim_7b_63 (64 nodes, 2x slower than
+       any hull tree) is no tree "from the per-task frontier" (paper §5.2) */
     for (int k = 0; k < nc; k++)
-        maxd = c[k].depth > maxd ? c[k].depth : maxd;
+        maxd = !c[k].published && c[k].depth > maxd ? c[k].depth : maxd;
     for (int k = 0; k < nb; k++) /* T+: the fastest deepest-depth bank tree (depth 4 with 4 heads) */
-        if (b[k].depth == maxd && (tp < 0 || b[k].tok_s > b[tp].tok_s))
+        if (!b[k].published && b[k].depth == maxd && (tp < 0 || b[k].tok_s > b[tp].tok_s))
             tp = k;
     if (!rc && tp < 0) { /* [CHOICE] no bank tree that deep (a small tree won on this machine): the
                             fastest timed tree of that depth joins the bank as T+ */
         int j = -1;
         for (int k = 0; k < nc; k++)
-            if (c[k].depth == maxd && (j < 0 || c[k].tok_s > c[j].tok_s))
+            if (!c[k].published && c[k].depth == maxd && (j < 0 || c[k].tok_s > c[j].tok_s))
                 j = k;
         int at = nb;
         while (at > 0 && b[at - 1].n > c[j].n)

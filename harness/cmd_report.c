@@ -22,6 +22,8 @@ static const char description[] =
     "  sequoia-p  Sequoia's positional acceptance p[k] estimated from the ranks logged by\n"
     "           greedy ranked-tree runs (iso3 iso5 tr goose sequoia): trials, hits, p with a\n"
     "           Wilson 95% interval per method and pooled, and the sequoia_p list to paste\n"
+    "  entmtp1  EntMTP Table 1: tok/s, speedup, tau per call and per step, lossless share per\n"
+    "           dataset x method, the paper's numbers beside (configs/entmtp/table1.json)\n"
     "  auto     dte when every speculative run uses a draft model, else table3 (default)\n"
     "Pivot keys (--rows, --cols): model method base_method dataset drafter topology sweep seed\n"
     "temperature top_p sampling config (sampling: the whole setting, e.g. 'T=1 p=0.9').\n";

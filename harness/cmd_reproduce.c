@@ -19,7 +19,7 @@
 #define MAX_CONFIGS 16
 
 static const char description[] =
-    "PAPER is goose or dte. Runs every config behind the paper's claims (results/paper/claims.json)\n"
+    "PAPER is goose, dte or entmtp. Runs every config behind the paper's claims (results/paper/claims.json)\n"
     "like `arbor run` (finished prompts are skipped, so a second call resumes), then prints per\n"
     "claim the paper's figure, ours, a 95% bootstrap interval over prompts and a verdict: holds,\n"
     "fails, inconclusive (the interval straddles the threshold), missing (no data), untestable\n"
@@ -72,8 +72,8 @@ static int parse_args(int argc, char **argv, args *a)
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? -1 : 2;
     a->paper = pos.v[0];
-    if (strcmp(a->paper, "goose") && strcmp(a->paper, "dte")) {
-        fprintf(stderr, "arbor reproduce: PAPER must be goose or dte (got '%s')\n", a->paper);
+    if (strcmp(a->paper, "goose") && strcmp(a->paper, "dte") && strcmp(a->paper, "entmtp")) {
+        fprintf(stderr, "arbor reproduce: PAPER must be goose, dte or entmtp (got '%s')\n", a->paper);
         arb_opts_usage(&cmd, stderr);
         return 2;
     }

@@ -71,4 +71,7 @@ int arb_report_sequoia_p(arb_rctx *c, arb_grid *g, arb_err *err);
    roofline projections (table "cost"). */
 int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err);
 
+/* report_entmtp.c: EntMTP Table 1 (table "entmtp1"), the paper's numbers beside ours. */
+int arb_report_entmtp1(arb_rctx *c, arb_grid *g, arb_err *err);
+
 #endif

@@ -181,7 +181,9 @@ static int load_paper(ctx *x, arb_err *err)
 
 static double paper_tau(const ctx *x, const char *method, const char *ds)
 {
-    return arb_paper_value(&x->paper, x->c->paper_table, x->c->paper_model, method, ds, "tau");
+    /* the claim's metric (EntMTP's Table 1 claims compare tok/s: results/paper/entmtp.tsv) */
+    return arb_paper_value(&x->paper, x->c->paper_table, x->c->paper_model, method, ds,
+                           x->c->metric == ARB_METRIC_TPS ? "tps" : "tau");
 }
 
 /* ---- statistic and bootstrap --------------------------------------------------------- */

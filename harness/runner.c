@@ -360,6 +360,24 @@ static int rest_datastore(runner *R, const char *dataset, arb_method_spec *spec,
     return rc;
 }
 
+/* EntMTP: a bank path holding "{dataset}" names one bank per dataset (configs/entmtp/table1.json:
+   "configs/entmtp/{dataset}.json"); substituted here, before the run's params are recorded. */
+static int entmtp_bank_for_dataset(const arb_config *c, int k, const char *dataset, arb_method_spec *spec,
+                                   arb_err *err)
+{
+    const char *at = strstr(spec->bank, "{dataset}");
+    if (!at)
+        return ARB_OK;
+    char out[sizeof spec->bank];
+    const int n = snprintf(out, sizeof out, "%.*s%s%s", (int)(at - spec->bank), spec->bank, dataset,
+                           at + strlen("{dataset}"));
+    if (n < 0 || n >= (int)sizeof out)
+        return ARB_ERR(err, ARB_E_INVAL, "%s: methods[%d].bank: '%s' with dataset %s is %d characters (at most %d)",
+                       c->path, k, spec->bank, dataset, n, (int)sizeof out - 1);
+    memcpy(spec->bank, out, (size_t)n + 1);
+    return ARB_OK;
+}
+
 static char *rest_params_json(const arb_method_spec *spec, const char *ds_path, const char *ds_sha)
 {
     char *js = arb_config_spec_json(spec);
@@ -408,6 +426,8 @@ static int run_group(runner *R, const arb_model *m, arb_ctx *ctx, const char *mo
         }
         char ds_path[4096] = "", ds_sha[65] = "";
         if (!strcmp(spec.drafter, "rest") && (rc = rest_datastore(R, cd->name, &spec, ds_path, ds_sha, err)))
+            break;
+        if ((rc = entmtp_bank_for_dataset(c, k, cd->name, &spec, err)))
             break;
         char *cell = NULL, *params = rest_params_json(&spec, ds_path, ds_sha);
         if ((rc = arb_config_cell(c, mi, di, k, si, ei, sha, &cell, ms[k].key, err))) {

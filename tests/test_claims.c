@@ -32,10 +32,11 @@ Test(claims, shipped_file_names_existing_configs_and_method_ids)
     arb_claims *cl = NULL;
     arb_err err = {0};
     cr_assert_eq(arb_claims_load(path, &cl, &err), ARB_OK, "%s", err.msg);
-    int per_kind[4] = {0}, goose = 0, dte = 0, untestable = 0;
+    int per_kind[4] = {0}, goose = 0, dte = 0, entmtp = 0, untestable = 0;
     for (int i = 0; i < cl->n; i++) {
         const arb_claim *c = &cl->c[i];
         goose += !strcmp(c->paper, "goose"), dte += !strcmp(c->paper, "dte");
+        entmtp += !strcmp(c->paper, "entmtp");
         if (c->untestable) {
             untestable++;
             continue;
@@ -52,6 +53,7 @@ Test(claims, shipped_file_names_existing_configs_and_method_ids)
     for (int k = 0; k < 4; k++)
         cr_assert(per_kind[k] > 0, "no testable claim of kind %s", arb_claim_kind_name((arb_claim_kind)k));
     cr_assert(goose >= 9 && dte >= 2, "goose %d dte %d", goose, dte);
+    cr_assert(entmtp >= 5, "entmtp %d", entmtp); /* Table 1 claims (configs/entmtp/table1.json) */
     cr_assert(untestable >= 1);
     arb_claims_free(cl);
 }

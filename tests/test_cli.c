@@ -295,7 +295,7 @@ Test(cli, usage_errors_exit_2_naming_the_option, .init = find_binary)
         {"datasets show", "show needs a dataset NAME"},
         {"datasets frob", "unknown subcommand"},
         {"datasets --limit 2", "--split and --limit apply to show"},
-        {"reproduce nope", "PAPER must be goose or dte (got 'nope')"},
+        {"reproduce nope", "PAPER must be goose, dte or entmtp (got 'nope')"},
         {"reproduce goose --boot -1", "--boot"},
         {"tokenize", "no TEXT (or --file FILE) given"},
         {"tokenize hi -f x", "give TEXT or --file FILE, not both"},

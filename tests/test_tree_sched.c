@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "drafters/medusa.h"
+#include "drafters/topk.h"
 #include "schedulers/features.h"
 #include "schedulers/scheduler.h"
 #include "topobank.h"
@@ -177,4 +178,41 @@ Test(tree_sched, feature_formulas)
     cr_assert_eq(arb_entfeat_json(&f, buf, 20), -1);
     cr_assert_eq(arb_entfeat_kind_parse("sum"), ARB_ENTFEAT_SUM);
     cr_assert_eq(arb_entfeat_kind_parse("max"), -1);
+}
+
+/* The one-pass statistics (features.c) on a real-size row: every path against a double-
+   precision softmax, the argmax with a tie (lowest id wins), and a -inf logit that must not
+   turn the entropy into NaN. */
+Test(tree_sched, row_stats_paths_match_double_softmax)
+{
+    enum { V = 49152 + 7 }; /* SmolLM2's vocabulary plus a tail no lane block covers */
+    static float row[V];
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < V; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        row[i] = (float)((x >> 40) * 0x1p-24) * 20.0f - 10.0f;
+    }
+    row[4000] = 14.5f, row[30000] = 14.5f; /* a tie at the top */
+    row[123] = -INFINITY;
+    double mx = 14.5, z = 0, zl = 0;
+    for (int i = 0; i < V; i++) {
+        double e = exp((double)row[i] - mx);
+        z += e;
+        zl += row[i] == -INFINITY ? 0 : ((double)row[i] - mx) * e;
+    }
+    const double p0 = 1 / z, H = log(z) - zl / z;
+    int paths = 0;
+    for (int isa = ARB_TOPK_BASE; isa <= ARB_TOPK_AVX2; isa++) {
+        arb_entfeat_row r;
+        if (!arb_entfeat_row_stats_isa(isa, row, V, &r))
+            continue;
+        paths++;
+        cr_assert_eq(r.argmax, 4000, "isa %d", isa);
+        cr_assert(fabs(r.p0 - p0) <= 1e-6 * p0, "isa %d: p0 %.9g vs %.9g", isa, r.p0, p0);
+        cr_assert(fabs(r.H - H) <= 1e-6 * H, "isa %d: H %.9g vs %.9g", isa, r.H, H);
+    }
+    cr_assert_geq(paths, 1);
+    arb_entfeat_row d;
+    arb_entfeat_row_stats(row, V, &d);
+    cr_assert(fabs(d.H - H) <= 1e-6 * H);
 }

@@ -83,12 +83,14 @@ void arb_headsched_begin(arb_headsched *hs)
 
 void arb_headsched_base(arb_headsched *hs, const float *row, int V)
 {
+    arb_entfeat_row r; /* one pass: the bonus (argmax), p0 and H */
+    arb_entfeat_row_stats(row, V, &r);
     if (hs->n_acc > 0) { /* the bonus closes the verified step */
-        hs->acc[hs->n_acc - 1] = arb_topk_argmax(row, V);
+        hs->acc[hs->n_acc - 1] = r.argmax;
         arb_entfeat_accepted(&hs->feat, hs->acc, hs->n_acc);
         hs->n_acc = 0;
     }
-    arb_entfeat_base(&hs->feat, row, V);
+    arb_entfeat_base_stats(&hs->feat, &r);
 }
 
 const arb_topo *arb_headsched_pick(arb_headsched *hs, const float *p, const int32_t *top1, int D,

@@ -12,6 +12,7 @@
 #ifndef ARB_FEATURES_H
 #define ARB_FEATURES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define ARB_ENTFEAT_D 8    /* heads */
@@ -42,7 +43,18 @@ typedef struct arb_entfeat {
 /* "lit" | "gD" | "sum" -> kind; -1 if unknown. */
 int arb_entfeat_kind_parse(const char *name);
 void arb_entfeat_reset(arb_entfeat *f, arb_entfeat_kind kind);
-/* p0 and H from a logits row (softmax at T = 1), and the entropy EMAs. */
+/* One logits row's softmax (T = 1) statistics, from one vectorised pass after the maximum. */
+typedef struct arb_entfeat_row {
+    int32_t argmax; /* lowest id among equal maxima (arb_topk_argmax) */
+    double p0, H;   /* top-1 probability, entropy in nats */
+} arb_entfeat_row;
+void arb_entfeat_row_stats(const float *row, int V, arb_entfeat_row *out);
+/* The same on one path (ARB_TOPK_BASE or ARB_TOPK_AVX2 of drafters/topk.h; tests, benchmarks);
+   false, writing nothing, if this CPU or build lacks it. */
+bool arb_entfeat_row_stats_isa(int isa, const float *row, int V, arb_entfeat_row *out);
+/* p0, H and the entropy EMAs from a row's statistics. */
+void arb_entfeat_base_stats(arb_entfeat *f, const arb_entfeat_row *r);
+/* = arb_entfeat_row_stats + arb_entfeat_base_stats. */
 void arb_entfeat_base(arb_entfeat *f, const float *row, int V);
 /* p[0..D) head top-1 probabilities (tokens top1) along the rank-0 path: g, the three s. */
 void arb_entfeat_heads(arb_entfeat *f, const float *p, const int32_t *top1, int D);
