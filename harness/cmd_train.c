@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "distill.h"
 #include "drafters/medusa.h"
+#include "eagle_head.h"
 #include "genutil.h"
 #include "heads.h"
 #include "heads_file.h"
@@ -21,7 +22,7 @@
 #include "sha256.h"
 
 static const char usage[] =
-    "usage: arbor train medusa|hydra [--model default|PATH] [--data FILE] [--out FILE]\n"
+    "usage: arbor train medusa|hydra|eagle [--model default|PATH] [--data FILE] [--out FILE]\n"
     "                   [--heads K] [--steps N | --epochs E] [--batch B] [--lr LR]\n"
     "                   [--warmup N] [--weight-decay W] [--clip C] [--seed S] [--threads N]\n"
     "                   [--heldout F] [--eval-every N] [--eval-rows N] [--max-records N]\n"
@@ -42,10 +43,17 @@ static const char usage[] =
     "  --eval-every N   held-out evaluation every N steps (default 0: at the end only)\n"
     "  --eval-rows N    held-out rows evaluated at most (default 2000)\n"
     "  --max-records N  use the first N records of the file (default all)\n"
-    "  --threads N      target threads for the hidden-state prefill (default 1)\n";
+    "  --threads N      target threads for the hidden-state prefill (default 1)\n"
+    "\n"
+    "eagle: the EAGLE-1 head (one decoder layer on [e(x_t+1), f_t] predicting f_t+1; docs/heads.md):\n"
+    "  --batch B is records (sequences) per step (default 4), --lr defaults to 5e-4,\n"
+    "  --clip to 0.5, Adam beta2 0.95; --w-cls W weights the token loss (default 0.1)\n"
+    "  against the feature regression (SmoothL1, weight 1).\n";
 
 typedef struct opts {
     arb_heads_kind kind;
+    bool eagle;          /* arbor train eagle */
+    double w_cls;        /* eagle: token-loss weight */
     const char *model, *data, *out;
     int K, steps, epochs, batch, warmup, eval_every, eval_rows, max_records, threads;
     double lr, wd, clip, heldout;
@@ -61,6 +69,7 @@ typedef struct trainer {
     opts o;
     const arb_distill_data *d;
     arb_heads *h;
+    arb_eagle *eh;         /* eagle */
     float *w_lm, *emb;     /* [V x E] (emb == w_lm when tied) */
     float **hid;           /* [n_rec] -> [n_resp x E] or NULL (record unused) */
     bool *held;            /* [n_rec] held-out record */
@@ -112,12 +121,14 @@ static int parse_num(const char *flag, const char *v, double lo, double hi, doub
 static int parse_opts(int argc, char **argv, opts *o)
 {
     *o = (opts){.model = "default", .K = 4, .epochs = 1, .batch = 32, .warmup = -1, .eval_rows = 2000,
-                .threads = 1, .lr = 1e-3, .clip = 1.0, .heldout = 0.05, .seed = 1};
-    if (argc < 2 || (strcmp(argv[1], "medusa") && strcmp(argv[1], "hydra"))) {
-        fprintf(stderr, "arbor train: first argument must be 'medusa' or 'hydra'\n%s", usage);
+                .threads = 1, .lr = 1e-3, .clip = 1.0, .heldout = 0.05, .seed = 1, .w_cls = 0.1};
+    if (argc < 2 || (strcmp(argv[1], "medusa") && strcmp(argv[1], "hydra") && strcmp(argv[1], "eagle"))) {
+        fprintf(stderr, "arbor train: first argument must be 'medusa', 'hydra' or 'eagle'\n%s", usage);
         return -1;
     }
     o->kind = strcmp(argv[1], "hydra") ? ARB_HEADS_MEDUSA : ARB_HEADS_HYDRA;
+    if ((o->eagle = !strcmp(argv[1], "eagle"))) /* EAGLE's reference: bs 4, clip 0.5; lr a CHOICE */
+        o->batch = 4, o->lr = 5e-4, o->clip = 0.5;
     for (int i = 2; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x = 0;
@@ -158,6 +169,8 @@ static int parse_opts(int argc, char **argv, opts *o)
             bad = parse_num(a, v, 0, 1e9, &o->clip);
         else if (!strcmp(a, "--heldout"))
             bad = parse_num(a, v, 0, 0.9, &o->heldout);
+        else if (!strcmp(a, "--w-cls") && o->eagle)
+            bad = parse_num(a, v, 0, 1e3, &o->w_cls);
         else if (!strcmp(a, "--seed"))
             bad = parse_num(a, v, 0, 1.8e19, &x), o->seed = (uint64_t)x;
         else {
@@ -377,9 +390,174 @@ static void trainer_release(trainer *T)
     free(T->w_lm);
     arb_heads_ws_free(T->ws);
     arb_heads_free(T->h);
+    arb_eagle_free(T->eh);
     free(T->x);
     free(T->y);
     free(T->ranks);
+}
+
+/* ---- arbor train eagle: one sequence per record (its response), teacher-forced ---- */
+
+typedef struct eagle_eval {
+    double reg, ce, top1, top5, rank_acc[ARB_HEADS_RANKS];
+    long n, n_tok;
+} eagle_eval;
+
+/* Record r as an EAGLE sequence: inputs (f_j, e(resp[j])) for j < n_resp - 1, with f_j the
+   hidden row of position n_prompt - 1 + j; targets f_{j+1} and resp[j + 1]. */
+static int eagle_len(const trainer *T, int r) { return T->d->rec[r].n_resp - 1; }
+static const int32_t *eagle_resp(const trainer *T, int r) { return T->d->rec[r].tok + T->d->rec[r].n_prompt; }
+
+static void eagle_evaluate(trainer *T, arb_eagle_ws *ws, int32_t *ranks, eagle_eval *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    for (size_t i = 0; i < T->n_eval && ev->n < T->o.eval_rows; i++) {
+        int r = T->eval[i].rec, n = eagle_len(T, r);
+        const int32_t *resp = eagle_resp(T, r);
+        arb_eagle_loss lo;
+        arb_eagle_seq_step(T->eh, T->w_lm, T->emb, T->hid[r], resp, resp + 1, n, 1, 1, NULL, ws, &lo, ranks);
+        ev->reg += lo.reg, ev->ce += lo.ce, ev->n += lo.n, ev->n_tok += lo.n_tok;
+        for (int j = 0; j < n; j++) {
+            ev->top1 += ranks[j] == 0;
+            ev->top5 += ranks[j] >= 0 && ranks[j] < 5;
+            if (ranks[j] >= 0 && ranks[j] < ARB_HEADS_RANKS)
+                ev->rank_acc[ranks[j]]++;
+        }
+    }
+    double m = ev->n_tok ? (double)ev->n_tok : 1;
+    ev->reg /= ev->n ? (double)ev->n : 1;
+    ev->ce /= m, ev->top1 /= m, ev->top5 /= m;
+    for (int k = 0; k < ARB_HEADS_RANKS; k++)
+        ev->rank_acc[k] /= m;
+}
+
+static int train_eagle(trainer *T, const char *model_name, const char *model_path, const char *sha, int n_used,
+                       int n_held, arb_err *err)
+{
+    opts *o = &T->o;
+    const arb_eagle *h = T->eh;
+    /* sequences instead of rows: one rowref per record (j unused) */
+    size_t n_tr = 0, n_ev = 0, pos_tr = 0, pos_ev = 0;
+    int maxT = 1;
+    for (int r = 0; r < T->d->n_rec; r++) {
+        if (!T->hid[r])
+            continue;
+        int n = eagle_len(T, r);
+        maxT = n > maxT ? n : maxT;
+        if (T->held[r])
+            T->eval[n_ev++] = (rowref){r, 0}, pos_ev += (size_t)n;
+        else
+            T->train[n_tr++] = (rowref){r, 0}, pos_tr += (size_t)n;
+    }
+    T->n_train = n_tr, T->n_eval = n_ev;
+    shuffle(T->eval, T->n_eval, o->seed ^ 0xe7a1ull); /* so --eval-rows samples across records */
+    arb_eagle_ws *ws = NULL;
+    float *grad = calloc(h->n_params, sizeof *grad);
+    int32_t *ranks = malloc((size_t)maxT * sizeof *ranks);
+    arb_adamw opt = {0};
+    int rc = ARB_OK;
+    if (!grad || !ranks) {
+        rc = ARB_ERR(err, ARB_E_NOMEM, "train: out of memory");
+        goto out;
+    }
+    if ((rc = arb_eagle_ws_new(h, maxT, maxT, &ws, err)))
+        goto out;
+    size_t per_epoch = (n_tr + (size_t)o->batch - 1) / (size_t)o->batch;
+    int steps = o->steps > 0 ? o->steps : (int)(per_epoch * (size_t)o->epochs);
+    arb_adamw_opts ao = arb_adamw_default_opts();
+    ao.lr = o->lr;
+    ao.beta2 = 0.95; /* EAGLE's b2 */
+    ao.weight_decay = o->wd;
+    ao.clip = o->clip;
+    ao.total_steps = steps;
+    ao.warmup_steps = o->warmup >= 0 ? (o->warmup < steps ? o->warmup : steps) : steps / 20;
+    if ((rc = arb_adamw_init(&opt, h->n_params, &ao, err)))
+        goto out;
+    fprintf(stderr, "train eagle: 1 layer (n_head %d, n_head_kv %d, head_dim %d, n_ff %d, rope_base %g) on %s; "
+                    "%d records used (%d held out), %zu training positions, %zu held-out positions; %d steps x %d "
+                    "sequences (%.2f epochs), %zu parameters\n",
+            h->c.H, h->c.KVH, h->c.hd, h->c.F, h->c.rope_base, model_name, n_used, n_held, pos_tr, pos_ev, steps,
+            o->batch, (double)steps * o->batch / (double)n_tr, h->n_params);
+    double t0 = now_s(), acc_reg = 0, acc_ce = 0;
+    long acc_n = 0, acc_top1 = 0, tok_done = 0;
+    size_t cursor = n_tr;
+    uint64_t epoch = 0;
+    eagle_eval ev = {0};
+    for (int step = 0; step < steps; step++) {
+        memset(grad, 0, h->n_params * sizeof *grad);
+        int rec[4096], npos = 0;
+        for (int b = 0; b < o->batch; b++) {
+            if (cursor >= n_tr) {
+                shuffle(T->train, n_tr, o->seed ^ (epoch << 32));
+                cursor = 0;
+                epoch++;
+            }
+            rec[b] = T->train[cursor++].rec;
+            npos += eagle_len(T, rec[b]);
+        }
+        /* loss = mean over the batch's positions of SmoothL1 + w_cls CE (EAGLE's v_w 1, p_w 0.1) */
+        for (int b = 0; b < o->batch; b++) {
+            int r = rec[b], n = eagle_len(T, r);
+            const int32_t *resp = eagle_resp(T, r);
+            arb_eagle_loss lo;
+            arb_eagle_seq_step(h, T->w_lm, T->emb, T->hid[r], resp, resp + 1, n, 1.0f / (float)npos,
+                               (float)o->w_cls / (float)npos, grad, ws, &lo, ranks);
+            acc_reg += lo.reg, acc_ce += lo.ce, acc_n += lo.n;
+            for (int j = 0; j < n; j++)
+                acc_top1 += ranks[j] == 0;
+        }
+        tok_done += npos;
+        double gn = arb_adamw_step(&opt, T->eh->params, grad);
+        bool last = step + 1 == steps;
+        if ((step + 1) % 10 == 0 || last) {
+            double el = now_s() - t0;
+            fprintf(stderr, "step %d/%d lr %.2e |g| %.3f  %.0f tok/s  ETA %.0fs  train reg %.4f ce %.3f top1 %.3f\n",
+                    step + 1, steps, arb_adamw_lr(&ao, step), gn, (double)tok_done / el,
+                    el / (step + 1) * (steps - step - 1), acc_reg / (double)(acc_n ? acc_n : 1),
+                    acc_ce / (double)(acc_n ? acc_n : 1), (double)acc_top1 / (double)(acc_n ? acc_n : 1));
+            acc_reg = acc_ce = 0, acc_n = acc_top1 = 0;
+        }
+        if (n_ev && ((o->eval_every > 0 && (step + 1) % o->eval_every == 0) || last)) {
+            eagle_evaluate(T, ws, ranks, &ev);
+            fprintf(stderr, "eval step %d (%ld held-out positions): reg %.4f ce %.3f top1 %.3f top5 %.3f\n", step + 1,
+                    ev.n, ev.reg, ev.ce, ev.top1, ev.top5);
+        }
+    }
+    double train_s = now_s() - t0;
+    arb_heads_meta meta = {0};
+    snprintf(meta.base_sha256, sizeof meta.base_sha256, "%s", sha);
+    snprintf(meta.base_name, sizeof meta.base_name, "%s", model_name);
+    snprintf(meta.data_sha256, sizeof meta.data_sha256, "%s", T->d->sha256);
+    meta.seed = o->seed;
+    meta.rows = pos_tr;
+    meta.heldout_rows = (uint64_t)ev.n;
+    meta.top1[0] = (float)ev.top1, meta.top5[0] = (float)ev.top5;
+    for (int k = 0; k < ARB_HEADS_RANKS; k++)
+        meta.rank_acc[0][k] = (float)ev.rank_acc[k];
+    snprintf(meta.config, sizeof meta.config,
+             "{\"kind\":\"eagle\",\"steps\":%d,\"batch_sequences\":%d,\"lr\":%g,\"betas\":[0.9,0.95],\"warmup\":%d,"
+             "\"schedule\":\"cosine\",\"weight_decay\":%g,\"clip\":%g,\"w_reg\":1,\"w_cls\":%g,\"feature\":"
+             "\"final-norm output\",\"n_head\":%d,\"n_head_kv\":%d,\"head_dim\":%d,\"n_ff\":%d,\"rope_base\":%g,"
+             "\"heldout\":%g,\"eval_rows\":%d,\"max_records\":%d,\"data\":\"%s\",\"records\":%d}",
+             steps, o->batch, o->lr, ao.warmup_steps, o->wd, o->clip, o->w_cls, h->c.H, h->c.KVH, h->c.hd, h->c.F,
+             h->c.rope_base, o->heldout, o->eval_rows, o->max_records, o->data, T->d->n_rec);
+    char out[4096];
+    if (!o->out) {
+        if ((rc = arb_medusa_default_path("eagle", model_path, sha, out, sizeof out, err)))
+            goto out;
+        o->out = out;
+    }
+    if ((rc = arb_eagle_save(o->out, h, &meta, err)))
+        goto out;
+    printf("train eagle: %s\n  %d steps x %d sequences in %.1f s (%.1f tok/s); held-out (%ld positions): "
+           "SmoothL1 %.4f  CE %.3f  top-1 %.3f  top-5 %.3f\n",
+           o->out, steps, o->batch, train_s, (double)tok_done / train_s, ev.n, ev.reg, ev.ce, ev.top1, ev.top5);
+out:
+    arb_adamw_release(&opt);
+    arb_eagle_ws_free(ws);
+    free(grad);
+    free(ranks);
+    return rc;
 }
 
 static int run(trainer *T, arb_err *err)
@@ -421,23 +599,35 @@ static int run(trainer *T, arb_err *err)
     arb_model_info mi;
     arb_model_get_info(m, &mi);
     const int E = mi.n_embd;
-    if ((rc = arb_heads_new(o->kind, o->K, E, mi.n_vocab, &T->h, err)))
-        goto done;
-    arb_heads_init(T->h, o->seed);
-    int dmax = T->h->d_in[o->K - 1];
     T->hid = calloc((size_t)d->n_rec + 1, sizeof *T->hid);
     T->held = calloc((size_t)d->n_rec + 1, sizeof *T->held);
-    T->x = malloc((size_t)o->batch * dmax * sizeof *T->x);
-    T->y = malloc((size_t)o->batch * sizeof *T->y);
-    T->ranks = malloc((size_t)o->batch * sizeof *T->ranks);
-    grad = calloc(T->h->n_params, sizeof *grad);
-    if (!T->hid || !T->held || !T->x || !T->y || !T->ranks || !grad) {
+    if (!T->hid || !T->held) {
         rc = ARB_ERR(err, ARB_E_NOMEM, "train: out of memory");
         goto done;
     }
-    if ((rc = arb_heads_ws_new(T->h, o->batch, &T->ws, err)) ||
-        (rc = arb_heads_lm_weights(m, &T->w_lm, o->kind == ARB_HEADS_HYDRA ? &T->emb : NULL, err)))
-        goto done;
+    if (o->eagle) { /* its own loop below; the data, split and hidden states are shared */
+        arb_eagle_cfg ec;
+        if ((rc = arb_eagle_cfg_from_model(m, &ec, err)) || (rc = arb_eagle_new(&ec, &T->eh, err)) ||
+            (rc = arb_heads_lm_weights(m, &T->w_lm, &T->emb, err)))
+            goto done;
+        arb_eagle_init(T->eh, o->seed);
+    } else {
+        if ((rc = arb_heads_new(o->kind, o->K, E, mi.n_vocab, &T->h, err)))
+            goto done;
+        arb_heads_init(T->h, o->seed);
+        int dmax = T->h->d_in[o->K - 1];
+        T->x = malloc((size_t)o->batch * dmax * sizeof *T->x);
+        T->y = malloc((size_t)o->batch * sizeof *T->y);
+        T->ranks = malloc((size_t)o->batch * sizeof *T->ranks);
+        grad = calloc(T->h->n_params, sizeof *grad);
+        if (!T->x || !T->y || !T->ranks || !grad) {
+            rc = ARB_ERR(err, ARB_E_NOMEM, "train: out of memory");
+            goto done;
+        }
+        if ((rc = arb_heads_ws_new(T->h, o->batch, &T->ws, err)) ||
+            (rc = arb_heads_lm_weights(m, &T->w_lm, o->kind == ARB_HEADS_HYDRA ? &T->emb : NULL, err)))
+            goto done;
+    }
     /* held-out records: a hash of (seed, seq) below the share; at least one */
     for (int r = 0; r < d->n_rec; r++)
         T->held[r] = (double)(mix64(o->seed * 0x100000001b3ull ^ d->rec[r].seq) >> 11) * 0x1p-53 < o->heldout;
@@ -471,6 +661,10 @@ static int run(trainer *T, arb_err *err)
         }
     if (T->n_train == 0) {
         rc = ARB_ERR(err, ARB_E_INVAL, "%s: no training rows (records with >= 2 response tokens)", o->data);
+        goto done;
+    }
+    if (o->eagle) {
+        rc = train_eagle(T, mi.name, path, sha, n_used, n_held_used, err);
         goto done;
     }
     shuffle(T->eval, T->n_eval, o->seed ^ 0xe7a1ull); /* so --eval-rows samples across records */
