@@ -20,6 +20,7 @@
 
 #include "drafter.h"
 #include "dyntree.h"
+#include "eagle.h"
 #include "eagle_head.h"
 #include "heads.h"
 #include "heads_file.h"
@@ -33,6 +34,8 @@ typedef struct eg_state {
     arb_dyntree *dt;
     int max_cands, pend_max;
     arb_eagle *h;          /* loaded by bind */
+    arb_ctx *target;       /* its output head (quantized, as stored) scores the head's f̂ */
+    bool f32_head;         /* score with the f32 copy of the output matrix instead */
     float *w_lm, *emb;     /* [V x E] f32 (the same array when tied) */
     arb_eagle_kv *kv;      /* committed rows [0, n_stable), then the tree's slots */
     arb_eagle_ws *ws;
@@ -131,6 +134,7 @@ static int eg_bind(void *st, arb_ctx *target, arb_err *err)
                        e->h->c.E, e->h->c.V, mi.n_embd, mi.n_vocab);
     if ((rc = arb_heads_lm_weights(m, &e->w_lm, &e->emb, err)))
         return rc;
+    e->target = target;
     const int E = mi.n_embd, V = mi.n_vocab, k = e->o.topk;
     e->rows = k > e->pend_max ? k : e->pend_max;
     e->vis_max = e->pend_max > e->o.depth ? e->pend_max : e->o.depth;
@@ -144,7 +148,25 @@ static int eg_bind(void *st, arb_ctx *target, arb_err *err)
         !(e->slot = malloc((size_t)e->rows * sizeof(int))) || !(e->nvis = malloc((size_t)e->rows * sizeof(int))) ||
         !(e->vis = malloc((size_t)e->rows * e->vis_max * sizeof(int))))
         return ARB_ERR(err, ARB_E_NOMEM, "drafter eagle: out of memory");
+    /* the engine's own (quantized) output head where the backend has one (CPU), else the f32 copy */
+    memset(e->out, 0, (size_t)E * sizeof *e->out);
+    arb_err pe = {0};
+    e->f32_head = arb_ctx_output_head(target, e->out, 1, e->logits, &pe) != ARB_OK;
     return ARB_OK;
+}
+
+void arb_eagle_drafter_use_f32_head(void *st, bool on)
+{
+    eg_state *e = st;
+    e->f32_head = on;
+}
+
+/* logits [n x V] of n f̂ rows */
+static void head_logits(eg_state *e, const float *x, int n, float *logits)
+{
+    arb_err err = {0};
+    if (e->f32_head || arb_ctx_output_head(e->target, x, n, logits, &err) != ARB_OK)
+        arb_heads_logits(e->w_lm, e->h->c.V, x, n, e->h->c.E, logits);
 }
 
 /* The cache holds every committed row of a generation plus one tree's slots. */
@@ -213,7 +235,7 @@ static int eg_expand(void *ud, const arb_dyntree_cand *cand, const int32_t *fron
     eg_state *e = ud;
     const int E = e->h->c.E, V = e->h->c.V;
     if (n == 1 && front[0] < 0) { /* the anchor: f̂ from the catch-up */
-        arb_heads_logits(e->w_lm, V, e->root, 1, E, e->logits);
+        head_logits(e, e->root, 1, e->logits);
         arb_topk_softmax(e->logits, V, k, ids, e->sc);
         for (int j = 0; j < k; j++)
             logp[j] = logf(e->sc[j]);
@@ -232,7 +254,7 @@ static int eg_expand(void *ud, const arb_dyntree_cand *cand, const int32_t *fron
     }
     arb_eagle_rows(e->h, e->emb, e->kv, n, e->fin, e->tok, e->pos, e->slot, e->n_stable, e->vis, e->nvis, e->vis_max,
                    e->out, e->ws);
-    arb_heads_logits(e->w_lm, V, e->out, n, E, e->logits);
+    head_logits(e, e->out, n, e->logits);
     for (int i = 0; i < n; i++) {
         memcpy(e->cand_out + (size_t)front[i] * E, e->out + (size_t)i * E, (size_t)E * sizeof(float));
         arb_topk_softmax(e->logits + (size_t)i * V, V, k, ids + (size_t)i * k, e->sc);
