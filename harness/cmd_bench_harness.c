@@ -14,16 +14,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "cli.h"
 #include "decode.h"
 #include "drafters/drafter.h"
+#include "drafters/eagle.h"
 #include "drafters/goose.h"
+#include "drafters/medusa.h"
 #include "drafters/pld.h"
 #include "drafters/rest.h"
 #include "drafters/tr.h"
 #include "dyntree.h"
+#include "eagle_head.h"
+#include "heads.h"
+#include "heads_file.h"
+#include "sha256.h"
 #include "genutil.h"
 #include "method.h"
 #include "opts.h"
@@ -39,7 +46,10 @@ static const char description[] =
     "and 10^7 tokens (--rest-1e8 adds 10^8: minutes, ~3 GB), and with --model, retrieval on\n"
     "--datastore (default code, see arbor datastore) against one 65-node tree eval.\n"
     "Last, the Lookahead drafter (preset lookahead, W 15 N 5 G 15): its propose (window +\n"
-    "guesses) and pool update per step, and with --model their share of its tree's eval.\n";
+    "guesses) and pool update per step, and with --model their share of its tree's eval.\n"
+    "With --model, the EAGLE head drafter (preset eagle2-head, 60 / 6 / 10): its propose per step\n"
+    "(catch-up + dynamic tree) against one eval of the tree it drafts (the trained head at the\n"
+    "default path when there is one, else a random head of the model's sizes).\n";
 
 static double now_us(void)
 {
@@ -256,6 +266,126 @@ static int bench_rest(bool big, const char *ds_name, arb_ctx *c, arb_err *err)
    decode drives it. One anchor recurs, so after the fill steps its pool list is full (G grams)
    and every step proposes the whole 1 + (W-1) + (N-2)W + G(N-1) tree and puts W full-list
    grams; the argmax rows are random tokens. With c, that tree's eval on the model. */
+/* EAGLE head drafter: propose (catch-up of an accepted path of 3 rows + EAGLE-2 tree) against the
+   eval of the tree it drafts, on the target at 256 tokens of context. */
+static int bench_eagle(arb_ctx *c, arb_err *err)
+{
+    const arb_model *m = arb_ctx_model(c);
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    const int E = mi.n_embd, V = mi.n_vocab;
+    arb_method_spec s;
+    int rc = arb_method_spec_preset("eagle2-head", &s, err);
+    char sha[65], path[4096], tmp[] = "/tmp/arb_bench_eagle_XXXXXX";
+    bool random_head = false;
+    if (!rc)
+        rc = arb_sha256_file(arb_model_path(m), sha, err);
+    if (!rc) {
+        arb_eagle *h = NULL;
+        arb_heads_meta meta;
+        arb_err e2 = {0};
+        if (arb_medusa_default_path("eagle", arb_model_path(m), sha, path, sizeof path, err) == ARB_OK &&
+            arb_eagle_load(path, sha, &h, &meta, &e2) == ARB_OK) {
+            arb_eagle_free(h);
+            snprintf(s.heads, sizeof s.heads, "default");
+        } else { /* timings do not depend on the weights, only the early stop does a little */
+            arb_eagle_cfg ec;
+            int fd = mkstemp(tmp);
+            if (fd < 0)
+                return ARB_ERR(err, ARB_E_IO, "bench-harness: cannot create %s", tmp);
+            close(fd);
+            memset(&meta, 0, sizeof meta);
+            snprintf(meta.base_sha256, sizeof meta.base_sha256, "%s", sha);
+            if ((rc = arb_eagle_cfg_from_model(m, &ec, err)) || (rc = arb_eagle_new(&ec, &h, err)))
+                return rc;
+            arb_eagle_init(h, 1);
+            rc = arb_eagle_save(tmp, h, &meta, err);
+            arb_eagle_free(h);
+            snprintf(s.heads, sizeof s.heads, "%s", tmp);
+            random_head = true;
+        }
+    }
+    const arb_drafter_i *dr = arb_drafter_find("eagle");
+    void *st = NULL;
+    arb_tree t;
+    memset(&t, 0, sizeof t);
+    float *hid = malloc((size_t)4 * E * sizeof *hid), *lg = malloc((size_t)s.budget * V * sizeof *lg);
+    if (!rc && (!hid || !lg))
+        rc = ARB_ERR(err, ARB_E_NOMEM, "bench-harness: out of memory");
+    if (!rc && !(rc = dr->create(&s, V, &st, err)) && !(rc = dr->bind(st, c, err)) &&
+        !(rc = dr->begin(st, 1024, true, err)))
+        rc = arb_tree_init(&t, s.budget, err);
+    double t_prop[2] = {1e30, 1e30}, t_eval = 1e30, t_lm = 1e30, t_lmq = 1e30;
+    int nodes = 0;
+    for (int r = 0; r < 10 && !rc; r++) { /* alternate: engine head (even), f32 copy (odd) */
+        for (int i = 0; i < 4 * E; i++)
+            hid[i] = (float)((int)(rnd() % 2001) - 1000) * 1e-3f;
+        int32_t S[2] = {1, (int32_t)(rnd() % V)}, acc[3] = {0, 1, 2};
+        arb_tree_reset(&t, S[1]);
+        arb_tree_add(&t, 0, (int32_t)(rnd() % V), ARB_SRC_HEAD, 0, 1.0f);
+        arb_tree_add(&t, 1, (int32_t)(rnd() % V), ARB_SRC_HEAD, 0, 1.0f);
+        arb_step_record rec = {0};
+        if (r == 0)
+            dr->hidden(st, hid); /* after prefill */
+        else { /* after a step that accepted 2 drafts */
+            dr->verified(st, &t, acc, 3, &rec);
+            dr->hidden_path(st, hid, acc, 3, E);
+            dr->hidden(st, hid + 2 * E);
+        }
+        arb_eagle_drafter_use_f32_head(st, r % 2 == 1);
+        arb_tree_reset(&t, S[1]);
+        double t0 = now_us();
+        dr->propose(st, S, 2, &t, &rec);
+        arb_tree_finalize(&t);
+        double t1 = now_us();
+        if (r > 0)
+            t_prop[r % 2] = fmin(t_prop[r % 2], t1 - t0);
+        nodes = t.n;
+        if ((rc = arb_eval(c, t.tok, t.parent, t.n, lg, NULL, err)))
+            break;
+        t_eval = fmin(t_eval, now_us() - t1);
+    }
+    if (!rc) { /* one level's scoring alone, 10 rows: the f32 copy against the engine's head */
+        float *w_lm = NULL, *z = calloc((size_t)10 * E, sizeof *z), *L = malloc((size_t)10 * V * sizeof *L);
+        for (int i = 0; z && i < 10 * E; i++)
+            z[i] = (float)((int)(rnd() % 2001) - 1000) * 1e-3f;
+        if (!z || !L)
+            rc = ARB_ERR(err, ARB_E_NOMEM, "bench-harness: out of memory");
+        if (!rc && !(rc = arb_heads_lm_weights(m, &w_lm, NULL, err)))
+            for (int r = 0; r < 3 && !rc; r++) {
+                double t0 = now_us();
+                arb_heads_logits(w_lm, V, z, 10, E, L);
+                double t1 = now_us();
+                rc = arb_ctx_output_head(c, z, 10, L, err);
+                t_lm = fmin(t_lm, t1 - t0);
+                t_lmq = fmin(t_lmq, now_us() - t1);
+            }
+        free(w_lm);
+        free(z);
+        free(L);
+    }
+    if (!rc)
+        printf("## EAGLE head drafter (preset eagle2-head: budget %d, depth %d, topk %d; %s head)\n\n"
+               "Propose per step = catch-up of a 3-row accepted path + the dynamic tree (best of 4 or 5), against "
+               "one target eval of the %d-node tree it drafts (best of 10).\n\n"
+               "| scoring f̂ with | propose | draft / target call | one level's scoring (10 rows) |\n"
+               "|---|---:|---:|---:|\n"
+               "| f32 copy of the output matrix (%.0f MB) | %.0f us | %.2f | %.0f us |\n"
+               "| engine output head, as stored (arb_ctx_output_head) | %.0f us | %.2f | %.0f us |\n\n"
+               "Target eval of the tree: %.0f us.\n\n",
+               s.budget, s.max_depth, s.topk, random_head ? "a random" : "the trained", nodes,
+               (double)V * E * 4 / 1e6, t_prop[1], t_prop[1] / t_eval, t_lm, t_prop[0], t_prop[0] / t_eval, t_lmq,
+               t_eval);
+    if (st)
+        dr->destroy(st);
+    arb_tree_release(&t);
+    free(hid);
+    free(lg);
+    if (random_head)
+        remove(tmp);
+    return rc;
+}
+
 static int bench_lookahead(arb_ctx *c, int V, arb_err *err)
 {
     arb_method_spec sp;
@@ -549,6 +679,8 @@ int arb_cmd_bench_harness(int argc, char **argv)
                    t.n, te, t.n, tr1, trm, thr_s, thr_s, real, 100.0 * real / te);
         }
     }
+    if (!rc && c)
+        rc = bench_eagle(c, &err);
     if (!rc)
         rc = bench_rest(rest_big, ds_name, c, &err);
     if (!rc) {

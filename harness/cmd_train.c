@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "distill.h"
 #include "drafters/medusa.h"
+#include "eagle_head.h"
 #include "genutil.h"
 #include "heads.h"
 #include "heads_file.h"
@@ -26,10 +27,16 @@ static const char description[] =
     "head, on the responses of a distill file (`arbor distill`); head k (1-based) predicts token\n"
     "t + k + 1. Writes a GGUF with the heads, base model sha256, config, data sha256, accuracy.\n"
     "Optimizer steps: --steps N, else --epochs E passes over the rows (E = 1); --lr is the peak\n"
-    "rate, reached after --warmup steps (default 5%), then cosine to 0.\n";
+    "rate, reached after --warmup steps (default 5%), then cosine to 0.\n"
+    "eagle: the EAGLE-1 head (one decoder layer on [e(x_t+1), f_t] predicting f_t+1; docs/heads.md):\n"
+    "--batch B is records (sequences) per step (default 4), --lr defaults to 5e-4, --clip to 0.5,\n"
+    "Adam beta2 0.95; --w-cls W weights the token loss (default 0.1) against the feature\n"
+    "regression (SmoothL1, weight 1).\n";
 
 typedef struct opts {
     arb_heads_kind kind;
+    bool eagle;          /* arbor train eagle */
+    double w_cls;        /* eagle: token-loss weight */
     const char *model, *data, *out;
     int K, steps, epochs, batch, warmup, eval_every, eval_rows, max_records, threads;
     double lr, wd, clip, heldout;
@@ -45,6 +52,7 @@ typedef struct trainer {
     opts o;
     const arb_distill_data *d;
     arb_heads *h;
+    arb_eagle *eh;         /* eagle */
     float *w_lm, *emb;     /* [V x E] (emb == w_lm when tied) */
     float **hid;           /* [n_rec] -> [n_resp x E] or NULL (record unused) */
     bool *held;            /* [n_rec] held-out record */
@@ -85,7 +93,8 @@ static double now_s(void)
 static int parse_opts(int argc, char **argv, opts *o)
 {
     *o = (opts){.model = "default", .K = 4, .epochs = 1, .batch = 32, .warmup = -1, .eval_rows = 2000,
-                .threads = 1, .lr = 1e-3, .clip = 1.0, .heldout = 0.05, .seed = 1};
+                .threads = 1, .lr = 1e-3, .clip = 1.0, .heldout = 0.05, .seed = 1, .w_cls = 0.1};
+    bool seen_batch = false, seen_lr = false, seen_clip = false, seen_wcls = false;
     const arb_opt table[] = {
         ARB_OPT_STR("--model", "M", &o->model, "model whose heads are trained: default or a GGUF path"),
         {.name = "--file", .alias = "--data", .kind = ARB_OPT_KIND_STR, .dst = &o->data, .metavar = "FILE",
@@ -94,11 +103,16 @@ static int parse_opts(int argc, char **argv, opts *o)
         ARB_OPT_INT("--heads", "K", &o->K, 1, ARB_HEADS_MAX, "heads (default 4)"),
         ARB_OPT_INT("--steps", "N", &o->steps, 1, 1e9, "optimizer steps (default: --epochs passes over the rows)"),
         ARB_OPT_INT("--epochs", "E", &o->epochs, 1, 1000, "passes over the rows when --steps is not given (1)"),
-        ARB_OPT_INT("--batch", "B", &o->batch, 1, 4096, "rows (positions) per step (32)"),
-        ARB_OPT_DOUBLE("--lr", "LR", &o->lr, 1e-9, 10, "peak learning rate (1e-3)"),
+        {.name = "--batch", .kind = ARB_OPT_KIND_INT, .dst = &o->batch, .lo = 1, .hi = 4096, .metavar = "B",
+         .help = "rows (positions) per step (32; eagle: records per step, 4)", .seen = &seen_batch},
+        {.name = "--lr", .kind = ARB_OPT_KIND_DOUBLE, .dst = &o->lr, .lo = 1e-9, .hi = 10, .metavar = "LR",
+         .help = "peak learning rate (1e-3; eagle 5e-4)", .seen = &seen_lr},
         ARB_OPT_INT("--warmup", "N", &o->warmup, 0, 1e9, "warm-up steps (default 5% of the steps)"),
         ARB_OPT_DOUBLE("--weight-decay", "W", &o->wd, 0, 10, "decoupled weight decay (0)"),
-        ARB_OPT_DOUBLE("--clip", "C", &o->clip, 0, 1e9, "global gradient-norm cap (1.0)"),
+        {.name = "--clip", .kind = ARB_OPT_KIND_DOUBLE, .dst = &o->clip, .lo = 0, .hi = 1e9, .metavar = "C",
+         .help = "global gradient-norm cap (1.0; eagle 0.5)", .seen = &seen_clip},
+        {.name = "--w-cls", .kind = ARB_OPT_KIND_DOUBLE, .dst = &o->w_cls, .lo = 0, .hi = 1e3, .metavar = "W",
+         .help = "eagle: weight of the token loss against the feature regression (0.1)", .seen = &seen_wcls},
         ARB_OPT_U64("--seed", "S", &o->seed, "shuffling, initialisation and the held-out split (1)"),
         ARB_OPT_INT("--threads", "N", &o->threads, 0, 1024, "target threads for the hidden-state prefill (1)"),
         ARB_OPT_DOUBLE("--heldout", "F", &o->heldout, 0, 0.9, "share of records held out (0.05, at least one)"),
@@ -107,14 +121,23 @@ static int parse_opts(int argc, char **argv, opts *o)
         {.name = "--limit", .alias = "--max-records", .kind = ARB_OPT_KIND_INT, .dst = &o->max_records, .lo = 1,
          .hi = 1e9, .metavar = "N", .help = "use the first N records of the file (default all)"},
         ARB_OPT_END};
-    const arb_cmd_spec cmd = {"train", "medusa|hydra|nde", description, table, 1, 1};
+    const arb_cmd_spec cmd = {"train", "medusa|hydra|eagle|nde", description, table, 1, 1};
     char *pos_v[argc > 0 ? argc : 1];
     arb_opt_pos pos = {pos_v, 0};
     const int prc = arb_opts_parse(&cmd, argc, argv, &pos);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 1 : 2;
-    if (strcmp(pos.v[0], "medusa") && strcmp(pos.v[0], "hydra")) {
-        fprintf(stderr, "arbor train: the heads kind must be medusa, hydra or nde (got '%s')\n", pos.v[0]);
+    if (strcmp(pos.v[0], "medusa") && strcmp(pos.v[0], "hydra") && strcmp(pos.v[0], "eagle")) {
+        fprintf(stderr, "arbor train: the heads kind must be medusa, hydra, eagle or nde (got '%s')\n", pos.v[0]);
+        arb_opts_usage(&cmd, stderr);
+        return 2;
+    }
+    if ((o->eagle = !strcmp(pos.v[0], "eagle"))) { /* EAGLE's reference: bs 4, clip 0.5; lr a CHOICE */
+        o->batch = seen_batch ? o->batch : 4;
+        o->lr = seen_lr ? o->lr : 5e-4;
+        o->clip = seen_clip ? o->clip : 0.5;
+    } else if (seen_wcls) {
+        fprintf(stderr, "arbor train: --w-cls is an eagle option\n");
         arb_opts_usage(&cmd, stderr);
         return 2;
     }
@@ -329,9 +352,174 @@ static void trainer_release(trainer *T)
     free(T->w_lm);
     arb_heads_ws_free(T->ws);
     arb_heads_free(T->h);
+    arb_eagle_free(T->eh);
     free(T->x);
     free(T->y);
     free(T->ranks);
+}
+
+/* ---- arbor train eagle: one sequence per record (its response), teacher-forced ---- */
+
+typedef struct eagle_eval {
+    double reg, ce, top1, top5, rank_acc[ARB_HEADS_RANKS];
+    long n, n_tok;
+} eagle_eval;
+
+/* Record r as an EAGLE sequence: inputs (f_j, e(resp[j])) for j < n_resp - 1, with f_j the
+   hidden row of position n_prompt - 1 + j; targets f_{j+1} and resp[j + 1]. */
+static int eagle_len(const trainer *T, int r) { return T->d->rec[r].n_resp - 1; }
+static const int32_t *eagle_resp(const trainer *T, int r) { return T->d->rec[r].tok + T->d->rec[r].n_prompt; }
+
+static void eagle_evaluate(trainer *T, arb_eagle_ws *ws, int32_t *ranks, eagle_eval *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    for (size_t i = 0; i < T->n_eval && ev->n < T->o.eval_rows; i++) {
+        int r = T->eval[i].rec, n = eagle_len(T, r);
+        const int32_t *resp = eagle_resp(T, r);
+        arb_eagle_loss lo;
+        arb_eagle_seq_step(T->eh, T->w_lm, T->emb, T->hid[r], resp, resp + 1, n, 1, 1, NULL, ws, &lo, ranks);
+        ev->reg += lo.reg, ev->ce += lo.ce, ev->n += lo.n, ev->n_tok += lo.n_tok;
+        for (int j = 0; j < n; j++) {
+            ev->top1 += ranks[j] == 0;
+            ev->top5 += ranks[j] >= 0 && ranks[j] < 5;
+            if (ranks[j] >= 0 && ranks[j] < ARB_HEADS_RANKS)
+                ev->rank_acc[ranks[j]]++;
+        }
+    }
+    double m = ev->n_tok ? (double)ev->n_tok : 1;
+    ev->reg /= ev->n ? (double)ev->n : 1;
+    ev->ce /= m, ev->top1 /= m, ev->top5 /= m;
+    for (int k = 0; k < ARB_HEADS_RANKS; k++)
+        ev->rank_acc[k] /= m;
+}
+
+static int train_eagle(trainer *T, const char *model_name, const char *model_path, const char *sha, int n_used,
+                       int n_held, arb_err *err)
+{
+    opts *o = &T->o;
+    const arb_eagle *h = T->eh;
+    /* sequences instead of rows: one rowref per record (j unused) */
+    size_t n_tr = 0, n_ev = 0, pos_tr = 0, pos_ev = 0;
+    int maxT = 1;
+    for (int r = 0; r < T->d->n_rec; r++) {
+        if (!T->hid[r])
+            continue;
+        int n = eagle_len(T, r);
+        maxT = n > maxT ? n : maxT;
+        if (T->held[r])
+            T->eval[n_ev++] = (rowref){r, 0}, pos_ev += (size_t)n;
+        else
+            T->train[n_tr++] = (rowref){r, 0}, pos_tr += (size_t)n;
+    }
+    T->n_train = n_tr, T->n_eval = n_ev;
+    shuffle(T->eval, T->n_eval, o->seed ^ 0xe7a1ull); /* so --eval-rows samples across records */
+    arb_eagle_ws *ws = NULL;
+    float *grad = calloc(h->n_params, sizeof *grad);
+    int32_t *ranks = malloc((size_t)maxT * sizeof *ranks);
+    arb_adamw opt = {0};
+    int rc = ARB_OK;
+    if (!grad || !ranks) {
+        rc = ARB_ERR(err, ARB_E_NOMEM, "train: out of memory");
+        goto out;
+    }
+    if ((rc = arb_eagle_ws_new(h, maxT, maxT, &ws, err)))
+        goto out;
+    size_t per_epoch = (n_tr + (size_t)o->batch - 1) / (size_t)o->batch;
+    int steps = o->steps > 0 ? o->steps : (int)(per_epoch * (size_t)o->epochs);
+    arb_adamw_opts ao = arb_adamw_default_opts();
+    ao.lr = o->lr;
+    ao.beta2 = 0.95; /* EAGLE's b2 */
+    ao.weight_decay = o->wd;
+    ao.clip = o->clip;
+    ao.total_steps = steps;
+    ao.warmup_steps = o->warmup >= 0 ? (o->warmup < steps ? o->warmup : steps) : steps / 20;
+    if ((rc = arb_adamw_init(&opt, h->n_params, &ao, err)))
+        goto out;
+    fprintf(stderr, "train eagle: 1 layer (n_head %d, n_head_kv %d, head_dim %d, n_ff %d, rope_base %g) on %s; "
+                    "%d records used (%d held out), %zu training positions, %zu held-out positions; %d steps x %d "
+                    "sequences (%.2f epochs), %zu parameters\n",
+            h->c.H, h->c.KVH, h->c.hd, h->c.F, h->c.rope_base, model_name, n_used, n_held, pos_tr, pos_ev, steps,
+            o->batch, (double)steps * o->batch / (double)n_tr, h->n_params);
+    double t0 = now_s(), acc_reg = 0, acc_ce = 0;
+    long acc_n = 0, acc_top1 = 0, tok_done = 0;
+    size_t cursor = n_tr;
+    uint64_t epoch = 0;
+    eagle_eval ev = {0};
+    for (int step = 0; step < steps; step++) {
+        memset(grad, 0, h->n_params * sizeof *grad);
+        int rec[4096], npos = 0;
+        for (int b = 0; b < o->batch; b++) {
+            if (cursor >= n_tr) {
+                shuffle(T->train, n_tr, o->seed ^ (epoch << 32));
+                cursor = 0;
+                epoch++;
+            }
+            rec[b] = T->train[cursor++].rec;
+            npos += eagle_len(T, rec[b]);
+        }
+        /* loss = mean over the batch's positions of SmoothL1 + w_cls CE (EAGLE's v_w 1, p_w 0.1) */
+        for (int b = 0; b < o->batch; b++) {
+            int r = rec[b], n = eagle_len(T, r);
+            const int32_t *resp = eagle_resp(T, r);
+            arb_eagle_loss lo;
+            arb_eagle_seq_step(h, T->w_lm, T->emb, T->hid[r], resp, resp + 1, n, 1.0f / (float)npos,
+                               (float)o->w_cls / (float)npos, grad, ws, &lo, ranks);
+            acc_reg += lo.reg, acc_ce += lo.ce, acc_n += lo.n;
+            for (int j = 0; j < n; j++)
+                acc_top1 += ranks[j] == 0;
+        }
+        tok_done += npos;
+        double gn = arb_adamw_step(&opt, T->eh->params, grad);
+        bool last = step + 1 == steps;
+        if ((step + 1) % 10 == 0 || last) {
+            double el = now_s() - t0;
+            fprintf(stderr, "step %d/%d lr %.2e |g| %.3f  %.0f tok/s  ETA %.0fs  train reg %.4f ce %.3f top1 %.3f\n",
+                    step + 1, steps, arb_adamw_lr(&ao, step), gn, (double)tok_done / el,
+                    el / (step + 1) * (steps - step - 1), acc_reg / (double)(acc_n ? acc_n : 1),
+                    acc_ce / (double)(acc_n ? acc_n : 1), (double)acc_top1 / (double)(acc_n ? acc_n : 1));
+            acc_reg = acc_ce = 0, acc_n = acc_top1 = 0;
+        }
+        if (n_ev && ((o->eval_every > 0 && (step + 1) % o->eval_every == 0) || last)) {
+            eagle_evaluate(T, ws, ranks, &ev);
+            fprintf(stderr, "eval step %d (%ld held-out positions): reg %.4f ce %.3f top1 %.3f top5 %.3f\n", step + 1,
+                    ev.n, ev.reg, ev.ce, ev.top1, ev.top5);
+        }
+    }
+    double train_s = now_s() - t0;
+    arb_heads_meta meta = {0};
+    snprintf(meta.base_sha256, sizeof meta.base_sha256, "%s", sha);
+    snprintf(meta.base_name, sizeof meta.base_name, "%s", model_name);
+    snprintf(meta.data_sha256, sizeof meta.data_sha256, "%s", T->d->sha256);
+    meta.seed = o->seed;
+    meta.rows = pos_tr;
+    meta.heldout_rows = (uint64_t)ev.n;
+    meta.top1[0] = (float)ev.top1, meta.top5[0] = (float)ev.top5;
+    for (int k = 0; k < ARB_HEADS_RANKS; k++)
+        meta.rank_acc[0][k] = (float)ev.rank_acc[k];
+    snprintf(meta.config, sizeof meta.config,
+             "{\"kind\":\"eagle\",\"steps\":%d,\"batch_sequences\":%d,\"lr\":%g,\"betas\":[0.9,0.95],\"warmup\":%d,"
+             "\"schedule\":\"cosine\",\"weight_decay\":%g,\"clip\":%g,\"w_reg\":1,\"w_cls\":%g,\"feature\":"
+             "\"final-norm output\",\"n_head\":%d,\"n_head_kv\":%d,\"head_dim\":%d,\"n_ff\":%d,\"rope_base\":%g,"
+             "\"heldout\":%g,\"eval_rows\":%d,\"max_records\":%d,\"data\":\"%s\",\"records\":%d}",
+             steps, o->batch, o->lr, ao.warmup_steps, o->wd, o->clip, o->w_cls, h->c.H, h->c.KVH, h->c.hd, h->c.F,
+             h->c.rope_base, o->heldout, o->eval_rows, o->max_records, o->data, T->d->n_rec);
+    char out[4096];
+    if (!o->out) {
+        if ((rc = arb_medusa_default_path("eagle", model_path, sha, out, sizeof out, err)))
+            goto out;
+        o->out = out;
+    }
+    if ((rc = arb_eagle_save(o->out, h, &meta, err)))
+        goto out;
+    printf("train eagle: %s\n  %d steps x %d sequences in %.1f s (%.1f tok/s); held-out (%ld positions): "
+           "SmoothL1 %.4f  CE %.3f  top-1 %.3f  top-5 %.3f\n",
+           o->out, steps, o->batch, train_s, (double)tok_done / train_s, ev.n, ev.reg, ev.ce, ev.top1, ev.top5);
+out:
+    arb_adamw_release(&opt);
+    arb_eagle_ws_free(ws);
+    free(grad);
+    free(ranks);
+    return rc;
 }
 
 static int run(trainer *T, arb_err *err)
@@ -373,23 +561,35 @@ static int run(trainer *T, arb_err *err)
     arb_model_info mi;
     arb_model_get_info(m, &mi);
     const int E = mi.n_embd;
-    if ((rc = arb_heads_new(o->kind, o->K, E, mi.n_vocab, &T->h, err)))
-        goto done;
-    arb_heads_init(T->h, o->seed);
-    int dmax = T->h->d_in[o->K - 1];
     T->hid = calloc((size_t)d->n_rec + 1, sizeof *T->hid);
     T->held = calloc((size_t)d->n_rec + 1, sizeof *T->held);
-    T->x = malloc((size_t)o->batch * dmax * sizeof *T->x);
-    T->y = malloc((size_t)o->batch * sizeof *T->y);
-    T->ranks = malloc((size_t)o->batch * sizeof *T->ranks);
-    grad = calloc(T->h->n_params, sizeof *grad);
-    if (!T->hid || !T->held || !T->x || !T->y || !T->ranks || !grad) {
+    if (!T->hid || !T->held) {
         rc = ARB_ERR(err, ARB_E_NOMEM, "train: out of memory");
         goto done;
     }
-    if ((rc = arb_heads_ws_new(T->h, o->batch, &T->ws, err)) ||
-        (rc = arb_heads_lm_weights(m, &T->w_lm, o->kind == ARB_HEADS_HYDRA ? &T->emb : NULL, err)))
-        goto done;
+    if (o->eagle) { /* its own loop below; the data, split and hidden states are shared */
+        arb_eagle_cfg ec;
+        if ((rc = arb_eagle_cfg_from_model(m, &ec, err)) || (rc = arb_eagle_new(&ec, &T->eh, err)) ||
+            (rc = arb_heads_lm_weights(m, &T->w_lm, &T->emb, err)))
+            goto done;
+        arb_eagle_init(T->eh, o->seed);
+    } else {
+        if ((rc = arb_heads_new(o->kind, o->K, E, mi.n_vocab, &T->h, err)))
+            goto done;
+        arb_heads_init(T->h, o->seed);
+        int dmax = T->h->d_in[o->K - 1];
+        T->x = malloc((size_t)o->batch * dmax * sizeof *T->x);
+        T->y = malloc((size_t)o->batch * sizeof *T->y);
+        T->ranks = malloc((size_t)o->batch * sizeof *T->ranks);
+        grad = calloc(T->h->n_params, sizeof *grad);
+        if (!T->x || !T->y || !T->ranks || !grad) {
+            rc = ARB_ERR(err, ARB_E_NOMEM, "train: out of memory");
+            goto done;
+        }
+        if ((rc = arb_heads_ws_new(T->h, o->batch, &T->ws, err)) ||
+            (rc = arb_heads_lm_weights(m, &T->w_lm, o->kind == ARB_HEADS_HYDRA ? &T->emb : NULL, err)))
+            goto done;
+    }
     /* held-out records: a hash of (seed, seq) below the share; at least one */
     for (int r = 0; r < d->n_rec; r++)
         T->held[r] = (double)(mix64(o->seed * 0x100000001b3ull ^ d->rec[r].seq) >> 11) * 0x1p-53 < o->heldout;
@@ -423,6 +623,10 @@ static int run(trainer *T, arb_err *err)
         }
     if (T->n_train == 0) {
         rc = ARB_ERR(err, ARB_E_INVAL, "%s: no training rows (records with >= 2 response tokens)", o->data);
+        goto done;
+    }
+    if (o->eagle) {
+        rc = train_eagle(T, mi.name, path, sha, n_used, n_held_used, err);
         goto done;
     }
     shuffle(T->eval, T->n_eval, o->seed ^ 0xe7a1ull); /* so --eval-rows samples across records */

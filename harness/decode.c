@@ -433,6 +433,8 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         }
         if (d->dr->verified)
             d->dr->verified(d->dst, t, d->path, np, &rec);
+        if (d->hid && d->dr->hidden_path) /* EAGLE: every accepted node's hidden state */
+            d->dr->hidden_path(d->dst, d->hid, d->path, np, d->E);
         if (d->hid) /* the stop node's hidden state: its logits gave the bonus token */
             d->dr->hidden(d->dst, d->hid + (size_t)vo.node * d->E);
         if (d->dr->stop_logits)

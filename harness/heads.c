@@ -202,6 +202,11 @@ static void dz_rows(const float *W, int V, const float *G, int B, int E, float *
             axpy_c(dZ + (size_t)i * E, G[(size_t)i * V + v], W + (size_t)v * E, E);
 }
 
+float arb_heads_dot(const float *a, const float *b, int n) { return DOT(a, b, n); }
+void arb_heads_axpy(float *y, float a, const float *x, int n) { AXPY(y, a, x, n); }
+void arb_heads_logits(const float *W, int V, const float *Z, int B, int E, float *L) { logits_rows(W, V, Z, B, E, L); }
+void arb_heads_dz(const float *W, int V, const float *G, int B, int E, float *dZ) { dz_rows(W, V, G, B, E, dZ); }
+
 /* ---- lifecycle ---- */
 
 void arb_heads_free(arb_heads *h)

@@ -86,6 +86,14 @@ void arb_heads_topk_all(const arb_heads *h, const float *w_lm, const float *x, c
 void arb_heads_topk_batch(const arb_heads *h, const float *w_lm, int n, const int *k, const float *const *x,
                           const int *n_top, int32_t *ids, float *probs, arb_heads_ws *ws);
 
+/* The vector kernels of the heads (AVX2+FMA when the CPU has it, else plain C), shared with the
+   EAGLE head (eagle_head.c): a . b; y += a x; L[i x V + v] = W[v] . Z[i] (W [V x E], Z [B x E]);
+   dZ[i] = Σ_v G[i x V + v] W[v] (dZ overwritten). Deterministic for a machine. */
+float arb_heads_dot(const float *a, const float *b, int n);
+void arb_heads_axpy(float *y, float a, const float *x, int n);
+void arb_heads_logits(const float *W, int V, const float *Z, int B, int E, float *L);
+void arb_heads_dz(const float *W, int V, const float *G, int B, int E, float *dZ);
+
 /* The target's output matrix [V x E] in f32 (output.weight, or token_embd.weight when tied)
    and, if emb is non-NULL, its token embedding [V x E] (the same array when tied: *emb ==
    *w_lm, free once). Read through the model's GGUF (arb_gguf_open + arb_dequantize). */

@@ -72,7 +72,7 @@ static void kv_f32s(buf *b, const char *k, const float *v, uint64_t n)
 }
 
 typedef struct tens {
-    char name[32];
+    char name[48];
     uint64_t ne0, ne1; /* ne1 = 1: a vector */
     const float *data;
 } tens;
@@ -97,20 +97,21 @@ static int list_tensors(const arb_heads *h, tens *t)
     return n;
 }
 
-int arb_heads_save(const char *path, const arb_heads *h, const arb_heads_meta *meta, arb_err *err)
+/* The file: the shared keys (kind, sizes, base model, training meta, held-out accuracy of K
+   heads), the EAGLE layer's sizes when ecfg is non-NULL, then the F32 tensors. */
+static int write_file(const char *path, const char *kind, int K, int E, int V, const arb_heads_meta *meta,
+                      const arb_eagle_cfg *ecfg, const tens *t, int nt, arb_err *err)
 {
-    tens t[4 * ARB_HEADS_MAX];
-    int nt = list_tensors(h, t);
     buf b = {0};
     put(&b, "GGUF", 4);
     put_u32(&b, 3);
     put_u64(&b, (uint64_t)nt);
-    put_u64(&b, 17);
+    put_u64(&b, ecfg ? 23 : 17);
     kv_str(&b, "general.architecture", "arbor-heads");
-    kv_str(&b, "arbor.heads.kind", arb_heads_kind_name(h->kind));
-    kv_u32(&b, "arbor.heads.n_heads", (uint32_t)h->n_heads);
-    kv_u32(&b, "arbor.heads.n_embd", (uint32_t)h->n_embd);
-    kv_u32(&b, "arbor.heads.n_vocab", (uint32_t)h->n_vocab);
+    kv_str(&b, "arbor.heads.kind", kind);
+    kv_u32(&b, "arbor.heads.n_heads", (uint32_t)K);
+    kv_u32(&b, "arbor.heads.n_embd", (uint32_t)E);
+    kv_u32(&b, "arbor.heads.n_vocab", (uint32_t)V);
     kv_str(&b, "arbor.base.sha256", meta->base_sha256);
     kv_str(&b, "arbor.base.name", meta->base_name);
     kv_str(&b, "arbor.train.config", meta->config);
@@ -118,14 +119,22 @@ int arb_heads_save(const char *path, const arb_heads *h, const arb_heads_meta *m
     kv_u64(&b, "arbor.train.seed", meta->seed);
     kv_u64(&b, "arbor.train.rows", meta->rows);
     kv_u64(&b, "arbor.train.heldout_rows", meta->heldout_rows);
-    kv_f32s(&b, "arbor.heldout.top1", meta->top1, (uint64_t)h->n_heads);
-    kv_f32s(&b, "arbor.heldout.top5", meta->top5, (uint64_t)h->n_heads);
+    kv_f32s(&b, "arbor.heldout.top1", meta->top1, (uint64_t)K);
+    kv_f32s(&b, "arbor.heldout.top5", meta->top5, (uint64_t)K);
     float ra[ARB_HEADS_MAX * ARB_HEADS_RANKS];
-    for (int k = 0; k < h->n_heads; k++)
+    for (int k = 0; k < K; k++)
         memcpy(ra + k * ARB_HEADS_RANKS, meta->rank_acc[k], sizeof meta->rank_acc[k]);
-    kv_f32s(&b, "arbor.heldout.rank_acc", ra, (uint64_t)h->n_heads * ARB_HEADS_RANKS);
+    kv_f32s(&b, "arbor.heldout.rank_acc", ra, (uint64_t)K * ARB_HEADS_RANKS);
     kv_u32(&b, "arbor.heads.ranks", ARB_HEADS_RANKS);
     kv_u32(&b, "general.alignment", ALIGN);
+    if (ecfg) {
+        kv_u32(&b, "arbor.eagle.n_head", (uint32_t)ecfg->H);
+        kv_u32(&b, "arbor.eagle.n_head_kv", (uint32_t)ecfg->KVH);
+        kv_u32(&b, "arbor.eagle.head_dim", (uint32_t)ecfg->hd);
+        kv_u32(&b, "arbor.eagle.n_ff", (uint32_t)ecfg->F);
+        kv_f32s(&b, "arbor.eagle.rope_base", &ecfg->rope_base, 1);
+        kv_f32s(&b, "arbor.eagle.rms_eps", &ecfg->eps, 1);
+    }
     uint64_t off = 0;
     for (int i = 0; i < nt; i++) {
         put_str(&b, t[i].name);
@@ -156,6 +165,39 @@ int arb_heads_save(const char *path, const arb_heads *h, const arb_heads_meta *m
         rc = ARB_ERR(err, ARB_E_IO, "%s: cannot write: %s", path, strerror(errno));
     free(b.p);
     return rc;
+}
+
+int arb_heads_save(const char *path, const arb_heads *h, const arb_heads_meta *meta, arb_err *err)
+{
+    tens t[4 * ARB_HEADS_MAX];
+    int nt = list_tensors(h, t);
+    return write_file(path, arb_heads_kind_name(h->kind), h->n_heads, h->n_embd, h->n_vocab, meta, NULL, t, nt, err);
+}
+
+/* The EAGLE layer's tensors: name, [ne0 = in, ne1 = out] as GGUF orders a row-major [out x in]. */
+static int eagle_tensors(const arb_eagle *h, tens *t)
+{
+    const arb_eagle_cfg *c = &h->c;
+    const uint64_t E = (uint64_t)c->E, QD = (uint64_t)c->H * c->hd, KD = (uint64_t)c->KVH * c->hd,
+                   F = (uint64_t)c->F;
+    const struct { const char *name; uint64_t ne0, ne1; const float *p; } d[10] = {
+        {"eagle.fc.weight", 2 * E, E, h->fc_w}, {"eagle.fc.bias", E, 1, h->fc_b},
+        {"eagle.attn_q.weight", E, QD, h->wq},  {"eagle.attn_k.weight", E, KD, h->wk},
+        {"eagle.attn_v.weight", E, KD, h->wv},  {"eagle.attn_output.weight", QD, E, h->wo},
+        {"eagle.ffn_norm.weight", E, 1, h->norm}, {"eagle.ffn_gate.weight", E, F, h->wg},
+        {"eagle.ffn_up.weight", E, F, h->wu},   {"eagle.ffn_down.weight", F, E, h->wd}};
+    for (int i = 0; i < 10; i++) {
+        snprintf(t[i].name, sizeof t[i].name, "%s", d[i].name);
+        t[i].ne0 = d[i].ne0, t[i].ne1 = d[i].ne1, t[i].data = d[i].p;
+    }
+    return 10;
+}
+
+int arb_eagle_save(const char *path, const arb_eagle *h, const arb_heads_meta *meta, arb_err *err)
+{
+    tens t[10];
+    int nt = eagle_tensors(h, t);
+    return write_file(path, "eagle", 1, h->c.E, h->c.V, meta, &h->c, t, nt, err);
 }
 
 /* ---- reader ---- */
@@ -288,6 +330,90 @@ done:
     arb_gguf_close(g);
     if (rc) {
         arb_heads_free(h);
+        return rc;
+    }
+    *out = h;
+    return ARB_OK;
+}
+
+static int get_f32(const arb_gguf *g, const char *path, const char *key, float *out, arb_err *err)
+{
+    return get_f32s(g, path, key, out, 1, err);
+}
+
+int arb_eagle_load(const char *path, const char *expect_sha256, arb_eagle **out, arb_heads_meta *meta, arb_err *err)
+{
+    *out = NULL;
+    memset(meta, 0, sizeof *meta);
+    arb_gguf *g = NULL;
+    arb_eagle *h = NULL;
+    int rc = arb_gguf_open(path, &g, err);
+    if (rc)
+        return rc;
+    char arch[64], kind[32];
+    uint64_t K = 0, E = 0, V = 0, ranks = 0, H = 0, KVH = 0, hd = 0, F = 0;
+    arb_eagle_cfg c = {0};
+    if ((rc = get_str(g, path, "general.architecture", arch, sizeof arch, err)))
+        goto done;
+    if (strcmp(arch, "arbor-heads")) {
+        rc = ARB_ERR(err, ARB_E_FORMAT, "%s: general.architecture is '%s', not 'arbor-heads'", path, arch);
+        goto done;
+    }
+    if ((rc = get_str(g, path, "arbor.heads.kind", kind, sizeof kind, err)))
+        goto done;
+    if (strcmp(kind, "eagle")) {
+        rc = ARB_ERR(err, ARB_E_FORMAT, "%s: arbor.heads.kind is '%s', not 'eagle' (train one with `arbor train eagle`)",
+                     path, kind);
+        goto done;
+    }
+    if ((rc = get_uint(g, path, "arbor.heads.n_heads", &K, err)) ||
+        (rc = get_uint(g, path, "arbor.heads.n_embd", &E, err)) ||
+        (rc = get_uint(g, path, "arbor.heads.n_vocab", &V, err)) ||
+        (rc = get_uint(g, path, "arbor.heads.ranks", &ranks, err)) ||
+        (rc = get_str(g, path, "arbor.base.sha256", meta->base_sha256, sizeof meta->base_sha256, err)) ||
+        (rc = get_str(g, path, "arbor.base.name", meta->base_name, sizeof meta->base_name, err)) ||
+        (rc = get_str(g, path, "arbor.train.config", meta->config, sizeof meta->config, err)) ||
+        (rc = get_str(g, path, "arbor.train.data_sha256", meta->data_sha256, sizeof meta->data_sha256, err)) ||
+        (rc = get_uint(g, path, "arbor.train.seed", &meta->seed, err)) ||
+        (rc = get_uint(g, path, "arbor.train.rows", &meta->rows, err)) ||
+        (rc = get_uint(g, path, "arbor.train.heldout_rows", &meta->heldout_rows, err)) ||
+        (rc = get_uint(g, path, "arbor.eagle.n_head", &H, err)) ||
+        (rc = get_uint(g, path, "arbor.eagle.n_head_kv", &KVH, err)) ||
+        (rc = get_uint(g, path, "arbor.eagle.head_dim", &hd, err)) ||
+        (rc = get_uint(g, path, "arbor.eagle.n_ff", &F, err)) ||
+        (rc = get_f32(g, path, "arbor.eagle.rope_base", &c.rope_base, err)) ||
+        (rc = get_f32(g, path, "arbor.eagle.rms_eps", &c.eps, err)))
+        goto done;
+    if (expect_sha256 && strcmp(expect_sha256, meta->base_sha256)) {
+        rc = ARB_ERR(err, ARB_E_INVAL,
+                     "%s: heads trained for base model %s (sha256 %.16s...), not this model (sha256 %.16s...)", path,
+                     meta->base_name, meta->base_sha256, expect_sha256);
+        goto done;
+    }
+    if (K != 1 || E < 1 || E > 1u << 16 || V < 1 || V > 1u << 24 || ranks != ARB_HEADS_RANKS || H > 1024 ||
+        KVH > 1024 || hd > 4096 || F > 1u << 20) {
+        rc = ARB_ERR(err, ARB_E_FORMAT, "%s: eagle head with %llu heads, n_embd %llu, n_vocab %llu, ranks %llu, "
+                     "n_head %llu, n_ff %llu unsupported", path, (unsigned long long)K, (unsigned long long)E,
+                     (unsigned long long)V, (unsigned long long)ranks, (unsigned long long)H, (unsigned long long)F);
+        goto done;
+    }
+    c.E = (int)E, c.V = (int)V, c.H = (int)H, c.KVH = (int)KVH, c.hd = (int)hd, c.F = (int)F;
+    if ((rc = arb_eagle_new(&c, &h, err)))
+        goto done;
+    float ra[ARB_HEADS_RANKS];
+    if ((rc = get_f32s(g, path, "arbor.heldout.top1", meta->top1, 1, err)) ||
+        (rc = get_f32s(g, path, "arbor.heldout.top5", meta->top5, 1, err)) ||
+        (rc = get_f32s(g, path, "arbor.heldout.rank_acc", ra, ARB_HEADS_RANKS, err)))
+        goto done;
+    memcpy(meta->rank_acc[0], ra, sizeof ra);
+    tens t[10];
+    eagle_tensors(h, t);
+    for (int i = 0; i < 10 && !rc; i++)
+        rc = get_tensor(g, path, t[i].name, t[i].ne0, t[i].ne1, (float *)t[i].data, err);
+done:
+    arb_gguf_close(g);
+    if (rc) {
+        arb_eagle_free(h);
         return rc;
     }
     *out = h;

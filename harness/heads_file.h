@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 
+#include "eagle_head.h"
 #include "heads.h"
 
 typedef struct arb_heads_meta {
@@ -37,5 +38,12 @@ int arb_heads_save(const char *path, const arb_heads *h, const arb_heads_meta *m
    that is not a heads file (the key or tensor named), ARB_E_IO, ARB_E_NOMEM. */
 int arb_heads_load(const char *path, const char *expect_sha256, arb_heads **out, arb_heads_meta *meta,
                    arb_err *err);
+
+/* The EAGLE head (eagle_head.h) in the same container: kind "eagle", n_heads 1, its layer sizes
+   as arbor.eagle.{n_head,n_head_kv,head_dim,n_ff,rope_base,rms_eps}, tensors eagle.fc.{weight,
+   bias}, eagle.attn_{q,k,v,output}.weight, eagle.ffn_{norm,gate,up,down}.weight; meta's top1,
+   top5, rank_acc[0] hold the token prediction's held-out accuracy. Same errors as above. */
+int arb_eagle_save(const char *path, const arb_eagle *h, const arb_heads_meta *meta, arb_err *err);
+int arb_eagle_load(const char *path, const char *expect_sha256, arb_eagle **out, arb_heads_meta *meta, arb_err *err);
 
 #endif

@@ -42,7 +42,7 @@ const arb_drafter_i arb_drafter_none = {
 static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_pld, &arb_drafter_tr,
                                                 &arb_drafter_goose, &arb_drafter_draft, &arb_drafter_eagle2,
                                                 &arb_drafter_medusa, &arb_drafter_hydra, &arb_drafter_rest,
-                                                &arb_drafter_lookahead};
+                                                &arb_drafter_lookahead, &arb_drafter_eagle};
 /* GOOSE's spine-ratio rules (Algorithm 2), the `scheduler` key; not the tree-scheduler plug-ins
    of schedulers/scheduler.h (`tree_sched`): docs/ARCHITECTURE.md "Adding a plug-in". */
 static const char *const schedulers[] = {"goose_tiers", "fixed", "none"};
@@ -126,11 +126,11 @@ static const arb_method_param params[] = {
     {"topology", ARB_PARAM_STR, OFF(topology), GOOSE, 0, 0, "\"\" or spine (GOOSE's tree) | iso | sequoia"},
     {"verifier", ARB_PARAM_STR, OFF(verifier), "*", 0, 0, "greedy"},
     {"scheduler", ARB_PARAM_STR, OFF(scheduler), GOOSE, 0, 0, "goose_tiers | fixed | none"},
-    {"budget", ARB_PARAM_INT, OFF(budget), GOOSE " " E2 " medusa hydra rest", 1, 1024,
+    {"budget", ARB_PARAM_INT, OFF(budget), GOOSE " " E2 " medusa hydra rest eagle", 1, 1024,
      "B: nodes per step incl. the anchor (medusa/hydra: tree auto), or \"auto\""},
-    {"max_depth", ARB_PARAM_INT, OFF(max_depth), GOOSE " " E2, 1, 62,
+    {"max_depth", ARB_PARAM_INT, OFF(max_depth), GOOSE " " E2 " eagle", 1, 62,
      "D: branch depth below its branch point (eagle2-draft: deepest draft node)"},
-    {"topk", ARB_PARAM_INT, OFF(topk), "tr goose " E2, 1, 16,
+    {"topk", ARB_PARAM_INT, OFF(topk), "tr goose " E2 " eagle", 1, 16,
      "K: successors per adjacency entry (eagle2-draft: children per node and frontier width)"},
     {"rho", ARB_PARAM_DOUBLE, OFF(rho), GOOSE, 0, 1, "share of non-spine budget for root branches"},
     {"s_min", ARB_PARAM_DOUBLE, OFF(s_min), GOOSE, 0, 1, "successors below this score are pruned"},
@@ -172,7 +172,7 @@ static const arb_method_param params[] = {
     {"top_k", ARB_PARAM_INT, OFF(top_k), "*", 0, 1 << 20, "top-k filter, 0 = off"},
     {"seed", ARB_PARAM_U64, OFF(seed), "*", 0, 1.8e19, "run seed"},
     {"draft_model", ARB_PARAM_STR, OFF(draft_model), "draft " E2, 0, 0, "self (target cut) | target (same GGUF, q = p) | GGUF path"},
-    {"heads", ARB_PARAM_STR, OFF(heads), "medusa hydra", 0, 0, "default | heads GGUF path (arbor train)"},
+    {"heads", ARB_PARAM_STR, OFF(heads), "medusa hydra eagle", 0, 0, "default | heads GGUF path (arbor train)"},
     {"tree", ARB_PARAM_STR, OFF(tree), "medusa hydra", 0, 0, "mc_sim_7b_63 | auto (budget nodes from held-out rank accuracy)"},
     {"bank", ARB_PARAM_STR, OFF(bank), "medusa hydra", 0, 0, "EntMTP TopologyBank JSON (arbor entmtp bank)"},
     {"tree_sched", ARB_PARAM_STR, OFF(tree_sched), "medusa hydra", 0, 0, "\"\" | static | entmtp_tau | ladder (needs bank)"},
@@ -305,6 +305,9 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
         snprintf(s->id, sizeof s->id, "EAGLE2");
         snprintf(s->scheduler, sizeof s->scheduler, "none");
         snprintf(s->verifier, sizeof s->verifier, "nss"); /* T > 0; the greedy walk at T = 0 */
+    } else if (d == &arb_drafter_eagle) { /* EAGLE-2 on the EAGLE head: the reference's 60 / 5 (+1) / 10 */
+        snprintf(s->id, sizeof s->id, "EAGLE2-head");
+        snprintf(s->scheduler, sizeof s->scheduler, "none");
     } else if (d == &arb_drafter_medusa || d == &arb_drafter_hydra) { /* docs/heads.md */
         snprintf(s->id, sizeof s->id, "%s", d == &arb_drafter_medusa ? "Medusa" : "Hydra");
         snprintf(s->scheduler, sizeof s->scheduler, "none");
@@ -357,6 +360,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
         /* EntMTP with the GSM8K bank made on this machine (docs/entmtp.md); the path is relative
            to the source tree, so run from there or --set bank=... */
         {"entmtp", "hydra", "EntMTP"}, {"entmtp-tau", "hydra", "EntMTPtau"}, {"entmtp-ll", "hydra", "EntMTP-ll"},
+        {"eagle2-head", "eagle", "EAGLE2-head"}, /* EAGLE-2's tree on the trained EAGLE head (docs/heads.md) */
     };
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
         if (strcasecmp(name, base[i].name))
@@ -398,7 +402,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
     return ARB_ERR(err, ARB_E_INVAL,
                    "method: unknown '%s' (ar pld tr goose iso3 iso5 sequoia goose-nospinebr goose-unigram "
                    "goose-nobypass goose-nospine goose-control draft eagle2 medusa hydra rest rest-code rest-chat entmtp entmtp-tau entmtp-ll "
-                   "lookahead lookahead-small)", name);
+                   "lookahead lookahead-small eagle2-head)", name);
 }
 
 int arb_method_max_nodes(const arb_method_spec *s)
@@ -416,7 +420,7 @@ int arb_method_max_nodes(const arb_method_spec *s)
     }
     if (d == &arb_drafter_lookahead)
         return arb_lade_max_nodes(s->la_window, s->la_ngram, s->la_guess);
-    if (d == &arb_drafter_eagle2)
+    if (d == &arb_drafter_eagle2 || d == &arb_drafter_eagle)
         return s->budget;
     if (d == &arb_drafter_medusa || d == &arb_drafter_hydra) /* mc_sim_7b_63: 63 nodes + anchor */
         return s->tree_sched[0] ? ARB_BANK_TREE_MAX : !strcmp(s->tree, "auto") ? s->budget : 64;

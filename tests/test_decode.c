@@ -12,6 +12,7 @@
 
 #include "datastore.h"
 #include "decode.h"
+#include "eagle_head.h"
 #include "entmtp_rollout.h"
 #include "heads_file.h"
 #include "sha256.h"
@@ -210,6 +211,69 @@ static void write_random_heads(arb_heads_kind kind, const char *path)
             meta.rank_acc[k][r] = 0.5f / (float)(k + 1) / (float)(r + 1);
     cr_assert_eq(arb_heads_save(path, h, &meta, &err), ARB_OK, "%s", err.msg);
     arb_heads_free(h);
+}
+
+/* EAGLE-2 on an EAGLE head (preset eagle2-head; a random head at the model's sizes: acceptance
+   is not the point) emits the AR tokens with full dynamic trees; a head made for another model is
+   refused by name. */
+Test(decode, eagle_head_drafter_reproduces_ar, .init = setup, .fini = teardown, .timeout = 900)
+{
+    if (!M)
+        cr_skip_test("default model not available (arbor fetch-model)");
+    arb_err err = {0};
+    arb_eagle_cfg c;
+    cr_assert_eq(arb_eagle_cfg_from_model(M, &c, &err), ARB_OK, "%s", err.msg);
+    arb_eagle *h;
+    cr_assert_eq(arb_eagle_new(&c, &h, &err), ARB_OK, "%s", err.msg);
+    arb_eagle_init(h, 11);
+    arb_heads_meta meta = {.seed = 11};
+    cr_assert_eq(arb_sha256_file(arb_model_path(M), meta.base_sha256, &err), ARB_OK, "%s", err.msg);
+    char path[] = "/tmp/arb_eh_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(arb_eagle_save(path, h, &meta, &err), ARB_OK, "%s", err.msg);
+    for (size_t p = 0; p < 2; p++) {
+        int32_t ref[128];
+        int n_ref;
+        arb_prompt_result ar, r;
+        rec_sum sum;
+        generate("ar", prompts[p], 32, ref, &n_ref, &ar, &sum);
+        arb_method_spec s;
+        cr_assert_eq(arb_method_spec_preset("eagle2-head", &s, &err), ARB_OK);
+        cr_assert_eq(arb_method_param_set(&s, "heads", path, &err), ARB_OK, "%s", err.msg);
+        cr_assert_eq(arb_method_param_set(&s, "budget", "20", &err), ARB_OK, "%s", err.msg);
+        arb_decoder *d;
+        cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK, "%s", err.msg);
+        int32_t *ids;
+        int n;
+        cr_assert_eq(arb_gen_prompt(M, prompts[p], true, &ids, &n, &err), ARB_OK);
+        arb_decode_opts o = arb_decode_default_opts();
+        o.max_new = 32;
+        memset(&sum, 0, sizeof sum);
+        arb_decode_cb cb = {.on_step = on_step, .ud = &sum};
+        cr_assert_eq(arb_decoder_generate(d, ids, n, &o, &cb, &r, &err), ARB_OK, "%s", err.msg);
+        cr_assert_eq(r.n_generated, n_ref, "prompt %zu", p);
+        for (int i = 0; i < n_ref; i++)
+            cr_assert_eq(r.ids[i], ref[i], "eagle2-head prompt %zu: token %d differs", p, i);
+        cr_assert_eq(sum.committed + 1, n_ref);
+        cr_assert_not(sum.bad_k);
+        cr_assert_not(sum.bad_rank, "ranks agree with the path");
+        cr_assert_eq(sum.max_nodes, 20, "the dynamic tree fills its budget");
+        free(ids);
+        arb_decoder_free(d);
+    }
+    /* made for another model: refused by name */
+    meta.base_sha256[0] = meta.base_sha256[0] == '0' ? '1' : '0';
+    cr_assert_eq(arb_eagle_save(path, h, &meta, &err), ARB_OK);
+    arb_method_spec s;
+    arb_method_spec_preset("eagle2-head", &s, &err);
+    arb_method_param_set(&s, "heads", path, &err);
+    arb_decoder *d = (arb_decoder *)1;
+    cr_assert_neq(arb_decoder_new(C, &s, &d, &err), ARB_OK);
+    cr_assert(strstr(err.msg, "heads trained for base model"), "%s", err.msg);
+    remove(path);
+    arb_eagle_free(h);
 }
 
 /* Medusa and Hydra (trees mc_sim_7b_63 and auto) emit the AR tokens; head nodes are counted. */

@@ -326,6 +326,31 @@ Test(engine, greedy_32_tokens_ar)
     arb_model_free(m);
 }
 
+/* arb_ctx_output_head on an eval's own hidden rows gives that eval's logits bit for bit, for
+   all rows at once and for one row alone (batch-invariant); bad row counts are refused. */
+Test(engine, output_head_matches_eval_logits)
+{
+    arb_model *m = open_model(1);
+    const int V = 49152, E = 576, N = 7;
+    arb_ctx *c = check_ctx(m, 256, 16, 0, true);
+    int32_t tok[7] = {1, 504, 3060, 314, 9521, 28, 42}, par[7] = {-1, 0, 1, 2, 1, 4, 5};
+    float *lg = malloc(sizeof(float) * V * N), *hid = malloc(sizeof(float) * E * N);
+    float *got = malloc(sizeof(float) * V * N);
+    check_eval(c, tok, par, N, lg, hid);
+    arb_err err = {0};
+    cr_assert_eq(arb_ctx_output_head(c, hid, N, got, &err), ARB_OK, "%s", err.msg);
+    cr_assert(memcmp(got, lg, sizeof(float) * V * N) == 0, "output head differs from the eval's logits");
+    cr_assert_eq(arb_ctx_output_head(c, hid + 3 * E, 1, got, &err), ARB_OK, "%s", err.msg);
+    cr_assert(memcmp(got, lg + (size_t)3 * V, sizeof(float) * V) == 0, "a row alone differs");
+    cr_assert_eq(arb_ctx_output_head(c, hid, 17, got, &err), ARB_E_INVAL);
+    cr_assert_eq(arb_ctx_output_head(c, hid, 0, got, &err), ARB_E_INVAL);
+    free(lg);
+    free(hid);
+    free(got);
+    arb_ctx_free(c);
+    arb_model_free(m);
+}
+
 /* 40 random trees (up to 64 nodes) on random prefixes: every node bitwise equal to AR. */
 Test(engine, tree_logits_equal_ar, .timeout = 1500)
 {

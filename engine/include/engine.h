@@ -128,6 +128,15 @@ int arb_commit(arb_ctx *c, const int32_t *path, int n, arb_err *err);
    n x n_vocab buffer or the other rows' head. Chunked by n_batch_max; allocates nothing. */
 int arb_prefill(arb_ctx *c, const int32_t *tok, int n, float *last_logits, arb_err *err);
 
+/* The model's own output head, as stored (quantized), on n caller rows of final-norm hidden
+   state — the rows arb_eval's `hidden` returns, so the final RMSNorm is not applied again:
+   logits[r] = W_out hidden[r] (n x n_vocab). For draft heads that predict hidden states (EAGLE).
+   1 <= n <= the context's n_batch_max; the same kernel as arb_eval's head, so a row's logits do
+   not depend on n or on the other rows (batch-invariant), and equal arb_eval's logits for its own
+   hidden rows. CPU contexts only (ARB_E_UNSUPPORTED with a GPU backend). Allocates nothing; uses
+   the context's scratch, so not concurrently with an eval on the same context. */
+int arb_ctx_output_head(arb_ctx *c, const float *hidden, int n, float *logits, arb_err *err);
+
 int arb_ctx_n_past(const arb_ctx *c);          /* committed prefix length */
 int arb_ctx_truncate(arb_ctx *c, int n_past);  /* drop committed tokens beyond n_past */
 const arb_model *arb_ctx_model(const arb_ctx *c);

@@ -67,6 +67,10 @@ typedef struct arb_drafter_i {
     /* Optional (EntMTP features): the same node's logits row (n_vocab floats), right after
        hidden (or where hidden would be called). */
     void (*stop_logits)(void *st, const float *row, int n_vocab);
+    /* Optional (EAGLE, eagle.c; needs `hidden`): after every step, before `hidden`, the hidden
+       rows of the whole accepted path: node path[i]'s row is rows + path[i] * n_embd (root
+       first, n_path = accepted + 1). */
+    void (*hidden_path)(void *st, const float *rows, const int32_t *path, int n_path, int n_embd);
 } arb_drafter_i;
 
 extern const arb_drafter_i arb_drafter_none, arb_drafter_pld, arb_drafter_tr, arb_drafter_goose;
@@ -75,6 +79,7 @@ extern const arb_drafter_i arb_drafter_lookahead; /* Jacobi window + n-gram pool
 extern const arb_drafter_i arb_drafter_eagle2; /* draft model + EAGLE-2 dynamic tree (eagle2.c) */
 extern const arb_drafter_i arb_drafter_medusa, arb_drafter_hydra; /* trained heads (medusa.c) */
 extern const arb_drafter_i arb_drafter_rest;   /* REST retrieval (rest.c) */
+extern const arb_drafter_i arb_drafter_eagle;  /* EAGLE head + EAGLE-2 dynamic tree (eagle.c) */
 
 /* The registry (method.c): drafter by name ("ar" is an alias of "none"), NULL if unknown;
    row i (NULL past the end); the names, ", "-separated, into buf (returns buf). */
