@@ -49,7 +49,10 @@ static const char description[] =
     "guesses) and pool update per step, and with --model their share of its tree's eval.\n"
     "With --model, the EAGLE head drafter (preset eagle2-head, 60 / 6 / 10): its propose per step\n"
     "(catch-up + dynamic tree) against one eval of the tree it drafts (the trained head at the\n"
-    "default path when there is one, else a random head of the model's sizes).\n";
+    "default path when there is one, else a random head of the model's sizes).\n"
+    "With --model, the Medusa and Hydra drafters (trained heads at the default path): their\n"
+    "propose per step scored with the f32 copy and with the engine's own output head, against\n"
+    "one eval of the tree they draft.\n";
 
 static double now_us(void)
 {
@@ -386,6 +389,93 @@ static int bench_eagle(arb_ctx *c, arb_err *err)
     return rc;
 }
 
+/* Medusa / Hydra drafters (presets medusa, hydra, and hydra tree=auto budget=24, the trained heads
+   at the default path): propose per step (the heads' blocks + their output-head passes + the
+   tree) with each scorer, against one target eval of the tree they draft. Skipped, saying so,
+   when the model has no trained heads file. */
+static int bench_heads(arb_ctx *c, arb_err *err)
+{
+    const arb_model *m = arb_ctx_model(c);
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    const int E = mi.n_embd, V = mi.n_vocab;
+    static const struct { const char *preset, *tree; int budget; } cfg[] = {
+        {"medusa", NULL, 0}, {"hydra", NULL, 0}, {"hydra", "auto", 24}};
+    char sha[65];
+    int rc = arb_sha256_file(arb_model_path(m), sha, err);
+    if (rc)
+        return rc;
+    printf("## Medusa / Hydra drafters (trained heads at the default path)\n\n"
+           "Propose per step (best of 5 each, alternating) against one target eval of the tree it drafts "
+           "(best of 10). The f32 copy is the scoring main used before the engine's head.\n\n"
+           "| method | tree | nodes | propose, f32 copy | share | propose, engine head | share | target eval |\n"
+           "|---|---|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0] && !rc; ci++) {
+        arb_method_spec s;
+        char path[4096];
+        if ((rc = arb_method_spec_preset(cfg[ci].preset, &s, err)))
+            break;
+        if (cfg[ci].tree) {
+            snprintf(s.tree, sizeof s.tree, "%s", cfg[ci].tree);
+            s.budget = cfg[ci].budget;
+        }
+        snprintf(s.heads, sizeof s.heads, "default");
+        arb_heads *h = NULL;
+        arb_heads_meta meta;
+        arb_err e2 = {0};
+        if ((rc = arb_medusa_default_path(cfg[ci].preset, arb_model_path(m), sha, path, sizeof path, err)))
+            break;
+        if (arb_heads_load(path, sha, &h, &meta, &e2) != ARB_OK) {
+            printf("| %s | %s | - | skipped: no heads file %s (`arbor train %s`) |\n", cfg[ci].preset, s.tree, path,
+                   cfg[ci].preset);
+            continue;
+        }
+        arb_heads_free(h);
+        const arb_drafter_i *dr = arb_drafter_find(s.drafter);
+        void *st = NULL;
+        arb_tree t;
+        memset(&t, 0, sizeof t);
+        const int cap = arb_method_max_nodes(&s);
+        float *hid = malloc((size_t)E * sizeof *hid), *lg = malloc((size_t)cap * V * sizeof *lg);
+        if (!hid || !lg)
+            rc = ARB_ERR(err, ARB_E_NOMEM, "bench-harness: out of memory");
+        if (!rc && !(rc = dr->create(&s, V, &st, err)) && !(rc = dr->bind(st, c, err)) &&
+            !(rc = dr->begin(st, 1024, true, err)))
+            rc = arb_tree_init(&t, cap, err);
+        double t_prop[2] = {1e30, 1e30}, t_eval = 1e30;
+        int nodes = 0;
+        for (int r = 0; r < 10 && !rc; r++) { /* alternate: engine head (even), f32 copy (odd) */
+            for (int i = 0; i < E; i++)
+                hid[i] = (float)((int)(rnd() % 2001) - 1000) * 1e-3f;
+            int32_t S[2] = {1, (int32_t)(rnd() % V)};
+            dr->hidden(st, hid);
+            arb_medusa_drafter_use_f32_head(st, r % 2 == 1);
+            arb_step_record rec = {0};
+            arb_tree_reset(&t, S[1]);
+            double t0 = now_us();
+            dr->propose(st, S, 2, &t, &rec);
+            arb_tree_finalize(&t);
+            double t1 = now_us();
+            t_prop[r % 2] = fmin(t_prop[r % 2], t1 - t0);
+            nodes = t.n;
+            if ((rc = arb_eval(c, t.tok, t.parent, t.n, lg, NULL, err)))
+                break;
+            t_eval = fmin(t_eval, now_us() - t1);
+        }
+        if (!rc)
+            printf("| %s | %s | %d | %.0f us | %.0f %% | %.0f us | %.0f %% | %.0f us |\n", cfg[ci].preset, s.tree,
+                   nodes, t_prop[1], 100 * t_prop[1] / t_eval, t_prop[0], 100 * t_prop[0] / t_eval, t_eval);
+        if (st)
+            dr->destroy(st);
+        arb_tree_release(&t);
+        free(hid);
+        free(lg);
+    }
+    if (!rc)
+        printf("\n");
+    return rc;
+}
+
 static int bench_lookahead(arb_ctx *c, int V, arb_err *err)
 {
     arb_method_spec sp;
@@ -681,6 +771,8 @@ int arb_cmd_bench_harness(int argc, char **argv)
     }
     if (!rc && c)
         rc = bench_eagle(c, &err);
+    if (!rc && c)
+        rc = bench_heads(c, &err);
     if (!rc)
         rc = bench_rest(rest_big, ds_name, c, &err);
     if (!rc) {

@@ -16,6 +16,7 @@ struct arb_rollout {
     int E, V;
     arb_heads *h;
     float *w_lm, *emb;   /* [V x E] f32; emb == w_lm when tied */
+    arb_lm_head lm;      /* scores the heads as the hydra drafter does (the engine's head on a CPU) */
     arb_heads_ws *ws;
     float *x;            /* [d_in max] head input */
     float *hid;          /* [E] hidden state of the last committed node's producer */
@@ -65,6 +66,8 @@ int arb_rollout_new(arb_ctx *ctx, const char *heads_path, arb_rollout **out, arb
     if (!rc)
         rc = arb_heads_lm_weights(r->model, &r->w_lm, &r->emb, err);
     if (!rc)
+        rc = arb_lm_head_bind(&r->lm, ctx, r->w_lm, err);
+    if (!rc)
         rc = arb_heads_ws_new(r->h, 1, &r->ws, err);
     size_t rows = ARB_ETREE_MAX > PREFILL_CHUNK ? ARB_ETREE_MAX : PREFILL_CHUNK;
     if (!rc) {
@@ -103,7 +106,7 @@ static void propose(arb_rollout *r, const arb_etree *J, int32_t anchor)
         memcpy(r->x, r->hid, (size_t)E * sizeof *r->x);
         for (int a = u, i = J->depth[u]; i >= 0; a = J->parent[a], i--)
             memcpy(r->x + (size_t)(i + 1) * E, r->emb + (size_t)r->tok[a] * E, (size_t)E * sizeof *r->x);
-        arb_heads_topk(r->h, J->depth[u], r->w_lm, r->x, c, ids, pr, r->ws);
+        arb_heads_topk(r->h, J->depth[u], &r->lm, r->x, c, ids, pr, r->ws);
         for (int w = u + 1; w < J->n; w++)
             if (J->parent[w] == u) {
                 r->tok[w] = ids[J->rank[w]];

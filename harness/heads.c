@@ -391,37 +391,65 @@ double arb_heads_step(const arb_heads *h, int k, const float *w_lm, const float 
     return loss;
 }
 
-void arb_heads_topk(const arb_heads *h, int k, const float *w_lm, const float *x, int n_top, int32_t *ids,
+/* ---- scoring z rows: the engine's own output head, or the f32 copy ---- */
+
+int arb_lm_head_bind(arb_lm_head *lm, arb_ctx *ctx, const float *w_lm, arb_err *err)
+{
+    *lm = (arb_lm_head){.w_lm = w_lm};
+    arb_model_info mi;
+    arb_model_get_info(arb_ctx_model(ctx), &mi);
+    float *z = calloc((size_t)mi.n_embd, sizeof *z), *L = malloc((size_t)mi.n_vocab * sizeof *L);
+    if (!z || !L) {
+        free(z);
+        free(L);
+        return ARB_ERR(err, ARB_E_NOMEM, "output head: out of memory");
+    }
+    arb_err pe = {0}; /* ARB_E_UNSUPPORTED on a GPU context: the f32 copy it is */
+    if (arb_ctx_output_head(ctx, z, 1, L, &pe) == ARB_OK)
+        lm->ctx = ctx;
+    free(z);
+    free(L);
+    return ARB_OK;
+}
+
+void arb_lm_head_logits(const arb_lm_head *lm, int V, int E, const float *Z, int B, float *L)
+{
+    arb_err err = {0};
+    if (lm->f32 || !lm->ctx || arb_ctx_output_head(lm->ctx, Z, B, L, &err) != ARB_OK)
+        logits_rows(lm->w_lm, V, Z, B, E, L);
+}
+
+void arb_heads_topk(const arb_heads *h, int k, const arb_lm_head *lm, const float *x, int n_top, int32_t *ids,
                     float *probs, arb_heads_ws *ws)
 {
     const int E = h->n_embd, V = h->n_vocab;
     head_block(h, k, x, ws->u, ws->z);
-    logits_rows(w_lm, V, ws->z, 1, E, ws->logits);
+    arb_lm_head_logits(lm, V, E, ws->z, 1, ws->logits);
     arb_topk_softmax(ws->logits, V, n_top, ids, probs);
 }
 
-void arb_heads_topk_all(const arb_heads *h, const float *w_lm, const float *x, const int *n_top, int32_t *ids,
+void arb_heads_topk_all(const arb_heads *h, const arb_lm_head *lm, const float *x, const int *n_top, int32_t *ids,
                         float *probs, arb_heads_ws *ws)
 {
     const int E = h->n_embd, V = h->n_vocab, K = h->n_heads;
     ARB_ASSERT(h->kind == ARB_HEADS_MEDUSA && ws->rows >= K);
     for (int k = 0; k < K; k++)
         head_block(h, k, x, ws->u + (size_t)k * E, ws->z + (size_t)k * E);
-    logits_rows(w_lm, V, ws->z, K, E, ws->logits);
+    arb_lm_head_logits(lm, V, E, ws->z, K, ws->logits);
     for (int k = 0; k < K; k++)
         if (n_top[k] > 0)
             arb_topk_softmax(ws->logits + (size_t)k * V, V, n_top[k], ids + (size_t)k * ARB_HEADS_RANKS,
                              probs + (size_t)k * ARB_HEADS_RANKS);
 }
 
-void arb_heads_topk_batch(const arb_heads *h, const float *w_lm, int n, const int *k, const float *const *x,
+void arb_heads_topk_batch(const arb_heads *h, const arb_lm_head *lm, int n, const int *k, const float *const *x,
                           const int *n_top, int32_t *ids, float *probs, arb_heads_ws *ws)
 {
     const int E = h->n_embd, V = h->n_vocab;
     ARB_ASSERT(n <= ws->rows);
     for (int i = 0; i < n; i++)
         head_block(h, k[i], x[i], ws->u + (size_t)i * E, ws->z + (size_t)i * E);
-    logits_rows(w_lm, V, ws->z, n, E, ws->logits);
+    arb_lm_head_logits(lm, V, E, ws->z, n, ws->logits);
     for (int i = 0; i < n; i++)
         if (n_top[i] > 0)
             arb_topk_softmax(ws->logits + (size_t)i * V, V, n_top[i], ids + (size_t)i * ARB_HEADS_RANKS,

@@ -8,14 +8,17 @@
  *   Hydra:  x = [h, e(t+1), .., e(t+k+1)]           (d_in = E (k+2)),
  *           z = R x + rb + SiLU(W x + b)   (Hydra's ResBlock with a projected residual)
  * where e() are rows of the model's token embedding (the anchor token, then the tokens drafted
- * before head k). logits = W_lm z with the target's own output matrix, frozen and shared.
+ * before head k). logits = W_lm z with the target's own output matrix, frozen and shared; no norm
+ * on z (h already is the final-norm row). Training multiplies by the f32 copy of W_lm; drafting
+ * scores z through an arb_lm_head: the engine's own quantized head when the context has one.
  *
  *     arb_heads *h;
  *     arb_heads_new(ARB_HEADS_MEDUSA, 4, E, V, &h, &err);
  *     arb_heads_init(h, seed);                          // W = 0, b ~ U(+-1/sqrt(d_in)), R = [I 0]
  *     arb_heads_ws *ws; arb_heads_ws_new(h, 32, &ws, &err);   // scratch for 32 rows
  *     double loss = arb_heads_step(h, k, w_lm, x, y, B, lambda, grad, ws, ranks);
- *     arb_heads_topk(h, k, w_lm, x, 10, ids, probs, ws);      // the drafter
+ *     arb_lm_head lm = {.w_lm = w_lm};                  // or arb_lm_head_bind(&lm, ctx, w_lm, &err)
+ *     arb_heads_topk(h, k, &lm, x, 10, ids, probs, ws);       // the drafter
  *
  * Parameters live in one flat array (h->params, n_params floats): the optimizer's vector, and
  * the layout the gradient of arb_heads_step accumulates into. Deterministic: fixed loop order,
@@ -57,6 +60,24 @@ void arb_heads_free(arb_heads *h); /* NULL-safe */
    head starts from the hidden state, like Medusa's identity residual). Deterministic in seed. */
 void arb_heads_init(arb_heads *h, uint64_t seed);
 
+/* What a draft head's output rows z (final-norm space, E floats) are scored with: logits = W_out z.
+   The target context's own output head as stored (arb_ctx_output_head: quantized, the kernel
+   arb_eval uses, ~7x fewer bytes than f32; CPU contexts) when ctx is set and f32 is false, else the
+   f32 copy w_lm [V x E] (always set: the fallback on a GPU context, and what training used).
+   Neither applies the final norm, as training did not (z is already in the space the head sees).
+   Shared by the Medusa, Hydra and EAGLE drafters. */
+typedef struct arb_lm_head {
+    const float *w_lm; /* [V x E] f32 */
+    arb_ctx *ctx;      /* a context whose arb_ctx_output_head works, or NULL */
+    bool f32;          /* score with w_lm even when ctx is set (benchmarks: the f32 path) */
+} arb_lm_head;
+/* lm = {w_lm, ctx if arb_ctx_output_head works on it (probed once on a zero row), false}.
+   Allocates only for the probe; ARB_E_NOMEM is the only error. */
+int arb_lm_head_bind(arb_lm_head *lm, arb_ctx *ctx, const float *w_lm, arb_err *err);
+/* L [B x V] = W_out Z [B x E]. Rows are scored independently (both paths are batch-invariant);
+   a context call that fails (e.g. B > its n_batch_max) falls back to the f32 copy. */
+void arb_lm_head_logits(const arb_lm_head *lm, int V, int E, const float *Z, int B, float *L);
+
 typedef struct arb_heads_ws arb_heads_ws; /* scratch for up to n_rows rows */
 int arb_heads_ws_new(const arb_heads *h, int n_rows, arb_heads_ws **out, arb_err *err);
 void arb_heads_ws_free(arb_heads_ws *ws); /* NULL-safe */
@@ -70,20 +91,20 @@ double arb_heads_step(const arb_heads *h, int k, const float *w_lm, const float 
                       float lambda, float *grad, arb_heads_ws *ws, int32_t *ranks);
 /* Head k on one input: the n_top best tokens (best first, ties: lower id) and their softmax
    probabilities. n_top <= 16. Allocates nothing. */
-void arb_heads_topk(const arb_heads *h, int k, const float *w_lm, const float *x, int n_top, int32_t *ids,
+void arb_heads_topk(const arb_heads *h, int k, const arb_lm_head *lm, const float *x, int n_top, int32_t *ids,
                     float *probs, arb_heads_ws *ws);
 
-/* Every head on the same input x (Medusa: x = h) with one pass over w_lm for all of them: the
-   drafter's cost is reading w_lm (V x E floats), once instead of once per head. Head k fills
+/* Every head on the same input x (Medusa: x = h) with one pass over the output head for all of
+   them: the drafter's cost is reading it (V x E weights), once instead of once per head. Head k fills
    ids/probs[k * ARB_HEADS_RANKS ..) with its n_top[k] <= ARB_HEADS_RANKS best (0: skipped).
    Medusa only (every d_in is E); ws needs n_heads rows. Same results as arb_heads_topk. */
-void arb_heads_topk_all(const arb_heads *h, const float *w_lm, const float *x, const int *n_top, int32_t *ids,
+void arb_heads_topk_all(const arb_heads *h, const arb_lm_head *lm, const float *x, const int *n_top, int32_t *ids,
                         float *probs, arb_heads_ws *ws);
 
-/* n rows at once, row i = head k[i] on input x[i] (d_in[k[i]] floats), one pass over w_lm for
-   all of them (Hydra: every internal node of one tree depth). Row i fills ids/probs[i *
+/* n rows at once, row i = head k[i] on input x[i] (d_in[k[i]] floats), one pass over the output
+   head for all of them (Hydra: every internal node of one tree depth). Row i fills ids/probs[i *
    ARB_HEADS_RANKS ..) with its n_top[i] <= ARB_HEADS_RANKS best. ws needs n rows. */
-void arb_heads_topk_batch(const arb_heads *h, const float *w_lm, int n, const int *k, const float *const *x,
+void arb_heads_topk_batch(const arb_heads *h, const arb_lm_head *lm, int n, const int *k, const float *const *x,
                           const int *n_top, int32_t *ids, float *probs, arb_heads_ws *ws);
 
 /* The vector kernels of the heads (AVX2+FMA when the CPU has it, else plain C), shared with the

@@ -86,17 +86,18 @@ static void check_gradient(arb_heads_kind kind)
     /* ranks: the eval path agrees with the logits */
     int32_t ranks[5], ids[4];
     float pr[4];
+    const arb_lm_head lmh = {.w_lm = w_lm}; /* no context here: the f32 copy */
     arb_heads_step(h, 0, w_lm, x[0], y[0], B, 1, NULL, ws, ranks);
-    arb_heads_topk(h, 0, w_lm, x[0], 4, ids, pr, ws);
+    arb_heads_topk(h, 0, &lmh, x[0], 4, ids, pr, ws);
     cr_assert_eq(ranks[0] == 0, ids[0] == y[0][0], "rank 0 iff the target is the top-1 token");
     { /* rows of different heads in one pass (Hydra's levels): the same lists as one at a time */
         int hk[3] = {0, 2, 1}, n_top[3] = {4, 3, 2};
         const float *xs[3] = {x[0] + h->d_in[0], x[2], x[1] + 2 * h->d_in[1]};
         int32_t b_ids[3 * ARB_HEADS_RANKS], one[4];
         float b_p[3 * ARB_HEADS_RANKS], one_p[4];
-        arb_heads_topk_batch(h, w_lm, 3, hk, xs, n_top, b_ids, b_p, ws);
+        arb_heads_topk_batch(h, &lmh, 3, hk, xs, n_top, b_ids, b_p, ws);
         for (int i = 0; i < 3; i++) {
-            arb_heads_topk(h, hk[i], w_lm, xs[i], n_top[i], one, one_p, ws);
+            arb_heads_topk(h, hk[i], &lmh, xs[i], n_top[i], one, one_p, ws);
             cr_assert_arr_eq(one, b_ids + i * ARB_HEADS_RANKS, (size_t)n_top[i] * sizeof *one, "row %d", i);
             cr_assert_arr_eq(one_p, b_p + i * ARB_HEADS_RANKS, (size_t)n_top[i] * sizeof *one_p, "row %d", i);
         }
@@ -105,9 +106,9 @@ static void check_gradient(arb_heads_kind kind)
         int n_top[3] = {4, 0, 3};
         int32_t all_ids[3 * ARB_HEADS_RANKS], one[4];
         float all_p[3 * ARB_HEADS_RANKS], one_p[4];
-        arb_heads_topk_all(h, w_lm, x[0], n_top, all_ids, all_p, ws);
+        arb_heads_topk_all(h, &lmh, x[0], n_top, all_ids, all_p, ws);
         for (int k = 0; k < 3; k += 2) {
-            arb_heads_topk(h, k, w_lm, x[0], n_top[k], one, one_p, ws);
+            arb_heads_topk(h, k, &lmh, x[0], n_top[k], one, one_p, ws);
             cr_assert_arr_eq(one, all_ids + k * ARB_HEADS_RANKS, (size_t)n_top[k] * sizeof *one, "head %d", k);
             cr_assert_arr_eq(one_p, all_p + k * ARB_HEADS_RANKS, (size_t)n_top[k] * sizeof *one_p, "head %d", k);
         }

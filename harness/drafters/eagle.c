@@ -34,9 +34,8 @@ typedef struct eg_state {
     arb_dyntree *dt;
     int max_cands, pend_max;
     arb_eagle *h;          /* loaded by bind */
-    arb_ctx *target;       /* its output head (quantized, as stored) scores the head's f̂ */
-    bool f32_head;         /* score with the f32 copy of the output matrix instead */
     float *w_lm, *emb;     /* [V x E] f32 (the same array when tied) */
+    arb_lm_head lm;        /* scores f̂: the target's own output head (quantized, as stored) on a CPU */
     arb_eagle_kv *kv;      /* committed rows [0, n_stable), then the tree's slots */
     arb_eagle_ws *ws;
     int cap;               /* kv rows (and ws keys) */
@@ -132,9 +131,8 @@ static int eg_bind(void *st, arb_ctx *target, arb_err *err)
     if (e->h->c.E != mi.n_embd || e->h->c.V != mi.n_vocab)
         return ARB_ERR(err, ARB_E_INVAL, "drafter eagle: %s is a head for n_embd %d, n_vocab %d (model: %d, %d)", path,
                        e->h->c.E, e->h->c.V, mi.n_embd, mi.n_vocab);
-    if ((rc = arb_heads_lm_weights(m, &e->w_lm, &e->emb, err)))
+    if ((rc = arb_heads_lm_weights(m, &e->w_lm, &e->emb, err)) || (rc = arb_lm_head_bind(&e->lm, target, e->w_lm, err)))
         return rc;
-    e->target = target;
     const int E = mi.n_embd, V = mi.n_vocab, k = e->o.topk;
     e->rows = k > e->pend_max ? k : e->pend_max;
     e->vis_max = e->pend_max > e->o.depth ? e->pend_max : e->o.depth;
@@ -148,25 +146,19 @@ static int eg_bind(void *st, arb_ctx *target, arb_err *err)
         !(e->slot = malloc((size_t)e->rows * sizeof(int))) || !(e->nvis = malloc((size_t)e->rows * sizeof(int))) ||
         !(e->vis = malloc((size_t)e->rows * e->vis_max * sizeof(int))))
         return ARB_ERR(err, ARB_E_NOMEM, "drafter eagle: out of memory");
-    /* the engine's own (quantized) output head where the backend has one (CPU), else the f32 copy */
-    memset(e->out, 0, (size_t)E * sizeof *e->out);
-    arb_err pe = {0};
-    e->f32_head = arb_ctx_output_head(target, e->out, 1, e->logits, &pe) != ARB_OK;
     return ARB_OK;
 }
 
 void arb_eagle_drafter_use_f32_head(void *st, bool on)
 {
     eg_state *e = st;
-    e->f32_head = on;
+    e->lm.f32 = on;
 }
 
 /* logits [n x V] of n f̂ rows */
 static void head_logits(eg_state *e, const float *x, int n, float *logits)
 {
-    arb_err err = {0};
-    if (e->f32_head || arb_ctx_output_head(e->target, x, n, logits, &err) != ARB_OK)
-        arb_heads_logits(e->w_lm, e->h->c.V, x, n, e->h->c.E, logits);
+    arb_lm_head_logits(&e->lm, e->h->c.V, e->h->c.E, x, n, logits);
 }
 
 /* The cache holds every committed row of a generation plus one tree's slots. */

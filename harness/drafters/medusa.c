@@ -105,6 +105,7 @@ typedef struct md_state {
     arb_heads_kind want;      /* medusa or hydra: the vtable's kind */
     arb_heads *h;             /* loaded by bind */
     float *w_lm, *emb;        /* [V x E] f32 (emb == w_lm when tied; NULL for Medusa) */
+    arb_lm_head lm;           /* scores the heads: the target's own output head on a CPU, else w_lm */
     arb_heads_ws *ws;         /* one row */
     int n_tpl;                /* template nodes incl. anchor */
     int32_t tpl_parent[TREE_MAX];
@@ -196,7 +197,8 @@ static int md_bind(void *st, arb_ctx *target, arb_err *err)
         return ARB_ERR(err, ARB_E_INVAL, "drafter %s: %s holds %s heads for n_embd %d, n_vocab %d (model: %d, %d)",
                        kname, path, arb_heads_kind_name(d->h->kind), d->h->n_embd, d->h->n_vocab, mi.n_embd,
                        mi.n_vocab);
-    if ((rc = arb_heads_lm_weights(m, &d->w_lm, d->want == ARB_HEADS_HYDRA ? &d->emb : NULL, err)))
+    if ((rc = arb_heads_lm_weights(m, &d->w_lm, d->want == ARB_HEADS_HYDRA ? &d->emb : NULL, err)) ||
+        (rc = arb_lm_head_bind(&d->lm, target, d->w_lm, err)))
         return rc;
     /* the tree */
     int n;
@@ -296,8 +298,8 @@ static void hydra_x(const md_state *d, const arb_tree *t, int v, int dep, float 
         memcpy(x + (size_t)(i + 1) * E, d->emb + (size_t)t->tok[u] * E, (size_t)E * sizeof *x);
 }
 
-/* Hydra: level by level, every internal node of a depth in one pass over the output matrix
-   (a CPU reads W_lm once per pass: ~4 passes for mc_sim_7b_63 instead of 20). */
+/* Hydra: level by level, every internal node of a depth in one pass over the output head
+   (a CPU reads it once per pass: ~4 passes for mc_sim_7b_63 instead of 20). */
 static void hydra_propose(md_state *d, const md_tpl *T, arb_tree *t)
 {
     const int dmax = d->h->d_in[d->h->n_heads - 1];
@@ -313,7 +315,7 @@ static void hydra_propose(md_state *d, const md_tpl *T, arb_tree *t)
             hydra_x(d, t, v, dep - 1, d->x + (size_t)nb * dmax);
             nb++;
         }
-        arb_heads_topk_batch(d->h, d->w_lm, nb, d->bk, d->bx, d->bn, d->top_ids[0], d->top_p[0], d->ws);
+        arb_heads_topk_batch(d->h, &d->lm, nb, d->bk, d->bx, d->bn, d->top_ids[0], d->top_p[0], d->ws);
         for (; i < T->n && T->depth[i] == dep; i++) {
             int p = T->parent[i], r = T->rank[i], s = d->slot[p];
             int v = arb_tree_add(t, p, d->top_ids[s][r], ARB_SRC_HEAD, r, d->top_p[s][r]);
@@ -334,7 +336,7 @@ static const md_tpl *sched_pick(md_state *d, const arb_tree *t, arb_step_record 
     int32_t top1[ARB_HEADS_MAX];
     int D = K;
     if (d->want == ARB_HEADS_MEDUSA) {
-        arb_heads_topk_all(d->h, d->w_lm, d->hid, d->n_top_bank, d->top_ids[0], d->top_p[0], d->ws);
+        arb_heads_topk_all(d->h, &d->lm, d->hid, d->n_top_bank, d->top_ids[0], d->top_p[0], d->ws);
         for (int k = 0; k < K; k++)
             p[k] = d->top_p[k][0], top1[k] = d->top_ids[k][0];
     } else if (!strcmp(d->spec.feature, "lit") && !d->spec.entmtp_all_heads) {
@@ -343,7 +345,7 @@ static const md_tpl *sched_pick(md_state *d, const arb_tree *t, arb_step_record 
         memcpy(d->x, d->hid, (size_t)E * sizeof *d->x);
         memcpy(d->x + E, d->emb + (size_t)t->tok[0] * E, (size_t)E * sizeof *d->x);
         for (int k = 0; k < K; k++) {
-            arb_heads_topk(d->h, k, d->w_lm, d->x, 1, d->chain_ids[k], d->chain_p[k], d->ws);
+            arb_heads_topk(d->h, k, &d->lm, d->x, 1, d->chain_ids[k], d->chain_p[k], d->ws);
             p[k] = d->chain_p[k][0], top1[k] = d->chain_ids[k][0];
             if (k + 1 < K) /* the next head's input: this one's top-1 appended */
                 memcpy(d->x + (size_t)(k + 2) * E, d->emb + (size_t)top1[k] * E, (size_t)E * sizeof *d->x);
@@ -383,12 +385,18 @@ static void md_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
     /* Medusa: one pass over the output matrix for every head, then the Cartesian product (with a
        bank, sched_pick ran it for every bank tree's candidates) */
     if (!d->hs)
-        arb_heads_topk_all(d->h, d->w_lm, d->hid, d->n_top, d->top_ids[0], d->top_p[0], d->ws);
+        arb_heads_topk_all(d->h, &d->lm, d->hid, d->n_top, d->top_ids[0], d->top_p[0], d->ws);
     for (int i = 1; i < T->n; i++) {
         int p = T->parent[i], dep = T->depth[i], r = T->rank[i];
         int v = arb_tree_add(t, p, d->top_ids[dep - 1][r], ARB_SRC_HEAD, r, d->top_p[dep - 1][r]);
         ARB_ASSERT(v == i); /* the template is canonical and fits the tree (max nodes) */
     }
+}
+
+void arb_medusa_drafter_use_f32_head(void *st, bool on)
+{
+    md_state *d = st;
+    d->lm.f32 = on;
 }
 
 static size_t md_bytes(const void *st)

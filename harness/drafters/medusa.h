@@ -11,10 +11,14 @@
  * Method parameters: heads ("default" = <cache>/heads/<kind>-<model file>.<sha12>.gguf, or a
  * path), tree ("mc_sim_7b_63", Medusa's published 63-node tree; "auto" = the `budget`-node
  * tree of largest expected acceptance from the file's held-out rank accuracies, §9.2).
+ *
+ * The heads' outputs are scored with the target's own output head as the engine stores it
+ * (arb_ctx_output_head, quantized) on a CPU context, else with the f32 copy (heads.h arb_lm_head).
  */
 #ifndef ARB_MEDUSA_H
 #define ARB_MEDUSA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "heads.h"
@@ -33,5 +37,9 @@ int arb_medusa_tree_auto(const float (*acc)[ARB_HEADS_RANKS], int K, int n_nodes
    (the directories are created). */
 int arb_medusa_default_path(const char *kind, const char *model_path, const char *sha256, char *buf, size_t cap,
                             arb_err *err);
+
+/* After bind (medusa or hydra state): score with the f32 copy (on) or the engine's head (off,
+   where available). For arbor bench-harness's before/after comparison. */
+void arb_medusa_drafter_use_f32_head(void *st, bool on);
 
 #endif
