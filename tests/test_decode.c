@@ -14,6 +14,7 @@
 #include "decode.h"
 #include "eagle_head.h"
 #include "entmtp_rollout.h"
+#include "heads.h"
 #include "heads_file.h"
 #include "sha256.h"
 #include "genutil.h"
@@ -274,6 +275,64 @@ Test(decode, eagle_head_drafter_reproduces_ar, .init = setup, .fini = teardown, 
     cr_assert(strstr(err.msg, "heads trained for base model"), "%s", err.msg);
     remove(path);
     arb_eagle_free(h);
+}
+
+/* The draft heads' scorer (heads.h arb_lm_head) on the real model: bound to a CPU context it uses
+   the engine's own output head, which on the rows arb_eval's `hidden` returns reproduces arb_eval's
+   logits bit for bit (the final norm is not applied twice: the heads' outputs live in that space,
+   as in training); a row's logits do not depend on the batch; f32 = true is the f32 copy's logits
+   exactly, and the two agree up to the weights' quantization. */
+Test(decode, lm_head_scorer_engine_head_and_f32_copy, .init = setup, .fini = teardown, .timeout = 300)
+{
+    if (!M)
+        cr_skip_test("default model not available (arbor fetch-model)");
+    arb_err err = {0};
+    arb_model_info mi;
+    arb_model_get_info(M, &mi);
+    const int E = mi.n_embd, V = mi.n_vocab;
+    int32_t *ids;
+    int n;
+    cr_assert_eq(arb_gen_prompt(M, prompts[1], true, &ids, &n, &err), ARB_OK, "%s", err.msg);
+    int32_t *par = malloc((size_t)n * sizeof *par);
+    float *ev = malloc((size_t)n * V * sizeof *ev), *hid = malloc((size_t)n * E * sizeof *hid),
+          *L = malloc((size_t)n * V * sizeof *L), *w_lm = NULL;
+    cr_assert(par && ev && hid && L);
+    for (int i = 0; i < n; i++)
+        par[i] = i - 1;
+    cr_assert_eq(arb_ctx_truncate(C, 0), ARB_OK);
+    cr_assert_eq(arb_eval(C, ids, par, n, ev, hid, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_heads_lm_weights(M, &w_lm, NULL, &err), ARB_OK, "%s", err.msg);
+    arb_lm_head lm;
+    cr_assert_eq(arb_lm_head_bind(&lm, C, w_lm, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(lm.ctx, C, "a CPU context's own output head is used");
+    cr_assert_not(lm.f32);
+    arb_lm_head_logits(&lm, V, E, hid, n, L);
+    cr_assert_arr_eq(L, ev, (size_t)n * V * sizeof *L, "engine head on eval's hidden rows = eval's logits");
+    arb_lm_head_logits(&lm, V, E, hid + (size_t)(n - 1) * E, 1, L); /* the last row alone */
+    cr_assert_arr_eq(L, ev + (size_t)(n - 1) * V, (size_t)V * sizeof *L, "batch-invariant");
+    /* the f32 copy: arb_heads_logits exactly; same argmax as the engine's head on most rows */
+    float *ref = malloc((size_t)n * V * sizeof *ref);
+    cr_assert(ref);
+    lm.f32 = true;
+    arb_lm_head_logits(&lm, V, E, hid, n, L);
+    arb_heads_logits(w_lm, V, hid, n, E, ref);
+    cr_assert_arr_eq(L, ref, (size_t)n * V * sizeof *L, "f32 = true scores with the f32 copy");
+    int same = 0;
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        int a = 0, b = 0;
+        for (int v = 1; v < V; v++) {
+            a = L[(size_t)i * V + v] > L[(size_t)i * V + a] ? v : a;
+            b = ev[(size_t)i * V + v] > ev[(size_t)i * V + b] ? v : b;
+            double dl = fabs((double)L[(size_t)i * V + v] - ev[(size_t)i * V + v]);
+            worst = dl > worst ? dl : worst;
+        }
+        same += a == b;
+    }
+    cr_log_info("f32 copy vs engine head: argmax equal on %d / %d rows, max |dlogit| %.3g", same, n, worst);
+    cr_assert_geq(same * 10, n * 9, "argmax equal on %d / %d rows only", same, n);
+    cr_assert_eq(arb_ctx_truncate(C, 0), ARB_OK);
+    free(ids), free(par), free(ev), free(hid), free(L), free(ref), free(w_lm);
 }
 
 /* Medusa and Hydra (trees mc_sim_7b_63 and auto) emit the AR tokens; head nodes are counted. */
