@@ -2,7 +2,8 @@
  * $ARBOR_DATA): a run killed with SIGKILL at several points and resumed stores exactly what an
  * uninterrupted run stores (same prompts, tokens and step rows, nothing lost or duplicated);
  * Ctrl-C (SIGINT) stops cleanly with status 130; shards merged equal the unsharded run;
- * every speculative method is lossless against AR; run metadata is recorded. */
+ * every speculative method is lossless against AR; run metadata is recorded; an EntMTP bank path
+ * with {dataset} gives each dataset its own bank, and a missing one is an error naming it. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -241,4 +242,102 @@ Test(runner, shard_syntax)
         cr_assert_eq(arb_runner_parse_shard(bad[k], &i, &n, &err), ARB_E_INVAL, "%s accepted", bad[k]);
         cr_assert(strstr(err.msg, bad[k]) != NULL, "%s", err.msg);
     }
+}
+
+/* EntMTP per-dataset banks (runner.c entmtp_bank_for_dataset): "bank": "D/{dataset}.json" is
+   filled per dataset, so each dataset's runs record their own bank and draft with it (two one-tree
+   banks of different sizes: every step of a run has at most its own bank's node count, and reaches
+   it), and a dataset without a bank file stops the run with an error naming the filled-in path.
+   Random Hydra heads for the model (acceptance is not the point). Paths stay short: method
+   parameters hold < 32 characters. */
+#include "heads.h"
+#include "heads_file.h"
+#include "sha256.h"
+
+static long long runs_q1(const char *db_path, const char *sql)
+{
+    sqlite3 *db;
+    cr_assert_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    long long v = q1(db, sql);
+    sqlite3_close(db);
+    return v;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(runner, entmtp_bank_path_filled_per_dataset, .timeout = 900)
+{
+    need_model_and_data();
+    char mpath[2048], d[] = "/tmp/abXXXXXX";
+    arb_test_default_model(mpath, sizeof mpath);
+    cr_assert(mkdtemp(d));
+    /* random 4-head Hydra heads for this model */
+    arb_err err = {0};
+    arb_load_opts lo = arb_load_default_opts();
+    arb_model *m;
+    cr_assert_eq(arb_model_load(mpath, &lo, &m, &err), ARB_OK, "%s", err.msg);
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    arb_model_free(m);
+    arb_heads *h;
+    cr_assert_eq(arb_heads_new(ARB_HEADS_HYDRA, 4, mi.n_embd, mi.n_vocab, &h, &err), ARB_OK);
+    arb_heads_init(h, 5);
+    arb_heads_meta meta = {.seed = 5};
+    cr_assert_eq(arb_sha256_file(mpath, meta.base_sha256, &err), ARB_OK, "%s", err.msg);
+    char heads[64], text[2048], db[128], db2[128];
+    snprintf(heads, sizeof heads, "%s/h.gguf", d);
+    cr_assert_eq(arb_heads_save(heads, h, &meta, &err), ARB_OK, "%s", err.msg);
+    arb_heads_free(h);
+    /* gsm8k: a 3-node chain; humaneval: a 6-node tree */
+    char bank_g[64], bank_h[64];
+    snprintf(bank_g, sizeof bank_g, "%s/gsm8k.json", d);
+    snprintf(bank_h, sizeof bank_h, "%s/humaneval.json", d);
+    write_file(bank_g, "{\"trees\": [{\"choices\": [[0], [0, 0]]}], \"static\": 0, \"t_plus\": 0, \"t_minus\": 0}");
+    write_file(bank_h, "{\"trees\": [{\"choices\": [[0], [1], [2], [0, 0], [1, 0]]}], \"static\": 0, \"t_plus\": 0, "
+                       "\"t_minus\": 0}");
+    static const char fmt[] =
+        "{\"name\": \"bank-per-dataset\", \"models\": [{\"id\": \"smollm2\", \"path\": \"default\"}],\n"
+        " \"datasets\": [{\"name\": \"gsm8k\", \"limit\": 1, \"max_new_tokens\": 16},\n"
+        "              {\"name\": \"%s\", \"limit\": 1, \"max_new_tokens\": 16}],\n"
+        " \"methods\": [{\"id\": \"E\", \"preset\": \"hydra\", \"heads\": \"%s\", \"bank\": \"%s/{dataset}.json\",\n"
+        "               \"tree_sched\": \"static\"}], \"seed\": 0, \"warmup\": 0}\n";
+    snprintf(cfg, sizeof cfg, "%s/c.json", d);
+    snprintf(text, sizeof text, fmt, "humaneval", heads, d);
+    write_file(cfg, text);
+    snprintf(db, sizeof db, "%s/r.db", d);
+    cr_assert_eq(run_arbor(db, NULL, 0, 0, NULL), 0, "arbor run failed: see %s.log", db);
+    char sql[512];
+    static const struct { const char *ds; int nodes; } want[] = {{"gsm8k", 3}, {"humaneval", 6}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(sql, sizeof sql,
+                 "SELECT COUNT(*) FROM runs WHERE dataset = '%s' AND json_extract(params, '$.bank') = '%s/%s.json'",
+                 want[i].ds, d, want[i].ds);
+        cr_assert_eq(runs_q1(db, sql), 1, "the %s run records its own bank", want[i].ds);
+        snprintf(sql, sizeof sql, "SELECT MAX(s.n_nodes) FROM steps s JOIN runs r USING (run_key) WHERE r.dataset = '%s'",
+                 want[i].ds);
+        cr_assert_eq(runs_q1(db, sql), want[i].nodes, "the %s run drafts with its own bank's tree", want[i].ds);
+    }
+    /* a dataset without a bank file: an error naming the filled-in path, non-zero exit */
+    snprintf(text, sizeof text, fmt, "mt-bench", heads, d);
+    write_file(cfg, text);
+    snprintf(db2, sizeof db2, "%s/r2.db", d);
+    cr_assert_neq(run_arbor(db2, NULL, 0, 0, NULL), 0, "a missing bank must fail the run");
+    char log[160], line[4096], missing[64];
+    snprintf(log, sizeof log, "%s.log", db2);
+    snprintf(missing, sizeof missing, "%s/mt-bench.json", d);
+    FILE *f = fopen(log, "r");
+    cr_assert(f);
+    bool named = false;
+    while (fgets(line, sizeof line, f))
+        named = named || strstr(line, missing);
+    fclose(f);
+    cr_assert(named, "the error names %s (see %s)", missing, log);
+    snprintf(line, sizeof line, "rm -rf '%s'", d);
+    cr_expect_eq(system(line), 0);
 }
