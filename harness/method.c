@@ -16,8 +16,6 @@
 #include "drafters/lookahead.h"
 #include "topologies/topology.h"
 #include "verifiers/verifier.h"
-#include "nde_features.h"
-#include "selectors/selector.h"
 
 /* ---- registries (STYLE practice 11): one row per plug-in ---- */
 static int none_create(const arb_method_spec *s, int n_vocab, void **st, arb_err *err)
@@ -33,10 +31,11 @@ static void none_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_s
     rec->mode = ARB_MODE_AR;
 }
 static size_t none_bytes(const void *st) { return 0; }
+static int none_max_nodes(const arb_method_spec *s) { return 1; } /* the anchor alone */
 
 const arb_drafter_i arb_drafter_none = {
     .name = "none", .create = none_create, .destroy = none_destroy, .begin = none_begin,
-    .append = none_append, .propose = none_propose, .bytes = none_bytes,
+    .append = none_append, .propose = none_propose, .bytes = none_bytes, .max_nodes = none_max_nodes,
 };
 
 static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_pld, &arb_drafter_tr,
@@ -408,45 +407,21 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
 int arb_method_max_nodes(const arb_method_spec *s)
 {
     const arb_drafter_i *d = arb_drafter_find(s->drafter);
-    if (d == &arb_drafter_none)
-        return 1;
-    if (d == &arb_drafter_pld)
-        return 1 + s->max_draft;
-    if (d == &arb_drafter_tr)
-        return 81;
-    if (d == &arb_drafter_draft) { /* nde: the largest action as well */
-        int n = 1 + s->dte_l + s->dte_k * s->dte_b;
-        return !strcmp(s->selector, "nde") && n < ARB_NDE_NODES_MAX ? ARB_NDE_NODES_MAX : n;
-    }
-    if (d == &arb_drafter_lookahead)
-        return arb_lade_max_nodes(s->la_window, s->la_ngram, s->la_guess);
-    if (d == &arb_drafter_eagle2 || d == &arb_drafter_eagle)
-        return s->budget;
-    if (d == &arb_drafter_medusa || d == &arb_drafter_hydra) /* mc_sim_7b_63: 63 nodes + anchor */
-        return s->tree_sched[0] ? ARB_BANK_TREE_MAX : !strcmp(s->tree, "auto") ? s->budget : 64;
-    if (d == &arb_drafter_rest)
-        return s->budget;
-    int n = s->budget;
-    int byp = arb_goose_bypass_cap(s);
-    int chain = byp > s->max_draft ? byp : s->max_draft;
-    const arb_topology_i *ti = arb_topology_find(s->topology);
-    if (ti && ti->wants_match && 1 + chain > n)
-        n = 1 + chain; /* bypass chain */
-    return n;
+    return d && d->max_nodes ? d->max_nodes(s) : s->budget;
 }
 
 /* ---- validation and setting ---- */
-/* The sampling verifiers valid for regime r (their docs/spec/verification.md §0.6 row in the verifier table),
-   ", "-separated into buf. */
-static const char *sampling_names(arb_regime r, char *buf, size_t cap)
+/* The names of the drafters for which has(d) holds, sep-separated into buf (returns buf): the
+   "needs drafter ..." of validation messages, read from the table. */
+static bool has_q_rows(const arb_drafter_i *d) { return d->q_rows != NULL; }
+static bool uses_topology(const arb_drafter_i *d) { return d->uses_topology; }
+static const char *drafters_with(bool (*has)(const arb_drafter_i *), const char *sep, char *buf, size_t cap)
 {
     size_t n = 0;
     buf[0] = 0;
-    for (int i = 0; arb_verifier_at(i) && n < cap; i++) {
-        const arb_verifier_i *v = arb_verifier_at(i);
-        if (v->sampling && v->valid[r] != ARB_VALID_NO)
-            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", v->name);
-    }
+    for (int i = 0; arb_drafter_at(i) && n < cap; i++)
+        if (has(arb_drafter_at(i)))
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? sep : "", arb_drafter_at(i)->name);
     return buf;
 }
 
@@ -490,8 +465,9 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
     if (!arb_method_known("consensus", s->consensus))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: consensus: unknown '%s' (%s)", s->id, s->consensus,
                        arb_goose_consensus_names(names, sizeof names));
-    if (s->topology[0] && strcmp(s->drafter, "goose"))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: topology: '%s' needs drafter goose", s->id, s->topology);
+    if (s->topology[0] && !arb_drafter_find(s->drafter)->uses_topology)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: topology: '%s' needs drafter %s", s->id, s->topology,
+                       drafters_with(uses_topology, " or ", names, sizeof names));
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
         int rc = check_range(s, &params[i], err);
         if (rc)
@@ -503,57 +479,21 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: tier_lo: %g > tier_hi %g", s->id, s->tier_lo, s->tier_hi);
     if (!strcmp(s->scheduler, "fixed") && s->fixed_r < 0)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: fixed_r: scheduler fixed needs fixed_r in [0,1]", s->id);
-    if (!strcmp(s->drafter, "rest")) {
-        if (s->budget < 2)
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: budget: REST needs at least 2 nodes (anchor + 1 draft)", s->id);
-        if (s->rest_suffix_min > s->rest_suffix_max)
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: suffix_min: %d > suffix_max %d", s->id, s->rest_suffix_min,
-                           s->rest_suffix_max);
-        if (!s->datastore[0])
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: datastore: empty (auto, a cache name, or a path)", s->id);
+    const arb_drafter_i *d = arb_drafter_find(s->drafter);
+    if (d->validate) {
+        int rc = d->validate(s, err);
+        if (rc)
+            return rc;
     }
-    if (!strcmp(s->drafter, "tr") && s->topk < 8)
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: topk: TR template 2.2.2 needs topk >= 8", s->id);
-    if (!strcmp(s->drafter, "lookahead") && arb_method_max_nodes(s) > ARB_LADE_NODES_MAX)
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: window: W %d, N %d, G %d make %d nodes per step "
-                       "(1 + (W-1) + (N-2)W + G(N-1)); at most %d", s->id, s->la_window, s->la_ngram,
-                       s->la_guess, arb_method_max_nodes(s), ARB_LADE_NODES_MAX);
-    if (!strcmp(s->drafter, "draft")) { /* sampling verifiers: validity matrix (docs/spec/verification.md §0.6) */
-        arb_regime rg = s->dte_l > 0 ? ARB_REGIME_DELAYED : s->dte_k > 1 ? ARB_REGIME_IID : ARB_REGIME_SINGLE;
-        if (!arb_selector_find(s->selector))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: selector: unknown '%s' (%s)", s->id, s->selector,
-                           arb_selector_names());
-        if (!strcmp(s->selector, "nde")) { /* any action may be a delayed tree (the verifier must take them) */
-            if (!s->selector_file[0])
-                return ARB_ERR(err, ARB_E_INVAL, "method %s: selector_file: selector nde needs the trained "
-                               "selector (arbor nde train --out FILE)", s->id);
-            rg = ARB_REGIME_DELAYED;
-        }
-        if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (%s)", s->id,
-                           sampling_names(rg, names, sizeof names));
-        arb_err ve = {0};
-        if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, rg, &ve))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);
-        if (s->dte_k * s->dte_b + s->dte_l < 1)
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: branch_len: the draft tree is empty", s->id);
-    } else if (!strcmp(s->drafter, "eagle2-draft")) { /* top-k trees: DET (docs/spec/verification.md §0.6) */
-        if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (%s)", s->id,
-                           sampling_names(ARB_REGIME_DET, names, sizeof names));
-        arb_err ve = {0};
-        if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, ARB_REGIME_DET, &ve))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);
-        if (s->budget < 2)
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: budget: %d leaves no draft node (>= 2)", s->id, s->budget);
-    } else if (strcmp(s->verifier, "greedy"))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s needs drafter draft or eagle2-draft", s->id,
-                       s->verifier);
+    if (!d->q_rows && strcmp(s->verifier, "greedy")) /* the sampling verifiers read the draft laws */
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s needs drafter %s", s->id, s->verifier,
+                       drafters_with(has_q_rows, " or ", names, sizeof names));
     if (!strcmp(s->verifier, "typical") && (s->top_p < 1 || s->top_k > 0))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: typical is defined on the unfiltered softmax(z/T); "
                        "set top_p 1 and top_k 0 (docs/spec/verification.md §9)", s->id);
-    if (s->temperature > 0 && strcmp(s->drafter, "none") && strcmp(s->drafter, "draft") &&
-        strcmp(s->drafter, "eagle2-draft"))
+    /* AR samples the target itself; every other drafter needs the draft laws (q_rows). The one
+       by-name case left: "none" is method.c's own row, the drafter that drafts nothing. */
+    if (s->temperature > 0 && d != &arb_drafter_none && !d->q_rows)
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
                        "method %s: temperature: speculative sampling is not implemented yet for drafter %s "
                        "(greedy only; use ar)", s->id, s->drafter);

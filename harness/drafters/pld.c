@@ -336,6 +336,9 @@ static void pld_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_st
 
 static size_t pld_bytes(const void *st) { return arb_ngram_index_bytes(((const pld_state *)st)->ix); }
 
+/* The anchor and one continuation of max_draft tokens. */
+static int pldd_max_nodes(const arb_method_spec *s) { return 1 + s->max_draft; }
+
 const arb_drafter_i arb_drafter_pld = {
     .name = "pld",
     .create = pld_create,
@@ -346,4 +349,5 @@ const arb_drafter_i arb_drafter_pld = {
     .harvest = NULL,
     .verified = NULL,
     .bytes = pld_bytes,
+    .max_nodes = pldd_max_nodes,
 };
