@@ -32,10 +32,17 @@ static void none_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_s
 }
 static size_t none_bytes(const void *st) { return 0; }
 static int none_max_nodes(const arb_method_spec *s) { return 1; } /* the anchor alone */
+static void none_defaults(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "AR");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+    s->budget = 1;
+}
 
 const arb_drafter_i arb_drafter_none = {
     .name = "none", .create = none_create, .destroy = none_destroy, .begin = none_begin,
     .append = none_append, .propose = none_propose, .bytes = none_bytes, .max_nodes = none_max_nodes,
+    .defaults = none_defaults,
 };
 
 static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_pld, &arb_drafter_tr,
@@ -274,46 +281,6 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     s->harvest_prefill = true;
     s->temperature = 0.0;
     s->top_p = 1.0;
-    if (d == &arb_drafter_none) {
-        snprintf(s->id, sizeof s->id, "AR");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        s->budget = 1;
-    } else if (d == &arb_drafter_pld) { /* Saxena's reference (docs/spec/drafting.md §2.1) */
-        snprintf(s->id, sizeof s->id, "PLD");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        s->ngram_min = 1;
-        s->ngram_max = 3;
-        s->max_draft = 10;
-        s->pld_earliest = true;
-        s->budget = 11;
-    } else if (d == &arb_drafter_tr) { /* template 2.2.2, hot start across prompts */
-        snprintf(s->id, sizeof s->id, "TR");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        s->budget = 81;
-        s->hot_start = true;
-        s->harvest_prefill = false; /* the TR reference harvests decode forwards only */
-    } else if (d == &arb_drafter_lookahead) { /* docs/spec/drafting.md §6 */
-        snprintf(s->id, sizeof s->id, "Lookahead");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        s->topk = 1; /* the window's Jacobi update needs only each node's argmax */
-    } else if (d == &arb_drafter_draft) { /* draft model, i.i.d. paths by default (DTE §4 baseline) */
-        snprintf(s->id, sizeof s->id, "Draft");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        snprintf(s->verifier, sizeof s->verifier, "traversal");
-    } else if (d == &arb_drafter_eagle2) { /* EAGLE-2 reference: total_token 60, depth 5 (+1), top_k 10 */
-        snprintf(s->id, sizeof s->id, "EAGLE2");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        snprintf(s->verifier, sizeof s->verifier, "nss"); /* T > 0; the greedy walk at T = 0 */
-    } else if (d == &arb_drafter_eagle) { /* EAGLE-2 on the EAGLE head: the reference's 60 / 5 (+1) / 10 */
-        snprintf(s->id, sizeof s->id, "EAGLE2-head");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-    } else if (d == &arb_drafter_medusa || d == &arb_drafter_hydra) { /* docs/heads.md */
-        snprintf(s->id, sizeof s->id, "%s", d == &arb_drafter_medusa ? "Medusa" : "Hydra");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        s->budget = 64;
-    } else {
-        snprintf(s->id, sizeof s->id, "GOOSE");
-    }
     snprintf(s->heads, sizeof s->heads, "default");
     snprintf(s->tree, sizeof s->tree, "mc_sim_7b_63");
     snprintf(s->feature, sizeof s->feature, "lit"); /* EntMTP: s as written (docs/entmtp.md) */
@@ -333,11 +300,11 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     s->typical_alpha = 0.3;
     snprintf(s->datastore, sizeof s->datastore, "auto");
     s->rest_suffix_max = 16, s->rest_suffix_min = 2, s->rest_matches = 5000, s->rest_cont_len = 10;
-    if (d == &arb_drafter_rest) { /* the reference's defaults: 64 drafted nodes + the anchor */
-        snprintf(s->id, sizeof s->id, "REST");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        s->budget = 65;
-    }
+    /* The drafter's own values over the common ones above (its label at least). */
+    if (d->defaults)
+        d->defaults(s);
+    else
+        snprintf(s->id, sizeof s->id, "%s", d->name);
     return ARB_OK;
 }
 

@@ -3,6 +3,7 @@
  * every shape goes through (single chain, i.i.d. paths, delayed trees) is in delayed.c. */
 #include "draft_model_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,6 +257,14 @@ static size_t dm_bytes(const void *st)
     return sizeof(double) * (size_t)d->n_nodes * (size_t)d->V;
 }
 
+/* Draft model, i.i.d. paths by default (DTE §4 baseline). */
+static void dm_defaults(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "Draft");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+    snprintf(s->verifier, sizeof s->verifier, "traversal");
+}
+
 /* The trunk and k branches; nde: its largest action as well. */
 static int dm_max_nodes(const arb_method_spec *s)
 {
@@ -293,4 +302,5 @@ const arb_drafter_i arb_drafter_draft = {
     .name = "draft", .create = dm_create, .destroy = dm_destroy, .begin = dm_begin, .append = dm_append,
     .propose = dm_propose, .bytes = dm_bytes, .bind = dm_bind, .q_rows = dm_q_rows, .set_step = dm_set_step,
     .stop_logits = dm_stop_logits, .max_nodes = dm_max_nodes, .validate = dm_validate,
+    .defaults = dm_defaults,
 };

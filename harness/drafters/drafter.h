@@ -74,6 +74,9 @@ typedef struct arb_drafter_i {
        first, n_path = accepted + 1). */
     void (*hidden_path)(void *st, const float *rows, const int32_t *path, int n_path, int n_embd);
     /* ---- the method layer's slots (method.c), so that it never names a drafter ---- */
+    /* Optional (NULL: id = name): the drafter's own defaults (at least its report label `id`),
+       applied by arb_method_spec_default over the values every drafter shares. */
+    void (*defaults)(arb_method_spec *s);
     /* Optional (NULL: s->budget): the largest tree, nodes incl. the anchor, this drafter can
        propose for s; arb_method_max_nodes returns it and every tree buffer is sized by it. */
     int (*max_nodes)(const arb_method_spec *s);

@@ -182,6 +182,14 @@ static size_t e2_bytes(const void *st)
     return (sizeof(arb_dyntree_cand) + 3 * sizeof(int32_t)) * (size_t)e->max_cands;
 }
 
+/* EAGLE-2 reference: total_token 60, depth 5 (+1), top_k 10. */
+static void e2_defaults(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "EAGLE2");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+    snprintf(s->verifier, sizeof s->verifier, "nss"); /* T > 0; the greedy walk at T = 0 */
+}
+
 /* Top-k trees: regime DET (docs/spec/verification.md §0.6); max_nodes NULL: the budget. */
 static int e2_validate(const arb_method_spec *s, arb_err *err)
 {
@@ -200,4 +208,5 @@ static int e2_validate(const arb_method_spec *s, arb_err *err)
 const arb_drafter_i arb_drafter_eagle2 = {
     .name = "eagle2-draft", .create = e2_create, .destroy = e2_destroy, .begin = e2_begin, .append = e2_append,
     .propose = e2_propose, .bytes = e2_bytes, .bind = e2_bind, .q_rows = e2_q_rows, .validate = e2_validate,
+    .defaults = e2_defaults,
 };

@@ -300,6 +300,9 @@ static size_t gd_bytes(const void *st)
     return arb_adj_bytes(g->adj) + arb_ngram_index_bytes(g->ix);
 }
 
+/* The common defaults are GOOSE's (B = 60, D = 6, K = 10 ...): only the label. */
+static void gd_defaults(arb_method_spec *s) { snprintf(s->id, sizeof s->id, "GOOSE"); }
+
 /* The budget, or the bypass chain when the topology reads the continuation and the chain is longer. */
 static int gd_max_nodes(const arb_method_spec *s)
 {
@@ -323,5 +326,6 @@ const arb_drafter_i arb_drafter_goose = {
     .verified = gd_verified,
     .bytes = gd_bytes,
     .max_nodes = gd_max_nodes,
+    .defaults = gd_defaults,
     .uses_topology = true,
 };

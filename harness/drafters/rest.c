@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -297,6 +298,14 @@ static size_t rest_bytes(const void *st)
     return arb_rest_retriever_bytes(s->r) + (s->ds ? arb_datastore_bytes(s->ds) : 0);
 }
 
+/* The reference's defaults: 64 drafted nodes + the anchor. */
+static void rs_defaults(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "REST");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+    s->budget = 65;
+}
+
 /* The method's checks (method.h arb_method_spec_validate): budget = 1 + drafted nodes. */
 static int rs_validate(const arb_method_spec *s, arb_err *err)
 {
@@ -322,4 +331,5 @@ const arb_drafter_i arb_drafter_rest = {
     .bytes = rest_bytes,
     .bind = rest_bind,
     .validate = rs_validate, /* max_nodes NULL: the budget */
+    .defaults = rs_defaults,
 };
