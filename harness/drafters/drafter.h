@@ -6,8 +6,8 @@
  * step loop allocates nothing.
  *
  * Adding a drafter: (1) harness/drafters/<name>.c defining `const arb_drafter_i
- * arb_drafter_<name>`, with its largest tree (`max_nodes`) and its consistency checks
- * (`validate`) as slots of the vtable; (2) an extern below and one row in the table in
+ * arb_drafter_<name>`, with its own defaults (`defaults`), its largest tree (`max_nodes`)
+ * and its consistency checks (`validate`) as slots of the vtable; (2) an extern below and one row in the table in
  * method.c (and, for its parameters, fields of arb_method_spec with rows in the parameter
  * table naming it in their `drafters` field); (3) tests/test_<name>.c, and a row in
  * test_decode's losslessness list. Nothing else in method.c names a drafter.
