@@ -373,7 +373,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
 
 int arb_method_max_nodes(const arb_method_spec *s)
 {
-    const arb_drafter_i *d = arb_drafter_find(s->drafter);
+    const arb_drafter_i *d = arb_drafter_find(s->drafter); /* unknown: never validated, never run */
     return d && d->max_nodes ? d->max_nodes(s) : s->budget;
 }
 
@@ -452,7 +452,9 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
         if (rc)
             return rc;
     }
-    if (!d->q_rows && strcmp(s->verifier, "greedy")) /* the sampling verifiers read the draft laws */
+    /* Sampling verifiers need a drafter that drafts for them: one with the q_rows slot (its draft
+       laws; NULL rows for DET trees, whose verifiers read none). */
+    if (!d->q_rows && strcmp(s->verifier, "greedy"))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s needs drafter %s", s->id, s->verifier,
                        drafters_with(has_q_rows, " or ", names, sizeof names));
     if (!strcmp(s->verifier, "typical") && (s->top_p < 1 || s->top_k > 0))
