@@ -57,9 +57,11 @@ static int check_value(const arb_method_param *p, const cJSON *v, const char *pa
             return ARB_OK;
         return ARB_ERR(err, ARB_E_INVAL, "%s: expected boolean, got %s", path, got);
     case ARB_PARAM_STR:
-        if (cJSON_IsString(v) && !strcmp(p->name, "selector") && !arb_selector_find(v->valuestring))
+        if (cJSON_IsString(v) && !strcmp(p->name, "selector") && !arb_selector_find(v->valuestring)) {
+            char names[128];
             return ARB_ERR(err, ARB_E_INVAL, "%s: unknown selector \"%s\" (%s)", path, v->valuestring,
-                           arb_selector_names());
+                           arb_selector_names(names, sizeof names));
+        }
         if (cJSON_IsString(v) && strlen(v->valuestring) < 32)
             return ARB_OK;
         return ARB_ERR(err, ARB_E_INVAL, "%s: expected string (< 32 bytes), got %s", path, got);

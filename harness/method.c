@@ -16,8 +16,6 @@
 #include "drafters/lookahead.h"
 #include "topologies/topology.h"
 #include "verifiers/verifier.h"
-#include "nde_features.h"
-#include "selectors/selector.h"
 
 /* ---- registries (STYLE practice 11): one row per plug-in ---- */
 static int none_create(const arb_method_spec *s, int n_vocab, void **st, arb_err *err)
@@ -33,10 +31,18 @@ static void none_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_s
     rec->mode = ARB_MODE_AR;
 }
 static size_t none_bytes(const void *st) { return 0; }
+static int none_max_nodes(const arb_method_spec *s) { return 1; } /* the anchor alone */
+static void none_defaults(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "AR");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+    s->budget = 1;
+}
 
 const arb_drafter_i arb_drafter_none = {
     .name = "none", .create = none_create, .destroy = none_destroy, .begin = none_begin,
-    .append = none_append, .propose = none_propose, .bytes = none_bytes,
+    .append = none_append, .propose = none_propose, .bytes = none_bytes, .max_nodes = none_max_nodes,
+    .defaults = none_defaults,
 };
 
 static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_pld, &arb_drafter_tr,
@@ -275,46 +281,6 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     s->harvest_prefill = true;
     s->temperature = 0.0;
     s->top_p = 1.0;
-    if (d == &arb_drafter_none) {
-        snprintf(s->id, sizeof s->id, "AR");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        s->budget = 1;
-    } else if (d == &arb_drafter_pld) { /* Saxena's reference (docs/spec/drafting.md §2.1) */
-        snprintf(s->id, sizeof s->id, "PLD");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        s->ngram_min = 1;
-        s->ngram_max = 3;
-        s->max_draft = 10;
-        s->pld_earliest = true;
-        s->budget = 11;
-    } else if (d == &arb_drafter_tr) { /* template 2.2.2, hot start across prompts */
-        snprintf(s->id, sizeof s->id, "TR");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        s->budget = 81;
-        s->hot_start = true;
-        s->harvest_prefill = false; /* the TR reference harvests decode forwards only */
-    } else if (d == &arb_drafter_lookahead) { /* docs/spec/drafting.md §6 */
-        snprintf(s->id, sizeof s->id, "Lookahead");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        s->topk = 1; /* the window's Jacobi update needs only each node's argmax */
-    } else if (d == &arb_drafter_draft) { /* draft model, i.i.d. paths by default (DTE §4 baseline) */
-        snprintf(s->id, sizeof s->id, "Draft");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        snprintf(s->verifier, sizeof s->verifier, "traversal");
-    } else if (d == &arb_drafter_eagle2) { /* EAGLE-2 reference: total_token 60, depth 5 (+1), top_k 10 */
-        snprintf(s->id, sizeof s->id, "EAGLE2");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        snprintf(s->verifier, sizeof s->verifier, "nss"); /* T > 0; the greedy walk at T = 0 */
-    } else if (d == &arb_drafter_eagle) { /* EAGLE-2 on the EAGLE head: the reference's 60 / 5 (+1) / 10 */
-        snprintf(s->id, sizeof s->id, "EAGLE2-head");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-    } else if (d == &arb_drafter_medusa || d == &arb_drafter_hydra) { /* docs/heads.md */
-        snprintf(s->id, sizeof s->id, "%s", d == &arb_drafter_medusa ? "Medusa" : "Hydra");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        s->budget = 64;
-    } else {
-        snprintf(s->id, sizeof s->id, "GOOSE");
-    }
     snprintf(s->heads, sizeof s->heads, "default");
     snprintf(s->tree, sizeof s->tree, "mc_sim_7b_63");
     snprintf(s->feature, sizeof s->feature, "lit"); /* EntMTP: s as written (docs/entmtp.md) */
@@ -334,11 +300,11 @@ int arb_method_spec_default(const char *drafter, arb_method_spec *s, arb_err *er
     s->typical_alpha = 0.3;
     snprintf(s->datastore, sizeof s->datastore, "auto");
     s->rest_suffix_max = 16, s->rest_suffix_min = 2, s->rest_matches = 5000, s->rest_cont_len = 10;
-    if (d == &arb_drafter_rest) { /* the reference's defaults: 64 drafted nodes + the anchor */
-        snprintf(s->id, sizeof s->id, "REST");
-        snprintf(s->scheduler, sizeof s->scheduler, "none");
-        s->budget = 65;
-    }
+    /* The drafter's own values over the common ones above (its label at least). */
+    if (d->defaults)
+        d->defaults(s);
+    else
+        snprintf(s->id, sizeof s->id, "%s", d->name);
     return ARB_OK;
 }
 
@@ -407,46 +373,22 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
 
 int arb_method_max_nodes(const arb_method_spec *s)
 {
-    const arb_drafter_i *d = arb_drafter_find(s->drafter);
-    if (d == &arb_drafter_none)
-        return 1;
-    if (d == &arb_drafter_pld)
-        return 1 + s->max_draft;
-    if (d == &arb_drafter_tr)
-        return 81;
-    if (d == &arb_drafter_draft) { /* nde: the largest action as well */
-        int n = 1 + s->dte_l + s->dte_k * s->dte_b;
-        return !strcmp(s->selector, "nde") && n < ARB_NDE_NODES_MAX ? ARB_NDE_NODES_MAX : n;
-    }
-    if (d == &arb_drafter_lookahead)
-        return arb_lade_max_nodes(s->la_window, s->la_ngram, s->la_guess);
-    if (d == &arb_drafter_eagle2 || d == &arb_drafter_eagle)
-        return s->budget;
-    if (d == &arb_drafter_medusa || d == &arb_drafter_hydra) /* mc_sim_7b_63: 63 nodes + anchor */
-        return s->tree_sched[0] ? ARB_BANK_TREE_MAX : !strcmp(s->tree, "auto") ? s->budget : 64;
-    if (d == &arb_drafter_rest)
-        return s->budget;
-    int n = s->budget;
-    int byp = arb_goose_bypass_cap(s);
-    int chain = byp > s->max_draft ? byp : s->max_draft;
-    const arb_topology_i *ti = arb_topology_find(s->topology);
-    if (ti && ti->wants_match && 1 + chain > n)
-        n = 1 + chain; /* bypass chain */
-    return n;
+    const arb_drafter_i *d = arb_drafter_find(s->drafter); /* unknown: never validated, never run */
+    return d && d->max_nodes ? d->max_nodes(s) : s->budget;
 }
 
 /* ---- validation and setting ---- */
-/* The sampling verifiers valid for regime r (their docs/spec/verification.md §0.6 row in the verifier table),
-   ", "-separated into buf. */
-static const char *sampling_names(arb_regime r, char *buf, size_t cap)
+/* The names of the drafters for which has(d) holds, sep-separated into buf (returns buf): the
+   "needs drafter ..." of validation messages, read from the table. */
+static bool has_q_rows(const arb_drafter_i *d) { return d->q_rows != NULL; }
+static bool uses_topology(const arb_drafter_i *d) { return d->uses_topology; }
+static const char *drafters_with(bool (*has)(const arb_drafter_i *), const char *sep, char *buf, size_t cap)
 {
     size_t n = 0;
     buf[0] = 0;
-    for (int i = 0; arb_verifier_at(i) && n < cap; i++) {
-        const arb_verifier_i *v = arb_verifier_at(i);
-        if (v->sampling && v->valid[r] != ARB_VALID_NO)
-            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", v->name);
-    }
+    for (int i = 0; arb_drafter_at(i) && n < cap; i++)
+        if (has(arb_drafter_at(i)))
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? sep : "", arb_drafter_at(i)->name);
     return buf;
 }
 
@@ -490,8 +432,9 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
     if (!arb_method_known("consensus", s->consensus))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: consensus: unknown '%s' (%s)", s->id, s->consensus,
                        arb_goose_consensus_names(names, sizeof names));
-    if (s->topology[0] && strcmp(s->drafter, "goose"))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: topology: '%s' needs drafter goose", s->id, s->topology);
+    if (s->topology[0] && !arb_drafter_find(s->drafter)->uses_topology)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: topology: '%s' needs drafter %s", s->id, s->topology,
+                       drafters_with(uses_topology, " or ", names, sizeof names));
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
         int rc = check_range(s, &params[i], err);
         if (rc)
@@ -503,57 +446,23 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: tier_lo: %g > tier_hi %g", s->id, s->tier_lo, s->tier_hi);
     if (!strcmp(s->scheduler, "fixed") && s->fixed_r < 0)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: fixed_r: scheduler fixed needs fixed_r in [0,1]", s->id);
-    if (!strcmp(s->drafter, "rest")) {
-        if (s->budget < 2)
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: budget: REST needs at least 2 nodes (anchor + 1 draft)", s->id);
-        if (s->rest_suffix_min > s->rest_suffix_max)
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: suffix_min: %d > suffix_max %d", s->id, s->rest_suffix_min,
-                           s->rest_suffix_max);
-        if (!s->datastore[0])
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: datastore: empty (auto, a cache name, or a path)", s->id);
+    const arb_drafter_i *d = arb_drafter_find(s->drafter);
+    if (d->validate) {
+        int rc = d->validate(s, err);
+        if (rc)
+            return rc;
     }
-    if (!strcmp(s->drafter, "tr") && s->topk < 8)
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: topk: TR template 2.2.2 needs topk >= 8", s->id);
-    if (!strcmp(s->drafter, "lookahead") && arb_method_max_nodes(s) > ARB_LADE_NODES_MAX)
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: window: W %d, N %d, G %d make %d nodes per step "
-                       "(1 + (W-1) + (N-2)W + G(N-1)); at most %d", s->id, s->la_window, s->la_ngram,
-                       s->la_guess, arb_method_max_nodes(s), ARB_LADE_NODES_MAX);
-    if (!strcmp(s->drafter, "draft")) { /* sampling verifiers: validity matrix (docs/spec/verification.md §0.6) */
-        arb_regime rg = s->dte_l > 0 ? ARB_REGIME_DELAYED : s->dte_k > 1 ? ARB_REGIME_IID : ARB_REGIME_SINGLE;
-        if (!arb_selector_find(s->selector))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: selector: unknown '%s' (%s)", s->id, s->selector,
-                           arb_selector_names());
-        if (!strcmp(s->selector, "nde")) { /* any action may be a delayed tree (the verifier must take them) */
-            if (!s->selector_file[0])
-                return ARB_ERR(err, ARB_E_INVAL, "method %s: selector_file: selector nde needs the trained "
-                               "selector (arbor nde train --out FILE)", s->id);
-            rg = ARB_REGIME_DELAYED;
-        }
-        if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (%s)", s->id,
-                           sampling_names(rg, names, sizeof names));
-        arb_err ve = {0};
-        if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, rg, &ve))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);
-        if (s->dte_k * s->dte_b + s->dte_l < 1)
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: branch_len: the draft tree is empty", s->id);
-    } else if (!strcmp(s->drafter, "eagle2-draft")) { /* top-k trees: DET (docs/spec/verification.md §0.6) */
-        if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (%s)", s->id,
-                           sampling_names(ARB_REGIME_DET, names, sizeof names));
-        arb_err ve = {0};
-        if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, ARB_REGIME_DET, &ve))
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);
-        if (s->budget < 2)
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: budget: %d leaves no draft node (>= 2)", s->id, s->budget);
-    } else if (strcmp(s->verifier, "greedy"))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s needs drafter draft or eagle2-draft", s->id,
-                       s->verifier);
+    /* Sampling verifiers need a drafter that drafts for them: one with the q_rows slot (its draft
+       laws; NULL rows for DET trees, whose verifiers read none). */
+    if (!d->q_rows && strcmp(s->verifier, "greedy"))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s needs drafter %s", s->id, s->verifier,
+                       drafters_with(has_q_rows, " or ", names, sizeof names));
     if (!strcmp(s->verifier, "typical") && (s->top_p < 1 || s->top_k > 0))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: typical is defined on the unfiltered softmax(z/T); "
                        "set top_p 1 and top_k 0 (docs/spec/verification.md §9)", s->id);
-    if (s->temperature > 0 && strcmp(s->drafter, "none") && strcmp(s->drafter, "draft") &&
-        strcmp(s->drafter, "eagle2-draft"))
+    /* AR samples the target itself; every other drafter needs the draft laws (q_rows). The one
+       by-name case left: "none" is method.c's own row, the drafter that drafts nothing. */
+    if (s->temperature > 0 && d != &arb_drafter_none && !d->q_rows)
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
                        "method %s: temperature: speculative sampling is not implemented yet for drafter %s "
                        "(greedy only; use ar)", s->id, s->drafter);

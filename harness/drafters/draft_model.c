@@ -3,12 +3,14 @@
  * every shape goes through (single chain, i.i.d. paths, delayed trees) is in delayed.c. */
 #include "draft_model_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "genutil.h"
 #include "nde_features.h"
 #include "selectors/selector.h"
+#include "verifiers/verifier.h"
 
 arb_draft_model_opts arb_draft_model_default_opts(void)
 {
@@ -138,9 +140,11 @@ static int dm_create(const arb_method_spec *s, int n_vocab, void **st, arb_err *
     }
     *st = d;
     d->sel = arb_selector_find(s->selector[0] ? s->selector : "fixed");
-    if (!d->sel)
+    if (!d->sel) {
+        char names[128];
         return ARB_ERR(err, ARB_E_INVAL, "drafter draft: selector: unknown '%s' (%s)", s->selector,
-                       arb_selector_names());
+                       arb_selector_names(names, sizeof names));
+    }
     arb_selector_opts so = {.shape = {s->dte_k, s->dte_l, s->dte_b}, .file = s->selector_file, .V = n_vocab,
                             .n_nodes_max = d->n_nodes};
     int rc = d->sel->create(&so, &d->sel_st, err);
@@ -253,8 +257,50 @@ static size_t dm_bytes(const void *st)
     return sizeof(double) * (size_t)d->n_nodes * (size_t)d->V;
 }
 
+/* Draft model, i.i.d. paths by default (DTE §4 baseline). */
+static void dm_defaults(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "Draft");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+    snprintf(s->verifier, sizeof s->verifier, "traversal");
+}
+
+/* The trunk and k branches; nde: its largest action as well. */
+static int dm_max_nodes(const arb_method_spec *s)
+{
+    int n = 1 + s->dte_l + s->dte_k * s->dte_b;
+    return !strcmp(s->selector, "nde") && n < ARB_NDE_NODES_MAX ? ARB_NDE_NODES_MAX : n;
+}
+
+/* Sampling verifiers: the validity matrix (docs/spec/verification.md §0.6) for the regime of the
+   trees this method drafts. */
+static int dm_validate(const arb_method_spec *s, arb_err *err)
+{
+    char names[256];
+    arb_regime rg = s->dte_l > 0 ? ARB_REGIME_DELAYED : s->dte_k > 1 ? ARB_REGIME_IID : ARB_REGIME_SINGLE;
+    if (!arb_selector_find(s->selector))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: selector: unknown '%s' (%s)", s->id, s->selector,
+                       arb_selector_names(names, sizeof names));
+    if (!strcmp(s->selector, "nde")) { /* any action may be a delayed tree (the verifier must take them) */
+        if (!s->selector_file[0])
+            return ARB_ERR(err, ARB_E_INVAL, "method %s: selector_file: selector nde needs the trained "
+                           "selector (arbor nde train --out FILE)", s->id);
+        rg = ARB_REGIME_DELAYED;
+    }
+    if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (%s)", s->id,
+                       arb_verifier_sampling_names(rg, names, sizeof names));
+    arb_err ve = {0};
+    if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, rg, &ve))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);
+    if (s->dte_k * s->dte_b + s->dte_l < 1)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: branch_len: the draft tree is empty", s->id);
+    return ARB_OK;
+}
+
 const arb_drafter_i arb_drafter_draft = {
     .name = "draft", .create = dm_create, .destroy = dm_destroy, .begin = dm_begin, .append = dm_append,
     .propose = dm_propose, .bytes = dm_bytes, .bind = dm_bind, .q_rows = dm_q_rows, .set_step = dm_set_step,
-    .stop_logits = dm_stop_logits,
+    .stop_logits = dm_stop_logits, .max_nodes = dm_max_nodes, .validate = dm_validate,
+    .defaults = dm_defaults,
 };

@@ -6,9 +6,11 @@
  * step loop allocates nothing.
  *
  * Adding a drafter: (1) harness/drafters/<name>.c defining `const arb_drafter_i
- * arb_drafter_<name>`; (2) an extern below and one row in the table in method.c (with its
- * parameters' `drafters` field); (3) tests/test_<name>.c, and a row in test_decode's
- * losslessness list.
+ * arb_drafter_<name>`, with its own defaults (`defaults`), its largest tree (`max_nodes`)
+ * and its consistency checks (`validate`) as slots of the vtable; (2) an extern below and one row in the table in
+ * method.c (and, for its parameters, fields of arb_method_spec with rows in the parameter
+ * table naming it in their `drafters` field); (3) tests/test_<name>.c, and a row in
+ * test_decode's losslessness list. Nothing else in method.c names a drafter.
  */
 #ifndef ARB_DRAFTER_H
 #define ARB_DRAFTER_H
@@ -71,6 +73,21 @@ typedef struct arb_drafter_i {
        rows of the whole accepted path: node path[i]'s row is rows + path[i] * n_embd (root
        first, n_path = accepted + 1). */
     void (*hidden_path)(void *st, const float *rows, const int32_t *path, int n_path, int n_embd);
+    /* ---- the method layer's slots (method.c), so that it never names a drafter ---- */
+    /* Optional (NULL: id = name): the drafter's own defaults (at least its report label `id`),
+       applied by arb_method_spec_default over the values every drafter shares. */
+    void (*defaults)(arb_method_spec *s);
+    /* Optional (NULL: s->budget): the largest tree, nodes incl. the anchor, this drafter can
+       propose for s; arb_method_max_nodes returns it and every tree buffer is sized by it. */
+    int (*max_nodes)(const arb_method_spec *s);
+    /* Optional (NULL: none): the drafter's own consistency checks of s, run by
+       arb_method_spec_validate after the generic ones (known names, ranges); ARB_E_INVAL with
+       "method <id>: <param>: ...". A drafter with q_rows takes the sampling verifiers and
+       checks them here; the others are held to greedy by method.c. */
+    int (*validate)(const arb_method_spec *s, arb_err *err);
+    /* The drafter builds its tree with the topology table (spec.topology, topology.h); a
+       non-empty topology on any other drafter is an error. */
+    bool uses_topology;
 } arb_drafter_i;
 
 extern const arb_drafter_i arb_drafter_none, arb_drafter_pld, arb_drafter_tr, arb_drafter_goose;

@@ -293,8 +293,15 @@ static size_t eg_bytes(const void *st)
     return e->h->n_params * sizeof(float) + lm + (e->emb != e->w_lm ? lm : 0) + kvb;
 }
 
+/* EAGLE-2 on the EAGLE head: the reference's 60 / 5 (+1) / 10; max_nodes NULL: the budget. */
+static void eg_defaults(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "EAGLE2-head");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+}
+
 const arb_drafter_i arb_drafter_eagle = {
     .name = "eagle", .create = eg_create, .destroy = eg_destroy, .begin = eg_begin, .append = eg_append,
     .propose = eg_propose, .verified = eg_verified, .bytes = eg_bytes, .bind = eg_bind, .hidden = eg_hidden,
-    .hidden_path = eg_hidden_path,
+    .hidden_path = eg_hidden_path, .defaults = eg_defaults,
 };

@@ -23,6 +23,7 @@
 #include "drafter.h"
 #include "dyntree.h"
 #include "topk.h"
+#include "verifiers/verifier.h"
 
 typedef struct e2_state {
     arb_method_spec spec;
@@ -181,7 +182,31 @@ static size_t e2_bytes(const void *st)
     return (sizeof(arb_dyntree_cand) + 3 * sizeof(int32_t)) * (size_t)e->max_cands;
 }
 
+/* EAGLE-2 reference: total_token 60, depth 5 (+1), top_k 10. */
+static void e2_defaults(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "EAGLE2");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+    snprintf(s->verifier, sizeof s->verifier, "nss"); /* T > 0; the greedy walk at T = 0 */
+}
+
+/* Top-k trees: regime DET (docs/spec/verification.md §0.6); max_nodes NULL: the budget. */
+static int e2_validate(const arb_method_spec *s, arb_err *err)
+{
+    char names[256];
+    if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (%s)", s->id,
+                       arb_verifier_sampling_names(ARB_REGIME_DET, names, sizeof names));
+    arb_err ve = {0};
+    if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, ARB_REGIME_DET, &ve))
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);
+    if (s->budget < 2)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: budget: %d leaves no draft node (>= 2)", s->id, s->budget);
+    return ARB_OK;
+}
+
 const arb_drafter_i arb_drafter_eagle2 = {
     .name = "eagle2-draft", .create = e2_create, .destroy = e2_destroy, .begin = e2_begin, .append = e2_append,
-    .propose = e2_propose, .bytes = e2_bytes, .bind = e2_bind, .q_rows = e2_q_rows,
+    .propose = e2_propose, .bytes = e2_bytes, .bind = e2_bind, .q_rows = e2_q_rows, .validate = e2_validate,
+    .defaults = e2_defaults,
 };

@@ -300,6 +300,21 @@ static size_t gd_bytes(const void *st)
     return arb_adj_bytes(g->adj) + arb_ngram_index_bytes(g->ix);
 }
 
+/* The common defaults are GOOSE's (B = 60, D = 6, K = 10 ...): only the label. */
+static void gd_defaults(arb_method_spec *s) { snprintf(s->id, sizeof s->id, "GOOSE"); }
+
+/* The budget, or the bypass chain when the topology reads the continuation and the chain is longer. */
+static int gd_max_nodes(const arb_method_spec *s)
+{
+    int n = s->budget;
+    int byp = arb_goose_bypass_cap(s);
+    int chain = byp > s->max_draft ? byp : s->max_draft;
+    const arb_topology_i *ti = arb_topology_find(s->topology);
+    if (ti && ti->wants_match && 1 + chain > n)
+        n = 1 + chain; /* bypass chain */
+    return n;
+}
+
 const arb_drafter_i arb_drafter_goose = {
     .name = "goose",
     .create = gd_create,
@@ -310,4 +325,7 @@ const arb_drafter_i arb_drafter_goose = {
     .harvest = gd_harvest,
     .verified = gd_verified,
     .bytes = gd_bytes,
+    .max_nodes = gd_max_nodes,
+    .defaults = gd_defaults,
+    .uses_topology = true,
 };

@@ -8,6 +8,7 @@
 #include "lookahead.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -411,6 +412,25 @@ static size_t lade_bytes(const void *st)
     return arb_lade_pool_bytes(s->pool) + (size_t)(s->N - 1) * (size_t)s->win.stride * sizeof(int32_t);
 }
 
+/* docs/spec/drafting.md §6 */
+static void la_defaults(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "Lookahead");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+    s->topk = 1; /* the window's Jacobi update needs only each node's argmax */
+}
+
+static int la_max_nodes(const arb_method_spec *s) { return arb_lade_max_nodes(s->la_window, s->la_ngram, s->la_guess); }
+
+static int la_validate(const arb_method_spec *s, arb_err *err)
+{
+    if (arb_method_max_nodes(s) > ARB_LADE_NODES_MAX)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: window: W %d, N %d, G %d make %d nodes per step "
+                       "(1 + (W-1) + (N-2)W + G(N-1)); at most %d", s->id, s->la_window, s->la_ngram,
+                       s->la_guess, arb_method_max_nodes(s), ARB_LADE_NODES_MAX);
+    return ARB_OK;
+}
+
 const arb_drafter_i arb_drafter_lookahead = {
     .name = "lookahead",
     .create = lade_create,
@@ -423,4 +443,7 @@ const arb_drafter_i arb_drafter_lookahead = {
     .bytes = lade_bytes,
     .bind = lade_bind,
     .set_step = lade_set_step,
+    .max_nodes = la_max_nodes,
+    .validate = la_validate,
+    .defaults = la_defaults,
 };

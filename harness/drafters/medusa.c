@@ -408,14 +408,37 @@ static size_t md_bytes(const void *st)
     return d->h->n_params * sizeof(float) + lm + (d->emb && d->emb != d->w_lm ? lm : 0);
 }
 
+/* docs/heads.md: Medusa's published tree (63 nodes + the anchor). */
+static void md_defaults_medusa(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "Medusa");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+    s->budget = 64;
+}
+
+static void md_defaults_hydra(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "Hydra");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+    s->budget = 64;
+}
+
+/* The tree_sched bank's largest tree, the `auto` tree's budget, or mc_sim_7b_63: 63 nodes + anchor. */
+static int md_max_nodes(const arb_method_spec *s)
+{
+    return s->tree_sched[0] ? ARB_BANK_TREE_MAX : !strcmp(s->tree, "auto") ? s->budget : 64;
+}
+
 const arb_drafter_i arb_drafter_medusa = {
     .name = "medusa", .create = md_create_medusa, .destroy = md_destroy, .begin = md_begin, .append = md_append,
     .propose = md_propose, .bytes = md_bytes, .bind = md_bind, .hidden = md_hidden,
     .verified = md_verified, .stop_logits = md_stop_logits,
+    .max_nodes = md_max_nodes, .defaults = md_defaults_medusa,
 };
 
 const arb_drafter_i arb_drafter_hydra = {
     .name = "hydra", .create = md_create_hydra, .destroy = md_destroy, .begin = md_begin, .append = md_append,
     .propose = md_propose, .bytes = md_bytes, .bind = md_bind, .hidden = md_hidden,
     .verified = md_verified, .stop_logits = md_stop_logits,
+    .max_nodes = md_max_nodes, .defaults = md_defaults_hydra,
 };

@@ -1,6 +1,7 @@
 /* pld.c — n-gram index, Saxena PLD and GOOSE ContextMatch (see pld.h). */
 #include "pld.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -336,6 +337,21 @@ static void pld_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_st
 
 static size_t pld_bytes(const void *st) { return arb_ngram_index_bytes(((const pld_state *)st)->ix); }
 
+/* Saxena's reference (docs/spec/drafting.md §2.1). */
+static void pldd_defaults(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "PLD");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+    s->ngram_min = 1;
+    s->ngram_max = 3;
+    s->max_draft = 10;
+    s->pld_earliest = true;
+    s->budget = 11;
+}
+
+/* The anchor and one continuation of max_draft tokens. */
+static int pldd_max_nodes(const arb_method_spec *s) { return 1 + s->max_draft; }
+
 const arb_drafter_i arb_drafter_pld = {
     .name = "pld",
     .create = pld_create,
@@ -346,4 +362,6 @@ const arb_drafter_i arb_drafter_pld = {
     .harvest = NULL,
     .verified = NULL,
     .bytes = pld_bytes,
+    .max_nodes = pldd_max_nodes,
+    .defaults = pldd_defaults,
 };

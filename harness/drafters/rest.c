@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -297,6 +298,27 @@ static size_t rest_bytes(const void *st)
     return arb_rest_retriever_bytes(s->r) + (s->ds ? arb_datastore_bytes(s->ds) : 0);
 }
 
+/* The reference's defaults: 64 drafted nodes + the anchor. */
+static void rs_defaults(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "REST");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+    s->budget = 65;
+}
+
+/* The method's checks (method.h arb_method_spec_validate): budget = 1 + drafted nodes. */
+static int rs_validate(const arb_method_spec *s, arb_err *err)
+{
+    if (s->budget < 2)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: budget: REST needs at least 2 nodes (anchor + 1 draft)", s->id);
+    if (s->rest_suffix_min > s->rest_suffix_max)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: suffix_min: %d > suffix_max %d", s->id, s->rest_suffix_min,
+                       s->rest_suffix_max);
+    if (!s->datastore[0])
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: datastore: empty (auto, a cache name, or a path)", s->id);
+    return ARB_OK;
+}
+
 const arb_drafter_i arb_drafter_rest = {
     .name = "rest",
     .create = rest_create,
@@ -308,4 +330,6 @@ const arb_drafter_i arb_drafter_rest = {
     .verified = NULL,
     .bytes = rest_bytes,
     .bind = rest_bind,
+    .validate = rs_validate, /* max_nodes NULL: the budget */
+    .defaults = rs_defaults,
 };

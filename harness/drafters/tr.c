@@ -2,6 +2,7 @@
 #include "tr.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -383,6 +384,26 @@ static void tr_harvest(void *st, const arb_harvest *h)
 
 static size_t tr_bytes(const void *st) { return arb_adj_bytes(((const tr_state *)st)->adj); }
 
+/* Template 2.2.2, hot start across prompts. */
+static void trd_defaults(arb_method_spec *s)
+{
+    snprintf(s->id, sizeof s->id, "TR");
+    snprintf(s->scheduler, sizeof s->scheduler, "none");
+    s->budget = 81;
+    s->hot_start = true;
+    s->harvest_prefill = false; /* the TR reference harvests decode forwards only */
+}
+
+/* Template 2.2.2: 1 + 8 + 8*8 + 8 nodes (the TR reference's fixed tree). */
+static int trd_max_nodes(const arb_method_spec *s) { return 81; }
+
+static int trd_validate(const arb_method_spec *s, arb_err *err)
+{
+    if (s->topk < 8)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: topk: TR template 2.2.2 needs topk >= 8", s->id);
+    return ARB_OK;
+}
+
 const arb_drafter_i arb_drafter_tr = {
     .name = "tr",
     .create = tr_create,
@@ -393,4 +414,7 @@ const arb_drafter_i arb_drafter_tr = {
     .harvest = tr_harvest,
     .verified = NULL,
     .bytes = tr_bytes,
+    .max_nodes = trd_max_nodes,
+    .validate = trd_validate,
+    .defaults = trd_defaults,
 };

@@ -23,6 +23,7 @@
 #define ARB_SELECTOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "drafters/draft_model.h"
 #include "error.h"
@@ -55,9 +56,10 @@ typedef struct arb_selector_i {
 
 extern const arb_selector_i arb_selector_fixed, arb_selector_nde;
 
-/* The registry: selector by name ("fixed", "nde"), NULL if unknown. */
+/* The registry: selector by name ("fixed", "nde"), NULL if unknown; row i (NULL past the end);
+   the names, ", "-separated, into buf (returns buf). */
 const arb_selector_i *arb_selector_find(const char *name);
-/* Names of the table, comma-separated, for error messages. */
-const char *arb_selector_names(void);
+const arb_selector_i *arb_selector_at(int i);
+const char *arb_selector_names(char *buf, size_t cap);
 
 #endif

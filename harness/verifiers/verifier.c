@@ -42,6 +42,18 @@ const char *arb_verifier_names(char *buf, size_t cap)
     return buf;
 }
 
+const char *arb_verifier_sampling_names(arb_regime r, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; arb_verifier_at(i) && n < cap; i++) {
+        const arb_verifier_i *v = arb_verifier_at(i);
+        if (v->sampling && v->valid[r] != ARB_VALID_NO)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", v->name);
+    }
+    return buf;
+}
+
 static const char *const regime_names[ARB_REGIME_COUNT] = {"single", "iid", "delayed", "wor", "det"};
 
 const char *arb_regime_name(arb_regime r)

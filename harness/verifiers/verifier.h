@@ -99,6 +99,9 @@ extern const arb_verifier_i arb_verifier_greedy, arb_verifier_nss, arb_verifier_
 const arb_verifier_i *arb_verifier_find(const char *name);
 const arb_verifier_i *arb_verifier_at(int i);
 const char *arb_verifier_names(char *buf, size_t cap);
+/* The sampling verifiers valid for regime r (their docs/spec/verification.md §0.6 row), ", "-separated
+   into buf (returns buf): what a sampling drafter's validation offers instead of greedy. */
+const char *arb_verifier_sampling_names(arb_regime r, char *buf, size_t cap);
 int arb_verifier_count(void); /* rows (older callers; arb_verifier_at(i) == NULL past the end) */
 /* Config validation: ARB_E_INVAL with "verifier 'x' is not valid for regime y" (§0.6). */
 int arb_verifier_check(const char *name, arb_regime r, arb_err *err);
