@@ -14,6 +14,7 @@
 #include "drafters/goose.h"
 #include "schedulers/scheduler.h"
 #include "drafters/lookahead.h"
+#include "registry.h"
 #include "topologies/topology.h"
 #include "verifiers/verifier.h"
 
@@ -53,29 +54,21 @@ static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_
    of schedulers/scheduler.h (`tree_sched`): docs/ARCHITECTURE.md "Adding a plug-in". */
 static const char *const schedulers[] = {"goose_tiers", "fixed", "none"};
 
-const arb_drafter_i *arb_drafter_find(const char *name)
-{
-    if (!strcasecmp(name, "ar"))
-        name = "none";
-    for (size_t i = 0; i < sizeof drafters / sizeof drafters[0]; i++)
-        if (!strcasecmp(drafters[i]->name, name))
-            return drafters[i];
-    return NULL;
-}
-
 const arb_drafter_i *arb_drafter_at(int i)
 {
     return i >= 0 && (size_t)i < sizeof drafters / sizeof drafters[0] ? drafters[i] : NULL;
 }
 
-const char *arb_drafter_names(char *buf, size_t cap)
+static const char *drafter_name_at(int i) { return arb_drafter_at(i) ? drafters[i]->name : NULL; }
+
+const arb_drafter_i *arb_drafter_find(const char *name)
 {
-    size_t n = 0;
-    buf[0] = 0;
-    for (int i = 0; arb_drafter_at(i) && n < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", arb_drafter_at(i)->name);
-    return buf;
+    if (name && !strcasecmp(name, "ar"))
+        name = "none";
+    return arb_drafter_at(arb_registry_index(drafter_name_at, name, true));
 }
+
+const char *arb_drafter_names(char *buf, size_t cap) { return arb_registry_names(drafter_name_at, buf, cap); }
 
 static bool in_list(const char *const *l, size_t n, const char *name)
 {

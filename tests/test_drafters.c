@@ -10,6 +10,9 @@
 #include "drafters/drafter.h"
 #include "drafters/lookahead.h"
 #include "method.h"
+#include "registry.h"
+#include "schedulers/scheduler.h"
+#include "topologies/topology.h"
 #include "nde_features.h"
 #include "selectors/selector.h"
 #include "verifiers/verifier.h"
@@ -174,4 +177,32 @@ Test(drafters, selector_table_has_the_common_verbs)
     char small[6]; /* truncation stays inside the buffer */
     arb_selector_names(small, sizeof small);
     cr_assert_eq(strlen(small), sizeof small - 1);
+}
+
+/* The shared lookup every table's find goes through: exact or case-folded, -1 for unknown or
+   NULL, and name lists cut to the buffer without overrunning it. */
+static const char *three_at(int i)
+{
+    static const char *const rows[] = {"alpha", "Beta", "gamma"};
+    return i >= 0 && i < 3 ? rows[i] : NULL;
+}
+
+Test(drafters, registry_helpers_find_and_list)
+{
+    cr_expect_eq(arb_registry_index(three_at, "Beta", false), 1);
+    cr_expect_eq(arb_registry_index(three_at, "beta", false), -1);
+    cr_expect_eq(arb_registry_index(three_at, "beta", true), 1);
+    cr_expect_eq(arb_registry_index(three_at, NULL, true), -1);
+    char buf[64], small[9];
+    cr_expect_str_eq(arb_registry_names(three_at, buf, sizeof buf), "alpha, Beta, gamma");
+    cr_expect_str_eq(arb_registry_names(three_at, small, sizeof small), "alpha, B");
+    /* every kind answers through it */
+    cr_expect_eq(arb_drafter_find("AR"), arb_drafter_find("none"));
+    cr_expect_null(arb_drafter_find(NULL));
+    cr_expect_eq(arb_topology_find(""), arb_topology_find("spine"));
+    cr_expect_not_null(arb_tree_sched_find("entmtp_tau"));
+    cr_expect_null(arb_tree_sched_find("entmtp"));
+    cr_expect_str_eq(arb_tree_sched_names(buf, sizeof buf), "static, entmtp_tau, ladder");
+    cr_expect_str_eq(arb_topology_names(buf, sizeof buf), "spine, iso, sequoia");
+    cr_expect_eq(arb_verifier_find("traversal"), arb_verifier_at(8));
 }

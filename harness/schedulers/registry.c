@@ -1,33 +1,23 @@
 /* registry.c — the tree scheduler table (see scheduler.h). */
-#include <stdio.h>
-#include <string.h>
-
+#include "registry.h"
 #include "scheduler.h"
 
 static const arb_tree_sched_i *const policies[] = {&arb_tree_sched_static, &arb_tree_sched_entmtp_tau,
                                                    &arb_tree_sched_ladder};
-
-const arb_tree_sched_i *arb_tree_sched_find(const char *name)
-{
-    for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++)
-        if (!strcmp(policies[i]->name, name))
-            return policies[i];
-    return NULL;
-}
 
 const arb_tree_sched_i *arb_tree_sched_at(int i)
 {
     return i >= 0 && (size_t)i < sizeof policies / sizeof policies[0] ? policies[i] : NULL;
 }
 
-const char *arb_tree_sched_names(char *buf, size_t cap)
+static const char *name_at(int i) { return arb_tree_sched_at(i) ? policies[i]->name : NULL; }
+
+const arb_tree_sched_i *arb_tree_sched_find(const char *name)
 {
-    size_t n = 0;
-    buf[0] = 0;
-    for (int i = 0; arb_tree_sched_at(i) && n < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", arb_tree_sched_at(i)->name);
-    return buf;
+    return arb_tree_sched_at(arb_registry_index(name_at, name, false));
 }
+
+const char *arb_tree_sched_names(char *buf, size_t cap) { return arb_registry_names(name_at, buf, cap); }
 
 arb_tree_sched_opts arb_tree_sched_default_opts(const arb_topobank *b)
 {

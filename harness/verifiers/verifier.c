@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "registry.h"
 #include "vf_int.h"
 
 /* The registry (STYLE practice 11). Adding a row: see the checklist in verifier.h.
@@ -25,22 +26,14 @@ const arb_verifier_i *arb_verifier_at(int i)
     return i >= 0 && (size_t)i < sizeof registry / sizeof registry[0] ? registry[i] : NULL;
 }
 
+static const char *name_at(int i) { return arb_verifier_at(i) ? registry[i]->name : NULL; }
+
 const arb_verifier_i *arb_verifier_find(const char *name)
 {
-    for (int i = 0; name && arb_verifier_at(i); i++)
-        if (!strcmp(registry[i]->name, name))
-            return registry[i];
-    return NULL;
+    return arb_verifier_at(arb_registry_index(name_at, name, false));
 }
 
-const char *arb_verifier_names(char *buf, size_t cap)
-{
-    size_t n = 0;
-    buf[0] = 0;
-    for (int i = 0; arb_verifier_at(i) && n < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", registry[i]->name);
-    return buf;
-}
+const char *arb_verifier_names(char *buf, size_t cap) { return arb_registry_names(name_at, buf, cap); }
 
 const char *arb_verifier_sampling_names(arb_regime r, char *buf, size_t cap)
 {
