@@ -17,6 +17,7 @@
 #include "dyntree.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -76,6 +77,16 @@ void arb_dyntree_free(arb_dyntree *dt)
     free(dt->logp);
     free(dt->best);
     free(dt);
+}
+
+int arb_dyntree_for_method(const char *id, int depth, int topk, int total, arb_dyntree_opts *o,
+                           arb_dyntree **out, arb_err *err)
+{
+    *o = (arb_dyntree_opts){.depth = depth, .topk = topk, .total = total};
+    char who[96];
+    snprintf(who, sizeof who, "method %s", id);
+    int rc = arb_dyntree_opts_check(o, who, err);
+    return rc ? rc : arb_dyntree_new(o, out, err);
 }
 
 int arb_dyntree_new(const arb_dyntree_opts *o, arb_dyntree **out, arb_err *err)

@@ -66,6 +66,10 @@ typedef struct arb_dyntree_stats {
 
 typedef struct arb_dyntree arb_dyntree;
 int arb_dyntree_new(const arb_dyntree_opts *o, arb_dyntree **out, arb_err *err);
+/* A drafter's tree from its method parameters: *o = {depth, topk, total}, checked with errors
+   naming "method <id>", then arb_dyntree_new. */
+int arb_dyntree_for_method(const char *id, int depth, int topk, int total, arb_dyntree_opts *o,
+                           arb_dyntree **out, arb_err *err);
 void arb_dyntree_free(arb_dyntree *dt); /* NULL-safe */
 /* Grow the tree below t's anchor (t holds only the anchor; t->cap >= total): nodes in
    (depth, creation) order, source tag src, rank, draft_prob = exp(logp). Expansion stops

@@ -104,12 +104,7 @@ static int e2_create(const arb_method_spec *s, int n_vocab, void **st, arb_err *
     if (!e)
         return ARB_ERR(err, ARB_E_NOMEM, "drafter eagle2-draft: out of memory");
     e->spec = *s;
-    e->o = (arb_dyntree_opts){.depth = s->max_depth, .topk = s->topk, .total = s->budget};
-    char who[96];
-    snprintf(who, sizeof who, "method %s", s->id);
-    int rc = arb_dyntree_opts_check(&e->o, who, err);
-    if (!rc)
-        rc = arb_dyntree_new(&e->o, &e->dt, err);
+    int rc = arb_dyntree_for_method(s->id, s->max_depth, s->topk, s->budget, &e->o, &e->dt, err);
     if (!rc) {
         e->max_cands = arb_dyntree_max_cands(&e->o);
         e->bidx = malloc(sizeof(int32_t) * (size_t)e->max_cands);
