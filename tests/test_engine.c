@@ -28,13 +28,13 @@
 #include "default_model.h"
 #include "engine.h"
 #include "engine_check.h"
+#include "llama_oracle.h"
 #include "gguf.h"
 #include "quant.h"
 
 /* Bounds over 64 steps x top-5 ids: about 2x the measured maxima above (the Q4_1 figure
    moves with every kernel revision, the F32 one does not). */
 #define ORACLE_MAX_DLOGIT 2.0
-#define ORACLE_NEAR_TIE 0.5 /* llama.cpp top-2 margin under which the argmax may differ */
 #define ORACLE_F32_MAX_DLOGIT 2e-4
 
 static char model_path[1024];
@@ -49,58 +49,6 @@ static arb_model *open_model(int n_threads)
     arb_err err = {0};
     cr_assert_eq(arb_model_load(model_path, &lo, &m, &err), ARB_OK, "%s", err.msg);
     return m;
-}
-
-typedef struct oracle {
-    int n_prompt;
-    int32_t prompt[512];
-    int n_steps;
-    int32_t argmax[64];
-    int32_t top_id[64][5];
-    float top_logit[64][5];
-} oracle;
-
-static void read_oracle(oracle *o, const char *name)
-{
-    const char *root = getenv("ARBOR_SOURCE_ROOT");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tests/fixtures/%s", root ? root : ".", name);
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "cannot open %s", path);
-    memset(o, 0, sizeof *o);
-    char line[8192];
-    while (fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "prompt\t", 7)) {
-            char *p = line + 7;
-            o->n_prompt = (int)strtol(p, &p, 10);
-            cr_assert(o->n_prompt > 0 && o->n_prompt <= 512);
-            for (int i = 0; i < o->n_prompt; i++) {
-                p++; /* tab or comma */
-                o->prompt[i] = (int32_t)strtol(p, &p, 10);
-            }
-        } else if (!strncmp(line, "step\t", 5)) {
-            char *p = line + 5;
-            int s = (int)strtol(p, &p, 10);
-            cr_assert(s == o->n_steps && s < 64, "fixture: step %d out of order", s);
-            o->argmax[s] = (int32_t)strtol(p + 1, &p, 10);
-            for (int k = 0; k < 5; k++) {
-                o->top_id[s][k] = (int32_t)strtol(p + 1, &p, 10);
-                o->top_logit[s][k] = strtof(p + 1, &p);
-            }
-            o->n_steps++;
-        }
-    }
-    fclose(f);
-    cr_assert_eq(o->n_steps, 64);
-}
-
-static int argmax(const float *l, int n)
-{
-    int b = 0;
-    for (int j = 1; j < n; j++)
-        if (l[j] > l[b])
-            b = j;
-    return b;
 }
 
 Test(engine, smollm2_hyperparameters)
@@ -120,47 +68,6 @@ Test(engine, smollm2_hyperparameters)
     arb_model_free(m);
 }
 
-/* Teacher-forced on the oracle's greedy sequence: per step, does our argmax agree,
-   and how far are our logits for the oracle's top-5 ids. */
-typedef struct oracle_cmp {
-    int agree;       /* steps whose argmax equals the oracle's */
-    int near_miss;   /* disagreeing steps where the oracle's top-2 margin < ORACLE_NEAR_TIE */
-    double max_d;    /* max |dlogit| over 64 steps x top-5 */
-    int worst_step;
-} oracle_cmp;
-
-static oracle_cmp oracle_compare(arb_model *m, const oracle *o)
-{
-    oracle_cmp r = {.worst_step = -1};
-    arb_ctx *c = check_ctx(m, 1024, 512, 0, false);
-    const int V = 49152;
-    float *lg = malloc(sizeof(float) * V * (size_t)o->n_prompt);
-    float *l1 = malloc(sizeof(float) * V);
-    check_prefill(c, o->prompt, o->n_prompt, lg);
-    const float *cur = lg + (size_t)(o->n_prompt - 1) * V;
-    const int32_t root = -1;
-    for (int s = 0; s < 64; s++) {
-        if (argmax(cur, V) == o->argmax[s])
-            r.agree++;
-        else if (o->top_logit[s][0] - o->top_logit[s][1] < ORACLE_NEAR_TIE)
-            r.near_miss++;
-        for (int k = 0; k < 5; k++) {
-            double d = fabs((double)cur[o->top_id[s][k]] - o->top_logit[s][k]);
-            if (d > r.max_d) {
-                r.max_d = d;
-                r.worst_step = s;
-            }
-        }
-        check_eval(c, &o->argmax[s], &root, 1, l1, NULL);
-        check_commit_chain(c, 1);
-        cur = l1;
-    }
-    free(lg);
-    free(l1);
-    arb_ctx_free(c);
-    return r;
-}
-
 /* Same GGUF as llama.cpp (Q4_1 weights, Q8_0 tied head). Both sides quantize the
    activations to 8 bits but with different block sums and summation orders, and the
    30 layers amplify that rounding; disagreements may only occur at near-ties. */
@@ -169,7 +76,7 @@ Test(engine, matches_llama_cpp_q4_1)
     arb_model *m = open_model(2);
     oracle o;
     read_oracle(&o, "smollm2_ref.tsv");
-    oracle_cmp r = oracle_compare(m, &o);
+    oracle_cmp r = oracle_compare(m, &o, 49152);
     printf("oracle Q4_1: %d/64 argmax agree (%d near-ties differ), max |dlogit| %.5f (step %d)\n", r.agree,
            r.near_miss, r.max_d, r.worst_step);
     cr_expect_eq(r.agree + r.near_miss, 64, "argmax differs from llama.cpp away from near-ties");
@@ -277,7 +184,7 @@ Test(engine, matches_llama_cpp_f32_exact, .timeout = 600)
     cr_assert_eq(rc, ARB_OK, "%s", err.msg);
     oracle o;
     read_oracle(&o, "smollm2_f32_ref.tsv");
-    oracle_cmp r = oracle_compare(m, &o);
+    oracle_cmp r = oracle_compare(m, &o, 49152);
     printf("oracle F32: %d/64 argmax agree, max |dlogit| %.6f (step %d)\n", r.agree, r.max_d, r.worst_step);
     cr_expect_eq(r.agree, 64);
     cr_expect_eq(r.near_miss, 0);

@@ -26,6 +26,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function" /* only some of the shared checks run here */
 #include "engine_check.h"
+#include "llama_oracle.h"
 #pragma GCC diagnostic pop
 
 #define GEMMA_FILE "gemma-3-270m-q4_k_m.gguf"
@@ -35,7 +36,6 @@
 #define ORACLE_MAX_DLOGIT 1.5
 #define ORACLE_MIN_AGREE 56
 #define ORACLE_F32_MAX_DLOGIT 0.02
-#define ORACLE_NEAR_TIE 0.5       /* llama.cpp top-2 margin under which the argmax may differ */
 
 static char model_path[1024];
 
@@ -92,106 +92,19 @@ Test(engine_gemma3, hyperparameters_and_tokenizer)
     arb_model_free(m);
 }
 
-typedef struct oracle {
-    int n_prompt;
-    int32_t prompt[1024];
-    int n_steps;
-    int32_t argmax[64];
-    int32_t top_id[64][5];
-    float top_logit[64][5];
-} oracle;
-
-static void read_oracle(oracle *o, const char *name)
-{
-    const char *root = getenv("ARBOR_SOURCE_ROOT");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tests/fixtures/%s", root ? root : ".", name);
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "cannot open %s", path);
-    memset(o, 0, sizeof *o);
-    static char line[16384];
-    while (fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "prompt\t", 7)) {
-            char *p = line + 7;
-            o->n_prompt = (int)strtol(p, &p, 10);
-            cr_assert(o->n_prompt > 0 && o->n_prompt <= 1024);
-            for (int i = 0; i < o->n_prompt; i++) {
-                p++; /* tab or comma */
-                o->prompt[i] = (int32_t)strtol(p, &p, 10);
-            }
-        } else if (!strncmp(line, "step\t", 5)) {
-            char *p = line + 5;
-            int s = (int)strtol(p, &p, 10);
-            cr_assert(s == o->n_steps && s < 64, "fixture: step %d out of order", s);
-            o->argmax[s] = (int32_t)strtol(p + 1, &p, 10);
-            for (int k = 0; k < 5; k++) {
-                o->top_id[s][k] = (int32_t)strtol(p + 1, &p, 10);
-                o->top_logit[s][k] = strtof(p + 1, &p);
-            }
-            o->n_steps++;
-        }
-    }
-    fclose(f);
-    cr_assert_eq(o->n_steps, 64);
-}
-
-static int argmax(const float *l, int n)
-{
-    int b = 0;
-    for (int j = 1; j < n; j++)
-        if (l[j] > l[b])
-            b = j;
-    return b;
-}
-
-typedef struct oracle_cmp {
-    int agree, near;  /* argmax equal; differing where llama.cpp's top-2 margin < ORACLE_NEAR_TIE */
-    double max_d;     /* max |dlogit| over 64 steps x top-5 */
-    int worst;
-} oracle_cmp;
-
-/* Teacher-forced on llama.cpp's greedy sequence. */
-static oracle_cmp oracle_compare(arb_model *m, const char *fixture)
-{
-    oracle o;
-    read_oracle(&o, fixture);
-    arb_ctx *c = check_ctx(m, 1024, 512, 0, false);
-    float *lg = malloc(sizeof(float) * V * (size_t)o.n_prompt), *l1 = malloc(sizeof(float) * V);
-    check_prefill(c, o.prompt, o.n_prompt, lg);
-    const float *cur = lg + (size_t)(o.n_prompt - 1) * V;
-    const int32_t root = -1;
-    oracle_cmp r = {.worst = -1};
-    for (int s = 0; s < 64; s++) {
-        if (argmax(cur, V) == o.argmax[s])
-            r.agree++;
-        else if (o.top_logit[s][0] - o.top_logit[s][1] < ORACLE_NEAR_TIE)
-            r.near++;
-        for (int k = 0; k < 5; k++) {
-            const double d = fabs((double)cur[o.top_id[s][k]] - o.top_logit[s][k]);
-            if (d > r.max_d)
-                r.max_d = d, r.worst = s;
-        }
-        check_eval(c, &o.argmax[s], &root, 1, l1, NULL);
-        check_commit_chain(c, 1);
-        cur = l1;
-    }
-    free(lg);
-    free(l1);
-    arb_ctx_free(c);
-    return r;
-}
-
 /* The GGUF as distributed (Q4_K/Q6_K/Q5_0/Q8_0 weights): both sides quantize activations,
    differently, so disagreements may only occur at near-ties. */
 Test(engine_gemma3, matches_llama_cpp_q4_k_m, .timeout = 600)
 {
     arb_model *m = open_gemma(2);
-    const oracle_cmp r = oracle_compare(m, "gemma3_270m_ref.tsv");
+    oracle o;
+    read_oracle(&o, "gemma3_270m_ref.tsv");
+    const oracle_cmp r = oracle_compare(m, &o, V);
     printf("gemma3 oracle Q4_K_M: %d/64 argmax agree (%d near-ties differ), max |dlogit| %.5f (step %d)\n",
-           r.agree, r.near, r.max_d, r.worst);
-    cr_expect_eq(r.agree + r.near, 64, "argmax differs from llama.cpp away from near-ties");
+           r.agree, r.near_miss, r.max_d, r.worst_step);
+    cr_expect_eq(r.agree + r.near_miss, 64, "argmax differs from llama.cpp away from near-ties");
     cr_expect_geq(r.agree, ORACLE_MIN_AGREE);
-    cr_expect_lt(r.max_d, ORACLE_MAX_DLOGIT, "max |dlogit| %.5f at step %d", r.max_d, r.worst);
+    cr_expect_lt(r.max_d, ORACLE_MAX_DLOGIT, "max |dlogit| %.5f at step %d", r.max_d, r.worst_step);
     arb_model_free(m);
 }
 
@@ -207,11 +120,13 @@ Test(engine_gemma3, matches_llama_cpp_f32, .timeout = 600)
     arb_model *m = NULL;
     arb_err err = {0};
     cr_assert_eq(arb_model_load(model_path, &lo, &m, &err), ARB_OK, "%s", err.msg);
-    const oracle_cmp r = oracle_compare(m, "gemma3_270m_f32_ref.tsv");
+    oracle o;
+    read_oracle(&o, "gemma3_270m_f32_ref.tsv");
+    const oracle_cmp r = oracle_compare(m, &o, V);
     printf("gemma3 oracle F32: %d/64 argmax agree (%d near-ties differ), max |dlogit| %.5f (step %d)\n", r.agree,
-           r.near, r.max_d, r.worst);
+           r.near_miss, r.max_d, r.worst_step);
     cr_expect_eq(r.agree, 64);
-    cr_expect_lt(r.max_d, ORACLE_F32_MAX_DLOGIT, "max |dlogit| %.5f at step %d", r.max_d, r.worst);
+    cr_expect_lt(r.max_d, ORACLE_F32_MAX_DLOGIT, "max |dlogit| %.5f at step %d", r.max_d, r.worst_step);
     arb_model_free(m);
 }
 
