@@ -240,6 +240,26 @@ static int get_f32s(const arb_gguf *g, const char *path, const char *key, float 
     return ARB_OK;
 }
 
+/* The keys every heads file carries (arb_heads_save and arb_eagle_save write them alike):
+   dims = {n_heads, n_embd, n_vocab, ranks}, then the provenance into meta. */
+static int get_common(const arb_gguf *g, const char *path, uint64_t *const dims[4], arb_heads_meta *meta,
+                      arb_err *err)
+{
+    static const char *const dim_keys[4] = {"arbor.heads.n_heads", "arbor.heads.n_embd", "arbor.heads.n_vocab",
+                                            "arbor.heads.ranks"};
+    int rc = ARB_OK;
+    for (int i = 0; i < 4 && !rc; i++)
+        rc = get_uint(g, path, dim_keys[i], dims[i], err);
+    if (rc || (rc = get_str(g, path, "arbor.base.sha256", meta->base_sha256, sizeof meta->base_sha256, err)) ||
+        (rc = get_str(g, path, "arbor.base.name", meta->base_name, sizeof meta->base_name, err)) ||
+        (rc = get_str(g, path, "arbor.train.config", meta->config, sizeof meta->config, err)) ||
+        (rc = get_str(g, path, "arbor.train.data_sha256", meta->data_sha256, sizeof meta->data_sha256, err)) ||
+        (rc = get_uint(g, path, "arbor.train.seed", &meta->seed, err)) ||
+        (rc = get_uint(g, path, "arbor.train.rows", &meta->rows, err)))
+        return rc;
+    return get_uint(g, path, "arbor.train.heldout_rows", &meta->heldout_rows, err);
+}
+
 static int get_tensor(const arb_gguf *g, const char *path, const char *name, uint64_t ne0, uint64_t ne1, float *dst,
                       arb_err *err)
 {
@@ -269,6 +289,7 @@ int arb_heads_load(const char *path, const char *expect_sha256, arb_heads **out,
         return rc;
     char arch[64], kind[32];
     uint64_t K = 0, E = 0, V = 0, ranks = 0;
+    uint64_t *const dims[4] = {&K, &E, &V, &ranks};
     if ((rc = get_str(g, path, "general.architecture", arch, sizeof arch, err)))
         goto done;
     if (strcmp(arch, "arbor-heads")) {
@@ -276,17 +297,7 @@ int arb_heads_load(const char *path, const char *expect_sha256, arb_heads **out,
         goto done;
     }
     if ((rc = get_str(g, path, "arbor.heads.kind", kind, sizeof kind, err)) ||
-        (rc = get_uint(g, path, "arbor.heads.n_heads", &K, err)) ||
-        (rc = get_uint(g, path, "arbor.heads.n_embd", &E, err)) ||
-        (rc = get_uint(g, path, "arbor.heads.n_vocab", &V, err)) ||
-        (rc = get_uint(g, path, "arbor.heads.ranks", &ranks, err)) ||
-        (rc = get_str(g, path, "arbor.base.sha256", meta->base_sha256, sizeof meta->base_sha256, err)) ||
-        (rc = get_str(g, path, "arbor.base.name", meta->base_name, sizeof meta->base_name, err)) ||
-        (rc = get_str(g, path, "arbor.train.config", meta->config, sizeof meta->config, err)) ||
-        (rc = get_str(g, path, "arbor.train.data_sha256", meta->data_sha256, sizeof meta->data_sha256, err)) ||
-        (rc = get_uint(g, path, "arbor.train.seed", &meta->seed, err)) ||
-        (rc = get_uint(g, path, "arbor.train.rows", &meta->rows, err)) ||
-        (rc = get_uint(g, path, "arbor.train.heldout_rows", &meta->heldout_rows, err)))
+        (rc = get_common(g, path, dims, meta, err)))
         goto done;
     if (expect_sha256 && strcmp(expect_sha256, meta->base_sha256)) {
         rc = ARB_ERR(err, ARB_E_INVAL,
@@ -352,6 +363,7 @@ int arb_eagle_load(const char *path, const char *expect_sha256, arb_eagle **out,
         return rc;
     char arch[64], kind[32];
     uint64_t K = 0, E = 0, V = 0, ranks = 0, H = 0, KVH = 0, hd = 0, F = 0;
+    uint64_t *const dims[4] = {&K, &E, &V, &ranks};
     arb_eagle_cfg c = {0};
     if ((rc = get_str(g, path, "general.architecture", arch, sizeof arch, err)))
         goto done;
@@ -366,17 +378,7 @@ int arb_eagle_load(const char *path, const char *expect_sha256, arb_eagle **out,
                      path, kind);
         goto done;
     }
-    if ((rc = get_uint(g, path, "arbor.heads.n_heads", &K, err)) ||
-        (rc = get_uint(g, path, "arbor.heads.n_embd", &E, err)) ||
-        (rc = get_uint(g, path, "arbor.heads.n_vocab", &V, err)) ||
-        (rc = get_uint(g, path, "arbor.heads.ranks", &ranks, err)) ||
-        (rc = get_str(g, path, "arbor.base.sha256", meta->base_sha256, sizeof meta->base_sha256, err)) ||
-        (rc = get_str(g, path, "arbor.base.name", meta->base_name, sizeof meta->base_name, err)) ||
-        (rc = get_str(g, path, "arbor.train.config", meta->config, sizeof meta->config, err)) ||
-        (rc = get_str(g, path, "arbor.train.data_sha256", meta->data_sha256, sizeof meta->data_sha256, err)) ||
-        (rc = get_uint(g, path, "arbor.train.seed", &meta->seed, err)) ||
-        (rc = get_uint(g, path, "arbor.train.rows", &meta->rows, err)) ||
-        (rc = get_uint(g, path, "arbor.train.heldout_rows", &meta->heldout_rows, err)) ||
+    if ((rc = get_common(g, path, dims, meta, err)) ||
         (rc = get_uint(g, path, "arbor.eagle.n_head", &H, err)) ||
         (rc = get_uint(g, path, "arbor.eagle.n_head_kv", &KVH, err)) ||
         (rc = get_uint(g, path, "arbor.eagle.head_dim", &hd, err)) ||
