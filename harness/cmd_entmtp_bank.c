@@ -137,6 +137,17 @@ static int dcmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* --clock: "wall" (the paper's tok/s) or "cpu" (process CPU time, for a shared machine).
+   Nonzero, after a message naming the command, for anything else. */
+static int clock_is_cpu(const char *cmd, const char *clock, bool *use_cpu)
+{
+    *use_cpu = !strcmp(clock, "cpu");
+    if (*use_cpu || !strcmp(clock, "wall"))
+        return 0;
+    fprintf(stderr, "arbor %s: --clock: '%s' (wall, cpu)\n", cmd, clock);
+    return 1;
+}
+
 int arb_entmtp_cmd_bank(int argc, char **argv)
 {
     const char *model = "default", *heads = NULL, *frontier = NULL, *dataset = "gsm8k-train", *out = NULL;
@@ -171,11 +182,9 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     arb_err err = {0};
-    if (strcmp(clock, "wall") && strcmp(clock, "cpu")) {
-        fprintf(stderr, "arbor entmtp bank: --clock: '%s' (wall, cpu)\n", clock);
+    bool use_cpu;
+    if (clock_is_cpu("entmtp bank", clock, &use_cpu))
         return 2;
-    }
-    const bool use_cpu = !strcmp(clock, "cpu");
     cand *c = calloc(CAND_MAX, sizeof *c);
     int nc = 0, rc = c ? read_frontier(frontier, c, &nc, &err) : ARB_ERR(&err, ARB_E_NOMEM, "out of memory");
     if (!rc && strcmp(feature, "lit") && strcmp(feature, "gD") && strcmp(feature, "sum"))
@@ -349,11 +358,9 @@ int arb_entmtp_cmd_table(int argc, char **argv)
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
     arb_err err = {0};
-    if (strcmp(clock, "wall") && strcmp(clock, "cpu")) {
-        fprintf(stderr, "arbor entmtp table: --clock: '%s' (wall, cpu)\n", clock);
+    bool use_cpu;
+    if (clock_is_cpu("entmtp table", clock, &use_cpu))
         return 2;
-    }
-    const bool use_cpu = !strcmp(clock, "cpu");
     arb_model *m = NULL;
     arb_ctx *ctx = NULL;
     arb_entmtp_prompts P = {0};
