@@ -11,10 +11,14 @@
 #include "claims.h"
 #include "cli.h"
 #include "config.h"
+#include "drafters/medusa.h"
+#include "modelfetch.h"
 #include "opts.h"
 #include "reproduce.h"
 #include "runner.h"
+#include "sha256.h"
 #include "store.h"
+#include <unistd.h>
 
 #define MAX_CONFIGS 16
 
@@ -112,6 +116,39 @@ static int check_methods(const arb_claim *c, const arb_config *cfg, arb_err *err
     return ARB_OK;
 }
 
+/* A config whose methods load trained heads that are not there (a fresh machine: `arbor train`
+   has not run) cannot be run; its claims become untestable with the file named, instead of the
+   whole reproduction stopping at the first such method. reason = "" when every file exists or
+   the config needs none. A model that does not resolve is left to the runner's own error. */
+static int missing_heads(const arb_config *cfg, char *reason, size_t cap, arb_err *err)
+{
+    reason[0] = '\0';
+    for (int m = 0; m < cfg->n_models && !reason[0]; m++) {
+        char model[4096], sha[65] = "", file[4096];
+        arb_err ignore = {0};
+        if (arb_model_resolve(cfg->models[m].path, model, sizeof model, &ignore))
+            continue;
+        for (int k = 0; k < cfg->n_methods && !reason[0]; k++) {
+            const arb_method_spec *s = &cfg->methods[k].spec;
+            int rc = arb_heads_file_for(s, model, "", file, sizeof file, err);
+            if (rc)
+                return rc;
+            if (!file[0])
+                continue;
+            if (!sha[0] && (rc = arb_sha256_file(model, sha, err))) /* only when some method needs heads */
+                return rc;
+            if ((rc = arb_heads_file_for(s, model, sha, file, sizeof file, err)))
+                return rc;
+            if (access(file, R_OK))
+                snprintf(reason, cap,
+                         "%s: method %s needs the trained heads file %s, which does not exist "
+                         "(train it: `arbor distill` then `arbor train %s`, docs/heads.md)",
+                         cfg->path, cfg->methods[k].base_id, file, s->drafter);
+        }
+    }
+    return ARB_OK;
+}
+
 static int run_config(const arb_config *cfg, const args *a, arb_err *err)
 {
     arb_run_opts o = arb_run_default_opts();
@@ -186,13 +223,14 @@ typedef struct plan {
     int *cfg_of;                        /* per claim: index into cfgs, -1 = another paper or untestable */
     arb_config *cfgs[MAX_CONFIGS];
     const char *rel[MAX_CONFIGS];       /* each config as the claims name it */
+    char *missing[MAX_CONFIGS];         /* why a config cannot run (missing_heads), else NULL */
     int n_cfg;
 } plan;
 
 static void plan_release(plan *p)
 {
     for (int k = 0; k < p->n_cfg; k++)
-        arb_config_free(p->cfgs[k]);
+        arb_config_free(p->cfgs[k]), free(p->missing[k]);
     free(p->cfg_of);
     arb_claims_free(p->cl);
 }
@@ -216,11 +254,21 @@ static int plan_load(const args *a, plan *p, arb_err *err)
             k++;
         if (k == MAX_CONFIGS)
             return ARB_ERR(err, ARB_E_INVAL, "%s: more than %d configs", path, MAX_CONFIGS);
-        if (k == p->n_cfg && !(rc = load_config(c->config, a, &p->cfgs[k], err)))
+        if (k == p->n_cfg && !(rc = load_config(c->config, a, &p->cfgs[k], err))) {
             p->rel[p->n_cfg++] = c->config;
+            char why[8192];
+            if (!(rc = missing_heads(p->cfgs[k], why, sizeof why, err)) && why[0] && !(p->missing[k] = strdup(why)))
+                rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+        }
         if (!rc)
             rc = check_methods(c, p->cfgs[k], err);
         p->cfg_of[i] = k;
+        if (!rc && p->missing[k]) { /* the claim is reported untestable, with the file to train */
+            free(p->cl->c[i].untestable);
+            if (!(p->cl->c[i].untestable = strdup(p->missing[k])))
+                rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+            p->cfg_of[i] = -1;
+        }
     }
     return rc;
 }
@@ -259,7 +307,10 @@ int arb_cmd_reproduce(int argc, char **argv)
         return 2;
     }
     for (int k = 0; !a.no_run && !rc && k < p.n_cfg; k++)
-        rc = run_config(p.cfgs[k], &a, &err);
+        if (p.missing[k])
+            fprintf(stderr, "arbor reproduce: skipping %s\n", p.missing[k]);
+        else
+            rc = run_config(p.cfgs[k], &a, &err);
     arb_repro_result *r = rc ? NULL : calloc((size_t)p.cl->n, sizeof *r);
     int n = 0;
     if (!rc && !r)

@@ -115,3 +115,37 @@ Test(reproduce_run, unknown_method_is_refused_before_running, .init = setup, .fi
     cr_assert_neq(stat(db, &sb), 0, "nothing ran");
     free(err);
 }
+
+/* A config whose method loads a heads file that is not there (a fresh machine before `arbor
+   train`): its claims are untestable with the file named, nothing runs, the exit status is 0. */
+Test(reproduce_run, missing_heads_file_makes_the_claim_untestable, .init = setup, .fini = teardown)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/heads.json", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fprintf(f, "{\"name\": \"heads-missing\", \"models\": [{\"id\": \"m\", \"path\": \"default\"}],\n"
+               " \"datasets\": [{\"name\": \"humaneval\", \"limit\": 1, \"max_new_tokens\": 8}],\n"
+               " \"methods\": [{\"id\": \"AR\", \"preset\": \"ar\"},\n"
+               "   {\"id\": \"Hydra\", \"preset\": \"hydra\", \"heads\": \"no-such-heads.gguf\"}]}\n");
+    fclose(f);
+    snprintf(path, sizeof path, "%s/claims.json", dir);
+    cr_assert((f = fopen(path, "w")));
+    fprintf(f, "{\"claims\": [{\"id\": \"h\", \"paper\": \"goose\", \"text\": \"t\", \"kind\": \"order\",\n"
+               " \"paper_text\": \"p\", \"config\": \"%s/heads.json\", \"a\": \"Hydra\", \"b\": [\"AR\"]}]}\n", dir);
+    fclose(f);
+    cr_assert_eq(reproduce("", "a.json"), 0, "%s", slurp("err.txt"));
+    char *a = slurp("a.json"), *err = slurp("err.txt");
+    cJSON *j = cJSON_Parse(a);
+    cr_assert_not_null(j, "%s", a);
+    const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "claims"), 0);
+    cr_assert_not_null(c, "%s", a);
+    cr_assert_str_eq(cJSON_GetObjectItem(c, "verdict")->valuestring, "untestable", "%s", a);
+    cr_assert(strstr(a, "no-such-heads.gguf") != NULL, "the reason names the file: %s", a);
+    cr_assert(strstr(err, "skipping") != NULL, "%s", err);
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/r.db", dir);
+    cr_assert_neq(stat(path, &sb), 0, "nothing ran");
+    cJSON_Delete(j);
+    free(a), free(err);
+}

@@ -88,6 +88,10 @@ typedef struct arb_drafter_i {
     /* The drafter builds its tree with the topology table (spec.topology, topology.h); a
        non-empty topology on any other drafter is an error. */
     bool uses_topology;
+    /* Optional (NULL: none): the kind of trained-heads file s loads ("medusa", "hydra",
+       "eagle"; its `heads` field names it), so a caller can find a missing file before a run
+       starts (arb_method_heads_file, `arbor reproduce`). */
+    const char *(*heads_kind)(const arb_method_spec *s);
 } arb_drafter_i;
 
 extern const arb_drafter_i arb_drafter_none, arb_drafter_pld, arb_drafter_tr, arb_drafter_goose;

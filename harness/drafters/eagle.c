@@ -295,8 +295,14 @@ static void eg_defaults(arb_method_spec *s)
     snprintf(s->scheduler, sizeof s->scheduler, "none");
 }
 
+static const char *eg_heads_kind(const arb_method_spec *s)
+{
+    (void)s;
+    return "eagle";
+}
+
 const arb_drafter_i arb_drafter_eagle = {
     .name = "eagle", .create = eg_create, .destroy = eg_destroy, .begin = eg_begin, .append = eg_append,
     .propose = eg_propose, .verified = eg_verified, .bytes = eg_bytes, .bind = eg_bind, .hidden = eg_hidden,
-    .hidden_path = eg_hidden_path, .defaults = eg_defaults,
+    .hidden_path = eg_hidden_path, .defaults = eg_defaults, .heads_kind = eg_heads_kind,
 };

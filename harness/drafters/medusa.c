@@ -89,6 +89,22 @@ int arb_medusa_default_path(const char *kind, const char *model_path, const char
     return ARB_OK;
 }
 
+int arb_heads_file_for(const arb_method_spec *s, const char *model_path, const char *sha256, char *buf, size_t cap,
+                       arb_err *err)
+{
+    const arb_drafter_i *d = arb_drafter_find(s->drafter);
+    const char *kind = d && d->heads_kind ? d->heads_kind(s) : NULL;
+    if (cap)
+        buf[0] = '\0';
+    if (!kind)
+        return ARB_OK;
+    if (!strcmp(s->heads, "default"))
+        return arb_medusa_default_path(kind, model_path, sha256, buf, cap, err);
+    if ((size_t)snprintf(buf, cap, "%s", s->heads) >= cap)
+        return ARB_ERR(err, ARB_E_RANGE, "heads: path too long");
+    return ARB_OK;
+}
+
 /* ---------------- the drafters (drafter.h vtable) ---------------- */
 
 typedef struct md_tpl {      /* the tree a step proposes: the static template or a bank tree */
@@ -429,16 +445,28 @@ static int md_max_nodes(const arb_method_spec *s)
     return s->tree_sched[0] ? ARB_BANK_TREE_MAX : !strcmp(s->tree, "auto") ? s->budget : 64;
 }
 
+static const char *md_heads_kind_medusa(const arb_method_spec *s)
+{
+    (void)s;
+    return "medusa";
+}
+
+static const char *md_heads_kind_hydra(const arb_method_spec *s)
+{
+    (void)s;
+    return "hydra";
+}
+
 const arb_drafter_i arb_drafter_medusa = {
     .name = "medusa", .create = md_create_medusa, .destroy = md_destroy, .begin = md_begin, .append = md_append,
     .propose = md_propose, .bytes = md_bytes, .bind = md_bind, .hidden = md_hidden,
     .verified = md_verified, .stop_logits = md_stop_logits,
-    .max_nodes = md_max_nodes, .defaults = md_defaults_medusa,
+    .max_nodes = md_max_nodes, .defaults = md_defaults_medusa, .heads_kind = md_heads_kind_medusa,
 };
 
 const arb_drafter_i arb_drafter_hydra = {
     .name = "hydra", .create = md_create_hydra, .destroy = md_destroy, .begin = md_begin, .append = md_append,
     .propose = md_propose, .bytes = md_bytes, .bind = md_bind, .hidden = md_hidden,
     .verified = md_verified, .stop_logits = md_stop_logits,
-    .max_nodes = md_max_nodes, .defaults = md_defaults_hydra,
+    .max_nodes = md_max_nodes, .defaults = md_defaults_hydra, .heads_kind = md_heads_kind_hydra,
 };

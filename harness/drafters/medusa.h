@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "heads.h"
+#include "method.h"
 
 /* Medusa's mc_sim_7b_63 (FasterDecoding/Medusa medusa/model/medusa_choices.py). */
 extern const char arb_medusa_mc_sim_7b_63[];
@@ -37,6 +38,12 @@ int arb_medusa_tree_auto(const float (*acc)[ARB_HEADS_RANKS], int K, int n_nodes
    (the directories are created). */
 int arb_medusa_default_path(const char *kind, const char *model_path, const char *sha256, char *buf, size_t cap,
                             arb_err *err);
+
+/* The trained-heads file method s loads for the model at model_path (sha256 its hex digest):
+   its drafter's heads_kind slot names the kind, s->heads "default" resolves as above, any other
+   value is the path. buf = "" when s loads no heads file. */
+int arb_heads_file_for(const arb_method_spec *s, const char *model_path, const char *sha256, char *buf, size_t cap,
+                       arb_err *err);
 
 /* After bind (medusa or hydra state): score with the f32 copy (on) or the engine's head (off,
    where available). For arbor bench-harness's before/after comparison. */
