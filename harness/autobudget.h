@@ -31,6 +31,11 @@
 int arb_autobudget_pick(const arb_cost_model *cm, const double *p, int levels, int L, int b_min, int b_max,
                         int *best, double *speedup, arb_err *err);
 
+/* TR: the best budget in [b_min, b_max] for template 2.2.2 pruned to its likeliest nodes under
+   p (arb_tr_template_prune: tau is exact for the pruned template under rank-only acceptance). */
+int arb_autobudget_pick_tr(const arb_cost_model *cm, const double *p, int L, int b_min, int b_max, int *best,
+                           double *speedup, arb_err *err);
+
 /* If s->budget_auto: load this machine's profile for model m at n_threads (0 = all cores),
    pick the budget (levels = max_depth + 1, b_max = the profile's largest knot, at most 128)
    and set s->budget, clearing budget_auto; log (when not NULL) gets one line saying what was
