@@ -16,7 +16,10 @@
  *     int k = arb_chain_pick(&c, arb_chain_stats_p1(&s), arb_chain_stats_pc(&s), 1, len, n_S);
  *     arb_chain_stats_observe(&s, k, accepted);                          // after verification
  *
- * Plain data, no allocation: the step loop calls pick and observe.
+ * [CHOICE] (the papers fix chain lengths: PLD 10, GOOSE's bypass C_max or B - 1): ratio
+ * maximisation per step, the renewal-reward optimum for independent steps; Beta(1, 1) priors,
+ * so a prompt starts at p1 = pc = 0.5. Plain data, no allocation: the step loop calls pick and
+ * observe.
  */
 #ifndef ARB_CHAINBUDGET_H
 #define ARB_CHAINBUDGET_H

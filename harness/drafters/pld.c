@@ -265,8 +265,10 @@ typedef struct pld_state {
     bool earliest;
     int32_t buf[256];
     /* budget "auto" (chain_cost set): the chain length is picked per step from the acceptance
-       of this prompt's earlier chains: the first token's per matched n-gram length (a 3-gram
-       match is a better bet than a 1-gram one), later tokens' pooled (chainbudget.h) */
+       of this prompt's earlier chains (chainbudget.h). [CHOICE] the first token's counts per
+       matched n-gram length (a 3-gram match is a better bet than a 1-gram one), later tokens'
+       pooled (too few chains per prompt to split them too); reset per prompt, so a prompt's
+       output never depends on the prompts before it (resume, sharding) */
     arb_chain_cost cost;
     arb_chain_stats first[NGRAM_MAX + 1], cont;
     int last_n, last_k;  /* the last proposed chain: its match length, tokens proposed */
@@ -340,7 +342,10 @@ static void pld_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_st
         rec->consensus = m.consensus;
     }
     len = len < s->chain_max ? len : s->chain_max; /* the match is still found on max_draft tokens */
-    if (s->cost.n_max > 0 && len > 0) /* budget auto: this step's length (at least one token) */
+    /* budget auto: this step's length. [CHOICE] at least one token when a match exists: a
+       2-node eval costs about a 1-node one on the CPU profiles measured (docs/cost-model.md),
+       and a chain never tried would never update its counts */
+    if (s->cost.n_max > 0 && len > 0)
         len = arb_chain_pick(&s->cost, arb_chain_stats_p1(&s->first[n]), arb_chain_stats_pc(&s->cont), 1, len, n_S);
     s->last_n = n;
     s->last_k = len;
