@@ -4,8 +4,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "drafters/tr.h"
 #include "genutil.h"
 #include "topologies/sequoia.h"
+#include "topologies/spine.h"
+#include "topologies/topology.h"
 
 int arb_autobudget_pick(const arb_cost_model *cm, const double *p, int levels, int L, int b_min, int b_max,
                         int *best, double *speedup, arb_err *err)
@@ -39,6 +42,45 @@ int arb_autobudget_pick(const arb_cost_model *cm, const double *p, int levels, i
     return ARB_OK;
 }
 
+int arb_autobudget_pick_tr(const arb_cost_model *cm, const double *p, int L, int b_min, int b_max, int *best,
+                           double *speedup, arb_err *err)
+{
+    if (!(p[0] > 0))
+        return ARB_ERR(err, ARB_E_INVAL, "budget auto: empty acceptance vector (sequoia_p)");
+    if (b_min < 1 || b_max < b_min)
+        return ARB_ERR(err, ARB_E_INVAL, "budget auto: range [%d, %d] is empty", b_min, b_max);
+    int32_t parent[128];
+    int16_t rank[128];
+    const int n_tpl = arb_tr_template(parent, rank, 128);
+    const double t1 = arb_cost_us(cm, 1, L);
+    *best = b_min;
+    *speedup = -INFINITY;
+    for (int B = b_min; B <= b_max && B <= n_tpl; B++) {
+        int32_t pa[128];
+        int16_t rk[128];
+        memcpy(pa, parent, sizeof pa);
+        memcpy(rk, rank, sizeof rk);
+        double tau;
+        const int n = arb_tr_template_prune(pa, rk, n_tpl, p, B, &tau);
+        const double s = tau * t1 / arb_cost_us(cm, n, L);
+        if (s > *speedup)
+            *speedup = s, *best = n;
+    }
+    return ARB_OK;
+}
+
+/* Which kind of choice "auto" makes for s's drafter. */
+typedef enum { AUTO_TREE, AUTO_TR, AUTO_CHAIN } auto_kind;
+
+static auto_kind kind_of(const arb_method_spec *s)
+{
+    if (!strcmp(s->drafter, "pld"))
+        return AUTO_CHAIN;
+    if (!strcmp(s->drafter, "tr"))
+        return AUTO_TR;
+    return AUTO_TREE;
+}
+
 int arb_autobudget_resolve(const arb_model *m, int n_threads, arb_method_spec *s, FILE *log, arb_err *err)
 {
     if (!s->budget_auto)
@@ -63,15 +105,37 @@ int arb_autobudget_resolve(const arb_model *m, int n_threads, arb_method_spec *s
         return rc;
     }
     const int b_max = cm.knot[cm.n_knots - 1] < 128 ? cm.knot[cm.n_knots - 1] : 128;
+    const auto_kind kind = kind_of(s);
+    s->budget_auto = false;
+    if (kind == AUTO_CHAIN) { /* PLD: the chain length per step, up to max_draft */
+        s->budget = 1 + s->max_draft;
+        arb_chain_cost_init(&s->chain_cost, &cm, s->budget);
+        if (log)
+            fprintf(log, "[%s] budget auto: chain length per step, 1..%d tokens, from this prompt's chain "
+                         "acceptance and t(n, L) (one node %.2f ms, %d nodes %.2f ms at %d cached tokens; profile %s)\n",
+                    s->id, s->max_draft, arb_cost_us(&cm, 1, ARB_AUTOBUDGET_L) / 1e3, s->budget,
+                    arb_cost_us(&cm, s->budget, ARB_AUTOBUDGET_L) / 1e3, ARB_AUTOBUDGET_L, path);
+        return ARB_OK;
+    }
     int B;
     double sp;
-    if ((rc = arb_autobudget_pick(&cm, s->sequoia_p, s->max_depth + 1, ARB_AUTOBUDGET_L, 2, b_max, &B, &sp, err)))
+    if (kind == AUTO_TR)
+        rc = arb_autobudget_pick_tr(&cm, s->sequoia_p, ARB_AUTOBUDGET_L, 2, b_max, &B, &sp, err);
+    else
+        rc = arb_autobudget_pick(&cm, s->sequoia_p, s->max_depth + 1, ARB_AUTOBUDGET_L, 2, b_max, &B, &sp, err);
+    if (rc)
         return rc;
     s->budget = B;
-    s->budget_auto = false;
+    const arb_topology_i *ti = arb_topology_find(s->topology);
+    const bool chain = !strcmp(s->drafter, "goose") && ti && ti->wants_match && s->bypass;
+    if (chain) { /* GOOSE's bypass chain: its length per step, up to the spine cap */
+        s->bypass_max = ARB_SPINE_MAX - 1 < b_max - 1 ? ARB_SPINE_MAX - 1 : b_max - 1;
+        arb_chain_cost_init(&s->chain_cost, &cm, s->bypass_max + 1);
+    }
     if (log)
         fprintf(log, "[%s] budget auto: B = %d (predicted %.2fx AR at %d cached tokens: tree %.2f ms vs one node "
-                     "%.2f ms; profile %s)\n", s->id, B, sp, ARB_AUTOBUDGET_L, arb_cost_us(&cm, B, ARB_AUTOBUDGET_L) / 1e3,
-                arb_cost_us(&cm, 1, ARB_AUTOBUDGET_L) / 1e3, path);
+                     "%.2f ms)%s; profile %s\n", s->id, B, sp, ARB_AUTOBUDGET_L, arb_cost_us(&cm, B, ARB_AUTOBUDGET_L) / 1e3,
+                arb_cost_us(&cm, 1, ARB_AUTOBUDGET_L) / 1e3,
+                chain ? "; bypass chains: length per step from their acceptance and t(n, L)" : "", path);
     return ARB_OK;
 }

@@ -1,17 +1,19 @@
-/* autobudget.h — `"budget": "auto"`: the tree budget that maximises predicted tokens per
- * second on this machine, chosen once per run from the machine's cost profile
- * (costmodel.h, written by `arbor bench engine --save-profile`) and the method's positional
- * acceptance vector (sequoia_p).
+/* autobudget.h — `"budget": "auto"`: the budget that maximises predicted tokens per second on
+ * this machine, from the machine's cost profile (costmodel.h, written by `arbor bench engine
+ * --save-profile`) and the method's positional acceptance vector (sequoia_p).
  *
  *     predicted speedup(B) = τ̂(B) · t(1, L) / t(B, L)
  *
- * τ̂(B) is the expected tokens per step of the best B-node tree under p (Sequoia's DP,
- * topologies/sequoia.h, root counted): an optimistic but monotone estimate of what a tree
- * drafter gains from B nodes; t is the fitted eval cost at a representative context L.
- * Per run, not per step: the choice needs no state in the hot loop, stays reproducible, and
- * is recorded in the run's resolved parameters (params_json).
+ * Trees (GOOSE, Iso, Sequoia; the head drafters as a stand-in): B once per run, τ̂(B) the
+ * expected tokens per step of the best B-node tree under p (Sequoia's DP, topologies/sequoia.h,
+ * root counted), an optimistic but monotone estimate; t the fitted eval cost at a
+ * representative context L. TR: the same argmax over template 2.2.2 cut to its B likeliest
+ * nodes (arb_tr_template_prune). Per run: the shape is fixed at create for Iso and Sequoia, the
+ * choice needs no state in the hot loop and is recorded in the run's parameters (params_json).
+ * Chains (PLD's continuation, GOOSE's bypass chain): resolve sets spec.chain_cost and the
+ * drafter picks the length per step (chainbudget.h), since a chain's worth moves with each match.
  *
- *     arb_method_spec s = ...;            // s.budget_auto set by "budget": "auto"
+ *     arb_method_spec s = ...;            // s.budget_auto set by "budget": "auto" or a *-auto preset
  *     if (arb_autobudget_resolve(model, n_threads, &s, stdout_or_NULL, &err)) ...;
  */
 #ifndef ARB_AUTOBUDGET_H
@@ -31,10 +33,18 @@
 int arb_autobudget_pick(const arb_cost_model *cm, const double *p, int levels, int L, int b_min, int b_max,
                         int *best, double *speedup, arb_err *err);
 
-/* If s->budget_auto: load this machine's profile for model m at n_threads (0 = all cores),
-   pick the budget (levels = max_depth + 1, b_max = the profile's largest knot, at most 128)
-   and set s->budget, clearing budget_auto; log (when not NULL) gets one line saying what was
-   chosen and why. ARB_E_NOTFOUND when no profile exists, naming the command that makes one. */
+/* TR: the best budget in [b_min, b_max] for template 2.2.2 pruned to its likeliest nodes under
+   p (arb_tr_template_prune: tau is exact for the pruned template under rank-only acceptance). */
+int arb_autobudget_pick_tr(const arb_cost_model *cm, const double *p, int L, int b_min, int b_max, int *best,
+                           double *speedup, arb_err *err);
+
+/* If s->budget_auto: load this machine's profile for model m at n_threads (0 = all cores) and
+   clear budget_auto. PLD: budget = 1 + max_draft and chain_cost set (length per step). TR: the
+   pruned template's budget. Others: the tree budget (levels = max_depth + 1, b_max = the
+   profile's largest knot, at most 128); GOOSE with its spine topology and bypass on also gets
+   chain_cost and bypass_max = min(63, b_max - 1) (bypass length per step). log (when not NULL)
+   gets one line saying what was chosen and why. ARB_E_NOTFOUND when no profile exists, naming
+   the command that makes one. */
 int arb_autobudget_resolve(const arb_model *m, int n_threads, arb_method_spec *s, FILE *log, arb_err *err);
 
 #endif

@@ -299,10 +299,11 @@ static int cost_profile(bench *b, const int *sizes, int n_sizes, const double *t
     snprintf(cm.source, sizeof cm.source, "arbor bench engine: wide trees at %d and %d cached tokens, best of %d",
              64, L2, reps);
     snprintf(cm.fingerprint, sizeof cm.fingerprint, "%s", fingerprint);
-    printf("cost      t(n, L) = w(n) + a n L: w(1) %.2f ms, w(8) %.2f ms, w(64) %.2f ms, a = %.4f us per node per\n"
-           "          cached token (%d tokens: 1 node %.2f ms, 64 nodes %.2f ms); fit rms %.1f%% over %d trees\n",
+    printf("cost      t(n, L) = w(n) + (b + a n) L: w(1) %.2f ms, w(8) %.2f ms, w(64) %.2f ms, a = %.4f us per node per\n"
+           "          cached token, b = %.4f us per cached token (%d tokens: 1 node %.2f ms, 64 nodes %.2f ms); fit rms\n"
+           "          %.1f%% over %d trees\n",
            arb_cost_us(&cm, 1, 0) / 1e3, arb_cost_us(&cm, 8, 0) / 1e3, arb_cost_us(&cm, 64, 0) / 1e3, cm.ctx_us,
-           L2, 1e3 * best[0], 1e3 * best[N_LONG - 1], 100.0 * cm.rms_rel, m);
+           cm.ctx0_us, L2, 1e3 * best[0], 1e3 * best[N_LONG - 1], 100.0 * cm.rms_rel, m);
     if (!save)
         return 0;
     char file[4400];

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "analysis.h"
+#include "autobudget.h"
 #include "cli.h"
 #include "dataset.h"
 #include "decode.h"
@@ -127,8 +128,9 @@ int arb_cmd_check_lossless(int argc, char **argv)
         return 1;
     }
     arb_decoder *dec[32] = {0};
-    for (int i = 0; i < n_m && !rc; i++)
-        rc = arb_decoder_new(c, &specs[i], &dec[i], &err);
+    for (int i = 0; i < n_m && !rc; i++) /* budget "auto" (the *-auto presets): this machine's pick */
+        if (!(rc = arb_autobudget_resolve(m, threads, &specs[i], stderr, &err)))
+            rc = arb_decoder_new(c, &specs[i], &dec[i], &err);
     agg tot[32][16];
     memset(tot, 0, sizeof tot);
     long total_mismatch = 0;

@@ -330,6 +330,19 @@ int arb_config_methods_parse(arb_config *c, const cJSON *root, arb_err *err)
     return ARB_OK;
 }
 
+/* Parameters that change nothing for this spec and were not keys before they applied to its
+   drafter: left out so that older run keys stay (PLD's and TR's budget when it cuts nothing,
+   TR's sequoia_p when the template is whole). */
+static bool inert_param(const arb_method_spec *s, const char *name)
+{
+    const bool pld = !strcmp(s->drafter, "pld"), tr = !strcmp(s->drafter, "tr");
+    if (!strcmp(name, "budget") && !s->budget_auto)
+        return (pld && s->budget >= 1 + s->max_draft) || (tr && s->budget >= 81);
+    if (!strcmp(name, "sequoia_p"))
+        return tr && s->budget >= 81 && !s->budget_auto;
+    return false;
+}
+
 char *arb_config_spec_json(const arb_method_spec *s)
 {
     cJSON *o = cJSON_CreateObject();
@@ -348,9 +361,13 @@ char *arb_config_spec_json(const arb_method_spec *s)
             !strcmp(p->name, "temperature") || !strcmp(p->name, "top_p") ||
             !strcmp(p->name, "top_k") || !strcmp(p->name, "seed") ||
             (!strncmp(p->name, "typical_", 8) && strcmp(s->verifier, "typical")) || /* older run keys stay */
-            (!strncmp(p->name, "selector", 8) && !strcmp(s->selector, "fixed")))
+            (!strncmp(p->name, "selector", 8) && !strcmp(s->selector, "fixed")) || inert_param(s, p->name))
             continue;
         const char *f = (const char *)s + p->offset;
+        if (arb_method_param_takes_auto(p) && s->budget_auto) { /* unresolved: the config's word */
+            cJSON_AddStringToObject(o, p->name, "auto");
+            continue;
+        }
         switch (p->type) {
         case ARB_PARAM_INT: cJSON_AddNumberToObject(o, p->name, *(const int *)f); break;
         case ARB_PARAM_U64: cJSON_AddNumberToObject(o, p->name, (double)*(const uint64_t *)f); break;

@@ -42,7 +42,7 @@ double arb_cost_us(const arb_cost_model *c, int n, int L)
     double t = 0;
     for (int j = 0; j < c->n_knots; j++)
         t += c->w_us[j] * hat(c, j, n);
-    return t + c->ctx_us * (double)n * (double)L;
+    return t + (c->ctx0_us + c->ctx_us * (double)n) * (double)L;
 }
 
 /* Solve A x = b (k x k, row-major, overwritten) by Gaussian elimination with partial
@@ -82,24 +82,31 @@ static int solve(double *A, double *b, int k, double *x)
     return 0;
 }
 
-/* Weighted least squares on relative error for the knots' w and (when with_ctx) a. */
-static int fit_ls(arb_cost_model *c, const int *n, const int *L, const double *t, int m, bool with_ctx)
+/* Weighted least squares on relative error for the knots' w and (when with_ctx) a, (when
+   with_ctx0) b. */
+static int fit_ls(arb_cost_model *c, const int *n, const int *L, const double *t, int m, bool with_ctx,
+                  bool with_ctx0)
 {
-    const int K = c->n_knots, k = K + (with_ctx ? 1 : 0);
-    double A[(ARB_COST_KNOTS + 1) * (ARB_COST_KNOTS + 1)] = {0}, b[ARB_COST_KNOTS + 1] = {0};
-    double x[ARB_COST_KNOTS + 1] = {0}, row[ARB_COST_KNOTS + 1];
+    const int K = c->n_knots, k = K + (with_ctx ? 1 : 0) + (with_ctx0 ? 1 : 0);
+    double A[(ARB_COST_KNOTS + 2) * (ARB_COST_KNOTS + 2)] = {0}, b[ARB_COST_KNOTS + 2] = {0};
+    double x[ARB_COST_KNOTS + 2] = {0}, row[ARB_COST_KNOTS + 2];
     /* Conditioning: the context column (n L, up to ~1e6) is scaled to O(1) like the hat
        columns, and each equation is divided by its t (relative residuals), so the normal
        equations stay well scaled whatever the units. */
-    double ctx_scale = 1.0;
-    for (int i = 0; i < m; i++)
+    double ctx_scale = 1.0, ctx0_scale = 1.0;
+    for (int i = 0; i < m; i++) {
         ctx_scale = fmax(ctx_scale, (double)n[i] * (double)L[i]);
+        ctx0_scale = fmax(ctx0_scale, (double)L[i]);
+    }
+    const int jc = K, j0 = K + (with_ctx ? 1 : 0); /* columns of a and b */
     for (int i = 0; i < m; i++) {
         const double wgt = 1.0 / (t[i] * t[i]); /* residual / t: relative */
         for (int j = 0; j < K; j++)
             row[j] = hat(c, j, n[i]);
         if (with_ctx)
-            row[K] = (double)n[i] * (double)L[i] / ctx_scale;
+            row[jc] = (double)n[i] * (double)L[i] / ctx_scale;
+        if (with_ctx0)
+            row[j0] = (double)L[i] / ctx0_scale;
         for (int r = 0; r < k; r++) {
             b[r] += wgt * row[r] * t[i];
             for (int q = 0; q < k; q++)
@@ -110,7 +117,8 @@ static int fit_ls(arb_cost_model *c, const int *n, const int *L, const double *t
         return -1;
     for (int j = 0; j < K; j++)
         c->w_us[j] = x[j];
-    c->ctx_us = with_ctx ? x[K] / ctx_scale : 0.0;
+    c->ctx_us = with_ctx ? x[jc] / ctx_scale : 0.0;
+    c->ctx0_us = with_ctx0 ? x[j0] / ctx0_scale : 0.0;
     return 0;
 }
 
@@ -149,12 +157,16 @@ int arb_cost_fit(const int *n, const int *L, const double *t_us, int m, arb_cost
     K = out->n_knots;
     if (m < K + 1)
         return ARB_ERR(err, ARB_E_INVAL, "cost model: %d samples for %d unknowns", m, K + 1);
-    if (fit_ls(out, n, L, t_us, m, true) || out->ctx_us < 0) {
-        /* the context term came out negative (noise, or too little spread in L): drop it */
-        if (fit_ls(out, n, L, t_us, m, false))
-            return ARB_ERR(err, ARB_E_INVAL, "cost model: singular fit (%d samples, %d knots; does every "
-                           "knot interval hold samples?)", m, K);
-    }
+    /* Both context terms when the samples identify them (at least two context lengths; the
+       one-node context term b is what a step pays once, whatever its node count); a term
+       that comes out negative (noise, or too little spread in L or n) is dropped: first b,
+       then a. */
+    bool ok = m >= K + 2 && !fit_ls(out, n, L, t_us, m, true, true) && out->ctx_us >= 0 && out->ctx0_us >= 0;
+    if (!ok)
+        ok = !fit_ls(out, n, L, t_us, m, true, false) && out->ctx_us >= 0;
+    if (!ok && fit_ls(out, n, L, t_us, m, false, false))
+        return ARB_ERR(err, ARB_E_INVAL, "cost model: singular fit (%d samples, %d knots; does every "
+                       "knot interval hold samples?)", m, K);
     double ss = 0;
     for (int i = 0; i < m; i++) {
         const double r = arb_cost_us(out, n[i], L[i]) / t_us[i] - 1.0;
@@ -186,6 +198,7 @@ int arb_cost_save(const arb_cost_model *c, const char *path, arb_err *err)
         cJSON_AddItemToArray(w, cJSON_CreateNumber(c->w_us[j]));
     }
     cJSON_AddNumberToObject(o, "ctx_us", c->ctx_us);
+    cJSON_AddNumberToObject(o, "ctx0_us", c->ctx0_us);
     cJSON_AddNumberToObject(o, "n_samples", c->n_samples);
     cJSON_AddNumberToObject(o, "rms_rel", c->rms_rel);
     cJSON_AddStringToObject(o, "source", c->source);
@@ -226,6 +239,7 @@ int arb_cost_load(const char *path, arb_cost_model *out, arb_err *err)
     int rc = ARB_OK;
     const cJSON *kn = cJSON_GetObjectItemCaseSensitive(o, "knots"), *w = cJSON_GetObjectItemCaseSensitive(o, "w_us");
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(o, "ctx_us");
+    const cJSON *ctx0 = cJSON_GetObjectItemCaseSensitive(o, "ctx0_us"); /* optional: older profiles lack it */
     const int K = cJSON_GetArraySize(kn);
     if (!cJSON_IsArray(kn) || K < 1 || K > ARB_COST_KNOTS)
         rc = bad(path, "knots", err);
@@ -233,6 +247,8 @@ int arb_cost_load(const char *path, arb_cost_model *out, arb_err *err)
         rc = bad(path, "w_us", err);
     else if (!cJSON_IsNumber(ctx) || ctx->valuedouble < 0)
         rc = bad(path, "ctx_us", err);
+    else if (ctx0 && (!cJSON_IsNumber(ctx0) || ctx0->valuedouble < 0))
+        rc = bad(path, "ctx0_us", err);
     for (int j = 0; rc == ARB_OK && j < K; j++) {
         const cJSON *a = cJSON_GetArrayItem(kn, j), *b = cJSON_GetArrayItem(w, j);
         if (!cJSON_IsNumber(a) || a->valueint < 1 || (j && a->valueint <= out->knot[j - 1]) || (!j && a->valueint != 1))
@@ -245,6 +261,7 @@ int arb_cost_load(const char *path, arb_cost_model *out, arb_err *err)
     if (rc == ARB_OK) {
         out->n_knots = K;
         out->ctx_us = ctx->valuedouble;
+        out->ctx0_us = ctx0 ? ctx0->valuedouble : 0.0;
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "n_samples"),
                     *r = cJSON_GetObjectItemCaseSensitive(o, "rms_rel"),
                     *src = cJSON_GetObjectItemCaseSensitive(o, "source"),

@@ -1,11 +1,13 @@
 /* costmodel.h — what one target eval costs on this machine, as a function of its node
  * count n and context length L, fitted from measurements; and the speedup that follows.
  *
- *     t(n, L) = w(n) + a · n · L          (µs)
+ *     t(n, L) = w(n) + (b + a · n) · L    (µs)
  *
  * w is piecewise linear in n between knots (1, 2, 4, ..., the largest n measured): the
  * weight-streaming and matmul part, which a CPU pays almost linearly in n and a GPU
- * almost not at all. a is the attention part: every node reads L cached keys. The fit is
+ * almost not at all. a is the attention part: every node reads L cached keys; b is what a step
+ * pays per cached token once, whatever its node count (one node at 700 cached tokens costs
+ * ~1.6x one node at 64 on this CPU, far above a · L). The fit is
  * weighted least squares on relative error (ratios are what speedups are made of).
  * Sources: `arbor bench engine --save-profile` (trees of 1..64 nodes at two context
  * lengths: an independent measurement) or a results database's own step rows.
@@ -33,6 +35,7 @@ typedef struct arb_cost_model {
     int knot[ARB_COST_KNOTS];      /* node counts, increasing; knot[0] = 1 */
     double w_us[ARB_COST_KNOTS];   /* w(knot[j]) in µs (the context term excluded) */
     double ctx_us;                 /* a: µs per node per context token */
+    double ctx0_us;                /* b: µs per context token per eval (0 when not identified) */
     int n_samples;                 /* samples the fit used */
     double rms_rel;                /* root-mean-square relative residual of the fit */
     char source[160];              /* where the samples came from (free text) */

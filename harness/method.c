@@ -125,7 +125,7 @@ static const arb_method_param params[] = {
     {"topology", ARB_PARAM_STR, OFF(topology), GOOSE, 0, 0, "\"\" or spine (GOOSE's tree) | iso | sequoia"},
     {"verifier", ARB_PARAM_STR, OFF(verifier), "*", 0, 0, "greedy"},
     {"scheduler", ARB_PARAM_STR, OFF(scheduler), GOOSE, 0, 0, "goose_tiers | fixed | none"},
-    {"budget", ARB_PARAM_INT, OFF(budget), GOOSE " " E2 " medusa hydra rest eagle", 1, 1024,
+    {"budget", ARB_PARAM_INT, OFF(budget), GOOSE " " E2 " medusa hydra rest eagle pld tr", 1, 1024,
      "B: nodes per step incl. the anchor (medusa/hydra: tree auto), or \"auto\""},
     {"max_depth", ARB_PARAM_INT, OFF(max_depth), GOOSE " " E2 " eagle", 1, 62,
      "D: branch depth below its branch point (eagle2-draft: deepest draft node)"},
@@ -134,7 +134,7 @@ static const arb_method_param params[] = {
     {"rho", ARB_PARAM_DOUBLE, OFF(rho), GOOSE, 0, 1, "share of non-spine budget for root branches"},
     {"s_min", ARB_PARAM_DOUBLE, OFF(s_min), GOOSE, 0, 1, "successors below this score are pruned"},
     {"k", ARB_PARAM_INT, OFF(iso_k), GOOSE, 1, 16, "Iso(k) arity"},
-    {"sequoia_p", ARB_PARAM_DOUBLE_LIST, OFF(sequoia_p), GOOSE, 0, 1, "positional acceptance p[1..]"},
+    {"sequoia_p", ARB_PARAM_DOUBLE_LIST, OFF(sequoia_p), "tr " GOOSE, 0, 1, "positional acceptance p[1..]"},
     {"ngram_min", ARB_PARAM_INT, OFF(ngram_min), CTX, 1, 8, "shortest n-gram query"},
     {"ngram_max", ARB_PARAM_INT, OFF(ngram_max), CTX, 1, 8, "longest n-gram query"},
     {"max_draft", ARB_PARAM_INT, OFF(max_draft), CTX, 1, 64, "continuation length (PLD 10, GOOSE C_max 20)"},
@@ -320,6 +320,11 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
            to the source tree, so run from there or --set bank=... */
         {"entmtp", "hydra", "EntMTP"}, {"entmtp-tau", "hydra", "EntMTPtau"}, {"entmtp-ll", "hydra", "EntMTP-ll"},
         {"eagle2-head", "eagle", "EAGLE2-head"}, /* EAGLE-2's tree on the trained EAGLE head (docs/heads.md) */
+        /* budget "auto" (autobudget.h, docs/cost-model.md): this machine's cost profile picks the
+           budget; the paper-budget presets above stay as they were */
+        {"pld-auto", "pld", "PLD-auto"}, {"tr-auto", "tr", "TR-auto"}, {"goose-auto", "goose", "GOOSE-auto"},
+        {"iso3-auto", "goose", "Iso3-auto"}, {"iso5-auto", "goose", "Iso5-auto"},
+        {"sequoia-auto", "goose", "Sequoia-auto"},
     };
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
         if (strcasecmp(name, base[i].name))
@@ -329,6 +334,13 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
             return rc;
         snprintf(s->id, sizeof s->id, "%s", base[i].id);
         const char *n = base[i].name;
+        char stem[32]; /* "<preset>-auto": the preset with budget "auto" */
+        const size_t nl = strlen(n);
+        if (nl > 5 && !strcmp(n + nl - 5, "-auto")) {
+            snprintf(stem, sizeof stem, "%.*s", (int)(nl - 5), n);
+            n = stem;
+            s->budget_auto = true;
+        }
         if (!strncmp(n, "iso", 3) || !strcmp(n, "sequoia")) {
             /* Iso/Sequoia: GOOSE's unigram tier, no PLD (docs/spec/drafting.md §4.6-4.7) */
             snprintf(s->topology, sizeof s->topology, "%s", n[0] == 'i' ? "iso" : "sequoia");
@@ -361,7 +373,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
     return ARB_ERR(err, ARB_E_INVAL,
                    "method: unknown '%s' (ar pld tr goose iso3 iso5 sequoia goose-nospinebr goose-unigram "
                    "goose-nobypass goose-nospine goose-control draft eagle2 medusa hydra rest rest-code rest-chat entmtp entmtp-tau entmtp-ll "
-                   "lookahead lookahead-small eagle2-head)", name);
+                   "lookahead lookahead-small eagle2-head pld-auto tr-auto goose-auto iso3-auto iso5-auto sequoia-auto)", name);
 }
 
 int arb_method_max_nodes(const arb_method_spec *s)

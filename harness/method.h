@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chainbudget.h"
 #include "engine.h"
 
 #define ARB_METHOD_NAME_MAX 64
@@ -120,6 +121,10 @@ typedef struct arb_method_spec {
     char feature[32];     /* scheduler scalar s: "lit" (p0, the paper as written) | "gD" | "sum" */
     double tau_on, tau_off; /* entmtp_tau thresholds; < 0 = the bank's tau (tau_off < 0: = tau_on) */
     bool entmtp_all_heads; /* Hydra + feature lit: still run every head on the rank-0 chain (p_d logged) */
+    /* ---- budget "auto", per step (autobudget.h; not a config key) ---- */
+    arb_chain_cost chain_cost; /* this machine's t(n, L) for chains, set by arb_autobudget_resolve
+                                  (n_max 0 = unset: fixed chain lengths); PLD's chain and GOOSE's
+                                  bypass chain then pick their length per step (chainbudget.h) */
 } arb_method_spec;
 
 typedef enum arb_param_type { ARB_PARAM_INT, ARB_PARAM_DOUBLE, ARB_PARAM_BOOL, ARB_PARAM_STR,

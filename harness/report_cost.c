@@ -227,12 +227,12 @@ int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
                 first = i;
         if (first >= 0 && !fit_without(c, &r, -1, first, n, L, t, &all, &fe))
             snprintf(g->caption, sizeof g->caption,
-                     "Predicted speedup: eval cost t(n, L) = w(n) + a n L fitted on every other run's steps "
-                     "(leave-one-run-out; all steps: %d samples, %d knots up to %d nodes, a = %.4f us, rms "
+                     "Predicted speedup: eval cost t(n, L) = w(n) + (b + a n) L fitted on every other run's steps "
+                     "(leave-one-run-out; all steps: %d samples, %d knots up to %d nodes, a = %.4f us, b = %.4f us, rms "
                      "relative residual %.1f%%); largest |error| %.1f%% over %d rows. GPU columns are "
                      "projections of these step traces, not measurements: a 7B FP16 roofline (A100; A40/H100 "
                      "give the same below 215 nodes) and %s.",
-                     all.n_samples, all.n_knots, all.knot[all.n_knots - 1], all.ctx_us, 100.0 * all.rms_rel,
+                     all.n_samples, all.n_knots, all.knot[all.n_knots - 1], all.ctx_us, all.ctx0_us, 100.0 * all.rms_rel,
                      100.0 * worst, n_rows, have_h100 ? "arbor's measured H100 tree costs (" H100_PROFILE ")"
                                                       : "no H100 profile (" H100_PROFILE " missing)");
     }

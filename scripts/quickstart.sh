@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/quickstart.sh — the main job on a fresh Debian machine: install what is missing,
-# build, fetch the default model, run configs/quickstart.json (AR vs PLD vs TR vs GOOSE on a few
-# HumanEval prompts) into results/quickstart.db, and print GOOSE Table 3 for it.
+# build, fetch the default model, run configs/quickstart.json (AR vs PLD vs TR vs GOOSE, with this
+# machine's "auto" budgets and the papers' ones, on a few HumanEval prompts) into
+# results/quickstart.db, and print GOOSE Table 3 and predicted vs measured speedup for it.
 #   usage: scripts/quickstart.sh [CONFIG]      (ARBOR_DATA defaults to ../shared/datasets if present)
 # Re-running resumes: finished prompts are skipped.
 set -euo pipefail
@@ -17,10 +18,13 @@ fi
 scripts/setup.sh build >/dev/null
 arbor=build/harness/arbor
 $arbor fetch-model --quiet
-# the cost profile GOOSE-auto's budget "auto" reads (docs/cost-model.md); ~10-20 s
-$arbor bench engine --quick --save-profile | grep -A2 '^cost'
+# the cost profile the -auto rows' budget "auto" reads (docs/cost-model.md); ~10-20 s
+$arbor bench engine --quick --save-profile | grep -A3 '^cost'
 name=$(basename "$config" .json)
 mkdir -p results
 $arbor run "$config" --db "results/$name.db"
 echo
 $arbor report --db "results/$name.db" --table table3 --format md
+echo
+# predicted (cost model) beside measured speedup, per method
+$arbor report --db "results/$name.db" --table cost --format md

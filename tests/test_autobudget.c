@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "autobudget.h"
+#include "drafters/tr.h"
 #include "method.h"
 #include "tiny_models.h"
 
@@ -100,6 +101,120 @@ Test(autobudget, resolve_finds_the_profile_or_names_the_command)
     cr_assert_eq(arb_autobudget_resolve(m, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
     cr_assert(!s.budget_auto);
     cr_assert_eq(s.budget, 2);
+    arb_model_free(m);
+    unlink(path);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* TR "auto": template 2.2.2 cut to its likeliest nodes under sequoia_p. */
+Test(autobudget, tr_prune_keeps_the_likeliest_prefix_closed_nodes)
+{
+    static const double p[] = {0.35, 0.12, 0.06, 0.04, 0.03, 0.02, 0.015, 0.01, 0};
+    int32_t parent[128];
+    int16_t rank[128];
+    const int n = arb_tr_template(parent, rank, 128);
+    cr_assert_eq(n, 81);
+    double prob[128], all = 0;
+    prob[0] = 1;
+    for (int i = 1; i < n; i++)
+        prob[i] = prob[parent[i]] * p[rank[i]];
+    for (int i = 0; i < n; i++)
+        all += prob[i];
+    for (int B = 1; B <= 81; B += 4) {
+        int32_t pa[128];
+        int16_t rk[128];
+        memcpy(pa, parent, sizeof pa);
+        memcpy(rk, rank, sizeof rk);
+        double tau;
+        const int m = arb_tr_template_prune(pa, rk, n, p, B, &tau);
+        cr_assert_eq(m, B);
+        /* prefix-closed, canonical (a parent before its child), and each kept node at least as
+           likely as the B-th likeliest of the whole template */
+        double kept[128], sorted[128];
+        kept[0] = 1;
+        for (int i = 1; i < m; i++) {
+            cr_assert(pa[i] >= 0 && pa[i] < i);
+            kept[i] = kept[pa[i]] * p[rk[i]];
+        }
+        memcpy(sorted, prob, sizeof(double) * (size_t)n);
+        for (int i = 0; i < n; i++) /* descending selection sort */
+            for (int j = i + 1; j < n; j++)
+                if (sorted[j] > sorted[i]) {
+                    const double x = sorted[i];
+                    sorted[i] = sorted[j];
+                    sorted[j] = x;
+                }
+        double want = 0, got = 0;
+        for (int i = 0; i < m; i++)
+            want += sorted[i], got += kept[i];
+        cr_assert_float_eq(tau, want, 1e-12, "B %d", B);
+        cr_assert_float_eq(got, want, 1e-12, "B %d", B);
+    }
+    double tau;
+    cr_assert_eq(arb_tr_template_prune(parent, rank, n, p, 500, &tau), 81); /* whole */
+    cr_assert_float_eq(tau, all, 1e-12);
+}
+
+Test(autobudget, tr_pick_follows_the_cost_curve)
+{
+    static const double p[] = {0.35, 0.12, 0.06, 0.04, 0.03, 0.02, 0.015, 0.01, 0};
+    int B;
+    double sp;
+    arb_err err = {0};
+    const arb_cost_model flat = curve(0.0), lin = curve(1000.0);
+    cr_assert_eq(arb_autobudget_pick_tr(&flat, p, 512, 2, 128, &B, &sp, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(B, 81); /* free nodes: the whole template (it has 81) */
+    cr_assert_eq(arb_autobudget_pick_tr(&lin, p, 512, 2, 128, &B, &sp, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(B, 2);
+    cr_assert_float_eq(sp, 1.35 / 2.0, 1e-9);
+}
+
+Test(autobudget, auto_presets_and_what_resolve_sets)
+{
+    char dir[] = "/tmp/arb_auto2XXXXXX";
+    cr_assert(mkdtemp(dir));
+    setenv("ARBOR_CACHE", dir, 1);
+    synth_opts so = {.arch = "llama", .seed = 3};
+    arb_model *m = load_synth(&so, 1);
+    arb_machine mach;
+    arb_machine_get(&mach);
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    char fp[200], path[4400];
+    arb_err err = {0};
+    arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_cpu_kernels(NULL), 1, mi.name, (double)mi.weight_bytes);
+    cr_assert_eq(arb_cost_profile_path(fp, true, path, sizeof path, &err), ARB_OK, "%s", err.msg);
+    /* this CPU's shape: w(1) 3.2 ms, +0.13 ms a node up to 64 nodes */
+    arb_cost_model cm = {.n_knots = 2, .knot = {1, 64}, .w_us = {3200, 3200 + 130 * 63}, .ctx_us = 0.78,
+                         .ctx0_us = 3.6};
+    cr_assert_eq(arb_cost_save(&cm, path, &err), ARB_OK, "%s", err.msg);
+    arb_method_spec s;
+    /* PLD: the chain length per step (the cost table set, the budget = the longest chain) */
+    cr_assert_eq(arb_method_spec_preset("pld-auto", &s, &err), ARB_OK, "%s", err.msg);
+    cr_assert(s.budget_auto && !strcmp(s.id, "PLD-auto") && s.pld_earliest);
+    cr_assert_eq(arb_autobudget_resolve(m, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert(!s.budget_auto);
+    cr_assert_eq(s.budget, 1 + s.max_draft);
+    cr_assert_eq(s.chain_cost.n_max, 1 + s.max_draft);
+    cr_assert_float_eq(arb_chain_cost_us(&s.chain_cost, 5, 100), arb_cost_us(&cm, 5, 100), 1e-9);
+    /* GOOSE: a tree budget per run, bypass chains per step */
+    cr_assert_eq(arb_method_spec_preset("goose-auto", &s, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_autobudget_resolve(m, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert(s.budget >= 2 && s.budget <= 64, "B %d", s.budget);
+    cr_assert_eq(s.bypass_max, 63);
+    cr_assert_eq(s.chain_cost.n_max, 64);
+    /* Iso(3): the tree budget only (no context match, no chains); TR: the template cut */
+    cr_assert_eq(arb_method_spec_preset("iso3-auto", &s, &err), ARB_OK, "%s", err.msg);
+    cr_assert(!strcmp(s.topology, "iso") && s.iso_k == 3);
+    cr_assert_eq(arb_autobudget_resolve(m, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(s.chain_cost.n_max, 0);
+    cr_assert_eq(arb_method_spec_preset("tr-auto", &s, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_autobudget_resolve(m, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert(s.budget >= 2 && s.budget < 81, "B %d", s.budget);
+    cr_assert_eq(arb_method_max_nodes(&s), s.budget);
+    cr_assert_eq(arb_method_spec_validate(&s, &err), ARB_OK, "%s", err.msg);
     arb_model_free(m);
     unlink(path);
     char cmd[300];

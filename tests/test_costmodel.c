@@ -234,3 +234,49 @@ Test(costmodel, committed_h100_profile_matches_docs)
     cr_assert_float_eq(arb_cost_us(&cm, 64, 0) / arb_cost_us(&cm, 1, 0), 1.49, 0.005);
     cr_assert_float_eq(arb_cost_us(&cm, 128, 0) / arb_cost_us(&cm, 1, 0), 1.79, 0.005);
 }
+
+/* The per-eval context term b (one node at a long context costs more than a L alone says):
+   recovered beside a from trees at two context lengths, and 0 on a surface without it. */
+Test(costmodel, fit_recovers_the_per_eval_context_term)
+{
+    int n[40], L[40];
+    double t[40];
+    int m = 0;
+    const int sizes[] = {1, 2, 4, 8, 16, 64};
+    for (int s = 0; s < 6; s++)
+        for (int l = 0; l < 2; l++, m++) {
+            n[m] = sizes[s], L[m] = l ? 702 : 64;
+            t[m] = truth(n[m], L[m]) + 3.6 * L[m];
+        }
+    arb_cost_model cm;
+    arb_err err = {0};
+    cr_assert_eq(arb_cost_fit(n, L, t, m, &cm, &err), ARB_OK, "%s", err.msg);
+    cr_assert_float_eq(cm.ctx_us, 0.5, 1e-6);
+    cr_assert_float_eq(cm.ctx0_us, 3.6, 1e-6);
+    cr_assert_float_eq(arb_cost_us(&cm, 1, 700), truth(1, 700) + 3.6 * 700, 1e-3);
+    for (int i = 0; i < m; i++)
+        t[i] = truth(n[i], L[i]);
+    cr_assert_eq(arb_cost_fit(n, L, t, m, &cm, &err), ARB_OK, "%s", err.msg);
+    cr_assert_float_eq(cm.ctx0_us, 0.0, 1e-6);
+    /* the file keeps it; a profile written before it existed loads with b = 0 */
+    char path[] = "/tmp/arb_cost_bXXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cm.ctx0_us = 2.5;
+    cr_assert_eq(arb_cost_save(&cm, path, &err), ARB_OK, "%s", err.msg);
+    arb_cost_model back;
+    cr_assert_eq(arb_cost_load(path, &back, &err), ARB_OK, "%s", err.msg);
+    cr_assert_float_eq(back.ctx0_us, 2.5, 1e-12);
+    FILE *f = fopen(path, "w");
+    fputs("{\"knots\": [1, 8], \"w_us\": [1000, 2000], \"ctx_us\": 0.5}\n", f);
+    fclose(f);
+    cr_assert_eq(arb_cost_load(path, &back, &err), ARB_OK, "%s", err.msg);
+    cr_assert_float_eq(back.ctx0_us, 0.0, 0);
+    f = fopen(path, "w");
+    fputs("{\"knots\": [1, 8], \"w_us\": [1000, 2000], \"ctx_us\": 0.5, \"ctx0_us\": -1}\n", f);
+    fclose(f);
+    cr_assert_eq(arb_cost_load(path, &back, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "ctx0_us"), "%s", err.msg);
+    unlink(path);
+}

@@ -33,6 +33,10 @@ struct arb_goose {
     int m_sp;               /* spine nodes proposed by the last tree/bypass */
     int bigram_hits;        /* this step */
     int32_t spine_tok[SPINE_MAX]; /* control: TR-drawn spine */
+    /* budget "auto" (sp.chain_cost set): the bypass chain's length is picked per step from the
+       acceptance of this prompt's earlier bypass chains (chainbudget.h) */
+    arb_chain_stats byp_stats;
+    int byp_k;              /* tokens in this step's bypass chain, 0 when the step built a tree */
 };
 
 int arb_goose_consensus_find(const char *name)
@@ -145,6 +149,8 @@ static int gd_begin(void *st, int n_tokens, bool new_run, arb_err *err)
         arb_adj_clear(g->adj);
     g->p_s_hat = g->sp.ps_init;
     g->m_sp = 0;
+    g->byp_k = 0;
+    arb_chain_stats_reset(&g->byp_stats);
     return arb_ngram_index_reserve(g->ix, n_tokens, err);
 }
 
@@ -236,6 +242,7 @@ static void gd_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
     int32_t anchor = S[n_S - 1], a_prev = n_S >= 2 ? S[n_S - 2] : -1;
     g->bigram_hits = 0;
     g->m_sp = 0;
+    g->byp_k = 0;
     rec->p_s_hat = (float)g->p_s_hat;
     rec->spine_break_depth = -1;
     if (!g->topo->wants_match) { /* a fixed shape on the adjacency table */
@@ -255,7 +262,11 @@ static void gd_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
         rec->match_len = m.match_len;
         if (take_bypass(g, &m)) {
             m.len = full < g->c_byp ? full : g->c_byp;
+            if (sp->chain_cost.n_max > 0) /* budget auto: this step's length */
+                m.len = arb_chain_pick(&sp->chain_cost, arb_chain_stats_p1(&g->byp_stats),
+                                       arb_chain_stats_pc(&g->byp_stats), 1, m.len, n_S);
             propose_bypass(g, a_prev, anchor, &m, t);
+            g->byp_k = g->m_sp;
             rec->mode = ARB_MODE_BYPASS;
             rec->table_fill = arb_adj_fill(g->adj);
             return;
@@ -282,6 +293,8 @@ static void gd_harvest(void *st, const arb_harvest *h)
 static void gd_verified(void *st, const arb_tree *t, const int32_t *path, int n_path, arb_step_record *rec)
 {
     arb_goose *g = st;
+    if (g->byp_k > 0) /* the bypass chain is the whole tree: the path is its accepted prefix */
+        arb_chain_stats_observe(&g->byp_stats, g->byp_k, n_path - 1);
     if (g->m_sp <= 0)
         return; /* [CHOICE] p̂_s moves only when a spine was proposed */
     int acc = 0;

@@ -264,7 +264,18 @@ typedef struct pld_state {
     int n_min, n_max, num_pred;
     bool earliest;
     int32_t buf[256];
+    /* budget "auto" (chain_cost set): the chain length is picked per step from the acceptance
+       of this prompt's earlier chains (chainbudget.h). [CHOICE] the first token's counts per
+       matched n-gram length (a 3-gram match is a better bet than a 1-gram one), later tokens'
+       pooled (too few chains per prompt to split them too); reset per prompt, so a prompt's
+       output never depends on the prompts before it (resume, sharding) */
+    arb_chain_cost cost;
+    arb_chain_stats first[NGRAM_MAX + 1], cont;
+    int last_n, last_k;  /* the last proposed chain: its match length, tokens proposed */
+    int chain_max;       /* tokens proposed at most: max_draft, or budget - 1 when smaller */
 } pld_state;
+
+static int pldd_max_nodes(const arb_method_spec *s);
 
 static void pld_destroy(void *st)
 {
@@ -286,7 +297,9 @@ static int pld_create(const arb_method_spec *sp, int n_vocab, void **out, arb_er
     s->n_min = sp->ngram_min;
     s->n_max = sp->ngram_max;
     s->num_pred = sp->max_draft;
+    s->chain_max = pldd_max_nodes(sp) - 1;
     s->earliest = sp->pld_earliest;
+    s->cost = sp->chain_cost;
     int rc = arb_ngram_index_new(s->n_min, s->n_max, 4096, &s->ix, err);
     if (rc) {
         free(s);
@@ -299,6 +312,10 @@ static int pld_create(const arb_method_spec *sp, int n_vocab, void **out, arb_er
 static int pld_begin(void *st, int n_tokens, bool new_run, arb_err *err)
 {
     pld_state *s = st;
+    for (int n = 0; n <= NGRAM_MAX; n++)
+        arb_chain_stats_reset(&s->first[n]);
+    arb_chain_stats_reset(&s->cont);
+    s->last_k = 0;
     return arb_ngram_index_reserve(s->ix, n_tokens, err);
 }
 
@@ -324,6 +341,14 @@ static void pld_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_st
         d = m.d;
         rec->consensus = m.consensus;
     }
+    len = len < s->chain_max ? len : s->chain_max; /* the match is still found on max_draft tokens */
+    /* budget auto: this step's length. [CHOICE] at least one token when a match exists: a
+       2-node eval costs about a 1-node one on the CPU profiles measured (docs/cost-model.md),
+       and a chain never tried would never update its counts */
+    if (s->cost.n_max > 0 && len > 0)
+        len = arb_chain_pick(&s->cost, arb_chain_stats_p1(&s->first[n]), arb_chain_stats_pc(&s->cont), 1, len, n_S);
+    s->last_n = n;
+    s->last_k = len;
     int p = 0;
     for (int i = 0; i < len; i++) {
         p = arb_tree_add(t, p, d[i], ARB_SRC_PLD, 0, NAN);
@@ -333,6 +358,17 @@ static void pld_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_st
     rec->match_n = n;
     rec->d_len = len;
     rec->mode = t->n > 1 ? ARB_MODE_CHAIN : ARB_MODE_AR;
+}
+
+/* The accepted prefix of the last chain feeds the per-step length choice. */
+static void pld_verified(void *st, const arb_tree *t, const int32_t *path, int n_path, arb_step_record *rec)
+{
+    pld_state *s = st;
+    (void)t, (void)path, (void)rec;
+    if (s->cost.n_max <= 0 || s->last_k <= 0)
+        return;
+    arb_chain_stats_observe(&s->first[s->last_n], s->last_k, n_path - 1);
+    arb_chain_stats_observe(&s->cont, s->last_k, n_path - 1);
 }
 
 static size_t pld_bytes(const void *st) { return arb_ngram_index_bytes(((const pld_state *)st)->ix); }
@@ -346,11 +382,14 @@ static void pldd_defaults(arb_method_spec *s)
     s->ngram_max = 3;
     s->max_draft = 10;
     s->pld_earliest = true;
-    s->budget = 11;
+    s->budget = 65; /* 1 + the longest max_draft: no cut (budget "auto" picks per step) */
 }
 
-/* The anchor and one continuation of max_draft tokens. */
-static int pldd_max_nodes(const arb_method_spec *s) { return 1 + s->max_draft; }
+/* The anchor and one continuation of max_draft tokens, cut to the budget when that is smaller. */
+static int pldd_max_nodes(const arb_method_spec *s)
+{
+    return s->budget >= 1 && s->budget < 1 + s->max_draft ? s->budget : 1 + s->max_draft;
+}
 
 const arb_drafter_i arb_drafter_pld = {
     .name = "pld",
@@ -360,7 +399,7 @@ const arb_drafter_i arb_drafter_pld = {
     .append = pld_append,
     .propose = pld_propose,
     .harvest = NULL,
-    .verified = NULL,
+    .verified = pld_verified,
     .bytes = pld_bytes,
     .max_nodes = pldd_max_nodes,
     .defaults = pldd_defaults,

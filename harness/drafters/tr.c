@@ -299,6 +299,45 @@ int arb_tr_template(int32_t *parent, int16_t *rank, int cap)
     return n;
 }
 
+int arb_tr_template_prune(int32_t *parent, int16_t *rank, int n, const double *p, int budget, double *tau)
+{
+    double prob[128];
+    bool keep[128] = {false};
+    int K = 0;
+    while (K < ARB_SEQUOIA_K_MAX - 1 && p[K] > 0)
+        K++;
+    n = n < 128 ? n : 128;
+    budget = budget < 1 ? 1 : budget;
+    prob[0] = 1.0;
+    for (int i = 1; i < n; i++) /* canonical order: the parent comes first */
+        prob[i] = prob[parent[i]] * (rank[i] < K ? p[rank[i]] : 0.0);
+    keep[0] = true;
+    double sum = 1.0;
+    int m = 1;
+    for (; m < budget && m < n; m++) { /* the likeliest node not kept yet (first on ties) */
+        int best = -1;
+        for (int i = 1; i < n; i++)
+            if (!keep[i] && (best < 0 || prob[i] > prob[best]))
+                best = i;
+        keep[best] = true;
+        sum += prob[best];
+    }
+    int32_t map[128];
+    int j = 0;
+    for (int i = 0; i < n; i++) {
+        map[i] = -1;
+        if (!keep[i])
+            continue;
+        ARB_ASSERT(i == 0 || map[parent[i]] >= 0); /* prefix-closed */
+        parent[j] = i == 0 ? -1 : map[parent[i]];
+        rank[j] = rank[i];
+        map[i] = j++;
+    }
+    if (tau)
+        *tau = sum;
+    return j;
+}
+
 /* ---- the TR drafter: static template filled by BFS from the unigram table ---- */
 typedef struct tr_state {
     arb_adj *adj;
@@ -329,6 +368,8 @@ static int tr_create(const arb_method_spec *sp, int n_vocab, void **out, arb_err
         return rc;
     }
     s->n_tpl = arb_tr_template(s->tpl_parent, s->tpl_rank, 128);
+    if (sp->budget >= 1 && sp->budget < s->n_tpl) /* a smaller budget ("auto"): the likeliest nodes of 2.2.2 */
+        s->n_tpl = arb_tr_template_prune(s->tpl_parent, s->tpl_rank, s->n_tpl, sp->sequoia_p, sp->budget, NULL);
     s->prune_unfilled = sp->tr_prune_unfilled;
     s->harvest_prefill = sp->harvest_prefill;
     s->hot_start = sp->hot_start;
@@ -394,8 +435,8 @@ static void trd_defaults(arb_method_spec *s)
     s->harvest_prefill = false; /* the TR reference harvests decode forwards only */
 }
 
-/* Template 2.2.2: 1 + 8 + 8*8 + 8 nodes (the TR reference's fixed tree). */
-static int trd_max_nodes(const arb_method_spec *s) { return 81; }
+/* Template 2.2.2: 1 + 8 + 8*8 + 8 nodes (the TR reference's fixed tree), or its budget likeliest. */
+static int trd_max_nodes(const arb_method_spec *s) { return s->budget >= 1 && s->budget < 81 ? s->budget : 81; }
 
 static int trd_validate(const arb_method_spec *s, arb_err *err)
 {

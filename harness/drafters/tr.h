@@ -49,5 +49,12 @@ int arb_tr_template(int32_t *parent, int16_t *rank, int cap);
 /* Parse index-path "choices" text ("[[0],[1],[0,0]]") into canonical-order parent/rank
    arrays (anchor = node 0); checks prefix- and rank-closure. Returns nodes or < 0. */
 int arb_choices_parse(const char *text, int32_t *parent, int16_t *rank, int cap, arb_err *err);
+/* Prune a canonical-order template (parent/rank, n nodes, anchor first) in place to its
+   `budget` most probable nodes under the positional acceptance p (0-terminated, p[r] = rank r's;
+   a node's probability is the product along its path: Sequoia's rank-only model). The kept set
+   is prefix-closed (a child is never likelier than its parent; ties keep the earlier node) and
+   stays in canonical order. Returns the node count (min(n, budget), >= 1); *tau (when not NULL)
+   gets the expected tokens per step under p, the kept probabilities summed (anchor 1). */
+int arb_tr_template_prune(int32_t *parent, int16_t *rank, int n, const double *p, int budget, double *tau);
 
 #endif
