@@ -32,6 +32,7 @@ def main():
     ap.add_argument("--limit", type=int, default=0, help="prompts per dataset (0: the config's)")
     ap.add_argument("--only", default="", help="comma-separated method ids (default: all)")
     ap.add_argument("--settings", default="", help="comma-separated setting indices into `sampling` (default: all)")
+    ap.add_argument("--no-nice", action="store_true", help="run at normal priority (CPU time is the figure either way)")
     a = ap.parse_args()
     with open(a.config) as f:
         cfg = json.load(f)
@@ -54,7 +55,7 @@ def main():
             for p in (db, db + "-wal", db + "-shm"):
                 if os.path.exists(p):
                     os.remove(p)
-            cmd = ["nice", a.arbor, "run", cpath, "--db", db, "--threads", str(a.threads), "--quiet"]
+            cmd = ([] if a.no_nice else ["nice"]) + [a.arbor, "run", cpath, "--db", db, "--threads", str(a.threads), "--quiet"]
             if a.limit:
                 cmd += ["--limit", str(a.limit)]
             r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
