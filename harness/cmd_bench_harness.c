@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "bench_drafts.h"
 #include "cli.h"
 #include "decode.h"
 #include "drafters/drafter.h"
@@ -52,7 +53,9 @@ static const char description[] =
     "default path when there is one, else a random head of the model's sizes).\n"
     "With --model, the Medusa and Hydra drafters (trained heads at the default path): their\n"
     "propose per step scored with the f32 copy and with the engine's own output head, against\n"
-    "one eval of the tree they draft.\n";
+    "one eval of the tree they draft.\n"
+    "With --model, each sampling draft (self-draft 24/30, EAGLE head `eagle-dte`): its cost per\n"
+    "drafted token and per (k, l, b) tree at T = 1, relative to one target pass (CPU time).\n";
 
 static double now_us(void)
 {
@@ -771,6 +774,8 @@ int arb_cmd_bench_harness(int argc, char **argv)
     }
     if (!rc && c)
         rc = bench_eagle(c, &err);
+    if (!rc && c) /* each sampling draft's cost per token against a target pass (bench_drafts.h) */
+        rc = arb_bench_drafts(c, stdout, &err);
     if (!rc && c)
         rc = bench_heads(c, &err);
     if (!rc)

@@ -23,7 +23,7 @@ static const char description[] =
     "--no-chat. Methods: the presets of `arbor run` configs (docs/config.md): ar pld tr goose\n"
     "iso3 iso5 sequoia draft eagle2, the GOOSE ablations goose-nospinebr goose-unigram\n"
     "goose-nobypass goose-nospine goose-control, and every other registered preset; T > 0\n"
-    "needs ar, draft or eagle2 (the draft model's verifier: --set verifier=NAME;\n"
+    "needs ar, draft, eagle2 or eagle-dte (the draft's verifier: --set verifier=NAME;\n"
     "verifier=typical is typical acceptance, approximate: reports mark it).\n";
 
 typedef struct gen_state {

@@ -49,7 +49,8 @@ const arb_drafter_i arb_drafter_none = {
 static const arb_drafter_i *const drafters[] = {&arb_drafter_none, &arb_drafter_pld, &arb_drafter_tr,
                                                 &arb_drafter_goose, &arb_drafter_draft, &arb_drafter_eagle2,
                                                 &arb_drafter_medusa, &arb_drafter_hydra, &arb_drafter_rest,
-                                                &arb_drafter_lookahead, &arb_drafter_eagle};
+                                                &arb_drafter_lookahead, &arb_drafter_eagle,
+                                                &arb_drafter_eagle_dte};
 /* GOOSE's spine-ratio rules (Algorithm 2), the `scheduler` key; not the tree-scheduler plug-ins
    of schedulers/scheduler.h (`tree_sched`): docs/ARCHITECTURE.md "Adding a plug-in". */
 static const char *const schedulers[] = {"goose_tiers", "fixed", "none"};
@@ -171,7 +172,7 @@ static const arb_method_param params[] = {
     {"top_k", ARB_PARAM_INT, OFF(top_k), "*", 0, 1 << 20, "top-k filter, 0 = off"},
     {"seed", ARB_PARAM_U64, OFF(seed), "*", 0, 1.8e19, "run seed"},
     {"draft_model", ARB_PARAM_STR, OFF(draft_model), "draft " E2, 0, 0, "self (target cut) | target (same GGUF, q = p) | GGUF path"},
-    {"heads", ARB_PARAM_STR, OFF(heads), "medusa hydra eagle", 0, 0, "default | heads GGUF path (arbor train)"},
+    {"heads", ARB_PARAM_STR, OFF(heads), "medusa hydra eagle eagle-dte", 0, 0, "default | heads GGUF path (arbor train)"},
     {"tree", ARB_PARAM_STR, OFF(tree), "medusa hydra", 0, 0, "mc_sim_7b_63 | auto (budget nodes from held-out rank accuracy)"},
     {"bank", ARB_PARAM_STR, OFF(bank), "medusa hydra", 0, 0, "EntMTP TopologyBank JSON (arbor entmtp bank)"},
     {"tree_sched", ARB_PARAM_STR, OFF(tree_sched), "medusa hydra", 0, 0, "\"\" | static | entmtp_tau | ladder (needs bank)"},
@@ -180,9 +181,9 @@ static const arb_method_param params[] = {
     {"tau_off", ARB_PARAM_DOUBLE, OFF(tau_off), "medusa hydra", -1, 1, "entmtp_tau: + to - when s <= tau_off (< 0: tau_on)"},
     {"entmtp_all_heads", ARB_PARAM_BOOL, OFF(entmtp_all_heads), "medusa hydra", 0, 1, "feature lit: run every head on the rank-0 chain anyway"},
         {"draft_layers", ARB_PARAM_INT, OFF(draft_layers), "draft " E2, 1, 1024, "self-draft: target blocks evaluated"},
-    {"paths", ARB_PARAM_INT, OFF(dte_k), "draft", 1, 16, "k: i.i.d. draft paths (branching factor)"},
-    {"trunk", ARB_PARAM_INT, OFF(dte_l), "draft", 0, 32, "l: trunk length before the branch point"},
-    {"branch_len", ARB_PARAM_INT, OFF(dte_b), "draft", 0, 32, "b: length of each branch (single chain: paths 1, trunk 0)"},
+    {"paths", ARB_PARAM_INT, OFF(dte_k), "draft eagle-dte", 1, 16, "k: i.i.d. draft paths (branching factor)"},
+    {"trunk", ARB_PARAM_INT, OFF(dte_l), "draft eagle-dte", 0, 32, "l: trunk length before the branch point"},
+    {"branch_len", ARB_PARAM_INT, OFF(dte_b), "draft eagle-dte", 0, 32, "b: length of each branch (single chain: paths 1, trunk 0)"},
     {"selector", ARB_PARAM_STR, OFF(selector), "draft", 0, 0, "fixed (paths, trunk, branch_len) | nde (per-step argmax of a trained selector)"},
     {"selector_file", ARB_PARAM_STR, OFF(selector_file), "draft", 0, 0, "nde: selector JSON (arbor nde train --out)"},
     {"window", ARB_PARAM_INT, OFF(la_window), "lookahead", 1, ARB_LADE_W_MAX, "W: Lookahead window columns"},
@@ -325,6 +326,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
         {"pld-auto", "pld", "PLD-auto"}, {"tr-auto", "tr", "TR-auto"}, {"goose-auto", "goose", "GOOSE-auto"},
         {"iso3-auto", "goose", "Iso3-auto"}, {"iso5-auto", "goose", "Iso5-auto"},
         {"sequoia-auto", "goose", "Sequoia-auto"},
+        {"eagle-dte", "eagle-dte", "EAGLE-DTE"}, /* the EAGLE head as a sampling draft (docs/sampling.md) */
     };
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
         if (strcasecmp(name, base[i].name))
@@ -373,7 +375,8 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
     return ARB_ERR(err, ARB_E_INVAL,
                    "method: unknown '%s' (ar pld tr goose iso3 iso5 sequoia goose-nospinebr goose-unigram "
                    "goose-nobypass goose-nospine goose-control draft eagle2 medusa hydra rest rest-code rest-chat entmtp entmtp-tau entmtp-ll "
-                   "lookahead lookahead-small eagle2-head pld-auto tr-auto goose-auto iso3-auto iso5-auto sequoia-auto)", name);
+                   "lookahead lookahead-small eagle2-head pld-auto tr-auto goose-auto iso3-auto iso5-auto sequoia-auto "
+                   "eagle-dte)", name);
 }
 
 int arb_method_max_nodes(const arb_method_spec *s)

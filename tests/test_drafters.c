@@ -147,7 +147,7 @@ Test(drafters, generic_checks_read_the_table)
 {
     arb_method_spec s = preset("pld");
     snprintf(s.verifier, sizeof s.verifier, "spectr");
-    expect_error(&s, ARB_E_INVAL, "method PLD: verifier: spectr needs drafter draft or eagle2-draft");
+    expect_error(&s, ARB_E_INVAL, "method PLD: verifier: spectr needs drafter draft or eagle2-draft or eagle-dte");
     s = preset("pld");
     snprintf(s.topology, sizeof s.topology, "iso");
     expect_error(&s, ARB_E_INVAL, "method PLD: topology: 'iso' needs drafter goose");

@@ -101,6 +101,7 @@ extern const arb_drafter_i arb_drafter_eagle2; /* draft model + EAGLE-2 dynamic 
 extern const arb_drafter_i arb_drafter_medusa, arb_drafter_hydra; /* trained heads (medusa.c) */
 extern const arb_drafter_i arb_drafter_rest;   /* REST retrieval (rest.c) */
 extern const arb_drafter_i arb_drafter_eagle;  /* EAGLE head + EAGLE-2 dynamic tree (eagle.c) */
+extern const arb_drafter_i arb_drafter_eagle_dte; /* EAGLE head as a sampling draft, (l, k, b) trees (eagle_dte.c) */
 
 /* The registry (method.c): drafter by name ("ar" is an alias of "none"), NULL if unknown;
    row i (NULL past the end); the names, ", "-separated, into buf (returns buf). */
