@@ -62,9 +62,9 @@ static int check_value(const arb_method_param *p, const cJSON *v, const char *pa
             return ARB_ERR(err, ARB_E_INVAL, "%s: unknown selector \"%s\" (%s)", path, v->valuestring,
                            arb_selector_names(names, sizeof names));
         }
-        if (cJSON_IsString(v) && strlen(v->valuestring) < 32)
+        if (cJSON_IsString(v) && strlen(v->valuestring) < arb_method_param_cap(p))
             return ARB_OK;
-        return ARB_ERR(err, ARB_E_INVAL, "%s: expected string (< 32 bytes), got %s", path, got);
+        return ARB_ERR(err, ARB_E_INVAL, "%s: expected string (< %zu bytes), got %s", path, arb_method_param_cap(p), got);
     case ARB_PARAM_DOUBLE_LIST: {
         int i = 0;
         if (!cJSON_IsArray(v))

@@ -490,6 +490,17 @@ static int parse_bool(const char *v, bool *out)
 
 bool arb_method_param_takes_auto(const arb_method_param *p) { return p->offset == OFF(budget); }
 
+size_t arb_method_param_cap(const arb_method_param *p)
+{
+    const arb_method_spec *s = NULL;
+    if (p->offset == OFF(id))
+        return sizeof s->id;
+    if (p->offset == OFF(draft_model) || p->offset == OFF(selector_file) || p->offset == OFF(heads) ||
+        p->offset == OFF(datastore) || p->offset == OFF(bank))
+        return ARB_SPEC_PATH_MAX;
+    return sizeof s->drafter; /* every other string field is a char[32] name */
+}
+
 int arb_method_param_set(arb_method_spec *s, const char *name, const char *value, arb_err *err)
 {
     const arb_method_param *p = arb_method_param_find(NULL, name);
@@ -532,7 +543,7 @@ int arb_method_param_set(arb_method_spec *s, const char *name, const char *value
             return ARB_ERR(err, ARB_E_INVAL, "method %s: %s: '%s' is not a boolean", s->id, name, value);
         return ARB_OK;
     case ARB_PARAM_STR: {
-        size_t cap = p->offset == OFF(id) ? sizeof s->id : 32;
+        size_t cap = arb_method_param_cap(p);
         if (strlen(value) >= cap)
             return ARB_ERR(err, ARB_E_INVAL, "method %s: %s: '%s' longer than %zu", s->id, name, value, cap - 1);
         snprintf(b, cap, "%s", value);

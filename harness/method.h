@@ -33,6 +33,10 @@
 #define ARB_SEQUOIA_K_MAX 16
 #define ARB_BANK_TREE_MAX 128 /* nodes of the largest TopologyBank tree (EntMTP) */
 
+/* Capacity of the string parameters that name files (draft_model, selector_file, heads,
+   datastore, bank); the other strings are short names (char[32]). */
+#define ARB_SPEC_PATH_MAX 256
+
 typedef struct arb_method_spec {
     char id[ARB_METHOD_NAME_MAX];        /* label in reports: "AR", "GOOSE", "Iso3" */
     char drafter[32];                    /* "none" | "pld" | "tr" | "goose" */
@@ -92,11 +96,11 @@ typedef struct arb_method_spec {
     int top_k;            /* 0 = off */
     uint64_t seed;        /* run seed; RNG keyed by (seed, prompt id, step, stream) */
     /* ---- draft model and delayed trees (drafter "draft", docs/spec/drafting.md §11) ---- */
-    char draft_model[32]; /* "self" (target cut after draft_layers), "target" (its GGUF again), a path */
+    char draft_model[ARB_SPEC_PATH_MAX]; /* "self" (target cut after draft_layers), "target" (its GGUF again), a path */
     int draft_layers;     /* self-draft depth (24) */
     int dte_k, dte_l, dte_b; /* k i.i.d. paths of length b after a trunk of l (single chain: 1, 0, L) */
     char selector[32];    /* per-step shape: "fixed" (dte_k, dte_l, dte_b) | "nde" (selectors/selector.h) */
-    char selector_file[32]; /* nde: the trained selector JSON (arbor nde train --out) */
+    char selector_file[ARB_SPEC_PATH_MAX]; /* nde: the trained selector JSON (arbor nde train --out) */
     /* ---- Lookahead (drafter "lookahead", docs/spec/drafting.md §6) ---- */
     int la_window;        /* W: window columns (15, the paper's 7B setting) */
     int la_ngram;         /* N: n-gram size; the window keeps N - 1 levels (5) */
@@ -106,17 +110,17 @@ typedef struct arb_method_spec {
     double typical_eps;   /* posterior threshold ε (0.09) */
     double typical_alpha; /* entropy factor α (0.3): θ = min(ε, α e^{-H}) */
     /* ---- trained heads (drafters "medusa", "hydra"; docs/heads.md) ---- */
-    char heads[32];       /* "default" (<cache>/heads/<kind>-<model file>.<sha12>.gguf) or a heads GGUF path */
+    char heads[ARB_SPEC_PATH_MAX];       /* "default" (<cache>/heads/<kind>-<model file>.<sha12>.gguf) or a heads GGUF path */
     char tree[32];        /* "mc_sim_7b_63" (Medusa's published tree) | "auto" (budget nodes from the
                              file's held-out rank accuracies) */
     /* ---- REST retrieval (drafter "rest", docs/spec/drafting.md §7; budget = 1 + drafted nodes) ---- */
-    char datastore[32];   /* cache name ("code", "chat"), a path, or "auto": code for code datasets,
+    char datastore[ARB_SPEC_PATH_MAX];   /* cache name ("code", "chat"), a path, or "auto": code for code datasets,
                              chat otherwise (resolved by the runner per dataset) */
     int rest_suffix_max, rest_suffix_min; /* context suffix lengths tried, long to short (16, 2) */
     int rest_matches;     /* occurrences used (5000) */
     int rest_cont_len;    /* continuation tokens per occurrence (10) */
     /* ---- EntMTP tree scheduling (drafters "medusa", "hydra"; docs/entmtp.md) ---- */
-    char bank[32];        /* TopologyBank JSON (`arbor entmtp bank`); replaces `tree` when tree_sched is set */
+    char bank[ARB_SPEC_PATH_MAX];        /* TopologyBank JSON (`arbor entmtp bank`); replaces `tree` when tree_sched is set */
     char tree_sched[32];  /* "" (the static `tree`) | "static" | "entmtp_tau" | "ladder" (schedulers/scheduler.h) */
     char feature[32];     /* scheduler scalar s: "lit" (p0, the paper as written) | "gD" | "sum" */
     double tau_on, tau_off; /* entmtp_tau thresholds; < 0 = the bank's tau (tau_off < 0: = tau_on) */
@@ -132,7 +136,7 @@ typedef enum arb_param_type { ARB_PARAM_INT, ARB_PARAM_DOUBLE, ARB_PARAM_BOOL, A
 
 typedef struct arb_method_param {
     const char *name;     /* config key, e.g. "budget", "rho", "spine_branches" */
-    arb_param_type type;  /* storage type at offset (STR: char[32]; DOUBLE_LIST: sequoia_p) */
+    arb_param_type type;  /* storage type at offset (STR: char[arb_method_param_cap]; DOUBLE_LIST: sequoia_p) */
     size_t offset;        /* offsetof(arb_method_spec, field) */
     const char *drafters; /* space-separated drafters it applies to, "*" = all */
     double lo, hi;        /* valid range for INT/DOUBLE/U64 (inclusive) */
@@ -156,6 +160,8 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err);
 const arb_method_param *arb_method_params(int *n);
 /* Parameter `name` if it applies to `drafter` (NULL drafter = any), else NULL. */
 const arb_method_param *arb_method_param_find(const char *drafter, const char *name);
+/* Bytes a STR parameter's field holds, terminator included (ARB_SPEC_PATH_MAX for file paths). */
+size_t arb_method_param_cap(const arb_method_param *p);
 /* Set from text ("60", "0.5", "true", "goose", "0.6,0.2,0.1"); errors name the key. */
 int arb_method_param_set(arb_method_spec *s, const char *name, const char *value, arb_err *err);
 

@@ -249,3 +249,33 @@ Test(config, typical_keys_only_with_the_typical_verifier)
     cr_assert_eq(arb_method_spec_preset("goose", &s, &err), 0);
     cr_assert_null(arb_method_param_find("goose", "typical_eps"), "typical keys belong to model drafters");
 }
+
+/* File-path parameters (heads, draft_model, selector_file, datastore, bank) hold a real path
+   (< ARB_SPEC_PATH_MAX bytes, was 32); name parameters stay < 32 bytes; both limits are errors
+   naming the JSON path, never a silent cut. */
+Test(config, path_parameters_hold_long_paths)
+{
+    char path[200], json[4096];
+    memset(path, 'a', sizeof path - 1);
+    path[0] = '/', path[sizeof path - 1] = '\0';
+    arb_config *c = NULL;
+    arb_err err = {0};
+    snprintf(json, sizeof json, "{\"name\":\"x\"," BASE_MODELS "," BASE_DATA ",\"methods\":[{\"id\":\"AR\",\"preset\":\"ar\"},"
+             "{\"id\":\"H\",\"preset\":\"hydra\",\"heads\":\"%s\"}]}", path);
+    cr_assert_eq(arb_config_parse(json, "t.json", &c, &err), ARB_OK, "%s", err.msg);
+    int h = !strcmp(c->methods[0].base_id, "H") ? 0 : 1;
+    cr_assert_str_eq(c->methods[h].base_id, "H");
+    cr_assert_str_eq(c->methods[h].spec.heads, path);
+    arb_config_free(c);
+    char longer[300];
+    memset(longer, 'b', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    snprintf(json, sizeof json, "{\"name\":\"x\"," BASE_MODELS "," BASE_DATA ",\"methods\":[{\"id\":\"AR\",\"preset\":\"ar\"},"
+             "{\"id\":\"H\",\"preset\":\"hydra\",\"heads\":\"%s\"}]}", longer);
+    cr_assert_eq(arb_config_parse(json, "t.json", &c, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "methods[1].heads: expected string (< 256 bytes)"), "%s", err.msg);
+    snprintf(json, sizeof json, "{\"name\":\"x\"," BASE_MODELS "," BASE_DATA ",\"methods\":[{\"id\":\"AR\",\"preset\":\"ar\"},"
+             "{\"id\":\"G\",\"preset\":\"goose\",\"consensus\":\"%.40s\"}]}", longer);
+    cr_assert_eq(arb_config_parse(json, "t.json", &c, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "methods[1].consensus: expected string (< 32 bytes)"), "%s", err.msg);
+}
