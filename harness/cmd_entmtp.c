@@ -328,12 +328,13 @@ static int plot_bank(const char *in, const char *dir, arb_err *err)
         int i = 0;
         cJSON_ArrayForEach(p, arr)
         {
-            const cJSON *n = cJSON_GetObjectItemCaseSensitive(p, "n"), *v = cJSON_GetObjectItemCaseSensitive(p, "tok_s");
+            const cJSON *n = cJSON_GetObjectItemCaseSensitive(p, "n");
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, "tok_s");
             const cJSON *d = cJSON_GetObjectItemCaseSensitive(p, "depth");
             const bool pub = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "published"));
             if (!cJSON_IsNumber(n) || !cJSON_IsNumber(v) || !cJSON_IsNumber(d)) {
-                rc = ARB_ERR(err, ARB_E_FORMAT, "%s: $.%s[%d]: needs n, depth, tok_s", in, arr == timed ? "timed" : "trees",
-                             i);
+                rc = ARB_ERR(err, ARB_E_FORMAT, "%s: $.%s[%d]: needs n, depth, tok_s", in,
+                             arr == timed ? "timed" : "trees", i);
                 break;
             }
             if ((blk == 0 && !pub) || blk == 1 || (blk == 2 && i == st->valueint) || (blk == 3 && pub))
@@ -363,10 +364,10 @@ static int plot_bank(const char *in, const char *dir, arb_err *err)
 static int plot(int argc, char **argv)
 {
     const char *in = NULL, *bank = NULL, *dir = "results/entmtp-plot";
-    const arb_opt opts[] = {ARB_OPT_STR("--frontier", "FILE", &in, "JSON of arbor entmtp frontier (acceptance frontier)"),
-                            ARB_OPT_STR("--bank", "FILE", &bank, "bank JSON of arbor entmtp bank (throughput frontier)"),
-                            ARB_OPT_STR("--out", "DIR", &dir, "output directory (default results/entmtp-plot)"),
-                            ARB_OPT_END};
+    const arb_opt opts[] = {
+        ARB_OPT_STR("--frontier", "FILE", &in, "JSON of arbor entmtp frontier (acceptance frontier)"),
+        ARB_OPT_STR("--bank", "FILE", &bank, "bank JSON of arbor entmtp bank (throughput frontier)"),
+        ARB_OPT_STR("--out", "DIR", &dir, "output directory (default results/entmtp-plot)"), ARB_OPT_END};
     const arb_cmd_spec cmd = {"entmtp plot", NULL,
                               "The acceptance frontier (EntMTP Fig. 1, --frontier) and the throughput frontier\n"
                               "(tok/s of every timed tree, --bank) via gnuplot; at least one of the two.",

@@ -229,7 +229,8 @@ Test(tree_sched, bank_timed_list_and_throughput_plot)
     const char *p = write_tmp("{\"trees\":[{\"n\":2,\"depth\":1,\"tok_s\":50,\"choices\":[[0]]},"
                               "{\"n\":3,\"depth\":2,\"tok_s\":60,\"choices\":[[0],[0,0]]}],"
                               "\"static\":1,\"t_plus\":1,\"t_minus\":0,\"tau\":0.05,\"feature\":\"gD\","
-                              "\"clock\":\"cpu\",\"timed\":[{\"n\":2,\"depth\":1,\"tok_s\":50,\"tau\":1.2,\"published\":false},"
+                              "\"clock\":\"cpu\",\"timed\":["
+                              "{\"n\":2,\"depth\":1,\"tok_s\":50,\"tau\":1.2,\"published\":false},"
                               "{\"n\":3,\"depth\":2,\"tok_s\":60,\"tau\":1.5,\"published\":false},"
                               "{\"n\":5,\"depth\":2,\"tok_s\":40,\"tau\":1.6,\"published\":false},"
                               "{\"n\":64,\"depth\":4,\"tok_s\":20,\"tau\":2.1,\"published\":true}]}");
