@@ -280,19 +280,113 @@ static int overhead(int argc, char **argv)
     return 0;
 }
 
-/* EntMTP Fig. 1 from a frontier file: DIR/entmtp_frontier.{dat,gp,png,svg}. */
+/* A whole JSON file, parsed (NULL after a message in err). */
+static cJSON *read_json(const char *path, arb_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    char *txt = f ? malloc(1 << 24) : NULL;
+    size_t len = txt ? fread(txt, 1, (1 << 24) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    if (!txt) {
+        ARB_ERR(err, ARB_E_IO, "cannot read %s", path);
+        return NULL;
+    }
+    txt[len] = 0;
+    cJSON *root = cJSON_Parse(txt);
+    free(txt);
+    if (!root)
+        ARB_ERR(err, ARB_E_FORMAT, "%s: not JSON", path);
+    return root;
+}
+
+/* The throughput frontier from a bank file (`arbor entmtp bank`'s "timed" list): tok/s of every
+   timed tree against its node count, the bank's trees, the static tree and the published default;
+   DIR/entmtp_throughput.{dat,gp,png,svg}. */
+static int plot_bank(const char *in, const char *dir, arb_err *err)
+{
+    cJSON *root = read_json(in, err);
+    if (!root)
+        return err->code;
+    const cJSON *timed = cJSON_GetObjectItemCaseSensitive(root, "timed");
+    const cJSON *trees = cJSON_GetObjectItemCaseSensitive(root, "trees");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "static");
+    int rc = ARB_OK;
+    if (!cJSON_IsArray(timed) || !cJSON_IsArray(trees) || !cJSON_IsNumber(st))
+        rc = ARB_ERR(err, ARB_E_FORMAT,
+                     "%s: $.timed, $.trees, $.static: missing (a bank written by arbor entmtp bank, which lists every "
+                     "timed tree in $.timed)", in);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/entmtp_throughput.dat", dir);
+    FILE *o = rc ? NULL : fopen(path, "w");
+    if (!rc && !o)
+        rc = ARB_ERR(err, ARB_E_IO, "cannot write %s", path);
+    /* blocks: 0 timed hull trees (n tok_s depth), 1 bank, 2 static, 3 published default */
+    for (int blk = 0; !rc && blk < 4; blk++) {
+        fprintf(o, "%s# %s\n", blk ? "\n\n" : "", (const char *[]){"hull trees", "bank", "static", "default"}[blk]);
+        const cJSON *arr = blk == 0 || blk == 3 ? timed : trees, *p;
+        int i = 0;
+        cJSON_ArrayForEach(p, arr)
+        {
+            const cJSON *n = cJSON_GetObjectItemCaseSensitive(p, "n");
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, "tok_s");
+            const cJSON *d = cJSON_GetObjectItemCaseSensitive(p, "depth");
+            const bool pub = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "published"));
+            if (!cJSON_IsNumber(n) || !cJSON_IsNumber(v) || !cJSON_IsNumber(d)) {
+                rc = ARB_ERR(err, ARB_E_FORMAT, "%s: $.%s[%d]: needs n, depth, tok_s", in,
+                             arr == timed ? "timed" : "trees", i);
+                break;
+            }
+            if ((blk == 0 && !pub) || blk == 1 || (blk == 2 && i == st->valueint) || (blk == 3 && pub))
+                fprintf(o, "%d %.3f %d\n", n->valueint, v->valuedouble, d->valueint);
+            i++;
+        }
+    }
+    if (o)
+        fclose(o);
+    if (!rc) {
+        char vars[256];
+        const cJSON *ck = cJSON_GetObjectItemCaseSensitive(root, "clock");
+        snprintf(vars, sizeof vars, "title_text = 'EntMTP throughput frontier, %s'\nclock_text = '%s'\n", in,
+                 cJSON_IsString(ck) ? ck->valuestring : "wall");
+        rc = arb_plot_script(dir, NULL, "entmtp_throughput", vars, 900, 600, err);
+        if (!rc)
+            rc = arb_plot_render(dir, "entmtp_throughput", err);
+    }
+    cJSON_Delete(root);
+    if (!rc)
+        printf("wrote %s/entmtp_throughput.{dat,gp,png,svg}\n", dir);
+    return rc;
+}
+
+/* EntMTP Fig. 1 from a frontier file: DIR/entmtp_frontier.{dat,gp,png,svg}; with --bank the
+   throughput frontier too. */
 static int plot(int argc, char **argv)
 {
-    const char *in = NULL, *dir = "results/entmtp-plot";
-    const arb_opt opts[] = {{.name = "--frontier", .kind = ARB_OPT_KIND_STR, .dst = &in, .metavar = "FILE",
-                             .required = true, .help = "JSON of arbor entmtp frontier"},
-                            ARB_OPT_STR("--out", "DIR", &dir, "output directory (default results/entmtp-plot)"),
-                            ARB_OPT_END};
-    const arb_cmd_spec cmd = {"entmtp plot", NULL, "The acceptance frontier (EntMTP Fig. 1) via gnuplot.", opts, 0, 0};
+    const char *in = NULL, *bank = NULL, *dir = "results/entmtp-plot";
+    const arb_opt opts[] = {
+        ARB_OPT_STR("--frontier", "FILE", &in, "JSON of arbor entmtp frontier (acceptance frontier)"),
+        ARB_OPT_STR("--bank", "FILE", &bank, "bank JSON of arbor entmtp bank (throughput frontier)"),
+        ARB_OPT_STR("--out", "DIR", &dir, "output directory (default results/entmtp-plot)"), ARB_OPT_END};
+    const arb_cmd_spec cmd = {"entmtp plot", NULL,
+                              "The acceptance frontier (EntMTP Fig. 1, --frontier) and the throughput frontier\n"
+                              "(tok/s of every timed tree, --bank) via gnuplot; at least one of the two.",
+                              opts, 0, 0};
     const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? 0 : 2;
+    if (!in && !bank) {
+        fprintf(stderr, "arbor entmtp plot: give --frontier FILE, --bank FILE or both\n");
+        return 2;
+    }
     arb_err err = {0};
+    mkdir(dir, 0755);
+    if (bank && plot_bank(bank, dir, &err)) {
+        fprintf(stderr, "arbor entmtp plot: %s\n", err.msg);
+        return 1;
+    }
+    if (!in)
+        return 0;
     int rc = ARB_OK;
     FILE *f = fopen(in, "rb");
     char *txt = f ? malloc(1 << 24) : NULL;
@@ -310,7 +404,6 @@ static int plot(int argc, char **argv)
     if (!rc && !cJSON_IsArray(pts))
         rc = ARB_ERR(&err, ARB_E_FORMAT, "%s: $.points: not an array (a file of arbor entmtp frontier)", in);
     char path[4200];
-    mkdir(dir, 0755);
     snprintf(path, sizeof path, "%s/entmtp_frontier.dat", dir);
     FILE *o = rc ? NULL : fopen(path, "w");
     if (!rc && !o)
@@ -360,7 +453,7 @@ int arb_cmd_entmtp(int argc, char **argv)
                                 "  bank      throughput frontier, TopologyBank and scheduler calibration\n"
                                 "  table     EntMTP Table 1 (AR, Hydra default, static, EntMTPtau) on eval prompts\n"
                                 "  overhead  scheduler cost per step (features + switch)\n"
-                                "  plot      the acceptance frontier figure (gnuplot)\n"
+                                "  plot      the acceptance and throughput frontier figures (gnuplot)\n"
                                 "  analyze   Appendix A from a results database: feature r, AUROC, lossless\n";
     if (argc >= 2 && !strcmp(argv[1], "frontier"))
         return frontier(argc - 1, argv + 1);

@@ -27,9 +27,12 @@ typedef struct cand {
 
 static int cand_cmp(const void *a, const void *b) { return ((const cand *)a)->n - ((const cand *)b)->n; }
 
-/* A bank file with the trees of c[0..n) (and the scheduler fields given). */
+/* A bank file with the trees of c[0..n) (and the scheduler fields given). The final file also
+   lists every timed tree (timed[0..n_timed), the throughput frontier) for `arbor entmtp plot
+   --bank`; the drafter's loader reads only trees and the scheduler fields. */
 static int write_bank(const char *path, const cand *c, int n, int st, int tp, int tm, double tau, const char *feature,
-                      const double *ladder, int n_ladder, arb_err *err)
+                      const double *ladder, int n_ladder, const cand *timed, int n_timed, const char *clock,
+                      arb_err *err)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -49,6 +52,13 @@ static int write_bank(const char *path, const cand *c, int n, int st, int tp, in
         for (int j = 0; j < n_ladder; j++)
             fprintf(f, "%s%.6g", j ? "," : "", ladder[j]);
         fprintf(f, "]");
+    }
+    if (n_timed > 0) {
+        fprintf(f, ",\"clock\":\"%s\",\"timed\":[", clock);
+        for (int i = 0; i < n_timed; i++)
+            fprintf(f, "%s\n{\"n\":%d,\"depth\":%d,\"tok_s\":%.3f,\"tau\":%.4f,\"published\":%s}", i ? "," : "",
+                    timed[i].n, timed[i].depth, timed[i].tok_s, timed[i].tau, timed[i].published ? "true" : "false");
+        fprintf(f, "\n]");
     }
     fprintf(f, "}\n");
     return fclose(f) ? ARB_ERR(err, ARB_E_IO, "entmtp: cannot write %s", path) : ARB_OK;
@@ -208,7 +218,7 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
     printf("%5s %5s %9s %7s\n", "n", "D", "tok/s", "tau");
     int best = 0;
     for (int k = 0; k < nc && !rc; k++) { /* each tree as the static tree of a bank of all candidates */
-        if (!(rc = write_bank(out, c, nc, k, -1, -1, NAN, feature, NULL, 0, &err)) &&
+        if (!(rc = write_bank(out, c, nc, k, -1, -1, NAN, feature, NULL, 0, NULL, 0, NULL, &err)) &&
             !(rc = hydra_spec(heads, out, "static", feature, -1, &s, &err)) &&
             !(rc = arb_entmtp_time(ctx, &s, &P, max_new, use_cpu, t, &err))) {
             c[k].tok_s = t->tok_s, c[k].tau = t->tau;
@@ -265,7 +275,7 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
         if (b[k].depth > 2 || k == tp)
             continue;
         for (size_t g = 0; g < sizeof tau_grid / sizeof tau_grid[0] && !rc; g++) {
-            if (!(rc = write_bank(out, b, nb, st, tp, k, tau_grid[g], feature, NULL, 0, &err)) &&
+            if (!(rc = write_bank(out, b, nb, st, tp, k, tau_grid[g], feature, NULL, 0, NULL, 0, NULL, &err)) &&
                 !(rc = hydra_spec(heads, out, "entmtp_tau", feature, -1, &s, &err)) &&
                 !(rc = arb_entmtp_time(ctx, &s, &P, max_new, use_cpu, t, &err))) {
                 printf("  T- n = %3d  tau %.3f  %8.2f tok/s  tau_acc %.3f\n", b[k].n, tau_grid[g], t->tok_s, t->tau);
@@ -281,7 +291,7 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
     int nl = 0;
     if (!rc && nb > 1) {
         t->s_values = sv, t->s_cap = 100000;
-        if (!(rc = write_bank(out, b, nb, tp, -1, -1, NAN, feature, NULL, 0, &err)) &&
+        if (!(rc = write_bank(out, b, nb, tp, -1, -1, NAN, feature, NULL, 0, NULL, 0, NULL, &err)) &&
             !(rc = hydra_spec(heads, out, "static", feature, -1, &s, &err)) &&
             !(rc = arb_entmtp_time(ctx, &s, &P, max_new, use_cpu, t, &err)) && t->n_s > 0) {
             qsort(sv, (size_t)t->n_s, sizeof *sv, dcmp);
@@ -291,7 +301,7 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
         t->s_values = NULL, t->s_cap = 0;
     }
     if (!rc)
-        rc = write_bank(out, b, nb, st, tp, tm, tau, feature, lad, nl, &err);
+        rc = write_bank(out, b, nb, st, tp, tm, tau, feature, lad, nl, c, nc, clock, &err);
     if (!rc)
         printf("EntMTPtau: T+ n = %d, T- n = %d, tau = %g (feature %s, %.2f tok/s); wrote %s\n", b[tp].n, b[tm].n, tau,
                feature, best_g, out);

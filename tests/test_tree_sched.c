@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "drafters/medusa.h"
@@ -215,4 +216,53 @@ Test(tree_sched, row_stats_paths_match_double_softmax)
     arb_entfeat_row d;
     arb_entfeat_row_stats(row, V, &d);
     cr_assert(fabs(d.H - H) <= 1e-6 * H);
+}
+
+/* `arbor entmtp bank`'s final file lists every timed tree under $.timed (for the throughput
+   frontier plot): the drafter's loader reads the same bank with it, and `arbor entmtp plot
+   --bank` writes the hull trees, the bank, the static tree and the published default as four
+   data blocks; a bank without $.timed is refused naming the field. */
+Test(tree_sched, bank_timed_list_and_throughput_plot)
+{
+    const char *root = getenv("ARBOR_BUILD_ROOT");
+    cr_assert(root != NULL, "ARBOR_BUILD_ROOT not set (run through meson test)");
+    const char *p = write_tmp("{\"trees\":[{\"n\":2,\"depth\":1,\"tok_s\":50,\"choices\":[[0]]},"
+                              "{\"n\":3,\"depth\":2,\"tok_s\":60,\"choices\":[[0],[0,0]]}],"
+                              "\"static\":1,\"t_plus\":1,\"t_minus\":0,\"tau\":0.05,\"feature\":\"gD\","
+                              "\"clock\":\"cpu\",\"timed\":["
+                              "{\"n\":2,\"depth\":1,\"tok_s\":50,\"tau\":1.2,\"published\":false},"
+                              "{\"n\":3,\"depth\":2,\"tok_s\":60,\"tau\":1.5,\"published\":false},"
+                              "{\"n\":5,\"depth\":2,\"tok_s\":40,\"tau\":1.6,\"published\":false},"
+                              "{\"n\":64,\"depth\":4,\"tok_s\":20,\"tau\":2.1,\"published\":true}]}");
+    arb_topobank *b;
+    arb_err err = {0};
+    cr_assert_eq(arb_topobank_load(p, 4, &b, &err), 0, "%s", err.msg);
+    cr_assert(b->n == 2 && b->sched.static_idx == 1 && b->sched.t_plus == 1);
+    arb_topobank_free(b);
+    char dir[64], cmd[512], dat[128];
+    snprintf(dir, sizeof dir, "/tmp/test_tree_sched_plot_%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "%s/harness/arbor entmtp plot --bank %s --out %s >/dev/null 2>&1", root, p, dir);
+    (void)system(cmd); /* exit 1 without gnuplot: the .dat is written before rendering */
+    snprintf(dat, sizeof dat, "%s/entmtp_throughput.dat", dir);
+    FILE *f = fopen(dat, "r");
+    cr_assert(f != NULL, "no %s", dat);
+    char text[1024] = {0};
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = 0;
+    const char *want = "# hull trees\n2 50.000 1\n3 60.000 2\n5 40.000 2\n\n\n# bank\n2 50.000 1\n3 60.000 2\n\n\n"
+                       "# static\n3 60.000 2\n\n\n# default\n64 20.000 4\n";
+    cr_assert_str_eq(text, want);
+    p = write_tmp("{\"trees\":[{\"choices\":[[0]]}],\"static\":0}");
+    snprintf(cmd, sizeof cmd, "%s/harness/arbor entmtp plot --bank %s --out %s 2>&1", root, p, dir);
+    FILE *o = popen(cmd, "r");
+    cr_assert(o != NULL);
+    len = fread(text, 1, sizeof text - 1, o);
+    text[len] = 0;
+    const int st = pclose(o);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "%s", text);
+    cr_assert(strstr(text, "$.timed") && strstr(text, p), "%s", text);
+    remove(p);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    (void)system(cmd);
 }
