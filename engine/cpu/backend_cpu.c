@@ -209,15 +209,23 @@ typedef struct attn_job {
 } attn_job;
 
 /* Tasks are (node block, head chunk) pairs. A head chunk is the query heads of one KV
-   head, or a single head when there are too few tasks to keep the threads busy
-   (decode; one head at a time also measured faster there on one thread). Node blocks hold up to ARB_ATTN_NODE_BLOCK nodes; on
+   head, or a single head when there are too few tasks to keep the threads busy (decode
+   on many threads). Node blocks hold up to ARB_ATTN_NODE_BLOCK nodes; on
    several threads there are at least enough of them for 2 tasks per thread. Piece c of
    nc takes a contiguous range of tasks with scratch slot c. Results depend on neither
    the split nor the pieces. */
 static attn_split attn_split_of(const arb_attn_args *a, int nth)
 {
     const int group = a->n_head / a->n_head_kv;
-    const int per = a->n * a->n_head_kv >= 4 * nth ? group : 1;
+    /* A task of a whole group costs about 0.45 of `group` single-head tasks (each key row
+       is loaded once for the group, and the K and V streams are read once instead of
+       `group` times; SmolLM2, 512 cached keys, one thread: 2.6 against 6.2 ns per
+       (head, key) with the K/V rows in cache, 1.1 against 3.2 cold; docs/kernels.md), so
+       the group wins unless splitting it is what keeps the threads busy: compare the
+       rounds of tasks per thread, a group task counted as group / 2 single ones. */
+    const int rounds_group = (a->n * a->n_head_kv + nth - 1) / nth;
+    const int rounds_single = (a->n * a->n_head + nth - 1) / nth;
+    const int per = rounds_group * group <= 2 * rounds_single ? group : 1;
     const int n_hc = a->n_head / per;
     int n_blk = (a->n + ARB_ATTN_NODE_BLOCK - 1) / ARB_ATTN_NODE_BLOCK;
     if (nth > 1) {
