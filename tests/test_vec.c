@@ -50,6 +50,33 @@ Test(vec, exp_matches_scalar_bits)
     }
 }
 
+/* The softmax's max and sum: lengths around the 8-lane grid, and maxima that are signed
+   zeros (the lane order decides which zero wins; it must be the scalar order). */
+Test(vec, max_and_sum_match_scalar_bits)
+{
+    const int lens[] = {1, 3, 8, 9, 16, 23, 64, 65, 513};
+    float x[513];
+    for (int f = 0; f < N_FAMILIES; f++) {
+        if (!arb_vec_supported(families[f]))
+            continue;
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+            const int n = lens[li];
+            for (int zeros = 0; zeros < 2; zeros++) {
+                fill(x, (size_t)n, 30.0f);
+                if (zeros) /* everything <= 0, with +0 and -0 scattered: the max is a zero */
+                    for (int j = 0; j < n; j++)
+                        x[j] = j % 5 == 2 ? 0.0f : j % 7 == 3 ? -0.0f : -fabsf(x[j]);
+                const float mr = arb_vec_scalar.max(x, n), mg = families[f]->max(x, n);
+                cr_assert(bits_equal(&mr, &mg, 1), "%s max differs at n=%d (zeros %d): %a vs %a",
+                          families[f]->name, n, zeros, (double)mr, (double)mg);
+                const float sr = arb_vec_scalar.sum(x, n), sg = families[f]->sum(x, n);
+                cr_assert(bits_equal(&sr, &sg, 1), "%s sum differs at n=%d: %a vs %a", families[f]->name, n,
+                          (double)sr, (double)sg);
+            }
+        }
+    }
+}
+
 Test(vec, swiglu_matches_scalar_bits)
 {
     const size_t n = 1000;

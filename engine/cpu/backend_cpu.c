@@ -157,42 +157,11 @@ static void cpu_rope(void *vctx, float *x, int n, int n_head, int head_dim, cons
     rope_rows(x, 0, n, n_head, head_dim, pos, cs, neox);
 }
 
-/* The softmax's max and sum over the scores. A single running max or sum is a chain
-   of 4-cycle dependencies per key; 8 independent lanes are not. The max is exact in
-   any order; the sum uses 8 fixed lanes (lane l takes j = l mod 8, in order), the
-   combining tree of arb_dot_f32, then the tail in order: a function of the scores alone,
-   the same on every path. */
-static float max_f32(const float *s, int n)
-{
-    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    int j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (int l = 0; l < 8; l++)
-            m[l] = s[j + l] > m[l] ? s[j + l] : m[l];
-    for (; j < n; j++)
-        m[0] = s[j] > m[0] ? s[j] : m[0];
-    for (int l = 1; l < 8; l++)
-        m[0] = m[l] > m[0] ? m[l] : m[0];
-    return m[0];
-}
-
-static float sum_f32(const float *s, int n)
-{
-    float a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int j = 0;
-    for (; j + 8 <= n; j += 8)
-        for (int l = 0; l < 8; l++)
-            a[l] += s[j + l];
-    float t = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
-    for (; j < n; j++)
-        t += s[j];
-    return t;
-}
-
 /* Shared keys are scored and summed in blocks of this many: 64 keys of one KV head are
    16 KB of K (or of V) at head_dim 64, which stay in L1 while every node of a node
    block uses them. Any block size gives the same bits. */
 #define ATTN_KEY_BLOCK 64
+_Static_assert(ATTN_KEY_BLOCK <= ARB_VEC_PREFETCH_MIN, "key blocks are prefetched here, not by the kernels");
 
 typedef struct attn_split {
     int per;    /* query heads per task: the group of one KV head, or 1 */
@@ -209,15 +178,23 @@ typedef struct attn_job {
 } attn_job;
 
 /* Tasks are (node block, head chunk) pairs. A head chunk is the query heads of one KV
-   head, or a single head when there are too few tasks to keep the threads busy
-   (decode; one head at a time also measured faster there on one thread). Node blocks hold up to ARB_ATTN_NODE_BLOCK nodes; on
+   head, or a single head when there are too few tasks to keep the threads busy (decode
+   on many threads). Node blocks hold up to ARB_ATTN_NODE_BLOCK nodes; on
    several threads there are at least enough of them for 2 tasks per thread. Piece c of
    nc takes a contiguous range of tasks with scratch slot c. Results depend on neither
    the split nor the pieces. */
 static attn_split attn_split_of(const arb_attn_args *a, int nth)
 {
     const int group = a->n_head / a->n_head_kv;
-    const int per = a->n * a->n_head_kv >= 4 * nth ? group : 1;
+    /* A task of a whole group costs about 0.45 of `group` single-head tasks (each key row
+       is loaded once for the group, and the K and V streams are read once instead of
+       `group` times; SmolLM2, 512 cached keys, one thread, K/V in cache: 2.6 against 6.2 ns
+       per (head, key); docs/kernels.md), so
+       the group wins unless splitting it is what keeps the threads busy: compare the
+       rounds of tasks per thread, a group task counted as group / 2 single ones. */
+    const int rounds_group = (a->n * a->n_head_kv + nth - 1) / nth;
+    const int rounds_single = (a->n * a->n_head + nth - 1) / nth;
+    const int per = rounds_group * group <= 2 * rounds_single ? group : 1;
     const int n_hc = a->n_head / per;
     int n_blk = (a->n + ARB_ATTN_NODE_BLOCK - 1) / ARB_ATTN_NODE_BLOCK;
     if (nth > 1) {
@@ -294,6 +271,18 @@ static int attn_window_first(int n_keys, int window)
     return window > 0 && n_keys > window ? n_keys - window : 0;
 }
 
+/* Slice x of nb of the rows list[r0 .. r1) is prefetched (head_dim floats of each row
+   from base): while a node block works on one key block, each node's kernel call is
+   preceded by a part of the next block's requests, so that block arrives spread over the
+   current one instead of in one burst. The kernels prefetch within their own key list
+   (vec_int.h), which does not reach past a block's end. */
+static void prefetch_slice(const float *base, int stride, const int32_t *list, int r0, int r1, int x, int nb, int hd)
+{
+    const int n = r1 - r0, a = r0 + arb_tp_part(n, x, nb), b = r0 + arb_tp_part(n, x + 1, nb);
+    for (int r = a; r < b; r++)
+        arb_vec_prefetch_row(base + (size_t)list[r] * stride, hd);
+}
+
 /* Heads h..h+nh-1 (one KV head) of every node of blk. Per (node, head) the operations
    are those of the node alone, in the same order: its scores over its list (each score
    a function of its query and key only), max, exp and sum over the whole list, then the
@@ -328,6 +317,11 @@ static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh
     for (int j0 = 0; j0 < S; j0 += kb) {
         const int j1 = S - j0 < kb ? S : j0 + kb;
         for (int x = 0; x < blk->nb; x++) {
+            /* the next K block (after the last one, V's first), a slice per node */
+            if (j1 < S)
+                prefetch_slice(kbase, a->kv_stride, blk->shared, j1, S - j1 < kb ? S : j1 + kb, x, blk->nb, hd);
+            else if (kb < S)
+                prefetch_slice(vbase, a->kv_stride, blk->shared, 0, kb, x, blk->nb, hd);
             const int lo = j0 > k0[x] ? j0 : k0[x];
             if (lo >= j1)
                 continue;
@@ -343,13 +337,15 @@ static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh
         }
         for (int y = 0; y < nh; y++) {
             float *w = sc[x][y] + k0[x];
-            vec->exp(w, n_keys - k0[x], max_f32(w, n_keys - k0[x]));
-            inv[x][y] = 1.0f / sum_f32(w, n_keys - k0[x]);
+            vec->exp(w, n_keys - k0[x], vec->max(w, n_keys - k0[x]));
+            inv[x][y] = 1.0f / vec->sum(w, n_keys - k0[x]);
         }
     }
     for (int j0 = 0; j0 < S; j0 += kb) {
         const int j1 = S - j0 < kb ? S : j0 + kb;
         for (int x = 0; x < blk->nb; x++) {
+            if (j1 < S)
+                prefetch_slice(vbase, a->kv_stride, blk->shared, j1, S - j1 < kb ? S : j1 + kb, x, blk->nb, hd);
             const int lo = j0 > k0[x] ? j0 : k0[x];
             if (lo >= j1)
                 continue;

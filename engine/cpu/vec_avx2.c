@@ -43,12 +43,15 @@ static inline __attribute__((always_inline)) void scores_heads_avx2(const float 
                                                                     const int32_t *rows, int n_keys, int hd,
                                                                     float scale, float *const *s)
 {
+    const int pf = n_keys > ARB_VEC_PREFETCH_MIN;
     int j = 0;
     if (hd % 8 == 0) {
         for (; j + 4 <= n_keys; j += 4) {
             const float *kr[4];
             for (int c = 0; c < 4; c++)
                 kr[c] = k + (size_t)rows[j + c] * stride;
+            for (int c = j + ARB_VEC_PREFETCH; pf && c < j + ARB_VEC_PREFETCH + 4 && c < n_keys; c++)
+                arb_vec_prefetch_row(k + (size_t)rows[c] * stride, hd);
             __m256 acc[ARB_VEC_HEADS][4];
             for (int h = 0; h < NH; h++)
                 for (int c = 0; c < 4; c++)
@@ -103,6 +106,38 @@ double arb_vec_sumsq_avx2(const float *x, int n)
     return s;
 }
 
+/* arb_max_ref with the 8 lanes in one register: maxps(x, m) is x > m ? x : m, the
+   scalar comparison. */
+float arb_vec_max_avx2(const float *s, int n)
+{
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        m = _mm256_max_ps(_mm256_loadu_ps(s + j), m);
+    float l[8];
+    _mm256_storeu_ps(l, m);
+    for (; j < n; j++)
+        l[0] = s[j] > l[0] ? s[j] : l[0];
+    for (int k = 1; k < 8; k++)
+        l[0] = l[k] > l[0] ? l[k] : l[0];
+    return l[0];
+}
+
+/* arb_sum_ref with the 8 lanes in one register, then the same tree. */
+float arb_vec_sum_avx2(const float *s, int n)
+{
+    __m256 a = _mm256_setzero_ps();
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        a = _mm256_add_ps(a, _mm256_loadu_ps(s + j));
+    float l[8];
+    _mm256_storeu_ps(l, a);
+    float t = ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]));
+    for (; j < n; j++)
+        t += s[j];
+    return t;
+}
+
 static inline __m256 casti2f_avx2(__m256i x) { return _mm256_castsi256_ps(x); }
 static inline __m256 select_ge_avx2(__m256 x, __m256 a)
 {
@@ -111,6 +146,7 @@ static inline __m256 select_ge_avx2(__m256 x, __m256 a)
 
 #define VEC_T __m256
 #define VEC_W 8
+#define VEC_REGS 16
 #define VEC_PFX _mm256_
 #define VEC_SFX _avx2
 #define VEC_EXP_TAIL arb_vec_scalar.exp
@@ -123,6 +159,8 @@ const vec_impl arb_vec_avx2 = {
     .scores = arb_vec_scores_avx2,
     .wsum = wsum_avx2,
     .exp = exp_avx2,
+    .max = arb_vec_max_avx2,
+    .sum = arb_vec_sum_avx2,
     .sumsq = arb_vec_sumsq_avx2,
     .swiglu = swiglu_avx2,
     .geglu = geglu_avx2,

@@ -1,5 +1,5 @@
-/* vec_int.h — the CPU backend's vector kernels (attention inner loops, the softmax exp,
- * RMSNorm's sum of squares, SwiGLU), one table per ISA family, the way matmul_int.h
+/* vec_int.h — the CPU backend's vector kernels (attention inner loops, the softmax max,
+ * exp and sum, RMSNorm's sum of squares, SwiGLU), one table per ISA family, the way matmul_int.h
  * does it for the quantized matmul. Not part of the engine API.
  *
  * Every family performs the same float operations in the same order, lane for lane,
@@ -43,6 +43,8 @@ typedef struct vec_impl {
     vec_scores_fn scores;
     vec_wsum_fn wsum;
     void (*exp)(float *s, int n, float mx);                      /* s[j] = exp_f32(s[j] - mx) */
+    float (*max)(const float *s, int n);                         /* arb_max_ref's order */
+    float (*sum)(const float *s, int n);                         /* arb_sum_ref's order */
     double (*sumsq)(const float *x, int n);                      /* arb_sumsq_ref's order */
     void (*swiglu)(float *g, const float *u, size_t i0, size_t i1); /* g = silu(g) * u */
     void (*geglu)(float *g, const float *u, size_t i0, size_t i1);  /* g = gelu_tanh(g) * u (Gemma) */
@@ -56,6 +58,8 @@ extern const vec_impl arb_vec_avx512; /* AVX-512F (its scores and sumsq are AVX2
 void arb_vec_scores_avx2(const float *const *q, int nh, const float *k, int stride, const int32_t *rows,
                          int n_keys, int hd, float scale, float *const *s);
 double arb_vec_sumsq_avx2(const float *x, int n);
+float arb_vec_max_avx2(const float *s, int n);
+float arb_vec_sum_avx2(const float *s, int n);
 
 /* The family for a matmul family name (matmul.h: "scalar", "avx2", "avx512vnni"; NULL =
    auto): the scalar one for "scalar", the AVX2 one for "avx2" where the CPU has it, else
@@ -64,6 +68,24 @@ double arb_vec_sumsq_avx2(const float *x, int n);
 const vec_impl *arb_vec_select(const char *family);
 /* Whether this CPU runs family k. */
 int arb_vec_supported(const vec_impl *k);
+
+/* Software prefetch of the key and value rows: the cached K and V of a layer (786 KB at
+   512 keys on SmolLM2) come from DRAM on every eval, since the weights stream through
+   the caches in between, and one head's slice of a row is 4 lines of every 12, a stride
+   the hardware prefetchers follow poorly. In a list longer than ARB_VEC_PREFETCH_MIN
+   keys (the backend's single pass for one node) the kernels request row
+   j + ARB_VEC_PREFETCH while they use row j (about 400 cycles of memory latency ahead at
+   ~15 cycles a key); shorter lists are the backend's key blocks, which it prefetches a
+   block ahead itself (backend_cpu.c): there the kernels' own requests would only hit
+   cache and cost issue slots (0.54 against 0.70 ns per (head, key) in AVX-512 wsum).
+   Prefetches change no result. */
+#define ARB_VEC_PREFETCH 24
+#define ARB_VEC_PREFETCH_MIN 64
+static inline void arb_vec_prefetch_row(const float *row, int n)
+{
+    for (int i = 0; i < n; i += 16) /* 16 floats = one 64-byte line */
+        __builtin_prefetch(row + i);
+}
 
 /* Fixed-lane dot product: 8 accumulator lanes (lane l sums elements i = l mod 8, each
    step one fmaf, a single rounding, the same as vfmadd), combined by the fixed tree
@@ -80,6 +102,39 @@ static inline float arb_dot_f32(const float *a, const float *b, int n)
     for (; i < n; i++)
         s = fmaf(a[i], b[i], s);
     return s;
+}
+
+/* The softmax's max and sum over the scores. A single running max or sum is a chain
+   of 4-cycle dependencies per key; 8 independent lanes are not. Both use 8 fixed lanes
+   (lane l takes j = l mod 8, in order), then the tail in order: the max the tail into
+   lane 0 and lanes 1..7 into lane 0 in turn (so even the sign of a zero maximum is a
+   function of the scores alone), the sum arb_dot_f32's combining tree then the tail.
+   The vector versions (one 8-lane register) do exactly this. */
+static inline float arb_max_ref(const float *s, int n)
+{
+    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; l++)
+            m[l] = s[j + l] > m[l] ? s[j + l] : m[l];
+    for (; j < n; j++)
+        m[0] = s[j] > m[0] ? s[j] : m[0];
+    for (int l = 1; l < 8; l++)
+        m[0] = m[l] > m[0] ? m[l] : m[0];
+    return m[0];
+}
+
+static inline float arb_sum_ref(const float *s, int n)
+{
+    float a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; l++)
+            a[l] += s[j + l];
+    float t = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+    for (; j < n; j++)
+        t += s[j];
+    return t;
 }
 
 /* exp for the softmax and SiLU, Cephes-style (range reduction by ln 2, degree-5
