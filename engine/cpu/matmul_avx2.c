@@ -458,7 +458,7 @@ AI void weight_scales(const mm_job *j, tile_tabs *tb, int rb, int nr, int c0, in
 }
 
 /* All tiles of one row block (rb, nr rows) and token group (t0, T), every chunk. */
-AI void tiles_b32(const mm_job *j, tile_tabs *tb, int rb, int nr, int t0, const int T, const int kind)
+AI void tiles_b32(const mm_job *j, tile_tabs *tb, int rb, int nr, int t0, const int T, const int kind, int first)
 {
     const int R = T >= 5 ? 1 : 8 / T, nb = j->w->n_in / 32;
     const int ntile = (nr + R - 1) / R;
@@ -469,7 +469,7 @@ AI void tiles_b32(const mm_job *j, tile_tabs *tb, int rb, int nr, int t0, const 
         const int nc = nb - c0 < MM_TILE_NBC ? nb - c0 : MM_TILE_NBC;
         /* Weight scales: once per row block when one chunk covers the row (the
            caller marks the table valid), else per chunk. */
-        if (nb > MM_TILE_NBC || t0 == 0)
+        if (nb > MM_TILE_NBC || first)
             weight_scales(j, tb, rb, nr, c0, nc, kind);
         /* Token columns: lanes past T repeat token 0 (read by the permuting loads, never used). */
         for (int k = 0; k < (T == 1 ? 1 : 8); k++) {
@@ -486,24 +486,136 @@ AI void tiles_b32(const mm_job *j, tile_tabs *tb, int rb, int nr, int t0, const 
         tile_store(j, rb, i * R, nr, t0, T, kind == 0 ? _mm256_add_ps(acc[i], accm[i]) : acc[i]);
 }
 
-/* Row blocks of 16 x token groups of 8, then one group of 1-7. */
+/* ------------------------------------------------------------ 32-blocks: token lanes
+ * Q4_0 and Q4_1 for 5-8 tokens: one row at a time, lane k of every vector is token k.
+ * The token group's activation codes are interleaved once per rows call (xi: for
+ * block b and step s, token k's codes 4s..4s+3 in bytes 4k..4k+3), so that per row
+ * and block the 8 steps are "broadcast the weight's 4 codes of step s from memory,
+ * maddubs against xi[b][s], add in int16": 2 arithmetic instructions per step for 8
+ * tokens, where the pair tiles spend maddubs + madd + a share of the lane reduction
+ * per token. The int16 sums are exact: a maddubs lane is at most 2 * 15 * 127 = 3810
+ * and 8 steps add up to at most 30480 < 32767. One madd with ones then gives each
+ * token's exact int32 block sum in its lane (Q4_0's nibbles stand for n - 8: minus 8
+ * times the token's block sum of codes). The float work is the pair tiles', lane for
+ * lane (fma(dw * dx, (float)isum, acc); fma(m, dx * sum q, accm); acc + accm), so a
+ * (row, token) pair gets the same bits from either kernel. Rows wider than
+ * MM_XI_NBC blocks use the pair tiles (the interleaved copy lives on the stack). */
+#define MM_XI_NBC 64
+
+typedef struct xi_tabs {
+    int8_t xi[MM_XI_NBC][8][32] __attribute__((aligned(32)));
+    float dx[MM_XI_NBC][8] __attribute__((aligned(32)));
+    float fs[MM_XI_NBC][8] __attribute__((aligned(32)));
+    int32_t is[MM_XI_NBC][8] __attribute__((aligned(32)));
+} xi_tabs;
+
+/* 8x8 transpose of int32: out[s] lane k = in[k] lane s. */
+AI void transpose8_epi32(const __m256i in[8], __m256i out[8])
+{
+    __m256i a[8], b[8];
+    for (int i = 0; i < 4; i++) {
+        a[2 * i] = _mm256_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
+        a[2 * i + 1] = _mm256_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        b[4 * i + 0] = _mm256_unpacklo_epi64(a[4 * i + 0], a[4 * i + 2]);
+        b[4 * i + 1] = _mm256_unpackhi_epi64(a[4 * i + 0], a[4 * i + 2]);
+        b[4 * i + 2] = _mm256_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+        b[4 * i + 3] = _mm256_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        out[i] = _mm256_permute2x128_si256(b[i], b[4 + i], 0x20);
+        out[4 + i] = _mm256_permute2x128_si256(b[i], b[4 + i], 0x31);
+    }
+}
+
+/* Rows r0..r1-1, tokens t0..t0+T-1 (5 <= T <= 8; lanes past T repeat token t0 and
+   are not stored). kind: 0 = Q4_1, 1 = Q4_0. */
+AI void toklanes_b32(const mm_job *j, xi_tabs *x, int r0, int r1, int t0, const int T, const int kind)
+{
+    const int nb = j->w->n_in / 32, bsz = kind == 0 ? 20 : 18;
+    for (int b = 0; b < nb; b++) {
+        __m256i v[8], o[8];
+        for (int k = 0; k < 8; k++) {
+            const int t = t0 + (k < T ? k : 0);
+            v[k] = _mm256_loadu_si256((const __m256i *)(mm_qs(j, t) + 32 * (size_t)b));
+            x->dx[b][k] = mm_d(j, t)[b];
+            x->fs[b][k] = mm_fsum(j, t)[b];
+            x->is[b][k] = mm_isum(j, t)[b];
+        }
+        transpose8_epi32(v, o);
+        for (int s = 0; s < 8; s++)
+            _mm256_store_si256((__m256i *)x->xi[b][s], o[s]);
+    }
+    const __m256i ones = _mm256_set1_epi16(1);
+    const size_t n_out = (size_t)j->w->n_out;
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *row = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes;
+        __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *blk = row + (size_t)b * bsz;
+            /* The low nibbles (steps 0-3) and high nibbles (4-7) each in both 128-bit
+               halves, so that a step's broadcast is one in-lane vpshufd. */
+            const __m128i pk = _mm_loadu_si128((const __m128i *)(blk + (kind == 0 ? 4 : 2))), m4 = _mm_set1_epi8(0x0F);
+            const __m256i wlo = _mm256_broadcastsi128_si256(_mm_and_si128(pk, m4));
+            const __m256i whi = _mm256_broadcastsi128_si256(_mm_and_si128(_mm_srli_epi16(pk, 4), m4));
+            __m256i a16 = _mm256_setzero_si256();
+#define STEP(w, s, imm) \
+    a16 = _mm256_add_epi16(a16, _mm256_maddubs_epi16(_mm256_shuffle_epi32(w, imm), \
+                                                     _mm256_load_si256((const __m256i *)x->xi[b][s])))
+            STEP(wlo, 0, 0x00); STEP(wlo, 1, 0x55); STEP(wlo, 2, 0xAA); STEP(wlo, 3, 0xFF);
+            STEP(whi, 4, 0x00); STEP(whi, 5, 0x55); STEP(whi, 6, 0xAA); STEP(whi, 7, 0xFF);
+#undef STEP
+            __m256i is = _mm256_madd_epi16(a16, ones);
+            if (kind == 1)
+                is = _mm256_sub_epi32(is, _mm256_slli_epi32(_mm256_load_si256((const __m256i *)x->is[b]), 3));
+            uint16_t h[2];
+            memcpy(h, blk, kind == 0 ? 4 : 2);
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(f16(h[0])), _mm256_load_ps(x->dx[b])),
+                                  _mm256_cvtepi32_ps(is), acc);
+            if (kind == 0)
+                accm = _mm256_fmadd_ps(_mm256_set1_ps(f16(h[1])), _mm256_load_ps(x->fs[b]), accm);
+        }
+        float l[8];
+        _mm256_storeu_ps(l, kind == 0 ? _mm256_add_ps(acc, accm) : acc);
+        for (int k = 0; k < T; k++)
+            j->y[(size_t)(t0 + k) * n_out + r] = l[k];
+    }
+}
+
+/* Q4 token groups of 5-8 run as token lanes (whole row range per group), the rest
+   as pair tiles: row blocks of 16 x token groups of 8, then one group of 1-7. */
 AI void rows_b32(const mm_job *j, int r0, int r1, const int kind)
 {
+    int t = 0;
+    if (kind != 2 && j->w->n_in / 32 <= MM_XI_NBC) {
+        xi_tabs x;
+        for (; t + 8 <= j->n_tok; t += 8)
+            toklanes_b32(j, &x, r0, r1, t, 8, kind);
+        switch (j->n_tok - t) {
+        case 7: toklanes_b32(j, &x, r0, r1, t, 7, kind); t += 7; break;
+        case 6: toklanes_b32(j, &x, r0, r1, t, 6, kind); t += 6; break;
+        case 5: toklanes_b32(j, &x, r0, r1, t, 5, kind); t += 5; break;
+        default: break;
+        }
+        if (t == j->n_tok)
+            return;
+    }
     tile_tabs tb;
+    const int tg = t;
     for (int rb = r0; rb < r1; rb += MM_ROW_BLOCK) {
         const int nr = r1 - rb < MM_ROW_BLOCK ? r1 - rb : MM_ROW_BLOCK;
         _Static_assert(MM_ROW_BLOCK == 16, "the scale tables hold 16 rows");
-        int t = 0;
-        for (; t + 8 <= j->n_tok; t += 8)
-            tiles_b32(j, &tb, rb, nr, t, 8, kind);
+        for (t = tg; t + 8 <= j->n_tok; t += 8)
+            tiles_b32(j, &tb, rb, nr, t, 8, kind, t == tg);
         switch (j->n_tok - t) {
-        case 7: tiles_b32(j, &tb, rb, nr, t, 7, kind); break;
-        case 6: tiles_b32(j, &tb, rb, nr, t, 6, kind); break;
-        case 5: tiles_b32(j, &tb, rb, nr, t, 5, kind); break;
-        case 4: tiles_b32(j, &tb, rb, nr, t, 4, kind); break;
-        case 3: tiles_b32(j, &tb, rb, nr, t, 3, kind); break;
-        case 2: tiles_b32(j, &tb, rb, nr, t, 2, kind); break;
-        case 1: tiles_b32(j, &tb, rb, nr, t, 1, kind); break;
+        case 7: tiles_b32(j, &tb, rb, nr, t, 7, kind, t == tg); break;
+        case 6: tiles_b32(j, &tb, rb, nr, t, 6, kind, t == tg); break;
+        case 5: tiles_b32(j, &tb, rb, nr, t, 5, kind, t == tg); break;
+        case 4: tiles_b32(j, &tb, rb, nr, t, 4, kind, t == tg); break;
+        case 3: tiles_b32(j, &tb, rb, nr, t, 3, kind, t == tg); break;
+        case 2: tiles_b32(j, &tb, rb, nr, t, 2, kind, t == tg); break;
+        case 1: tiles_b32(j, &tb, rb, nr, t, 1, kind, t == tg); break;
         default: break;
         }
     }
