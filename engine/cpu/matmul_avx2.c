@@ -43,6 +43,64 @@ AI __m256i dot_u8s8(__m256i u, __m256i s) /* 8 int32 lanes of sum u*s, no overfl
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
+/* Q8_0, row by row: per block the row's codes once (sign trick), then per token
+   maddubs + madd into 8 int32 lanes, scaled and FMA'd into the token's own 8 float
+   lanes (8 fixed lanes and one fixed reduction per token whatever NT). The pair tiles
+   and token lanes of the Q4 types measured slower for Q8_0 (the sign trick leaves no
+   room for int16 step sums, and the lane reduction costs as much as the float work it
+   saves), so Q8_0 keeps this float sequence; up to Q8_NT tokens per pass. */
+#define Q8_NT 8 /* 8 float accumulators in registers; 4 measured 15 % slower at 8 tokens */
+AI void kern_q8_0(const mm_job *j, int r, int t0, const int NT)
+{
+    const arb_block_q8_0 *row = (const arb_block_q8_0 *)((const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes);
+    const int nb = j->w->n_in / 32;
+    const int8_t *qs[Q8_NT];
+    const float *dx[Q8_NT];
+    __m256 acc[Q8_NT];
+    for (int k = 0; k < NT; k++) {
+        qs[k] = mm_qs(j, t0 + k);
+        dx[k] = mm_d(j, t0 + k);
+        acc[k] = _mm256_setzero_ps();
+    }
+    for (int b = 0; b < nb; b++) {
+        const __m256i wv = _mm256_loadu_si256((const __m256i *)row[b].qs);
+        const __m256i wabs = _mm256_sign_epi8(wv, wv);
+        const __m256 dwv = _mm256_set1_ps(f16(row[b].d));
+        for (int k = 0; k < NT; k++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs[k] + 32 * b));
+            const __m256i s = dot_u8s8(wabs, _mm256_sign_epi8(q, wv));
+            const __m256 sc = _mm256_mul_ps(dwv, _mm256_broadcast_ss(dx[k] + b));
+            acc[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s), acc[k]);
+        }
+    }
+    for (int k = 0; k < NT; k++)
+        j->y[(size_t)(t0 + k) * j->w->n_out + r] = hsum8(acc[k]);
+}
+
+static void rows_q8_0(const mm_job *j, int r0, int r1)
+{
+    for (int rb = r0; rb < r1; rb += MM_ROW_BLOCK) {
+        const int re = rb + MM_ROW_BLOCK < r1 ? rb + MM_ROW_BLOCK : r1;
+        int t = 0;
+        for (; t + Q8_NT <= j->n_tok; t += Q8_NT)
+            for (int r = rb; r < re; r++)
+                kern_q8_0(j, r, t, Q8_NT);
+        const int rest = j->n_tok - t;
+        if (!rest)
+            continue;
+        for (int r = rb; r < re; r++)
+            switch (rest) {
+            case 7: kern_q8_0(j, r, t, 7); break;
+            case 6: kern_q8_0(j, r, t, 6); break;
+            case 5: kern_q8_0(j, r, t, 5); break;
+            case 4: kern_q8_0(j, r, t, 4); break;
+            case 3: kern_q8_0(j, r, t, 3); break;
+            case 2: kern_q8_0(j, r, t, 2); break;
+            default: kern_q8_0(j, r, t, 1); break;
+            }
+    }
+}
+
 /* F16/F32 weights against f32 activations: 8 lanes, then a sequential tail. */
 AI void kern_raw(const mm_job *j, int r, int t0, const int NT)
 {
@@ -529,15 +587,17 @@ AI void transpose8_epi32(const __m256i in[8], __m256i out[8])
     }
 }
 
-/* Rows r0..r1-1, tokens t0..t0+T-1 (5 <= T <= 8; lanes past T repeat token t0 and
-   are not stored). kind: 0 = Q4_1, 1 = Q4_0. */
-AI void toklanes_b32(const mm_job *j, xi_tabs *x, int r0, int r1, int t0, const int T, const int kind)
+/* Rows r0..r1-1, tokens t0..t0+T-1. R = 1: lane k is token k (5 <= T <= 8); R = 2:
+   two rows per pass, lanes 0-3 the first row's tokens and 4-7 the second's (T <= 4;
+   a 128-bit half per row, which is what the in-lane step broadcast allows). Lanes
+   past T repeat token t0 and are not stored. kind: 0 = Q4_1, 1 = Q4_0. */
+AI void toklanes_b32(const mm_job *j, xi_tabs *x, int r0, int r1, int t0, const int T, const int R, const int kind)
 {
-    const int nb = j->w->n_in / 32, bsz = kind == 0 ? 20 : 18;
+    const int nb = j->w->n_in / 32, bsz = kind == 0 ? 20 : 18, NL = 8 / R;
     for (int b = 0; b < nb; b++) {
         __m256i v[8], o[8];
         for (int k = 0; k < 8; k++) {
-            const int t = t0 + (k < T ? k : 0);
+            const int t = t0 + (k % NL < T ? k % NL : 0);
             v[k] = _mm256_loadu_si256((const __m256i *)(mm_qs(j, t) + 32 * (size_t)b));
             x->dx[b][k] = mm_d(j, t)[b];
             x->fs[b][k] = mm_fsum(j, t)[b];
@@ -548,17 +608,28 @@ AI void toklanes_b32(const mm_job *j, xi_tabs *x, int r0, int r1, int t0, const 
             _mm256_store_si256((__m256i *)x->xi[b][s], o[s]);
     }
     const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i lo_idx = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), hi_idx = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);
     const size_t n_out = (size_t)j->w->n_out;
-    for (int r = r0; r < r1; r++) {
-        const uint8_t *row = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes;
+    const int qo = kind == 0 ? 4 : 2; /* codes offset in the block */
+    for (int r = r0; r < r1; r += R) {
+        const int rb2 = R == 2 && r + 1 < r1 ? r + 1 : r; /* the second row (or a copy) */
+        const uint8_t *rowa = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes;
+        const uint8_t *rowb = (const uint8_t *)j->w->data + (size_t)rb2 * j->w->row_bytes;
         __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
         for (int b = 0; b < nb; b++) {
-            const uint8_t *blk = row + (size_t)b * bsz;
-            /* The low nibbles (steps 0-3) and high nibbles (4-7) each in both 128-bit
-               halves, so that a step's broadcast is one in-lane vpshufd. */
-            const __m128i pk = _mm_loadu_si128((const __m128i *)(blk + (kind == 0 ? 4 : 2))), m4 = _mm_set1_epi8(0x0F);
-            const __m256i wlo = _mm256_broadcastsi128_si256(_mm_and_si128(pk, m4));
-            const __m256i whi = _mm256_broadcastsi128_si256(_mm_and_si128(_mm_srli_epi16(pk, 4), m4));
+            const uint8_t *ba = rowa + (size_t)b * bsz, *bb = rowb + (size_t)b * bsz;
+            /* The next pass's rows, R blocks ahead per block: reading two rows at once
+               (R = 2) with 960-byte rows ran at half speed from memory without it. */
+            if (r + 2 * R <= r1)
+                _mm_prefetch((const char *)(rowa + (size_t)R * j->w->row_bytes + (size_t)b * R * bsz), _MM_HINT_T0);
+            /* Codes of the row (both halves) or of the two rows (a half each): low
+               nibbles are steps 0-3, high nibbles 4-7; a step's broadcast is then one
+               in-lane vpshufd. */
+            const __m256i pk = R == 1 ? _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(ba + qo)))
+                                      : _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(bb + qo)),
+                                                         _mm_loadu_si128((const __m128i *)(ba + qo)));
+            const __m256i wlo = _mm256_and_si256(pk, m4), whi = _mm256_and_si256(_mm256_srli_epi16(pk, 4), m4);
             __m256i a16 = _mm256_setzero_si256();
 #define STEP(w, s, imm) \
     a16 = _mm256_add_epi16(a16, _mm256_maddubs_epi16(_mm256_shuffle_epi32(w, imm), \
@@ -569,33 +640,52 @@ AI void toklanes_b32(const mm_job *j, xi_tabs *x, int r0, int r1, int t0, const 
             __m256i is = _mm256_madd_epi16(a16, ones);
             if (kind == 1)
                 is = _mm256_sub_epi32(is, _mm256_slli_epi32(_mm256_load_si256((const __m256i *)x->is[b]), 3));
-            uint16_t h[2];
-            memcpy(h, blk, kind == 0 ? 4 : 2);
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(f16(h[0])), _mm256_load_ps(x->dx[b])),
-                                  _mm256_cvtepi32_ps(is), acc);
+            __m256 dw, mw = _mm256_setzero_ps();
+            if (R == 1) {
+                uint16_t h[2];
+                memcpy(h, ba, kind == 0 ? 4 : 2);
+                dw = _mm256_set1_ps(f16(h[0]));
+                if (kind == 0)
+                    mw = _mm256_set1_ps(f16(h[1]));
+            } else { /* fp16 d, m of row a, then of row b: one conversion, two lane spreads */
+                int32_t ea = 0, eb = 0;
+                memcpy(&ea, ba, kind == 0 ? 4 : 2);
+                memcpy(&eb, bb, kind == 0 ? 4 : 2);
+                const __m256 f = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_setr_epi32(ea, eb, 0, 0)));
+                dw = _mm256_permutevar8x32_ps(f, lo_idx);
+                if (kind == 0)
+                    mw = _mm256_permutevar8x32_ps(f, hi_idx);
+            }
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_load_ps(x->dx[b])), _mm256_cvtepi32_ps(is), acc);
             if (kind == 0)
-                accm = _mm256_fmadd_ps(_mm256_set1_ps(f16(h[1])), _mm256_load_ps(x->fs[b]), accm);
+                accm = _mm256_fmadd_ps(mw, _mm256_load_ps(x->fs[b]), accm);
         }
         float l[8];
         _mm256_storeu_ps(l, kind == 0 ? _mm256_add_ps(acc, accm) : acc);
-        for (int k = 0; k < T; k++)
+        for (int k = 0; k < T; k++) {
             j->y[(size_t)(t0 + k) * n_out + r] = l[k];
+            if (rb2 != r)
+                j->y[(size_t)(t0 + k) * n_out + rb2] = l[NL + k];
+        }
     }
 }
 
-/* Q4 token groups of 5-8 run as token lanes (whole row range per group), the rest
-   as pair tiles: row blocks of 16 x token groups of 8, then one group of 1-7. */
+/* Q4 token groups of 2-8 run as token lanes (whole row range per group), one token
+   and rows wider than MM_XI_NBC blocks as pair tiles: row blocks of 16 x token groups of 8, then one group of 1-7. */
 AI void rows_b32(const mm_job *j, int r0, int r1, const int kind)
 {
     int t = 0;
     if (kind != 2 && j->w->n_in / 32 <= MM_XI_NBC) {
         xi_tabs x;
         for (; t + 8 <= j->n_tok; t += 8)
-            toklanes_b32(j, &x, r0, r1, t, 8, kind);
+            toklanes_b32(j, &x, r0, r1, t, 8, 1, kind);
         switch (j->n_tok - t) {
-        case 7: toklanes_b32(j, &x, r0, r1, t, 7, kind); t += 7; break;
-        case 6: toklanes_b32(j, &x, r0, r1, t, 6, kind); t += 6; break;
-        case 5: toklanes_b32(j, &x, r0, r1, t, 5, kind); t += 5; break;
+        case 7: toklanes_b32(j, &x, r0, r1, t, 7, 1, kind); t += 7; break;
+        case 6: toklanes_b32(j, &x, r0, r1, t, 6, 1, kind); t += 6; break;
+        case 5: toklanes_b32(j, &x, r0, r1, t, 5, 1, kind); t += 5; break;
+        case 4: toklanes_b32(j, &x, r0, r1, t, 4, 2, kind); t += 4; break;
+        case 3: toklanes_b32(j, &x, r0, r1, t, 3, 2, kind); t += 3; break;
+        case 2: toklanes_b32(j, &x, r0, r1, t, 2, 2, kind); t += 2; break;
         default: break;
         }
         if (t == j->n_tok)
@@ -646,7 +736,6 @@ AI void rows_b32(const mm_job *j, int r0, int r1, const int kind)
 
 static void rows_q4_1(const mm_job *j, int r0, int r1) { rows_b32(j, r0, r1, 0); }
 static void rows_q4_0(const mm_job *j, int r0, int r1) { rows_b32(j, r0, r1, 1); }
-static void rows_q8_0(const mm_job *j, int r0, int r1) { rows_b32(j, r0, r1, 2); }
 static void rows_raw(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_RAW) }
 static void rows_q4_k(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q4_K) }
 static void rows_q6_k(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q6_K) }
