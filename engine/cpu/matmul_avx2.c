@@ -558,7 +558,7 @@ AI void tiles_b32(const mm_job *j, tile_tabs *tb, int rb, int nr, int t0, const 
  * lane (fma(dw * dx, (float)isum, acc); fma(m, dx * sum q, accm); acc + accm), so a
  * (row, token) pair gets the same bits from either kernel. Rows wider than
  * MM_XI_NBC blocks use the pair tiles (the interleaved copy lives on the stack). */
-#define MM_XI_NBC 64
+#define MM_XI_NBC 48
 
 typedef struct xi_tabs {
     int8_t xi[MM_XI_NBC][8][32] __attribute__((aligned(32)));
