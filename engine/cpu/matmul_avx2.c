@@ -591,22 +591,24 @@ AI void transpose8_epi32(const __m256i in[8], __m256i out[8])
    two rows per pass, lanes 0-3 the first row's tokens and 4-7 the second's (T <= 4;
    a 128-bit half per row, which is what the in-lane step broadcast allows). Lanes
    past T repeat token t0 and are not stored. kind: 0 = Q4_1, 1 = Q4_0. */
-AI void toklanes_b32(const mm_job *j, xi_tabs *x, int r0, int r1, int t0, const int T, const int R, const int kind)
+AI void toklanes_b32(const mm_job *j, xi_tabs *xt, int r0, int r1, int t0, const int T, const int R, const int NG,
+                     const int kind)
 {
     const int nb = j->w->n_in / 32, bsz = kind == 0 ? 20 : 18, NL = 8 / R;
-    for (int b = 0; b < nb; b++) {
-        __m256i v[8], o[8];
-        for (int k = 0; k < 8; k++) {
-            const int t = t0 + (k % NL < T ? k % NL : 0);
-            v[k] = _mm256_loadu_si256((const __m256i *)(mm_qs(j, t) + 32 * (size_t)b));
-            x->dx[b][k] = mm_d(j, t)[b];
-            x->fs[b][k] = mm_fsum(j, t)[b];
-            x->is[b][k] = mm_isum(j, t)[b];
+    for (int g = 0; g < NG; g++)
+        for (int b = 0; b < nb; b++) {
+            __m256i v[8], o[8];
+            for (int k = 0; k < 8; k++) {
+                const int t = t0 + 8 * g + (k % NL < T ? k % NL : 0);
+                v[k] = _mm256_loadu_si256((const __m256i *)(mm_qs(j, t) + 32 * (size_t)b));
+                xt[g].dx[b][k] = mm_d(j, t)[b];
+                xt[g].fs[b][k] = mm_fsum(j, t)[b];
+                xt[g].is[b][k] = mm_isum(j, t)[b];
+            }
+            transpose8_epi32(v, o);
+            for (int s = 0; s < 8; s++)
+                _mm256_store_si256((__m256i *)xt[g].xi[b][s], o[s]);
         }
-        transpose8_epi32(v, o);
-        for (int s = 0; s < 8; s++)
-            _mm256_store_si256((__m256i *)x->xi[b][s], o[s]);
-    }
     const __m256i ones = _mm256_set1_epi16(1);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i lo_idx = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), hi_idx = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);
@@ -616,7 +618,7 @@ AI void toklanes_b32(const mm_job *j, xi_tabs *x, int r0, int r1, int t0, const 
         const int rb2 = R == 2 && r + 1 < r1 ? r + 1 : r; /* the second row (or a copy) */
         const uint8_t *rowa = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes;
         const uint8_t *rowb = (const uint8_t *)j->w->data + (size_t)rb2 * j->w->row_bytes;
-        __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+        __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, accm[2] = {acc[0], acc[1]};
         for (int b = 0; b < nb; b++) {
             const uint8_t *ba = rowa + (size_t)b * bsz, *bb = rowb + (size_t)b * bsz;
             /* The next pass's rows, R blocks ahead per block: reading two rows at once
@@ -625,21 +627,21 @@ AI void toklanes_b32(const mm_job *j, xi_tabs *x, int r0, int r1, int t0, const 
                 _mm_prefetch((const char *)(rowa + (size_t)R * j->w->row_bytes + (size_t)b * R * bsz), _MM_HINT_T0);
             /* Codes of the row (both halves) or of the two rows (a half each): low
                nibbles are steps 0-3, high nibbles 4-7; a step's broadcast is then one
-               in-lane vpshufd. */
+               in-lane vpshufd, shared by the NG token groups. */
             const __m256i pk = R == 1 ? _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(ba + qo)))
                                       : _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(bb + qo)),
                                                          _mm_loadu_si128((const __m128i *)(ba + qo)));
             const __m256i wlo = _mm256_and_si256(pk, m4), whi = _mm256_and_si256(_mm256_srli_epi16(pk, 4), m4);
-            __m256i a16 = _mm256_setzero_si256();
-#define STEP(w, s, imm) \
-    a16 = _mm256_add_epi16(a16, _mm256_maddubs_epi16(_mm256_shuffle_epi32(w, imm), \
-                                                     _mm256_load_si256((const __m256i *)x->xi[b][s])))
+            __m256i a16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#define STEP(w, s, imm)                                                                                    \
+    do {                                                                                                   \
+        const __m256i ws = _mm256_shuffle_epi32(w, imm);                                                   \
+        for (int g = 0; g < NG; g++)                                                                       \
+            a16[g] = _mm256_add_epi16(a16[g], _mm256_maddubs_epi16(ws, _mm256_load_si256((const __m256i *)xt[g].xi[b][s]))); \
+    } while (0)
             STEP(wlo, 0, 0x00); STEP(wlo, 1, 0x55); STEP(wlo, 2, 0xAA); STEP(wlo, 3, 0xFF);
             STEP(whi, 4, 0x00); STEP(whi, 5, 0x55); STEP(whi, 6, 0xAA); STEP(whi, 7, 0xFF);
 #undef STEP
-            __m256i is = _mm256_madd_epi16(a16, ones);
-            if (kind == 1)
-                is = _mm256_sub_epi32(is, _mm256_slli_epi32(_mm256_load_si256((const __m256i *)x->is[b]), 3));
             __m256 dw, mw = _mm256_setzero_ps();
             if (R == 1) {
                 uint16_t h[2];
@@ -656,16 +658,23 @@ AI void toklanes_b32(const mm_job *j, xi_tabs *x, int r0, int r1, int t0, const 
                 if (kind == 0)
                     mw = _mm256_permutevar8x32_ps(f, hi_idx);
             }
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_load_ps(x->dx[b])), _mm256_cvtepi32_ps(is), acc);
-            if (kind == 0)
-                accm = _mm256_fmadd_ps(mw, _mm256_load_ps(x->fs[b]), accm);
+            for (int g = 0; g < NG; g++) {
+                __m256i is = _mm256_madd_epi16(a16[g], ones);
+                if (kind == 1)
+                    is = _mm256_sub_epi32(is, _mm256_slli_epi32(_mm256_load_si256((const __m256i *)xt[g].is[b]), 3));
+                acc[g] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_load_ps(xt[g].dx[b])), _mm256_cvtepi32_ps(is), acc[g]);
+                if (kind == 0)
+                    accm[g] = _mm256_fmadd_ps(mw, _mm256_load_ps(xt[g].fs[b]), accm[g]);
+            }
         }
-        float l[8];
-        _mm256_storeu_ps(l, kind == 0 ? _mm256_add_ps(acc, accm) : acc);
-        for (int k = 0; k < T; k++) {
-            j->y[(size_t)(t0 + k) * n_out + r] = l[k];
-            if (rb2 != r)
-                j->y[(size_t)(t0 + k) * n_out + rb2] = l[NL + k];
+        for (int g = 0; g < NG; g++) {
+            float l[8];
+            _mm256_storeu_ps(l, kind == 0 ? _mm256_add_ps(acc[g], accm[g]) : acc[g]);
+            for (int k = 0; k < T; k++) {
+                j->y[(size_t)(t0 + 8 * g + k) * n_out + r] = l[k];
+                if (rb2 != r)
+                    j->y[(size_t)(t0 + 8 * g + k) * n_out + rb2] = l[NL + k];
+            }
         }
     }
 }
@@ -676,16 +685,20 @@ AI void rows_b32(const mm_job *j, int r0, int r1, const int kind)
 {
     int t = 0;
     if (kind != 2 && j->w->n_in / 32 <= MM_XI_NBC) {
-        xi_tabs x;
-        for (; t + 8 <= j->n_tok; t += 8)
-            toklanes_b32(j, &x, r0, r1, t, 8, 1, kind);
+        xi_tabs x[2];
+        for (; t + 16 <= j->n_tok; t += 16)
+            toklanes_b32(j, x, r0, r1, t, 8, 1, 2, kind);
+        if (t + 8 <= j->n_tok) {
+            toklanes_b32(j, x, r0, r1, t, 8, 1, 1, kind);
+            t += 8;
+        }
         switch (j->n_tok - t) {
-        case 7: toklanes_b32(j, &x, r0, r1, t, 7, 1, kind); t += 7; break;
-        case 6: toklanes_b32(j, &x, r0, r1, t, 6, 1, kind); t += 6; break;
-        case 5: toklanes_b32(j, &x, r0, r1, t, 5, 1, kind); t += 5; break;
-        case 4: toklanes_b32(j, &x, r0, r1, t, 4, 2, kind); t += 4; break;
-        case 3: toklanes_b32(j, &x, r0, r1, t, 3, 2, kind); t += 3; break;
-        case 2: toklanes_b32(j, &x, r0, r1, t, 2, 2, kind); t += 2; break;
+        case 7: toklanes_b32(j, x, r0, r1, t, 7, 1, 1, kind); t += 7; break;
+        case 6: toklanes_b32(j, x, r0, r1, t, 6, 1, 1, kind); t += 6; break;
+        case 5: toklanes_b32(j, x, r0, r1, t, 5, 1, 1, kind); t += 5; break;
+        case 4: toklanes_b32(j, x, r0, r1, t, 4, 2, 1, kind); t += 4; break;
+        case 3: toklanes_b32(j, x, r0, r1, t, 3, 2, 1, kind); t += 3; break;
+        case 2: toklanes_b32(j, x, r0, r1, t, 2, 2, 1, kind); t += 2; break;
         default: break;
         }
         if (t == j->n_tok)
