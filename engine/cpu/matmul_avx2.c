@@ -1,13 +1,14 @@
 /* matmul_avx2.c — the AVX2/FMA/F16C kernel family (the x86-64 baseline).
  *
- * One weight row is combined with up to 4 tokens per pass: the 32-byte block is
- * unpacked once and dotted with each token's Q8 block (maddubs + madd, 8 int32
- * lanes), then scaled and accumulated into that token's own 8 float lanes. Every
- * (row, token) pair therefore sees the same instruction sequence whether it is
- * computed alone or as one of 4 — the batch-invariance rule of matmul_int.h —
- * while a batch reads each weight block once per 4 tokens instead of once per token.
- * All float arithmetic is written as intrinsics so the compiler cannot contract or
- * reorder it differently in the 1-, 2-, 3- and 4-token instances.
+ * Q4_0/Q4_1 (32-blocks): exact int32 block sums per (row, token) pair, float work once
+ * per 8 pairs on 8 lanes; token groups of 2-16 as "token lanes" (lane = token, the
+ * activations interleaved once per call), one token and very wide rows as "pair tiles".
+ * Q8_0, Q4_K, Q6_K, F16/F32: one weight row against up to 8 (Q8_0) or 4 tokens per
+ * pass, each token with its own 8 float lanes. Either way every (row, token) pair sees
+ * the same float operations whether it is computed alone or in any group — the
+ * batch-invariance rule of matmul_int.h — and all float arithmetic is written as
+ * intrinsics so the compiler cannot contract or reorder it per instance.
+ * docs/kernels.md has the design and the measurements.
  */
 #include <string.h>
 
