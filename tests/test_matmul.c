@@ -159,6 +159,7 @@ Test(matmul, accuracy_vs_double_reference)
             check_accuracy(types[k], 512, 19, 17);
             check_accuracy(types[k], 1056, 33, 5);
             check_accuracy(types[k], 1504, 16, 3);
+            check_accuracy(types[k], 32 * 131, 11, 9); /* AVX2 pair tiles, 2 chunks */
         }
     }
 }
@@ -191,13 +192,16 @@ static void check_invariance(uint32_t type, int n_in, int n_out)
     arb_threadpool *tp[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3; i++)
         cr_assert_eq(arb_threadpool_new(i + 1, &tp[i], NULL), ARB_OK);
-    static const int ns[] = {1, 2, 3, 7, 16, 64};
+    /* every token-group shape of the kernels: the AVX2 Q4 kernels use pair tiles for 1
+       token, two-row token lanes for 2-4, one-row token lanes for 5-8 (matmul_avx2.c) */
+    static const int ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 21, 64};
+    enum { N_NS = sizeof ns / sizeof ns[0] };
     for (int k = 0; k < N_ISAS; k++) {
         if (arb_matmul_force_isa(isas[k]) != ARB_OK)
             continue;
         for (int t = 0; t < NT; t++)
             arb_matmul(NULL, &m, x + (size_t)t * n_in, 1, y1 + (size_t)t * n_out, work);
-        for (int a = 0; a < 6; a++) {
+        for (int a = 0; a < N_NS; a++) {
             const int n = ns[a];
             for (int th = 0; th < 3; th++) {
                 const int t0 = (n * 5 + th) % (NT - n + 1); /* vary the offset too */
@@ -225,6 +229,9 @@ Test(matmul, batch_and_thread_invariance)
         if (B == 32) { /* packed: no tail, and a 15-block tail over a partial row group */
             check_invariance(types[k], 512, 21);
             check_invariance(types[k], 1504, 35);
+            /* rows wider than the AVX2 token lanes' 48 blocks and the pair tiles' 128-block
+               scale tables: pair tiles for every group, accumulators across chunks */
+            check_invariance(types[k], 32 * 131, 19);
         }
     }
 }

@@ -1,14 +1,17 @@
 /* matmul_avx2.c — the AVX2/FMA/F16C kernel family (the x86-64 baseline).
  *
- * One weight row is combined with up to 4 tokens per pass: the 32-byte block is
- * unpacked once and dotted with each token's Q8 block (maddubs + madd, 8 int32
- * lanes), then scaled and accumulated into that token's own 8 float lanes. Every
- * (row, token) pair therefore sees the same instruction sequence whether it is
- * computed alone or as one of 4 — the batch-invariance rule of matmul_int.h —
- * while a batch reads each weight block once per 4 tokens instead of once per token.
- * All float arithmetic is written as intrinsics so the compiler cannot contract or
- * reorder it differently in the 1-, 2-, 3- and 4-token instances.
+ * Q4_0/Q4_1 (32-blocks): exact int32 block sums per (row, token) pair, float work once
+ * per 8 pairs on 8 lanes; token groups of 2-16 as "token lanes" (lane = token, the
+ * activations interleaved once per call), one token and very wide rows as "pair tiles".
+ * Q8_0, Q4_K, Q6_K, F16/F32: one weight row against up to 8 (Q8_0) or 4 tokens per
+ * pass, each token with its own 8 float lanes. Either way every (row, token) pair sees
+ * the same float operations whether it is computed alone or in any group — the
+ * batch-invariance rule of matmul_int.h — and all float arithmetic is written as
+ * intrinsics so the compiler cannot contract or reorder it per instance.
+ * docs/kernels.md has the design and the measurements.
  */
+#include <string.h>
+
 #include "matmul_int.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -41,63 +44,23 @@ AI __m256i dot_u8s8(__m256i u, __m256i s) /* 8 int32 lanes of sum u*s, no overfl
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
-typedef struct tok_ptrs { const int8_t *qs; const float *d, *fs; } tok_ptrs;
-
-AI tok_ptrs tok(const mm_job *j, int t) { return (tok_ptrs){mm_qs(j, t), mm_d(j, t), mm_fsum(j, t)}; }
-
-/* Q4_1 (is_q4_0 = 0) and Q4_0 (is_q4_0 = 1): the Q4_0 offset -8 is applied to the
-   nibbles (signed weights, sign trick) so that its sum stays an exact integer. */
-AI void kern_q4(const mm_job *j, int r, int t0, const int NT, const int is_q4_0)
-{
-    const uint8_t *row = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes;
-    const int nb = j->w->n_in / 32;
-    tok_ptrs tp[4];
-    __m256 acc[4];
-    __m128 accm[4];
-    for (int k = 0; k < NT; k++) {
-        tp[k] = tok(j, t0 + k);
-        acc[k] = _mm256_setzero_ps();
-        accm[k] = _mm_setzero_ps();
-    }
-    for (int b = 0; b < nb; b++) {
-        float dw, mw = 0.0f;
-        __m256i wv, wabs = _mm256_setzero_si256();
-        if (is_q4_0) {
-            const arb_block_q4_0 *blk = (const arb_block_q4_0 *)row + b;
-            dw = f16(blk->d);
-            wv = _mm256_sub_epi8(unpack_nib(blk->qs), _mm256_set1_epi8(8));
-            wabs = _mm256_sign_epi8(wv, wv);
-        } else {
-            const arb_block_q4_1 *blk = (const arb_block_q4_1 *)row + b;
-            dw = f16(blk->d);
-            mw = f16(blk->m);
-            wv = unpack_nib(blk->qs);
-        }
-        const __m256 dwv = _mm256_set1_ps(dw);
-        const __m128 mwv = _mm_set_ss(mw);
-        for (int k = 0; k < NT; k++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(tp[k].qs + 32 * b));
-            const __m256i s = is_q4_0 ? dot_u8s8(wabs, _mm256_sign_epi8(q, wv)) : dot_u8s8(wv, q);
-            const __m256 sc = _mm256_mul_ps(dwv, _mm256_broadcast_ss(tp[k].d + b));
-            acc[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s), acc[k]);
-            if (!is_q4_0)
-                accm[k] = _mm_fmadd_ss(mwv, _mm_load_ss(tp[k].fs + b), accm[k]);
-        }
-    }
-    for (int k = 0; k < NT; k++) {
-        const float v = is_q4_0 ? hsum8(acc[k]) : _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(hsum8(acc[k])), accm[k]));
-        j->y[(size_t)(t0 + k) * j->w->n_out + r] = v;
-    }
-}
-
+/* Q8_0, row by row: per block the row's codes once (sign trick), then per token
+   maddubs + madd into 8 int32 lanes, scaled and FMA'd into the token's own 8 float
+   lanes (8 fixed lanes and one fixed reduction per token whatever NT). The pair tiles
+   and token lanes of the Q4 types measured slower for Q8_0 (the sign trick leaves no
+   room for int16 step sums, and the lane reduction costs as much as the float work it
+   saves), so Q8_0 keeps this float sequence; up to Q8_NT tokens per pass. */
+#define Q8_NT 8 /* 8 float accumulators in registers; 4 measured 15 % slower at 8 tokens */
 AI void kern_q8_0(const mm_job *j, int r, int t0, const int NT)
 {
     const arb_block_q8_0 *row = (const arb_block_q8_0 *)((const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes);
     const int nb = j->w->n_in / 32;
-    tok_ptrs tp[4];
-    __m256 acc[4];
+    const int8_t *qs[Q8_NT];
+    const float *dx[Q8_NT];
+    __m256 acc[Q8_NT];
     for (int k = 0; k < NT; k++) {
-        tp[k] = tok(j, t0 + k);
+        qs[k] = mm_qs(j, t0 + k);
+        dx[k] = mm_d(j, t0 + k);
         acc[k] = _mm256_setzero_ps();
     }
     for (int b = 0; b < nb; b++) {
@@ -105,14 +68,38 @@ AI void kern_q8_0(const mm_job *j, int r, int t0, const int NT)
         const __m256i wabs = _mm256_sign_epi8(wv, wv);
         const __m256 dwv = _mm256_set1_ps(f16(row[b].d));
         for (int k = 0; k < NT; k++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(tp[k].qs + 32 * b));
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(qs[k] + 32 * b));
             const __m256i s = dot_u8s8(wabs, _mm256_sign_epi8(q, wv));
-            const __m256 sc = _mm256_mul_ps(dwv, _mm256_broadcast_ss(tp[k].d + b));
+            const __m256 sc = _mm256_mul_ps(dwv, _mm256_broadcast_ss(dx[k] + b));
             acc[k] = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(s), acc[k]);
         }
     }
     for (int k = 0; k < NT; k++)
         j->y[(size_t)(t0 + k) * j->w->n_out + r] = hsum8(acc[k]);
+}
+
+static void rows_q8_0(const mm_job *j, int r0, int r1)
+{
+    for (int rb = r0; rb < r1; rb += MM_ROW_BLOCK) {
+        const int re = rb + MM_ROW_BLOCK < r1 ? rb + MM_ROW_BLOCK : r1;
+        int t = 0;
+        for (; t + Q8_NT <= j->n_tok; t += Q8_NT)
+            for (int r = rb; r < re; r++)
+                kern_q8_0(j, r, t, Q8_NT);
+        const int rest = j->n_tok - t;
+        if (!rest)
+            continue;
+        for (int r = rb; r < re; r++)
+            switch (rest) {
+            case 7: kern_q8_0(j, r, t, 7); break;
+            case 6: kern_q8_0(j, r, t, 6); break;
+            case 5: kern_q8_0(j, r, t, 5); break;
+            case 4: kern_q8_0(j, r, t, 4); break;
+            case 3: kern_q8_0(j, r, t, 3); break;
+            case 2: kern_q8_0(j, r, t, 2); break;
+            default: kern_q8_0(j, r, t, 1); break;
+            }
+    }
 }
 
 /* F16/F32 weights against f32 activations: 8 lanes, then a sequential tail. */
@@ -357,6 +344,387 @@ void arb_mm_quant_avx2(const float *x, int n_in, const mm_layout *l, uint8_t *ds
     }
 }
 
+/* ------------------------------------------------------------ 32-blocks: tiles
+ * Q4_0, Q4_1 and Q8_0 against Q8 activations. A tile is R rows x T tokens (R = 8/T
+ * for T <= 4, R = 1 for T >= 5), at most 8 (row, token) pairs, one per lane of a
+ * float vector. Per block, each pair's exact int32 block sum comes from maddubs +
+ * madd (8 lanes), the 8 pairs' lanes are summed by a fixed transposing hadd tree
+ * into one vector (integer sums are exact, so the tree's order costs no bits), and
+ * the float work is done once for the whole tile on 8 lanes:
+ *     acc  = fma(dw * dx, (float)isum, acc)      per pair, from 0, blocks in order
+ *     accm = fma(m, dx * sum q, accm)            Q4_1 only
+ *     y    = acc + accm                          (Q4_1), y = acc otherwise
+ * Lanes are independent IEEE operations, so this is the float sequence of every
+ * (row, token) pair whatever the tile shape, n_tok or token group: the batch-
+ * invariance rule of matmul_int.h. The earlier kernel spent 6 float operations per
+ * pair and block (8 lanes each); here they are shared by 8 pairs, and one pass
+ * serves 8 tokens instead of 4.
+ * The tile's per-lane scales come from small tables built per row block (dw, m of
+ * the 16 rows, converted from fp16 once) and per token group (dx, dx * sum q), in
+ * chunks of MM_TILE_NBC blocks so the tables stay small for any n_in; accumulators
+ * cross a chunk boundary through memory, which is exact. */
+#define MM_TILE_NBC 128
+
+typedef struct tile_tabs {
+    float dw[MM_TILE_NBC][16] __attribute__((aligned(32))); /* rows' d, block b (rows past the end: 0) */
+    float mw[MM_TILE_NBC][16] __attribute__((aligned(32))); /* rows' m (Q4_1) */
+    float dx[MM_TILE_NBC][8] __attribute__((aligned(32)));  /* tokens' d */
+    float fs[MM_TILE_NBC][8] __attribute__((aligned(32)));  /* tokens' d * sum q (Q4_1) */
+} tile_tabs;
+
+/* Sum of each of 8 int32x8 vectors, in lane order: a fixed tree of hadds. */
+AI __m256i hsum8x8_epi32(const __m256i s[8])
+{
+    const __m256i h0 = _mm256_hadd_epi32(s[0], s[1]), h1 = _mm256_hadd_epi32(s[2], s[3]);
+    const __m256i h2 = _mm256_hadd_epi32(s[4], s[5]), h3 = _mm256_hadd_epi32(s[6], s[7]);
+    const __m256i g0 = _mm256_hadd_epi32(h0, h1), g1 = _mm256_hadd_epi32(h2, h3);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20), _mm256_permute2x128_si256(g0, g1, 0x31));
+}
+
+/* kind: 0 = Q4_1, 1 = Q4_0, 2 = Q8_0. The tile of rows rb+ro.. (R rows, clamped to
+   the nr real ones; extra lanes compute a copy and are not stored) and tokens
+   t0..t0+T-1, over blocks c0..c0+nc-1; acc/accm carry the lanes across chunks. */
+AI void tile_b32(const mm_job *j, const tile_tabs *tb, int rb, int ro, int nr, int t0, int c0, int nc,
+                 const int T, const int kind, __m256 *accp, __m256 *accmp)
+{
+    const int R = T >= 5 ? 1 : 8 / T, bsz = kind == 0 ? 20 : kind == 1 ? 18 : 34;
+    const uint8_t *wr[8];
+    const int8_t *xq[8];
+    for (int i = 0; i < R; i++) {
+        const int r = rb + (ro + i < nr ? ro + i : nr - 1);
+        wr[i] = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes + (size_t)c0 * bsz;
+    }
+    for (int k = 0; k < T; k++)
+        xq[k] = mm_qs(j, t0 + k) + 32 * (size_t)c0;
+    /* lane p holds row ro + p / T (table column) and token p % T */
+    int ri[8], ti[8];
+    for (int p = 0; p < 8; p++) {
+        ri[p] = (ro & 7) + (p / T < R ? p / T : R - 1);
+        ti[p] = p % T;
+    }
+    const __m256i rowi = _mm256_loadu_si256((const __m256i *)ri), toki = _mm256_loadu_si256((const __m256i *)ti);
+    const int rcol = ro & ~7; /* the tile's rows lie in one aligned 8-column half of the tables */
+    __m256 acc = *accp, accm = *accmp;
+    for (int b = 0; b < nc; b++) {
+        __m256i s[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < R; i++) {
+            const uint8_t *blk = wr[i] + (size_t)b * bsz;
+            __m256i wv, wabs = _mm256_setzero_si256();
+            if (kind == 2) {
+                wv = _mm256_loadu_si256((const __m256i *)(blk + 2));
+                wabs = _mm256_sign_epi8(wv, wv);
+            } else if (kind == 1) {
+                wv = _mm256_sub_epi8(unpack_nib(blk + 2), _mm256_set1_epi8(8));
+                wabs = _mm256_sign_epi8(wv, wv);
+            } else {
+                wv = unpack_nib(blk + 4);
+            }
+#pragma GCC unroll 8
+            for (int k = 0; k < T; k++) {
+                const __m256i q = _mm256_loadu_si256((const __m256i *)(xq[k] + 32 * (size_t)b));
+                s[i * T + k] = kind == 0 ? dot_u8s8(wv, q) : dot_u8s8(wabs, _mm256_sign_epi8(q, wv));
+            }
+        }
+#pragma GCC unroll 8
+        for (int p = R * T; p < 8; p++)
+            s[p] = _mm256_setzero_si256();
+        const __m256 isum = _mm256_cvtepi32_ps(hsum8x8_epi32(s));
+        __m256 dwv, dxv;
+        if (R == 1)
+            dwv = _mm256_broadcast_ss(&tb->dw[b][ro]);
+        else if (R == 8)
+            dwv = _mm256_load_ps(&tb->dw[b][rcol]);
+        else
+            dwv = _mm256_permutevar8x32_ps(_mm256_load_ps(&tb->dw[b][rcol]), rowi);
+        if (T == 1)
+            dxv = _mm256_broadcast_ss(&tb->dx[b][0]);
+        else if (T == 8)
+            dxv = _mm256_load_ps(tb->dx[b]);
+        else
+            dxv = _mm256_permutevar8x32_ps(_mm256_load_ps(tb->dx[b]), toki);
+        acc = _mm256_fmadd_ps(_mm256_mul_ps(dwv, dxv), isum, acc);
+        if (kind == 0) {
+            __m256 mwv, fsv;
+            if (R == 1)
+                mwv = _mm256_broadcast_ss(&tb->mw[b][ro]);
+            else if (R == 8)
+                mwv = _mm256_load_ps(&tb->mw[b][rcol]);
+            else
+                mwv = _mm256_permutevar8x32_ps(_mm256_load_ps(&tb->mw[b][rcol]), rowi);
+            if (T == 1)
+                fsv = _mm256_broadcast_ss(&tb->fs[b][0]);
+            else if (T == 8)
+                fsv = _mm256_load_ps(tb->fs[b]);
+            else
+                fsv = _mm256_permutevar8x32_ps(_mm256_load_ps(tb->fs[b]), toki);
+            accm = _mm256_fmadd_ps(mwv, fsv, accm);
+        }
+    }
+    *accp = acc;
+    *accmp = accm;
+}
+
+/* Store a tile's finished lanes: y[token][row] for the real rows. */
+AI void tile_store(const mm_job *j, int rb, int ro, int nr, int t0, const int T, __m256 v)
+{
+    const int R = T >= 5 ? 1 : 8 / T;
+    float l[8];
+    _mm256_storeu_ps(l, v);
+    for (int p = 0; p < R * T; p++)
+        if (ro + p / T < nr)
+            j->y[(size_t)(t0 + p % T) * j->w->n_out + rb + ro + p / T] = l[p];
+}
+
+/* The row block's weight scales as f32 tables, 8 rows per gather: block b's first
+   dword in each row holds d (and m for Q4_1) as fp16. Rows past nr repeat the last
+   real row (their lanes are never stored). A hardware gather measured far slower here.*/
+AI void weight_scales(const mm_job *j, tile_tabs *tb, int rb, int nr, int c0, int nc, const int kind)
+{
+    const int bsz = kind == 0 ? 20 : kind == 1 ? 18 : 34;
+    /* bytes 0-1 of each dword (d) to quad 0 of each 128-bit lane, bytes 2-3 (m) to quad 1 */
+    const __m256i ctrl = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                                          0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *rp[8]; /* the 8 rows at block c0 */
+        for (int i = 0; i < 8; i++)
+            rp[i] = (const uint8_t *)j->w->data + (size_t)(rb + (8 * h + i < nr ? 8 * h + i : nr - 1)) * j->w->row_bytes +
+                    (size_t)c0 * bsz;
+        for (int b = 0; b < nc; b++) {
+            const size_t o = (size_t)b * bsz;
+            int32_t e[8];
+            for (int i = 0; i < 8; i++)
+                memcpy(&e[i], rp[i] + o, 4);
+            const __m256i g = _mm256_setr_epi32(e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
+            const __m256i v = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(g, ctrl), _MM_SHUFFLE(3, 1, 2, 0));
+            _mm256_store_ps(&tb->dw[b][8 * h], _mm256_cvtph_ps(_mm256_castsi256_si128(v)));
+            if (kind == 0)
+                _mm256_store_ps(&tb->mw[b][8 * h], _mm256_cvtph_ps(_mm256_extracti128_si256(v, 1)));
+        }
+        if (nr <= 8)
+            break; /* the tiles of rows 8-15 do not exist */
+    }
+    /* The next row block's bytes (rows are contiguous), one prefetch per cache line:
+       the 8 row streams a 1-token tile reads at once defeat the hardware prefetcher
+       (the 49152-row Q8_0 head ran 2.3x slower without this), and this pass is the
+       row block's first touch. */
+    if (c0 == 0 && rb + 2 * MM_ROW_BLOCK <= j->w->n_out) {
+        const char *nx = (const char *)j->w->data + (size_t)(rb + MM_ROW_BLOCK) * j->w->row_bytes;
+        const size_t len = (size_t)MM_ROW_BLOCK * j->w->row_bytes;
+        for (size_t o = 0; o < len; o += 64)
+            _mm_prefetch(nx + o, _MM_HINT_T0);
+    }
+}
+
+/* All tiles of one row block (rb, nr rows) and token group (t0, T), every chunk. */
+AI void tiles_b32(const mm_job *j, tile_tabs *tb, int rb, int nr, int t0, const int T, const int kind, int first)
+{
+    const int R = T >= 5 ? 1 : 8 / T, nb = j->w->n_in / 32;
+    const int ntile = (nr + R - 1) / R;
+    __m256 acc[16], accm[16];
+    for (int i = 0; i < ntile; i++)
+        acc[i] = accm[i] = _mm256_setzero_ps();
+    for (int c0 = 0; c0 < nb; c0 += MM_TILE_NBC) {
+        const int nc = nb - c0 < MM_TILE_NBC ? nb - c0 : MM_TILE_NBC;
+        /* Weight scales: once per row block when one chunk covers the row (the
+           caller marks the table valid), else per chunk. */
+        if (nb > MM_TILE_NBC || first)
+            weight_scales(j, tb, rb, nr, c0, nc, kind);
+        /* Token columns: lanes past T repeat token 0 (read by the permuting loads, never used). */
+        for (int k = 0; k < (T == 1 ? 1 : 8); k++) {
+            const float *d = mm_d(j, t0 + (k < T ? k : 0)) + c0, *fs = mm_fsum(j, t0 + (k < T ? k : 0)) + c0;
+            for (int b = 0; b < nc; b++) {
+                tb->dx[b][k] = d[b];
+                tb->fs[b][k] = fs[b];
+            }
+        }
+        for (int i = 0; i < ntile; i++)
+            tile_b32(j, tb, rb, i * R, nr, t0, c0, nc, T, kind, &acc[i], &accm[i]);
+    }
+    for (int i = 0; i < ntile; i++)
+        tile_store(j, rb, i * R, nr, t0, T, kind == 0 ? _mm256_add_ps(acc[i], accm[i]) : acc[i]);
+}
+
+/* ------------------------------------------------------------ 32-blocks: token lanes
+ * Q4_0 and Q4_1 for 5-8 tokens: one row at a time, lane k of every vector is token k.
+ * The token group's activation codes are interleaved once per rows call (xi: for
+ * block b and step s, token k's codes 4s..4s+3 in bytes 4k..4k+3), so that per row
+ * and block the 8 steps are "broadcast the weight's 4 codes of step s from memory,
+ * maddubs against xi[b][s], add in int16": 2 arithmetic instructions per step for 8
+ * tokens, where the pair tiles spend maddubs + madd + a share of the lane reduction
+ * per token. The int16 sums are exact: a maddubs lane is at most 2 * 15 * 127 = 3810
+ * and 8 steps add up to at most 30480 < 32767. One madd with ones then gives each
+ * token's exact int32 block sum in its lane (Q4_0's nibbles stand for n - 8: minus 8
+ * times the token's block sum of codes). The float work is the pair tiles', lane for
+ * lane (fma(dw * dx, (float)isum, acc); fma(m, dx * sum q, accm); acc + accm), so a
+ * (row, token) pair gets the same bits from either kernel. Rows wider than
+ * MM_XI_NBC blocks use the pair tiles (the interleaved copy lives on the stack). */
+#define MM_XI_NBC 48
+
+typedef struct xi_tabs {
+    int8_t xi[MM_XI_NBC][8][32] __attribute__((aligned(32)));
+    float dx[MM_XI_NBC][8] __attribute__((aligned(32)));
+    float fs[MM_XI_NBC][8] __attribute__((aligned(32)));
+    int32_t is[MM_XI_NBC][8] __attribute__((aligned(32)));
+} xi_tabs;
+
+/* 8x8 transpose of int32: out[s] lane k = in[k] lane s. */
+AI void transpose8_epi32(const __m256i in[8], __m256i out[8])
+{
+    __m256i a[8], b[8];
+    for (int i = 0; i < 4; i++) {
+        a[2 * i] = _mm256_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
+        a[2 * i + 1] = _mm256_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        b[4 * i + 0] = _mm256_unpacklo_epi64(a[4 * i + 0], a[4 * i + 2]);
+        b[4 * i + 1] = _mm256_unpackhi_epi64(a[4 * i + 0], a[4 * i + 2]);
+        b[4 * i + 2] = _mm256_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+        b[4 * i + 3] = _mm256_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        out[i] = _mm256_permute2x128_si256(b[i], b[4 + i], 0x20);
+        out[4 + i] = _mm256_permute2x128_si256(b[i], b[4 + i], 0x31);
+    }
+}
+
+/* Rows r0..r1-1, tokens t0..t0+T-1. R = 1: lane k is token k (5 <= T <= 8); R = 2:
+   two rows per pass, lanes 0-3 the first row's tokens and 4-7 the second's (T <= 4;
+   a 128-bit half per row, which is what the in-lane step broadcast allows). Lanes
+   past T repeat token t0 and are not stored. kind: 0 = Q4_1, 1 = Q4_0. */
+AI void toklanes_b32(const mm_job *j, xi_tabs *xt, int r0, int r1, int t0, const int T, const int R, const int NG,
+                     const int kind)
+{
+    const int nb = j->w->n_in / 32, bsz = kind == 0 ? 20 : 18, NL = 8 / R;
+    for (int g = 0; g < NG; g++)
+        for (int b = 0; b < nb; b++) {
+            __m256i v[8], o[8];
+            for (int k = 0; k < 8; k++) {
+                const int t = t0 + 8 * g + (k % NL < T ? k % NL : 0);
+                v[k] = _mm256_loadu_si256((const __m256i *)(mm_qs(j, t) + 32 * (size_t)b));
+                xt[g].dx[b][k] = mm_d(j, t)[b];
+                xt[g].fs[b][k] = mm_fsum(j, t)[b];
+                xt[g].is[b][k] = mm_isum(j, t)[b];
+            }
+            transpose8_epi32(v, o);
+            for (int s = 0; s < 8; s++)
+                _mm256_store_si256((__m256i *)xt[g].xi[b][s], o[s]);
+        }
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i lo_idx = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), hi_idx = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);
+    const size_t n_out = (size_t)j->w->n_out;
+    const int qo = kind == 0 ? 4 : 2; /* codes offset in the block */
+    for (int r = r0; r < r1; r += R) {
+        const int rb2 = R == 2 && r + 1 < r1 ? r + 1 : r; /* the second row (or a copy) */
+        const uint8_t *rowa = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes;
+        const uint8_t *rowb = (const uint8_t *)j->w->data + (size_t)rb2 * j->w->row_bytes;
+        __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, accm[2] = {acc[0], acc[1]};
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *ba = rowa + (size_t)b * bsz, *bb = rowb + (size_t)b * bsz;
+            /* The next pass's rows, R blocks ahead per block: reading two rows at once
+               (R = 2) with 960-byte rows ran at half speed from memory without it. */
+            if (r + 2 * R <= r1)
+                _mm_prefetch((const char *)(rowa + (size_t)R * j->w->row_bytes + (size_t)b * R * bsz), _MM_HINT_T0);
+            /* Codes of the row (both halves) or of the two rows (a half each): low
+               nibbles are steps 0-3, high nibbles 4-7; a step's broadcast is then one
+               in-lane vpshufd, shared by the NG token groups. */
+            const __m256i pk = R == 1 ? _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(ba + qo)))
+                                      : _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(bb + qo)),
+                                                         _mm_loadu_si128((const __m128i *)(ba + qo)));
+            const __m256i wlo = _mm256_and_si256(pk, m4), whi = _mm256_and_si256(_mm256_srli_epi16(pk, 4), m4);
+            __m256i a16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#define STEP(w, s, imm)                                                                                    \
+    do {                                                                                                   \
+        const __m256i ws = _mm256_shuffle_epi32(w, imm);                                                   \
+        for (int g = 0; g < NG; g++)                                                                       \
+            a16[g] = _mm256_add_epi16(a16[g], _mm256_maddubs_epi16(ws, _mm256_load_si256((const __m256i *)xt[g].xi[b][s]))); \
+    } while (0)
+            STEP(wlo, 0, 0x00); STEP(wlo, 1, 0x55); STEP(wlo, 2, 0xAA); STEP(wlo, 3, 0xFF);
+            STEP(whi, 4, 0x00); STEP(whi, 5, 0x55); STEP(whi, 6, 0xAA); STEP(whi, 7, 0xFF);
+#undef STEP
+            __m256 dw, mw = _mm256_setzero_ps();
+            if (R == 1) {
+                uint16_t h[2];
+                memcpy(h, ba, kind == 0 ? 4 : 2);
+                dw = _mm256_set1_ps(f16(h[0]));
+                if (kind == 0)
+                    mw = _mm256_set1_ps(f16(h[1]));
+            } else { /* fp16 d, m of row a, then of row b: one conversion, two lane spreads */
+                int32_t ea = 0, eb = 0;
+                memcpy(&ea, ba, kind == 0 ? 4 : 2);
+                memcpy(&eb, bb, kind == 0 ? 4 : 2);
+                const __m256 f = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_setr_epi32(ea, eb, 0, 0)));
+                dw = _mm256_permutevar8x32_ps(f, lo_idx);
+                if (kind == 0)
+                    mw = _mm256_permutevar8x32_ps(f, hi_idx);
+            }
+            for (int g = 0; g < NG; g++) {
+                __m256i is = _mm256_madd_epi16(a16[g], ones);
+                if (kind == 1)
+                    is = _mm256_sub_epi32(is, _mm256_slli_epi32(_mm256_load_si256((const __m256i *)xt[g].is[b]), 3));
+                acc[g] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_load_ps(xt[g].dx[b])), _mm256_cvtepi32_ps(is), acc[g]);
+                if (kind == 0)
+                    accm[g] = _mm256_fmadd_ps(mw, _mm256_load_ps(xt[g].fs[b]), accm[g]);
+            }
+        }
+        for (int g = 0; g < NG; g++) {
+            float l[8];
+            _mm256_storeu_ps(l, kind == 0 ? _mm256_add_ps(acc[g], accm[g]) : acc[g]);
+            for (int k = 0; k < T; k++) {
+                j->y[(size_t)(t0 + 8 * g + k) * n_out + r] = l[k];
+                if (rb2 != r)
+                    j->y[(size_t)(t0 + 8 * g + k) * n_out + rb2] = l[NL + k];
+            }
+        }
+    }
+}
+
+/* Q4 token groups of 2-8 run as token lanes (whole row range per group), one token
+   and rows wider than MM_XI_NBC blocks as pair tiles: row blocks of 16 x token groups of 8, then one group of 1-7. */
+AI void rows_b32(const mm_job *j, int r0, int r1, const int kind)
+{
+    int t = 0;
+    if (kind != 2 && j->w->n_in / 32 <= MM_XI_NBC) {
+        xi_tabs x[2];
+        for (; t + 16 <= j->n_tok; t += 16)
+            toklanes_b32(j, x, r0, r1, t, 8, 1, 2, kind);
+        if (t + 8 <= j->n_tok) {
+            toklanes_b32(j, x, r0, r1, t, 8, 1, 1, kind);
+            t += 8;
+        }
+        switch (j->n_tok - t) {
+        case 7: toklanes_b32(j, x, r0, r1, t, 7, 1, 1, kind); t += 7; break;
+        case 6: toklanes_b32(j, x, r0, r1, t, 6, 1, 1, kind); t += 6; break;
+        case 5: toklanes_b32(j, x, r0, r1, t, 5, 1, 1, kind); t += 5; break;
+        case 4: toklanes_b32(j, x, r0, r1, t, 4, 2, 1, kind); t += 4; break;
+        case 3: toklanes_b32(j, x, r0, r1, t, 3, 2, 1, kind); t += 3; break;
+        case 2: toklanes_b32(j, x, r0, r1, t, 2, 2, 1, kind); t += 2; break;
+        default: break;
+        }
+        if (t == j->n_tok)
+            return;
+    }
+    tile_tabs tb;
+    const int tg = t;
+    for (int rb = r0; rb < r1; rb += MM_ROW_BLOCK) {
+        const int nr = r1 - rb < MM_ROW_BLOCK ? r1 - rb : MM_ROW_BLOCK;
+        _Static_assert(MM_ROW_BLOCK == 16, "the scale tables hold 16 rows");
+        for (t = tg; t + 8 <= j->n_tok; t += 8)
+            tiles_b32(j, &tb, rb, nr, t, 8, kind, t == tg);
+        switch (j->n_tok - t) {
+        case 7: tiles_b32(j, &tb, rb, nr, t, 7, kind, t == tg); break;
+        case 6: tiles_b32(j, &tb, rb, nr, t, 6, kind, t == tg); break;
+        case 5: tiles_b32(j, &tb, rb, nr, t, 5, kind, t == tg); break;
+        case 4: tiles_b32(j, &tb, rb, nr, t, 4, kind, t == tg); break;
+        case 3: tiles_b32(j, &tb, rb, nr, t, 3, kind, t == tg); break;
+        case 2: tiles_b32(j, &tb, rb, nr, t, 2, kind, t == tg); break;
+        case 1: tiles_b32(j, &tb, rb, nr, t, 1, kind, t == tg); break;
+        default: break;
+        }
+    }
+}
+
 /* Row blocks x token groups of 4 (then a group of 1-3). */
 #define ROWS_LOOP(KCALL)                                                        \
     for (int rb = r0; rb < r1; rb += MM_ROW_BLOCK) {                            \
@@ -376,16 +744,12 @@ void arb_mm_quant_avx2(const float *x, int n_in, const mm_layout *l, uint8_t *ds
         }                                                                       \
     }
 
-#define K_Q4_0(r, t, n) kern_q4(j, r, t, n, 1)
-#define K_Q4_1(r, t, n) kern_q4(j, r, t, n, 0)
-#define K_Q8_0(r, t, n) kern_q8_0(j, r, t, n)
 #define K_RAW(r, t, n) kern_raw(j, r, t, n)
 #define K_Q4_K(r, t, n) kern_q4_k(j, r, t, n)
 #define K_Q6_K(r, t, n) kern_q6_k(j, r, t, n)
 
-static void rows_q4_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q4_0) }
-static void rows_q4_1(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q4_1) }
-static void rows_q8_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q8_0) }
+static void rows_q4_1(const mm_job *j, int r0, int r1) { rows_b32(j, r0, r1, 0); }
+static void rows_q4_0(const mm_job *j, int r0, int r1) { rows_b32(j, r0, r1, 1); }
 static void rows_raw(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_RAW) }
 static void rows_q4_k(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q4_K) }
 static void rows_q6_k(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q6_K) }
