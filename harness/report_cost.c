@@ -4,7 +4,7 @@
  * For each greedy speculative run with an AR sibling, the eval cost t(n, L) is fitted on
  * the step rows of every *other* run in the database (leave-one-run-out: the run's own
  * timings never enter its prediction; the AR runs' one-node steps anchor t(1, L)), and
- *     predicted speedup = Σ_prompts [prefill + Σ_{j < n_gen} t̂(1, n_prompt + j)]
+ *     predicted speedup = Σ_prompts [prefill + Σ_steps Σ_{j < committed_s} t̂(1, L_s + j)]
  *                       / Σ_prompts [prefill + Σ_steps (t̂(n_s, L_s) + harness_s)]
  * i.e. what AR would cost over the method's own step trace, both from the fit. Prefill
  * and the harness's own work (draft, verify, update, commit) come from the run's rows.
@@ -30,6 +30,7 @@
 typedef struct cost_rows {   /* every step of the database, and every prompt */
     int n_steps, n_prompts;
     int *s_run, *s_n, *s_L;  /* run index (into rctx runs; -1 unknown), nodes, context */
+    int *s_commit;           /* tokens the step committed (-1: an older database without it) */
     double *s_eval, *s_harn; /* µs */
     int *p_run, *p_prompt, *p_gen;
     double *p_prefill;
@@ -37,7 +38,7 @@ typedef struct cost_rows {   /* every step of the database, and every prompt */
 
 static void rows_release(cost_rows *r)
 {
-    free(r->s_run), free(r->s_n), free(r->s_L), free(r->s_eval), free(r->s_harn);
+    free(r->s_run), free(r->s_n), free(r->s_L), free(r->s_commit), free(r->s_eval), free(r->s_harn);
     free(r->p_run), free(r->p_prompt), free(r->p_gen), free(r->p_prefill);
     memset(r, 0, sizeof *r);
 }
@@ -71,17 +72,18 @@ static int load_rows(const arb_rctx *c, cost_rows *r, arb_err *err)
     const size_t S = (size_t)(ns ? ns : 1), P = (size_t)(np ? np : 1);
     r->s_run = malloc(S * sizeof(int)), r->s_n = malloc(S * sizeof(int)), r->s_L = malloc(S * sizeof(int));
     r->s_eval = malloc(S * sizeof(double)), r->s_harn = malloc(S * sizeof(double));
+    r->s_commit = malloc(S * sizeof(int));
     r->p_run = malloc(P * sizeof(int)), r->p_prompt = malloc(P * sizeof(int)), r->p_gen = malloc(P * sizeof(int));
     r->p_prefill = malloc(P * sizeof(double));
-    if (!r->s_run || !r->s_n || !r->s_L || !r->s_eval || !r->s_harn || !r->p_run || !r->p_prompt || !r->p_gen ||
+    if (!r->s_run || !r->s_n || !r->s_L || !r->s_commit || !r->s_eval || !r->s_harn || !r->p_run || !r->p_prompt || !r->p_gen ||
         !r->p_prefill) {
         rows_release(r);
         return ARB_ERR(err, ARB_E_NOMEM, "cost: out of memory for %d steps", ns);
     }
     static const char q_steps[] =
         "SELECT run_key, n_nodes, l_cache, eval_us,"
-        " COALESCE(draft_us,0) + COALESCE(verify_us,0) + COALESCE(update_us,0) + COALESCE(commit_us,0)"
-        " FROM steps WHERE eval_us > 0 ORDER BY run_key";
+        " COALESCE(draft_us,0) + COALESCE(verify_us,0) + COALESCE(update_us,0) + COALESCE(commit_us,0),"
+        " COALESCE(committed, -1) FROM steps WHERE eval_us > 0 ORDER BY run_key";
     int rc = sqlite3_prepare_v2(c->db, q_steps, -1, &st, NULL);
     const char *last = NULL;
     char last_key[40] = "";
@@ -98,6 +100,7 @@ static int load_rows(const arb_rctx *c, cost_rows *r, arb_err *err)
         r->s_L[k] = sqlite3_column_int(st, 2);
         r->s_eval[k] = sqlite3_column_double(st, 3);
         r->s_harn[k] = sqlite3_column_double(st, 4);
+        r->s_commit[k] = sqlite3_column_int(st, 5);
     }
     sqlite3_finalize(st);
     st = NULL;
@@ -137,11 +140,16 @@ static int fit_without(const arb_rctx *c, const cost_rows *r, int skip, int like
 static void predict(const cost_rows *r, int i, const arb_cost_model *cm, const arb_cost_model *h, double *pred,
                     double proj[2])
 {
-    double t_ar = 0, t_me = 0, gen = 0, cgpu[2] = {0, 0};
+    /* AR's side over the method's own trace: each committed token at the context it was
+       committed at (a step at L_s committing c tokens = AR steps at L_s .. L_s + c - 1). This
+       follows multi-turn prompts (MT-Bench's second turn starts after a second prefill, at a
+       context n_prompt + j would miss); databases without `committed` use n_prompt + j. */
+    double t_ar = 0, t_ar_trace = 0, t_me = 0, gen = 0, cgpu[2] = {0, 0};
+    bool trace = true;
     for (int k = 0; k < r->n_prompts; k++) {
         if (r->p_run[k] != i)
             continue;
-        t_ar += r->p_prefill[k], t_me += r->p_prefill[k], gen += r->p_gen[k];
+        t_ar += r->p_prefill[k], t_ar_trace += r->p_prefill[k], t_me += r->p_prefill[k], gen += r->p_gen[k];
         for (int j = 0; j < r->p_gen[k]; j++)
             t_ar += arb_cost_us(cm, 1, r->p_prompt[k] + j);
     }
@@ -149,11 +157,16 @@ static void predict(const cost_rows *r, int i, const arb_cost_model *cm, const a
         if (r->s_run[k] != i)
             continue;
         const int nn = r->s_n[k] > 0 ? r->s_n[k] : 1;
+        trace = trace && r->s_commit[k] >= 0;
+        for (int j = 0; trace && j < r->s_commit[k]; j++)
+            t_ar_trace += arb_cost_us(cm, 1, r->s_L[k] + j);
         t_me += arb_cost_us(cm, nn, r->s_L[k]) + r->s_harn[k];
         cgpu[0] += arb_cost_gpu_rel(&arb_gpu_rooflines[1], PROJ_PARAMS, 2.0, nn);
         if (h)
             cgpu[1] += arb_cost_us(h, nn, 0) / arb_cost_us(h, 1, 0);
     }
+    if (trace)
+        t_ar = t_ar_trace;
     *pred = t_me > 0 ? t_ar / t_me : NAN;
     for (int g = 0; g < 2; g++)
         proj[g] = cgpu[g] > 0 ? gen / cgpu[g] : NAN;

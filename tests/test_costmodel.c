@@ -141,8 +141,10 @@ Test(costmodel, gpu_roofline_ratios)
 static double lin_cost(int n, int L) { return 9000.0 + 1500.0 * (n - 1) + 0.5 * n * L; }
 
 /* AR and three tree methods (8, 16, 32 nodes; k accepted per step), 4 prompts each; wall time =
-   prefill + the eval times + 30 us of harness per step, exactly */
-static void build_cost_db(arb_store *st)
+   prefill + the eval times + 30 us of harness per step, exactly. turn_gap > 0: a second turn
+   (MT-Bench) half way, whose own prompt of turn_gap tokens is prefilled (another 500 us) before
+   the rest of the generation, so the contexts jump by turn_gap there. */
+static void build_cost_db(arb_store *st, int turn_gap)
 {
     static const char *const meth[] = {"AR", "T8", "T16", "T32"};
     static const int nodes[] = {1, 8, 16, 32}, k_acc[] = {0, 2, 3, 4};
@@ -159,12 +161,15 @@ static void build_cost_db(arb_store *st)
             int32_t ids[80];
             const int n_prompt = 40 + 10 * p, gen_max = 60;
             int gen = 0, s = 0;
-            double wall = 500.0; /* prefill */
+            double wall = 500.0, prefill = 500.0; /* prefill */
+            int gap = 0;
             while (gen < gen_max) {
+                if (turn_gap && !gap && gen >= gen_max / 2)
+                    gap = turn_gap, wall += 500.0, prefill += 500.0;
                 arb_store_step *x = &steps[s];
                 memset(x, 0, sizeof *x);
                 const int c = k_acc[m] + 1 < gen_max - gen ? k_acc[m] + 1 : gen_max - gen;
-                x->step = s, x->n_nodes = nodes[m], x->l_cache = n_prompt + gen, x->accepted = c - 1, x->committed = c;
+                x->step = s, x->n_nodes = nodes[m], x->l_cache = n_prompt + gap + gen, x->accepted = c - 1, x->committed = c;
                 x->mode = m ? "tree" : "ar";
                 x->eval_us = (int64_t)llround(lin_cost(nodes[m], x->l_cache));
                 x->draft_us = m ? 30 : 0;
@@ -176,14 +181,14 @@ static void build_cost_db(arb_store *st)
             char pid[16];
             snprintf(pid, sizeof pid, "P/%d", p);
             arb_store_prompt pr = {.prompt_id = pid, .prompt_idx = p, .n_prompt = n_prompt, .n_gen = gen,
-                                   .n_calls = s + 1, .wall_us = (int64_t)wall, .prefill_us = 500, .n_repeats = 1,
+                                   .n_calls = s + 1, .wall_us = (int64_t)wall, .prefill_us = (int64_t)prefill, .n_repeats = 1,
                                    .stop = "limit", .lossless = 1, .ids = ids};
             cr_assert_eq(arb_store_prompt_put(st, key, &pr, steps, s, &err), ARB_OK, "%s", err.msg);
         }
     }
 }
 
-Test(costmodel, report_table_predicts_an_exact_surface)
+static void check_exact_predictions(int turn_gap)
 {
     char dir[] = "/tmp/arb_costdbXXXXXX", path[64];
     cr_assert(mkdtemp(dir));
@@ -191,7 +196,7 @@ Test(costmodel, report_table_predicts_an_exact_surface)
     arb_store *st = NULL;
     arb_err err = {0};
     cr_assert_eq(arb_store_open(path, &st, &err), ARB_OK, "%s", err.msg);
-    build_cost_db(st);
+    build_cost_db(st, turn_gap);
     arb_report_opts o = arb_report_default_opts();
     o.table = "cost";
     o.fmt = ARB_FMT_JSON;
@@ -219,6 +224,13 @@ Test(costmodel, report_table_predicts_an_exact_surface)
     unlink(path);
     rmdir(dir);
 }
+
+Test(costmodel, report_table_predicts_an_exact_surface) { check_exact_predictions(0); }
+
+/* A second turn moves the contexts by its prompt: AR's side must follow the method's own trace
+   (the step contexts), not n_prompt + j, or every multi-turn row is predicted too fast (MT-Bench
+   was +15-18 % before). */
+Test(costmodel, report_table_follows_a_second_turn) { check_exact_predictions(200); }
 
 /* The committed H100 profile the cost table projects with parses and says what docs/gpu.md
    measured (64-node wide tree = 1.49x one node, 128 = 1.79x). */
