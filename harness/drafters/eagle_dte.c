@@ -9,12 +9,10 @@
  * §0.2: the same temperature / top-k / top-p transform as the target's p_v), and the exact
  * q_v rows are what the verifier receives (q_rows). Only the draft model differs.
  *
- * The head's key/value cache follows the committed sequence exactly as the greedy `eagle`
- * drafter's does (eagle.c): after prefill `hidden` gives the last prompt row, after each step
- * `hidden_path` gives the accepted path's rows and `verified` their tokens; propose appends
- * the pending rows (f_i, e(x_{i+1})) in one causal call, and the last row's output is the
- * anchor's f̂. [CHOICE] That protocol is repeated here rather than shared with eagle.c, so this
- * branch leaves the greedy drafter untouched; both read the same slots. A speculative step
+ * The head's key/value cache follows the committed sequence as the greedy `eagle` drafter's
+ * does: both use eagle_follow.h (after prefill `hidden` gives the last prompt row, after each
+ * step `hidden_path` the accepted path's rows and `verified` their tokens; propose catches up
+ * and the last row's output is the anchor's f̂). A speculative step
  * accepts a path and then *samples* the extra token at its stop node (a bonus or a residual
  * draw), so the pending rows are the same as in greedy decoding: the target's features of the
  * accepted nodes, paired with the next committed token.
@@ -31,12 +29,8 @@
 #include <string.h>
 
 #include "drafter.h"
-#include "eagle_head.h"
-#include "heads.h"
-#include "heads_file.h"
-#include "medusa.h"
+#include "eagle_follow.h"
 #include "sample.h"
-#include "sha256.h"
 #include "verifiers/verifier.h"
 
 typedef struct ed_state {
@@ -46,24 +40,12 @@ typedef struct ed_state {
     int depth;             /* l + b */
     int pend_max;          /* committed rows a step can add: the anchor + depth accepted tokens */
     int rows, vis_max;     /* rows of one head call (max(k, pend_max)); visible slots per row */
-    arb_eagle *h;          /* loaded by bind */
-    float *w_lm, *emb;     /* [V x E] f32 (the same array when tied) */
-    arb_lm_head lm;        /* W_out: the target's own output head on a CPU context */
-    arb_eagle_kv *kv;      /* committed rows [0, n_stable), then this step's tree slots */
-    arb_eagle_ws *ws;
-    int cap;               /* kv rows */
-    int n_stable;          /* committed rows in kv */
-    int n_pend;            /* pending committed rows (features in pf, tokens in ptok) */
-    float *pf;             /* [pend_max x E] */
-    int32_t *ptok;         /* [pend_max] (the last one is the anchor, known at propose) */
-    bool path_seen;        /* this step's hidden_path came; the following `hidden` repeats it */
+    arb_eagle_follow f;    /* the head (W_out: the target's own output head), its cache over the
+                              committed rows [0, n_stable) then this step's tree slots, buffers */
     float *nout;           /* [n_nodes x E] f̂ of every tree node (row 0: the anchor) */
-    float *fin, *out;      /* [rows x E] one call's inputs and outputs */
     float *logits;         /* [rows x V] */
     double *q;             /* [n_nodes x V] q_v of every internal node (q_rows) */
     int32_t *idx;          /* [V] PROCESS scratch */
-    int32_t *tok;          /* [rows] */
-    int *pos, *slot, *nvis, *vis; /* [rows] x 3, [rows x vis_max] */
     int *cur;              /* [k] the node each branch has reached */
     uint32_t prompt_id;
     int step;
@@ -74,14 +56,8 @@ static void ed_destroy(void *st)
     ed_state *e = st;
     if (!e)
         return;
-    arb_eagle_free(e->h);
-    if (e->emb != e->w_lm)
-        free(e->emb);
-    free(e->w_lm);
-    arb_eagle_kv_free(e->kv);
-    arb_eagle_ws_free(e->ws);
-    free(e->pf), free(e->ptok), free(e->nout), free(e->fin), free(e->out), free(e->logits), free(e->q);
-    free(e->idx), free(e->tok), free(e->pos), free(e->slot), free(e->nvis), free(e->vis), free(e->cur);
+    arb_eagle_follow_release(&e->f);
+    free(e->nout), free(e->logits), free(e->q), free(e->idx), free(e->cur);
     free(e);
 }
 
@@ -107,42 +83,17 @@ static int ed_create(const arb_method_spec *s, int n_vocab, void **st, arb_err *
 static int ed_bind(void *st, arb_ctx *target, arb_err *err)
 {
     ed_state *e = st;
-    const arb_model *m = arb_ctx_model(target);
-    char sha[65], path[4096];
-    int rc = arb_sha256_file(arb_model_path(m), sha, err);
+    int rc = arb_eagle_follow_bind(&e->f, target, e->spec.heads, "drafter eagle-dte", e->pend_max, e->rows, e->vis_max,
+                                   err);
     if (rc)
         return rc;
-    if (!strcmp(e->spec.heads, "default")) {
-        if ((rc = arb_medusa_default_path("eagle", arb_model_path(m), sha, path, sizeof path, err)))
-            return rc;
-    } else {
-        snprintf(path, sizeof path, "%s", e->spec.heads);
-    }
-    arb_heads_meta meta;
-    if ((rc = arb_eagle_load(path, sha, &e->h, &meta, err))) {
-        if (rc == ARB_E_IO || rc == ARB_E_NOTFOUND)
-            arb_err_prefix(err, "drafter eagle-dte: heads: no usable EAGLE head (train one for this model: "
-                                "`arbor distill` then `arbor train eagle`, which writes the default path; "
-                                "see docs/heads.md §8 and ls ~/.cache/arbor/heads)");
-        return rc;
-    }
-    arb_model_info mi;
-    arb_model_get_info(m, &mi);
-    if (e->h->c.E != mi.n_embd || e->h->c.V != mi.n_vocab || e->V != mi.n_vocab)
-        return ARB_ERR(err, ARB_E_INVAL, "drafter eagle-dte: %s is a head for n_embd %d, n_vocab %d (model: %d, %d)",
-                       path, e->h->c.E, e->h->c.V, mi.n_embd, mi.n_vocab);
-    if ((rc = arb_heads_lm_weights(m, &e->w_lm, &e->emb, err)) || (rc = arb_lm_head_bind(&e->lm, target, e->w_lm, err)))
-        return rc;
-    const size_t E = (size_t)mi.n_embd, V = (size_t)mi.n_vocab, R = (size_t)e->rows;
-    e->E = mi.n_embd;
-    if (!(e->pf = malloc((size_t)e->pend_max * E * sizeof *e->pf)) ||
-        !(e->ptok = malloc((size_t)e->pend_max * sizeof *e->ptok)) ||
-        !(e->nout = malloc((size_t)e->n_nodes * E * sizeof *e->nout)) || !(e->fin = malloc(R * E * sizeof *e->fin)) ||
-        !(e->out = malloc(R * E * sizeof *e->out)) || !(e->logits = malloc(R * V * sizeof *e->logits)) ||
+    if (e->f.h->c.V != e->V)
+        return ARB_ERR(err, ARB_E_INVAL, "drafter eagle-dte: the head's vocabulary %d is not the target's %d",
+                       e->f.h->c.V, e->V);
+    const size_t E = (size_t)e->f.h->c.E, V = (size_t)e->V, R = (size_t)e->rows;
+    e->E = (int)E;
+    if (!(e->nout = malloc((size_t)e->n_nodes * E * sizeof *e->nout)) || !(e->logits = malloc(R * V * sizeof *e->logits)) ||
         !(e->q = malloc((size_t)e->n_nodes * V * sizeof *e->q)) || !(e->idx = malloc(V * sizeof *e->idx)) ||
-        !(e->tok = malloc(R * sizeof *e->tok)) || !(e->pos = malloc(R * sizeof *e->pos)) ||
-        !(e->slot = malloc(R * sizeof *e->slot)) || !(e->nvis = malloc(R * sizeof *e->nvis)) ||
-        !(e->vis = malloc(R * (size_t)e->vis_max * sizeof *e->vis)) ||
         !(e->cur = malloc((size_t)e->spec.dte_k * sizeof *e->cur)))
         return ARB_ERR(err, ARB_E_NOMEM, "drafter eagle-dte: out of memory");
     return ARB_OK;
@@ -153,25 +104,7 @@ static int ed_begin(void *st, int n_tokens, bool new_run, arb_err *err)
 {
     ed_state *e = st;
     (void)new_run;
-    if (!e->h)
-        return ARB_ERR(err, ARB_E_INVAL, "drafter eagle-dte: not bound to a target context");
-    int need = n_tokens + e->pend_max + e->n_nodes;
-    if (need > e->cap) {
-        arb_eagle_kv_free(e->kv), e->kv = NULL;
-        arb_eagle_ws_free(e->ws), e->ws = NULL;
-        int rc = arb_eagle_kv_new(e->h, need, &e->kv, err);
-        if (!rc)
-            rc = arb_eagle_ws_new(e->h, e->rows, need, &e->ws, err);
-        if (rc) {
-            e->cap = 0;
-            return rc;
-        }
-        e->cap = need;
-    }
-    e->n_stable = 0;
-    e->n_pend = 0;
-    e->path_seen = false;
-    return ARB_OK;
+    return arb_eagle_follow_begin(&e->f, n_tokens + e->pend_max + e->n_nodes, "drafter eagle-dte", err);
 }
 
 static void ed_append(void *st, const int32_t *tok, int n) { (void)st, (void)tok, (void)n; }
@@ -183,82 +116,44 @@ static void ed_set_step(void *st, uint32_t prompt_id, int step)
     e->step = step;
 }
 
-/* After prefill: the last prompt row. After a step hidden_path came first and this repeats its
-   last row. */
-static void ed_hidden(void *st, const float *h)
-{
-    ed_state *e = st;
-    if (e->path_seen) {
-        e->path_seen = false;
-        return;
-    }
-    memcpy(e->pf, h, (size_t)e->E * sizeof *e->pf);
-    e->n_pend = 1;
-}
+static void ed_hidden(void *st, const float *h) { arb_eagle_follow_hidden(&((ed_state *)st)->f, h); }
 
 static void ed_hidden_path(void *st, const float *rows, const int32_t *path, int n_path, int n_embd)
 {
-    ed_state *e = st;
-    int n = n_path < e->pend_max ? n_path : e->pend_max;
-    for (int i = 0; i < n; i++)
-        memcpy(e->pf + (size_t)i * n_embd, rows + (size_t)path[i] * n_embd, (size_t)n_embd * sizeof *e->pf);
-    e->n_pend = n;
-    e->path_seen = true;
+    arb_eagle_follow_hidden_path(&((ed_state *)st)->f, rows, path, n_path, n_embd);
 }
 
-/* The accepted tokens a1..am pair with their parents' rows (the extra token, the last row's, is
-   the next propose's anchor). */
 static void ed_verified(void *st, const arb_tree *t, const int32_t *path, int n_path, arb_step_record *rec)
 {
-    ed_state *e = st;
     (void)rec;
-    for (int i = 1; i < n_path && i - 1 < e->pend_max; i++)
-        e->ptok[i - 1] = t->tok[path[i]];
-}
-
-/* Append the pending committed rows to the cache (causal among themselves); the last row's f̂ is
-   the anchor's, nout row 0. */
-static void catch_up(ed_state *e, int32_t anchor)
-{
-    const int n = e->n_pend;
-    e->ptok[n - 1] = anchor;
-    for (int i = 0; i < n; i++) {
-        e->pos[i] = e->slot[i] = e->n_stable + i;
-        e->nvis[i] = i + 1;
-        for (int j = 0; j <= i; j++)
-            e->vis[(size_t)i * e->vis_max + j] = e->n_stable + j;
-    }
-    arb_eagle_rows(e->h, e->emb, e->kv, n, e->pf, e->ptok, e->pos, e->slot, e->n_stable, e->vis, e->nvis, e->vis_max,
-                   e->out, e->ws);
-    memcpy(e->nout, e->out + (size_t)(n - 1) * e->E, (size_t)e->E * sizeof *e->nout);
-    e->n_stable += n;
-    e->n_pend = 0;
+    arb_eagle_follow_verified(&((ed_state *)st)->f, t, path, n_path);
 }
 
 /* Evaluate the tree nodes [first, t->n) (parents already evaluated): their f̂ into nout, their
    processed laws into q. */
 static void eval_nodes(ed_state *e, const arb_tree *t, int first, const arb_sampling *sm)
 {
+    arb_eagle_follow *f = &e->f;
     const int n = t->n - first, E = e->E;
     const size_t V = (size_t)e->V;
     ARB_ASSERT(n >= 1 && n <= e->rows);
     for (int i = 0; i < n; i++) {
         int v = first + i, d = t->depth[v];
         ARB_ASSERT(d >= 1 && d <= e->vis_max);
-        memcpy(e->fin + (size_t)i * E, e->nout + (size_t)t->parent[v] * E, (size_t)E * sizeof *e->fin);
-        e->tok[i] = t->tok[v];
-        e->pos[i] = e->n_stable - 1 + d;
-        e->slot[i] = e->n_stable + v - 1;
+        memcpy(f->fin + (size_t)i * E, e->nout + (size_t)t->parent[v] * E, (size_t)E * sizeof *f->fin);
+        f->tok[i] = t->tok[v];
+        f->pos[i] = f->n_stable - 1 + d;
+        f->slot[i] = f->n_stable + v - 1;
         /* its drafted ancestors and itself, root side first: the keys in the order an AR
            evaluation of the path sees them, so q_v is bit for bit the head's law on that path */
-        e->nvis[i] = d;
+        f->nvis[i] = d;
         for (int a = v; a > 0; a = t->parent[a])
-            e->vis[(size_t)i * e->vis_max + --d] = e->n_stable + a - 1;
+            f->vis[(size_t)i * f->vis_max + --d] = f->n_stable + a - 1;
     }
-    arb_eagle_rows(e->h, e->emb, e->kv, n, e->fin, e->tok, e->pos, e->slot, e->n_stable, e->vis, e->nvis, e->vis_max,
-                   e->out, e->ws);
-    memcpy(e->nout + (size_t)first * E, e->out, (size_t)n * E * sizeof *e->nout);
-    arb_lm_head_logits(&e->lm, e->V, E, e->out, n, e->logits);
+    arb_eagle_rows(f->h, f->emb, f->kv, n, f->fin, f->tok, f->pos, f->slot, f->n_stable, f->vis, f->nvis, f->vis_max,
+                   f->out, f->ws);
+    memcpy(e->nout + (size_t)first * E, f->out, (size_t)n * E * sizeof *e->nout);
+    arb_lm_head_logits(&f->lm, e->V, E, f->out, n, e->logits);
     for (int i = 0; i < n; i++)
         arb_sample_process(e->logits + (size_t)i * V, e->V, sm, e->q + (size_t)(first + i) * V, e->idx);
 }
@@ -307,11 +202,11 @@ static void ed_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
 {
     ed_state *e = st;
     rec->mode = ARB_MODE_AR;
-    if (e->n_pend < 1 || e->n_stable + e->n_pend + e->n_nodes > e->cap)
+    if (!arb_eagle_follow_ready(&e->f, e->n_nodes))
         return; /* no feature yet, or the cache is full: an AR step */
-    catch_up(e, S[n_S - 1]);
+    memcpy(e->nout, arb_eagle_follow_catch_up(&e->f, S[n_S - 1]), (size_t)e->E * sizeof *e->nout);
     arb_sampling sm = {.temperature = e->spec.temperature, .top_k = e->spec.top_k, .top_p = e->spec.top_p};
-    arb_lm_head_logits(&e->lm, e->V, e->E, e->nout, 1, e->logits);
+    arb_lm_head_logits(&e->f.lm, e->V, e->E, e->nout, 1, e->logits);
     arb_sample_process(e->logits, e->V, &sm, e->q, e->idx);
     arb_rng r;
     arb_rng_init(&r, e->spec.seed, e->prompt_id, (uint32_t)e->step, ARB_STREAM_DRAFT);
@@ -326,12 +221,7 @@ static const double *ed_q_rows(void *st) { return ((ed_state *)st)->q; }
 static size_t ed_bytes(const void *st)
 {
     const ed_state *e = st;
-    if (!e->h)
-        return 0;
-    size_t lm = (size_t)e->h->c.V * e->h->c.E * sizeof(float);
-    size_t kvb = (size_t)e->cap * e->h->c.KVH * e->h->c.hd * 2 * sizeof(float);
-    return e->h->n_params * sizeof(float) + lm + (e->emb != e->w_lm ? lm : 0) + kvb +
-           (size_t)e->n_nodes * e->V * sizeof(double);
+    return e->f.h ? arb_eagle_follow_bytes(&e->f) + (size_t)e->n_nodes * e->V * sizeof(double) : 0;
 }
 
 /* The `draft` drafter's defaults: i.i.d. (2, 0, 4) verified by Traversal. */
