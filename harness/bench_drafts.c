@@ -31,8 +31,7 @@ static double clock_us(clockid_t id)
 
 typedef struct bd_time { double wall, cpu; } bd_time; /* best of R, microseconds */
 
-/* The trained head at the default path, else a random one of the model's sizes saved to tmp. */
-static int head_path(arb_ctx *c, char *heads, size_t cap, char *tmp, bool *random, arb_err *err)
+int arb_bench_eagle_head(arb_ctx *c, char *heads, size_t cap, char *tmp, bool *random, arb_err *err)
 {
     const arb_model *m = arb_ctx_model(c);
     char sha[65], path[4096];
@@ -145,7 +144,7 @@ int arb_bench_drafts(arb_ctx *c, FILE *out, arb_err *err)
         x = x * 1664525u + 1013904223u;
         S[i] = (int32_t)((x >> 8) % (uint32_t)mi.n_vocab);
     }
-    int rc = head_path(c, heads, sizeof heads, tmp, &random, err);
+    int rc = arb_bench_eagle_head(c, heads, sizeof heads, tmp, &random, err);
     static const struct { const char *drafter, *label; } drafts[] = {
         {"draft", "self-draft 24/30 (`draft`)"},
         {"eagle-dte", "EAGLE head (`eagle-dte`)"},

@@ -9,6 +9,7 @@
 #ifndef ARB_BENCH_DRAFTS_H
 #define ARB_BENCH_DRAFTS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "engine.h"
@@ -18,5 +19,10 @@
    it exists, else a random head of the model's sizes (the cost does not depend on the weights;
    the section says which). Errors: the drafters' (memory, a draft context that cannot be made). */
 int arb_bench_drafts(arb_ctx *c, FILE *out, arb_err *err);
+
+/* The EAGLE head a timing uses: "default" into heads when the model's trained head loads, else a
+   random head of the model's sizes saved to tmp (a mkstemp template; the caller removes it when
+   *random) — timings do not depend on the weights. */
+int arb_bench_eagle_head(arb_ctx *c, char *heads, size_t cap, char *tmp, bool *random, arb_err *err);
 
 #endif

@@ -282,35 +282,10 @@ static int bench_eagle(arb_ctx *c, arb_err *err)
     const int E = mi.n_embd, V = mi.n_vocab;
     arb_method_spec s;
     int rc = arb_method_spec_preset("eagle2-head", &s, err);
-    char sha[65], path[4096], tmp[] = "/tmp/arb_bench_eagle_XXXXXX";
+    char tmp[] = "/tmp/arb_bench_eagle_XXXXXX";
     bool random_head = false;
     if (!rc)
-        rc = arb_sha256_file(arb_model_path(m), sha, err);
-    if (!rc) {
-        arb_eagle *h = NULL;
-        arb_heads_meta meta;
-        arb_err e2 = {0};
-        if (arb_medusa_default_path("eagle", arb_model_path(m), sha, path, sizeof path, err) == ARB_OK &&
-            arb_eagle_load(path, sha, &h, &meta, &e2) == ARB_OK) {
-            arb_eagle_free(h);
-            snprintf(s.heads, sizeof s.heads, "default");
-        } else { /* timings do not depend on the weights, only the early stop does a little */
-            arb_eagle_cfg ec;
-            int fd = mkstemp(tmp);
-            if (fd < 0)
-                return ARB_ERR(err, ARB_E_IO, "bench-harness: cannot create %s", tmp);
-            close(fd);
-            memset(&meta, 0, sizeof meta);
-            snprintf(meta.base_sha256, sizeof meta.base_sha256, "%s", sha);
-            if ((rc = arb_eagle_cfg_from_model(m, &ec, err)) || (rc = arb_eagle_new(&ec, &h, err)))
-                return rc;
-            arb_eagle_init(h, 1);
-            rc = arb_eagle_save(tmp, h, &meta, err);
-            arb_eagle_free(h);
-            snprintf(s.heads, sizeof s.heads, "%s", tmp);
-            random_head = true;
-        }
-    }
+        rc = arb_bench_eagle_head(c, s.heads, sizeof s.heads, tmp, &random_head, err);
     const arb_drafter_i *dr = arb_drafter_find("eagle");
     void *st = NULL;
     arb_tree t;
