@@ -277,16 +277,22 @@ static int dm_max_nodes(const arb_method_spec *s)
 static int dm_validate(const arb_method_spec *s, arb_err *err)
 {
     char names[256];
-    arb_regime rg = s->dte_l > 0 ? ARB_REGIME_DELAYED : s->dte_k > 1 ? ARB_REGIME_IID : ARB_REGIME_SINGLE;
     if (!arb_selector_find(s->selector))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: selector: unknown '%s' (%s)", s->id, s->selector,
                        arb_selector_names(names, sizeof names));
-    if (!strcmp(s->selector, "nde")) { /* any action may be a delayed tree (the verifier must take them) */
-        if (!s->selector_file[0])
-            return ARB_ERR(err, ARB_E_INVAL, "method %s: selector_file: selector nde needs the trained "
-                           "selector (arbor nde train --out FILE)", s->id);
-        rg = ARB_REGIME_DELAYED;
-    }
+    const bool nde = !strcmp(s->selector, "nde"); /* any action may be a delayed tree (the verifier must take them) */
+    if (nde && !s->selector_file[0])
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: selector_file: selector nde needs the trained "
+                       "selector (arbor nde train --out FILE)", s->id);
+    return arb_draft_shape_validate(s, nde, err);
+}
+
+int arb_draft_shape_validate(const arb_method_spec *s, bool as_delayed, arb_err *err)
+{
+    char names[256];
+    const arb_regime rg = as_delayed || s->dte_l > 0 ? ARB_REGIME_DELAYED
+                          : s->dte_k > 1             ? ARB_REGIME_IID
+                                                     : ARB_REGIME_SINGLE;
     if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (%s)", s->id,
                        arb_verifier_sampling_names(rg, names, sizeof names));

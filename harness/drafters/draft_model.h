@@ -23,6 +23,8 @@
 #ifndef ARB_DRAFT_MODEL_H
 #define ARB_DRAFT_MODEL_H
 
+#include <stdbool.h>
+
 #include "engine.h"
 #include "sample.h"
 #include "tree.h"
@@ -36,7 +38,14 @@ typedef struct arb_draft_model_opts {
 arb_draft_model_opts arb_draft_model_default_opts(void);
 
 typedef struct arb_draft_shape { int k, l, b; } arb_draft_shape; /* single: {1,0,L}; iid: {k,0,L} */
+struct arb_method_spec;
+
 int arb_draft_shape_nodes(arb_draft_shape s); /* 1 + l + k*b */
+/* The checks every (k, l, b) tree drafter shares (drafters `draft` and `eagle-dte`): greedy only
+   at T = 0, a sampling verifier valid on the regime of the trees drafted (docs/spec/verification.md
+   §0.6: the shape's own regime, or delayed when as_delayed — a per-step selector may draw any
+   shape), a non-empty tree. Errors "method <id>: <param>: ...". */
+int arb_draft_shape_validate(const struct arb_method_spec *s, bool as_delayed, arb_err *err);
 
 typedef struct arb_draft_stats {
     double us;          /* wall time of the propose call */
@@ -52,7 +61,6 @@ int arb_draft_model_new(arb_model *target, const arb_draft_model_opts *o, int n_
                         arb_draft_model **out, arb_err *err);
 /* The draft model a method spec names (draft_model "self" / "target" / a GGUF path,
    draft_layers) for the target context's model. */
-struct arb_method_spec;
 int arb_draft_model_from_spec(arb_ctx *target, const struct arb_method_spec *s, int n_nodes_max,
                               arb_draft_model **out, arb_err *err);
 void arb_draft_model_free(arb_draft_model *d); /* NULL-safe */

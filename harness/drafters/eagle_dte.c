@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "drafter.h"
+#include "draft_model.h"
 #include "eagle_follow.h"
 #include "sample.h"
 #include "verifiers/verifier.h"
@@ -239,23 +240,13 @@ static int ed_max_nodes(const arb_method_spec *s) { return 1 + s->dte_l + s->dte
    laws, which this draft does not have). */
 static int ed_validate(const arb_method_spec *s, arb_err *err)
 {
-    char names[256];
-    arb_regime rg = s->dte_l > 0 ? ARB_REGIME_DELAYED : s->dte_k > 1 ? ARB_REGIME_IID : ARB_REGIME_SINGLE;
     if (s->selector[0] && strcmp(s->selector, "fixed"))
         return ARB_ERR(err, ARB_E_INVAL, "method %s: selector: drafter eagle-dte takes only 'fixed' (paths, trunk, "
                        "branch_len), not '%s'", s->id, s->selector);
     if (!s->heads[0])
         return ARB_ERR(err, ARB_E_INVAL, "method %s: heads: empty (default, or an EAGLE head GGUF from arbor train eagle)",
                        s->id);
-    if (s->temperature > 0 && !strcmp(s->verifier, "greedy"))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: greedy needs temperature 0 (%s)", s->id,
-                       arb_verifier_sampling_names(rg, names, sizeof names));
-    arb_err ve = {0};
-    if (strcmp(s->verifier, "greedy") && arb_verifier_check(s->verifier, rg, &ve))
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: verifier: %s", s->id, ve.msg);
-    if (s->dte_k * s->dte_b + s->dte_l < 1)
-        return ARB_ERR(err, ARB_E_INVAL, "method %s: branch_len: the draft tree is empty", s->id);
-    return ARB_OK;
+    return arb_draft_shape_validate(s, false, err);
 }
 
 static const char *ed_heads_kind(const arb_method_spec *s)
