@@ -130,7 +130,7 @@ static int missing_heads(const arb_config *cfg, char *reason, size_t cap, arb_er
             continue;
         for (int k = 0; k < cfg->n_methods && !reason[0]; k++) {
             const arb_method_spec *s = &cfg->methods[k].spec;
-            int rc = arb_heads_file_for(s, model, "", file, sizeof file, err);
+            int rc = arb_heads_file_for(s, model, NULL, file, sizeof file, err);
             if (rc)
                 return rc;
             if (!file[0])

@@ -98,6 +98,8 @@ int arb_heads_file_for(const arb_method_spec *s, const char *model_path, const c
         buf[0] = '\0';
     if (!kind)
         return ARB_OK;
+    if (!sha256) /* only asking whether s loads heads: no digest, no cache directories */
+        return (size_t)snprintf(buf, cap, "%s", kind) < cap ? ARB_OK : ARB_ERR(err, ARB_E_RANGE, "heads: buffer too small");
     if (!strcmp(s->heads, "default"))
         return arb_medusa_default_path(kind, model_path, sha256, buf, cap, err);
     if ((size_t)snprintf(buf, cap, "%s", s->heads) >= cap)

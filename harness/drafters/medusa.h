@@ -41,7 +41,8 @@ int arb_medusa_default_path(const char *kind, const char *model_path, const char
 
 /* The trained-heads file method s loads for the model at model_path (sha256 its hex digest):
    its drafter's heads_kind slot names the kind, s->heads "default" resolves as above, any other
-   value is the path. buf = "" when s loads no heads file. */
+   value is the path. buf = "" when s loads no heads file. sha256 NULL: only whether it loads
+   one (buf = its kind, nothing computed or created). */
 int arb_heads_file_for(const arb_method_spec *s, const char *model_path, const char *sha256, char *buf, size_t cap,
                        arb_err *err);
 
