@@ -17,6 +17,9 @@ typedef struct shape {
 
 static const shape shapes[] = {
     {"tiny", "llama", 256, 2, 4, 2, 512, 1000, 10000.0f}, /* tests: K-quant rows, small */
+    /* tests: rows of 136 and 144 blocks of 32, so the GPU GEMV runs its 4-blocks-per-lane
+       loop (128 blocks) and its tail on one row */
+    {"wide", "llama", 4352, 1, 34, 2, 4608, 1000, 10000.0f},
     {"llama-1b", "llama", 2048, 16, 32, 8, 8192, 128256, 500000.0f},
     {"llama-3b", "llama", 3072, 28, 24, 8, 8192, 128256, 500000.0f},
     {"llama-8b", "llama", 4096, 32, 32, 8, 14336, 128256, 500000.0f},

@@ -69,6 +69,35 @@ Test(cuda_host, weight_bytes_count_every_matrix_once)
     cr_assert_not(arb_cuda_weight_bytes(&d, &raw, &h), "Q5_0 is not read by the kernels");
 }
 
+Test(cuda_host, packed_bytes_cover_the_gemv_matrices_of_packed_types)
+{
+    static const float v[64];
+    int qb = 0, sb = 0;
+    cr_assert(arb_cuda_packed_block(ARB_TYPE_Q4_0, &qb, &sb) && qb == 16 && sb == 2);
+    cr_assert(arb_cuda_packed_block(ARB_TYPE_Q4_1, &qb, &sb) && qb == 16 && sb == 4);
+    cr_assert(arb_cuda_packed_block(ARB_TYPE_Q8_0, &qb, &sb) && qb == 32 && sb == 2);
+    cr_assert_not(arb_cuda_packed_block(ARB_TYPE_Q4_K, &qb, &sb), "K-quants stay in their GGUF blocks");
+    cr_assert_not(arb_cuda_packed_block(ARB_TYPE_F16, &qb, &sb));
+    /* packed quants and scales are exactly the GGUF bytes, split in two */
+    cr_assert_eq(16 + 2, (int)arb_type_row_bytes(ARB_TYPE_Q4_0, 32));
+    cr_assert_eq(16 + 4, (int)arb_type_row_bytes(ARB_TYPE_Q4_1, 32));
+    cr_assert_eq(32 + 2, (int)arb_type_row_bytes(ARB_TYPE_Q8_0, 32));
+    arb_cuda_layer_desc L = {.attn_norm = v, .ffn_norm = v, .wq = mat(ARB_TYPE_Q4_0, 256, 64),
+                             .wk = mat(ARB_TYPE_Q4_1, 256, 32), .wv = mat(ARB_TYPE_Q8_0, 256, 32),
+                             .wo = mat(ARB_TYPE_Q4_K, 256, 256), .w_gate = mat(ARB_TYPE_Q6_K, 256, 128),
+                             .w_up = mat(ARB_TYPE_F16, 256, 128), .w_down = mat(ARB_TYPE_F32, 128, 256)};
+    arb_cuda_model_desc d = {.n_vocab = 100, .n_embd = 256, .n_layer = 2, .n_head = 4, .n_head_kv = 2,
+                             .head_dim = 64, .n_ff = 128, .tok_embd = mat(ARB_TYPE_Q8_0, 256, 100),
+                             .output_norm = v, .layers = (arb_cuda_layer_desc[2]){L, L}};
+    d.output = d.tok_embd; /* tied: packed once, as the head */
+    /* rows of 256 elements padded to one chunk of 32 blocks: per layer wq 64 rows x 32
+       blocks (16 B + 2 B), wk 32 x 32 (16 + 4), wv 32 x 32 (32 + 2); head 100 x 32
+       (32 + 2); each array rounded up to 256 bytes */
+    const size_t layer = 32768 + 4096 + 16384 + 4096 + 32768 + 2048;
+    const size_t head = 102400 + 6400;
+    cr_assert_eq(arb_cuda_packed_bytes(&d), 2 * layer + head);
+}
+
 Test(cuda_host, backend_names)
 {
     arb_load_opts o = arb_load_default_opts();

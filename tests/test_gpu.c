@@ -124,13 +124,13 @@ static char *tmp_path(void)
     return p;
 }
 
-static void type_vs_cpu(const char *type, double tol_quant)
+static void shape_type_vs_cpu(const char *shape, const char *type, double tol_quant)
 {
     need_gpu();
     char *path = tmp_path(), *ref = tmp_path();
     arb_err err = {0};
-    cr_assert_eq(arb_synth_model_write("tiny", type, 0, 5, path, false, false, &err), ARB_OK, "%s", err.msg);
-    cr_assert_eq(arb_synth_model_write("tiny", type, 0, 5, ref, false, true, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_synth_model_write(shape, type, 0, 5, path, false, false, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_synth_model_write(shape, type, 0, 5, ref, false, true, &err), ARB_OK, "%s", err.msg);
     arb_load_opts lc = arb_load_default_opts(), le = gpu_opts(true), lf = gpu_opts(false);
     lc.n_threads = 2;
     arb_model *cpu = NULL, *cref = NULL, *ge = NULL, *gf = NULL;
@@ -153,8 +153,8 @@ static void type_vs_cpu(const char *type, double tol_quant)
         compare_tree(cref, ge, &s2, mi.n_vocab, P, n, &cr);
         compare_tree(cref, gf, &s3, mi.n_vocab, P, n, &cf);
     }
-    cr_log_info("%s, %d nodes: exact vs CPU %.3g relative (argmax differs at %d); exact vs CPU on the dequantized "
-                "F32 file %.3g; fast vs that %.3g", type, cq.nodes, cq.max_rel, cq.argmax_diff, cr.max_rel,
+    cr_log_info("%s %s, %d nodes: exact vs CPU %.3g relative (argmax differs at %d); exact vs CPU on the "
+                "dequantized F32 file %.3g; fast vs that %.3g", shape, type, cq.nodes, cq.max_rel, cq.argmax_diff, cr.max_rel,
                 cf.max_rel);
     cr_assert_leq(cr.max_rel, 1e-4, "%s exact vs the F32 reference: %.3g", type, cr.max_rel);
     cr_assert_leq(cf.max_rel, 1e-2, "%s fast vs the F32 reference: %.3g", type, cf.max_rel);
@@ -165,12 +165,18 @@ static void type_vs_cpu(const char *type, double tol_quant)
     arb_model_free(gf);
 }
 
+static void type_vs_cpu(const char *type, double tol_quant) { shape_type_vs_cpu("tiny", type, tol_quant); }
+
 Test(gpu, type_q4_0_matches_cpu) { type_vs_cpu("q4_0", 3e-2); }
 Test(gpu, type_q4_1_matches_cpu) { type_vs_cpu("q4_1", 3e-2); }
 Test(gpu, type_q8_0_matches_cpu) { type_vs_cpu("q8_0", 3e-2); }
 Test(gpu, type_q4_k_matches_cpu) { type_vs_cpu("q4_k", 3e-2); }
 Test(gpu, type_q6_k_matches_cpu) { type_vs_cpu("q6_k", 8e-2); }
 Test(gpu, type_f16_matches_cpu) { type_vs_cpu("f16", 1e-2); }
+/* The packed GEMV's main loop (4 blocks per lane) needs rows of >= 128 blocks. */
+Test(gpu, wide_q4_0_matches_cpu) { shape_type_vs_cpu("wide", "q4_0", 3e-2); }
+Test(gpu, wide_q4_1_matches_cpu) { shape_type_vs_cpu("wide", "q4_1", 3e-2); }
+Test(gpu, wide_q8_0_matches_cpu) { shape_type_vs_cpu("wide", "q8_0", 3e-2); }
 
 static void exact_trees(const char *arch, bool tied, int n_trees, uint64_t seed, int n_head_kv)
 {

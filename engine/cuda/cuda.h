@@ -86,7 +86,7 @@ double arb_cuda_probe_bw(size_t bytes, int reps);
 int arb_cuda_model_new(const arb_cuda_model_desc *d, bool exact, arb_cuda_model **out, arb_err *err);
 void arb_cuda_model_free(arb_cuda_model *m); /* NULL-safe */
 bool arb_cuda_model_exact(const arb_cuda_model *m);
-size_t arb_cuda_model_device_bytes(const arb_cuda_model *m); /* weights + FP16 copies */
+size_t arb_cuda_model_device_bytes(const arb_cuda_model *m); /* weights + FP16 and packed copies */
 
 /* A sequence: KV cache of n_layer x n_ctx rows, scratch for n_batch_max nodes.
    cs: n_ctx x head_dim RoPE (cos, sin) pairs, as forward.c builds them (copied). */
@@ -121,6 +121,15 @@ int arb_cuda_key_rows(const int32_t *parent, int i, int n_prefix, int32_t *rows,
 bool arb_cuda_weight_bytes(const arb_cuda_model_desc *d, size_t *raw, size_t *fp16);
 /* Whether the kernels read this block type. */
 bool arb_cuda_type_supported(uint32_t type);
+/* The packed layout of the decode GEMV (cuda_kernels.cu): quant and scale bytes per
+   32-element block for the types it packs (Q4_0 16+2, Q4_1 16+4, Q8_0 32+2); false for
+   the others, which the GEMV reads in their GGUF blocks. Rows are packed in chunks of
+   32 blocks (1024 elements), the last one padded. */
+bool arb_cuda_packed_block(uint32_t type, int *quant_bytes, int *scale_bytes);
+/* Device bytes of the packed copies: every matrix a GEMV reads (7 per layer, the
+   head once even when tied to the embedding), rows padded to whole chunks, quants and
+   scales each rounded to 256. */
+size_t arb_cuda_packed_bytes(const arb_cuda_model_desc *d);
 
 #ifdef __cplusplus
 }

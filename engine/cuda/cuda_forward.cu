@@ -1,10 +1,18 @@
 // cuda_forward.cu — a sequence on the device (KV cache, scratch) and the forward of
 // one batch of tree nodes, the counterpart of forward.c's forward() op for op.
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_int.h"
+
+// Profile classes (ARBOR_CUDA_PROFILE).
+enum { PROF_EMBED, PROF_NORM, PROF_QKV, PROF_ROPE, PROF_KV, PROF_ATTN, PROF_WO, PROF_FFN_IN, PROF_DOWN, PROF_HEAD,
+       PROF_ARGMAX, PROF_N };
+static const char *const prof_names[PROF_N] = {"embed", "rmsnorm", "q/k/v", "rope", "kv-store", "attention", "wo",
+                                               "gate/up/silu", "down", "head", "argmax"};
+static constexpr int kProfMax = 1024; // events per step
 
 struct arb_cuda_ctx {
     arb_cuda_model *m;
@@ -20,11 +28,20 @@ struct arb_cuda_ctx {
     int32_t *h_ints;       // pinned staging of the same
     size_t attn_smem;
     void *blas_ws;         // cuBLAS workspace, fixed so that a step can be captured
+    void *amax_scratch;    // k_argmax's per-part maxima, n_batch_max rows
     // Captured steps (CUDA graphs) of tree evals (head_from 0), by node count and
     // output kind (0: logits rows, 1: logits + argmax): one launch replays the ~13
     // kernels x n_layer of a step. NULL until first used; graphs_off after a failure.
     cudaGraphExec_t *graphs[2];
     bool graphs_off;
+    // ARBOR_CUDA_PROFILE=1: steps launch directly (no graphs) with an event after every
+    // kernel class; arb_cuda_ctx_free prints the device time per class and step.
+    struct {
+        bool on;
+        cudaEvent_t ev[kProfMax + 1];
+        int lab[kProfMax + 1], n, steps;
+        double ms[PROF_N];
+    } prof;
 };
 
 // d_ints / h_ints layout (n_batch_max = nb): tok | parent | pos | argmax | n_prefix
@@ -108,6 +125,7 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     c->kn = (float *)dalloc(nb * kvd * sizeof(float), &e);
     c->vn = (float *)dalloc(nb * kvd * sizeof(float), &e);
     c->d_ints = (int32_t *)dalloc((4 * nb + 4) * sizeof(int32_t), &e);
+    c->amax_scratch = dalloc(k_argmax_scratch_bytes(n_batch_max), &e);
     if (!m->exact)
         c->blas_ws = dalloc(BLAS_WS_BYTES, &e);
     for (int i = 0; i < 2; i++)
@@ -135,6 +153,13 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
         // Deterministic run to run: cuBLAS picks one algorithm per shape; no atomics.
         cublasSetAtomicsMode(c->blas, CUBLAS_ATOMICS_NOT_ALLOWED);
     }
+    const char *prof = getenv("ARBOR_CUDA_PROFILE");
+    if (prof && *prof && strcmp(prof, "0")) {
+        c->prof.on = true;
+        for (int i = 0; i <= kProfMax && c->prof.on; i++)
+            c->prof.on = cudaEventCreate(&c->prof.ev[i]) == cudaSuccess;
+        cudaGetLastError();
+    }
     *out = c;
     return ARB_OK;
 }
@@ -145,6 +170,20 @@ extern "C" void arb_cuda_ctx_free(arb_cuda_ctx *c)
         return;
     if (c->st)
         cudaStreamSynchronize(c->st);
+    if (c->prof.on && c->prof.steps > 0) {
+        double tot = 0;
+        for (int i = 0; i < PROF_N; i++)
+            tot += c->prof.ms[i];
+        fprintf(stderr, "cuda profile (ARBOR_CUDA_PROFILE): %d steps, %.3f ms of device time per step\n",
+                c->prof.steps, tot / c->prof.steps);
+        for (int i = 0; i < PROF_N; i++)
+            if (c->prof.ms[i] > 0)
+                fprintf(stderr, "  %-13s %9.1f us/step  %5.1f %%\n", prof_names[i], 1e3 * c->prof.ms[i] / c->prof.steps,
+                        100.0 * c->prof.ms[i] / tot);
+    }
+    for (int i = 0; i <= kProfMax; i++)
+        if (c->prof.ev[i])
+            cudaEventDestroy(c->prof.ev[i]);
     if (c->blas)
         cublasDestroy(c->blas);
     for (int i = 0; i < 2; i++) {
@@ -154,7 +193,7 @@ extern "C" void arb_cuda_ctx_free(arb_cuda_ctx *c)
         free(c->graphs[i]);
     }
     void *bufs[] = {c->k, c->v, c->cs, c->x, c->xb, c->q, c->att, c->hg, c->hu, c->logits, c->x16, c->d_ints,
-                    c->kn, c->vn, c->blas_ws};
+                    c->kn, c->vn, c->blas_ws, c->amax_scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
     cudaFreeHost(c->h_ints);
@@ -167,6 +206,14 @@ extern "C" void arb_cuda_ctx_free(arb_cuda_ctx *c)
 // Everything one step runs on the device, launched on c->st. Depends only on n,
 // head_from, the outputs wanted and device buffers (the prefix length is read on the
 // device), so a step can be captured once and replayed.
+static void prof_mark(arb_cuda_ctx *c, int lab)
+{
+    if (c->prof.on && c->prof.n < kProfMax) {
+        c->prof.lab[++c->prof.n] = lab;
+        cudaEventRecord(c->prof.ev[c->prof.n], c->st);
+    }
+}
+
 static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool argmax)
 {
     const arb_cuda_model *m = c->m;
@@ -179,6 +226,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     __half *x16 = gemm ? c->x16 : NULL;
 
     k_get_rows(st, &m->tok_embd, d_tok, n, c->x);
+    prof_mark(c, PROF_EMBED);
     attn_launch aa = {};
     aa.q = c->q, aa.kv_stride = kvd, aa.n_prefix = d_pre, aa.n = n, aa.parent = d_par;
     aa.n_head = m->n_head, aa.n_head_kv = m->n_head_kv, aa.head_dim = hd, aa.scale = 1.0f / sqrtf((float)hd);
@@ -188,9 +236,15 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
         const dlayer *L = &m->layers[l];
         float *kl = c->k + l * layer_rows, *vl = c->v + l * layer_rows;
         k_rmsnorm(st, c->x, L->attn_norm, n, E, m->eps, c->xb, x16);
-        matmul(c, &L->wq, c->xb, x16, n, c->q, false);
-        matmul(c, &L->wk, c->xb, x16, n, c->kn, false);
-        matmul(c, &L->wv, c->xb, x16, n, c->vn, false);
+        prof_mark(c, PROF_NORM);
+        const dmat *qkv[3] = {&L->wq, &L->wk, &L->wv};
+        float *const qkv_out[3] = {c->q, c->kn, c->vn};
+        if (gemm || !k_gemv_multi(st, qkv, 3, c->xb, E, n, qkv_out)) {
+            matmul(c, &L->wq, c->xb, x16, n, c->q, false);
+            matmul(c, &L->wk, c->xb, x16, n, c->kn, false);
+            matmul(c, &L->wv, c->xb, x16, n, c->vn, false);
+        }
+        prof_mark(c, PROF_QKV);
         if (L->bq)
             k_add_bias(st, c->q, L->bq, n, qd);
         if (L->bk)
@@ -201,19 +255,29 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
             k_rmsnorm(st, c->q, L->q_norm, n * m->n_head, hd, m->eps, c->q, NULL);
             k_rmsnorm(st, c->kn, L->k_norm, n * m->n_head_kv, hd, m->eps, c->kn, NULL);
         }
+        prof_mark(c, PROF_NORM);
         k_rope(st, c->q, n, m->n_head, hd, d_pos, c->cs, m->neox);
         k_rope(st, c->kn, n, m->n_head_kv, hd, d_pos, c->cs, m->neox);
+        prof_mark(c, PROF_ROPE);
         k_kv_store(st, kl, vl, c->kn, c->vn, n, kvd, d_pre);
+        prof_mark(c, PROF_KV);
         aa.k = kl, aa.v = vl;
         k_attention(st, &aa);
+        prof_mark(c, PROF_ATTN);
         if (gemm)
             k_to_half_f32(st, c->att, (size_t)n * qd, x16);
         matmul(c, &L->wo, c->att, x16, n, c->x, true); // x += wo . att
+        prof_mark(c, PROF_WO);
         k_rmsnorm(st, c->x, L->ffn_norm, n, E, m->eps, c->xb, x16);
-        matmul(c, &L->w_gate, c->xb, x16, n, c->hg, false);
-        matmul(c, &L->w_up, c->xb, x16, n, c->hu, false);
-        k_swiglu(st, c->hg, c->hu, (size_t)n * m->n_ff, x16);
+        prof_mark(c, PROF_NORM);
+        if (gemm || !k_gemv_glu(st, &L->w_gate, &L->w_up, c->xb, E, n, c->hg)) {
+            matmul(c, &L->w_gate, c->xb, x16, n, c->hg, false);
+            matmul(c, &L->w_up, c->xb, x16, n, c->hu, false);
+            k_swiglu(st, c->hg, c->hu, (size_t)n * m->n_ff, x16);
+        }
+        prof_mark(c, PROF_FFN_IN);
         matmul(c, &L->w_down, c->hg, x16, n, c->x, true); // x += w_down . (silu(g) u)
+        prof_mark(c, PROF_DOWN);
     }
     const int nh = n - head_from;
     if (nh <= 0 || !head)
@@ -221,8 +285,10 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     const bool hgemm = c->blas && nh >= ARB_CUDA_GEMM_MIN_NODES;
     k_rmsnorm(st, c->x + (size_t)head_from * E, m->output_norm, nh, E, m->eps, c->xb, hgemm ? c->x16 : NULL);
     matmul(c, &m->output, c->xb, hgemm ? c->x16 : NULL, nh, c->logits, false);
+    prof_mark(c, PROF_HEAD);
     if (argmax)
-        k_argmax(st, c->logits, nh, m->n_vocab, c->d_ints + INTS_ARG * nb);
+        k_argmax(st, c->logits, nh, m->n_vocab, c->amax_scratch, c->d_ints + INTS_ARG * nb);
+    prof_mark(c, PROF_ARGMAX);
 }
 
 // The captured step for (n, argmax), capturing it on first use; NULL = launch directly.
@@ -266,7 +332,11 @@ extern "C" int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err
     cudaMemcpyAsync(c->d_ints, c->h_ints, (4 * nb + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, st);
     const int nh = n - s->head_from;
     const bool head = nh > 0 && (s->logits || s->argmax || s->hidden);
-    cudaGraphExec_t g = s->head_from == 0 && head ? step_graph(c, n, s->argmax != NULL) : NULL;
+    if (c->prof.on) {
+        c->prof.n = 0;
+        cudaEventRecord(c->prof.ev[0], st);
+    }
+    cudaGraphExec_t g = s->head_from == 0 && head && !c->prof.on ? step_graph(c, n, s->argmax != NULL) : NULL;
     if (g)
         cudaGraphLaunch(g, st);
     else
@@ -287,6 +357,14 @@ extern "C" int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err
     const cudaError_t le = cudaGetLastError();
     if (le != cudaSuccess)
         return fail(err, le, "forward (kernel launch)");
+    if (c->prof.on && n == 1) { // decode steps only
+        for (int i = 1; i <= c->prof.n; i++) {
+            float ms = 0;
+            if (cudaEventElapsedTime(&ms, c->prof.ev[i - 1], c->prof.ev[i]) == cudaSuccess)
+                c->prof.ms[c->prof.lab[i]] += ms;
+        }
+        c->prof.steps++;
+    }
     return ARB_OK;
 }
 

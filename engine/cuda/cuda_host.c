@@ -80,6 +80,38 @@ bool arb_cuda_weight_bytes(const arb_cuda_model_desc *d, size_t *raw, size_t *fp
     return true;
 }
 
+bool arb_cuda_packed_block(uint32_t type, int *quant_bytes, int *scale_bytes)
+{
+    switch (type) {
+    case ARB_TYPE_Q4_0: *quant_bytes = 16, *scale_bytes = 2; return true;
+    case ARB_TYPE_Q4_1: *quant_bytes = 16, *scale_bytes = 4; return true;
+    case ARB_TYPE_Q8_0: *quant_bytes = 32, *scale_bytes = 2; return true;
+    default: return false;
+    }
+}
+
+static size_t packed_mat_bytes(const arb_cuda_mat_desc *m)
+{
+    int qb, sb;
+    if (!arb_cuda_packed_block(m->type, &qb, &sb))
+        return 0;
+    /* rows padded to chunks of 32 blocks (1024 elements) */
+    const size_t blocks = (size_t)m->n_out * (size_t)((m->n_in + 1023) / 1024) * 32;
+    return al(blocks * (size_t)qb) + al(blocks * (size_t)sb);
+}
+
+size_t arb_cuda_packed_bytes(const arb_cuda_model_desc *d)
+{
+    size_t b = packed_mat_bytes(&d->output);
+    for (int l = 0; l < d->n_layer; l++) {
+        const arb_cuda_layer_desc *L = &d->layers[l];
+        const arb_cuda_mat_desc *ms[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int i = 0; i < 7; i++)
+            b += packed_mat_bytes(ms[i]);
+    }
+    return b;
+}
+
 /* engine.h's GPU entry points (this file is built with and without CUDA). */
 int arb_gpu_info_get(arb_gpu_info *out, arb_err *err) { return arb_cuda_device_get(out, err); }
 double arb_gpu_probe_bw(size_t bytes, int reps) { return arb_cuda_probe_bw(bytes, reps); }

@@ -10,13 +10,16 @@
 #include "cuda.h"
 
 // A weight matrix on the device: the GGUF blocks as stored, plus (fast mode) an
-// FP16 copy for cuBLAS.
+// FP16 copy for cuBLAS, plus (Q4_0, Q4_1, Q8_0 matrices that a GEMV reads) the packed
+// layout of the decode kernel: quants of every block contiguous, scales apart.
 struct dmat {
     uint32_t type;
     int n_in, n_out;
     size_t row_bytes;
-    const uint8_t *q; // n_out * row_bytes
-    const __half *h;  // n_out x n_in, or NULL
+    const uint8_t *q;  // n_out * row_bytes
+    const __half *h;   // n_out x n_in, or NULL
+    const uint8_t *pq; // packed quants (n_out x n_in/32 x 16 or 32 B), or NULL
+    const uint8_t *ps; // packed scales (n_out x n_in/32 x 2 or 4 B), or NULL
 };
 
 struct dlayer {
@@ -41,6 +44,17 @@ struct arb_cuda_model {
 // y[t*ldy + o] (+)= dot(W[o], x[t*ldx ..]) for t < n: the quantized GEMV, 8 nodes per
 // weight read, each (row, node) reduced in an order fixed by n_in alone.
 void k_gemv(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool accumulate);
+// w's GGUF blocks (w->q) into the packed layout (arb_cuda_packed_block) at qs
+// (16-byte aligned) and sc; nothing for a type that is not packed.
+void k_pack(cudaStream_t st, const dmat *w, uint8_t *qs, uint8_t *sc);
+// The packed GEMV of several matrices that read the same x (Q, K, V: up to 3), in
+// one launch, each row summed exactly as k_gemv sums it (y[i]: n x w[i]->n_out, no
+// accumulate). false, launching nothing, unless all are packed with one type and n_in.
+bool k_gemv_multi(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, int n, float *const *y);
+// y = SiLU(gate . x) * (up . x) in one launch, each dot exactly as k_gemv's and the
+// SiLU as k_swiglu's (y: n x n_out). false, launching nothing, unless both are packed
+// with one type and shape.
+bool k_gemv_glu(cudaStream_t st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y);
 void k_get_rows(cudaStream_t st, const dmat *w, const int32_t *ids, int n, float *out);
 void k_to_half(cudaStream_t st, const dmat *w, __half *out); // whole matrix, for fast mode
 // out = x / rms(x) * g per row of dim (double sum of squares, fixed order); out16 optional.
@@ -66,7 +80,9 @@ size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim);
 // can give it (*max_dynamic).
 cudaError_t k_attention_prepare(size_t smem_optin, size_t *max_dynamic);
 void k_attention(cudaStream_t st, const attn_launch *a);
-void k_argmax(cudaStream_t st, const float *logits, int rows, int n_vocab, int32_t *out);
+// Argmax per row (lowest id among equal maxima); scratch: k_argmax_scratch_bytes(rows).
+size_t k_argmax_scratch_bytes(int rows);
+void k_argmax(cudaStream_t st, const float *logits, int rows, int n_vocab, void *scratch, int32_t *out);
 // k, v rows n_prefix + i (n_prefix on the device) = kn, vn row i, for i < n.
 void k_kv_store(cudaStream_t st, float *k, float *v, const float *kn, const float *vn, int n, int row_dim,
                 const int *n_prefix);

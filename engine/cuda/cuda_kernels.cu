@@ -358,6 +358,384 @@ void gemv_type(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, f
     }
 }
 
+// ---- The packed GEMV (Q4_0, Q4_1, Q8_0): the decode kernel ----
+//
+// Batch-1 decode reads every weight once per token, so it is bound by how fast the
+// weights stream, and by how the activations x reach the lanes. The GGUF blocks (18,
+// 20, 34 bytes) admit only 2-byte loads, so at upload (cuda_model.cu) each such matrix
+// is also stored packed, in chunks of 1024 elements (32 blocks) per row:
+//   - lane L of the warp that owns the row takes, in chunk c, the 32 elements
+//     e(i, j) = 1024c + 128i + 4L + j (i = 0..7, j = 0..3), so the warp's load of x for
+//     one i is 512 contiguous bytes (one float4 per lane), and lane L's quants of the
+//     chunk are one 16-byte load (Q8_0: two), the warp's 512 contiguous bytes;
+//   - 4-bit: word j of lane L's 16 bytes holds q(e(i, j)) in bits 4i..4i+3; Q8_0: word
+//     j + 4(i/4) holds it in byte i % 4;
+//   - the 32 block scales of a chunk are an array of their own (block 4i + L/8 of the
+//     chunk holds lane L's elements of step i): lane L loads the scale of block L and
+//     the others come by warp shuffle.
+// A row's last chunk is padded with zero quants and scales; its missing steps are
+// skipped, so no x beyond n_in is read.
+//
+// Dequantizing without int-to-float conversions (quarter-rate on the GPU): a quant q at
+// bit offset s < 23 of a word becomes the float 2^23 + q * 2^s when OR-ed into the
+// mantissa of 2^23, so one AND/OR (a LOP3) and one FADD give q * 2^s exactly, with the
+// offset of Q4_0 (q - 8) and Q8_0 (stored q + 128) folded into the subtracted constant.
+// The four elements of one step share their bit offset, and 2^-s is folded into the
+// block scale (exact: a power of two).
+//
+// Order, fixed by n_in alone (so a node's result is the same for any node count): lane L
+// adds, chunk by chunk and step i = 0..7 within a chunk, d_i * dot_i where dot_i is the
+// 4-term FMA chain over j (Q4_1: then m_i * ((x0 + x1) + (x2 + x3))); then the fixed
+// butterfly over the lanes.
+
+// Exact (q - off) * 2^(4k) for the nibble at bits 4k..4k+3 of u (k <= 3).
+__device__ __forceinline__ float nib(uint32_t u, int k, int off)
+{
+    return __int_as_float((u & (0xfu << (4 * k))) | 0x4b000000u) - (8388608.0f + (float)(off << (4 * k)));
+}
+// Exact (q - 128) * 2^(8k) for the byte at bits 8k..8k+7 of u (k <= 1).
+__device__ __forceinline__ float byt(uint32_t u, int k)
+{
+    return __int_as_float((u & (0xffu << (8 * k))) | 0x4b000000u) - (8388608.0f + (float)(128 << (8 * k)));
+}
+
+constexpr int kChunk = 1024; // elements per packed chunk: 32 lanes x 32
+
+template <int T> struct packed_traits;
+template <> struct packed_traits<ARB_TYPE_Q4_0> { static constexpr int qc = 512, sb = 2; };
+template <> struct packed_traits<ARB_TYPE_Q4_1> { static constexpr int qc = 512, sb = 4; };
+template <> struct packed_traits<ARB_TYPE_Q8_0> { static constexpr int qc = 1024, sb = 2; };
+
+// One lane's share of a chunk: its quant words and the scale of block L.
+struct packed_lane {
+    uint4 q[2]; // q[1] only for Q8_0
+    uint32_t s; // d (low half), Q4_1: m (high half)
+};
+
+template <int T>
+__device__ __forceinline__ packed_lane load_lane(const uint8_t *qr, const uint8_t *sr, int c, int lane)
+{
+    constexpr int QC = packed_traits<T>::qc, SB = packed_traits<T>::sb;
+    packed_lane p;
+    const uint4 *q = (const uint4 *)(qr + (size_t)c * QC) + lane;
+    p.q[0] = q[0];
+    if (QC == 1024)
+        p.q[1] = q[32];
+    const uint8_t *sp = sr + ((size_t)c * 32 + lane) * SB;
+    p.s = SB == 4 ? *(const uint32_t *)sp : (uint32_t)*(const uint16_t *)sp;
+    return p;
+}
+
+// Step i's four quants as exact floats, v[j] for element e(i, j), scaled by
+// 2^(4 (i % 4)) (Q8_0: 2^(8 (i % 2))). i is a constant after unrolling.
+template <int T> __device__ __forceinline__ void step_quants(const packed_lane &p, int i, float *v)
+{
+    if (T == ARB_TYPE_Q8_0) {
+        const uint4 q = i < 4 ? p.q[0] : p.q[1];
+        const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+        const int k = i & 3;
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            v[j] = byt(k < 2 ? w[j] : w[j] >> 16, k & 1); // stored q + 128
+        return;
+    }
+    const int off = T == ARB_TYPE_Q4_0 ? 8 : 0;
+    const uint32_t w[4] = {p.q[0].x, p.q[0].y, p.q[0].z, p.q[0].w};
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        v[j] = nib(i < 4 ? w[j] : w[j] >> 16, i & 3, off);
+}
+
+// Step i's scale with the 2^-s of its bit offset folded in (exact: a power of two), and
+// Q4_1's min, by shuffle from the lane that loaded block 4i + L/8. Every lane must call it.
+template <int T> __device__ __forceinline__ void step_scale(uint32_t s, int i, int lane, float *d, float *mn)
+{
+    const uint32_t si = __shfl_sync(0xffffffffu, s, 4 * i + (lane >> 3));
+    const float unscale = T == ARB_TYPE_Q8_0 ? (i & 1 ? 1.0f / 256.0f : 1.0f)
+                                             : (i & 3) == 0 ? 1.0f : (i & 3) == 1 ? 1.0f / 16.0f
+                                             : (i & 3) == 2 ? 1.0f / 256.0f : 1.0f / 4096.0f;
+    *d = h2f((uint16_t)(si & 0xffff)) * unscale;
+    *mn = T == ARB_TYPE_Q4_1 ? h2f((uint16_t)(si >> 16)) : 0.0f;
+}
+
+// One node's eight x loads of the lane in chunk c, issued together (one at a time, each
+// behind the previous step's FMAs, they made the GEMV latency-bound); padding of the
+// last chunk (steps with 128 i + 4 L >= rem, rem a multiple of 32) reads nothing.
+__device__ __forceinline__ void load_x_chunk(const float *x, int c, int lane, int rem, float4 *a)
+{
+    const float *xc = x + (size_t)c * kChunk + 4 * lane;
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        a[i] = rem >= kChunk || 128 * i + 4 * lane < rem ? *(const float4 *)(xc + 128 * i)
+                                                         : make_float4(0.f, 0.f, 0.f, 0.f);
+}
+
+// acc + step i of one node: the 4-term chain, then d * dot (Q4_1: then mn * sum x).
+template <int T> __device__ __forceinline__ float step_acc(const float *v, float d, float mn, float4 a, float acc)
+{
+    float dot = v[0] * a.x;
+    dot = fmaf(v[1], a.y, dot);
+    dot = fmaf(v[2], a.z, dot);
+    dot = fmaf(v[3], a.w, dot);
+    acc = fmaf(d, dot, acc);
+    if (T == ARB_TYPE_Q4_1)
+        acc = fmaf(mn, (a.x + a.y) + (a.z + a.w), acc);
+    return acc;
+}
+
+// acc[t] += chunk c of the row times node t's activations, for NT nodes, step by step
+// (few registers: decode runs one wave of warps). One node loads its eight x first;
+// several share each step's dequantized quants. The arithmetic is the same.
+template <int T, int NT>
+__device__ __forceinline__ void lane_chunk(const packed_lane &p, const float *x, int ldx, int c, int lane, int n_in,
+                                           float *acc)
+{
+    const int rem = n_in - c * kChunk;
+    if (NT == 1) {
+        float4 a[8];
+        load_x_chunk(x, c, lane, rem, a);
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            float v[4], d, mn;
+            step_scale<T>(p.s, i, lane, &d, &mn);
+            if (rem >= kChunk || 128 * i + 4 * lane < rem) {
+                step_quants<T>(p, i, v);
+                acc[0] = step_acc<T>(v, d, mn, a[i], acc[0]);
+            }
+        }
+    } else {
+        // step by step, each step's quants shared by the nodes: few registers for any NT
+        const float *xc = x + (size_t)c * kChunk + 4 * lane;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            float v[4], d, mn;
+            step_scale<T>(p.s, i, lane, &d, &mn);
+            if (rem >= kChunk || 128 * i + 4 * lane < rem) {
+                float4 a[NT];
+#pragma unroll
+                for (int t = 0; t < NT; t++)
+                    a[t] = *(const float4 *)(xc + (size_t)t * ldx + 128 * i);
+                step_quants<T>(p, i, v);
+#pragma unroll
+                for (int t = 0; t < NT; t++)
+                    acc[t] = step_acc<T>(v, d, mn, a[t], acc[t]);
+            }
+        }
+    }
+}
+
+// Fixed butterfly over the lanes; every lane gets the row's sum.
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+// One row of one packed matrix for NT nodes (acc[t]: lane L's part): chunks in order,
+// four in flight (a warp has 2-4 KB of weights outstanding).
+template <int T, int NT>
+__device__ __forceinline__ void packed_row(const uint8_t *qr, const uint8_t *sr, int n_in, const float *x, int ldx,
+                                           int lane, float *acc)
+{
+    const int nch = (n_in + kChunk - 1) / kChunk;
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+        acc[t] = 0.0f;
+    int c = 0;
+    for (; c + 3 < nch; c += 4) {
+        packed_lane p[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            p[u] = load_lane<T>(qr, sr, c + u, lane);
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            lane_chunk<T, NT>(p[u], x, ldx, c + u, lane, n_in, acc);
+    }
+    for (; c < nch; c++)
+        lane_chunk<T, NT>(load_lane<T>(qr, sr, c, lane), x, ldx, c, lane, n_in, acc);
+}
+
+// Bytes of one packed row: quants, then (separately) scales.
+template <int T> __host__ __device__ constexpr size_t packed_row_q(int n_in)
+{
+    return (size_t)((n_in + kChunk - 1) / kChunk) * packed_traits<T>::qc;
+}
+template <int T> __host__ __device__ constexpr size_t packed_row_s(int n_in)
+{
+    return (size_t)((n_in + kChunk - 1) / kChunk) * 32 * packed_traits<T>::sb;
+}
+
+// Up to three packed matrices of one type and row length that read the same x (Q, K
+// and V), their rows stacked: one launch, and the narrow K/V rows share it with Q's.
+struct packed_set {
+    const uint8_t *pq[3], *ps[3];
+    float *y[3];
+    int rows[3], ldy[3], n; // n matrices
+};
+
+// One node: at most 64 registers, so that 8 blocks (32 warps) fit an SM and a 4096-row
+// matrix runs in one wave on 132 SMs; more nodes: at most 128.
+template <int T, int NT>
+__global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_kernel(packed_set ms, int n_in, const float *x, int ldx,
+                                                           bool accumulate)
+{
+    int row = blockIdx.x * 4 + (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31;
+    // the matrix by selects, not by a runtime index into the parameter arrays (that
+    // copies them to local memory)
+    const int r0 = ms.rows[0], r1 = ms.n > 1 ? ms.rows[1] : 0, r2 = ms.n > 2 ? ms.rows[2] : 0;
+    if (row >= r0 + r1 + r2)
+        return;
+    const int mi = row < r0 ? 0 : row < r0 + r1 ? 1 : 2;
+    row -= mi == 0 ? 0 : mi == 1 ? r0 : r0 + r1;
+    const uint8_t *pq = mi == 0 ? ms.pq[0] : mi == 1 ? ms.pq[1] : ms.pq[2];
+    const uint8_t *ps = mi == 0 ? ms.ps[0] : mi == 1 ? ms.ps[1] : ms.ps[2];
+    float *y = mi == 0 ? ms.y[0] : mi == 1 ? ms.y[1] : ms.y[2];
+    const int ldy = mi == 0 ? ms.ldy[0] : mi == 1 ? ms.ldy[1] : ms.ldy[2];
+    float acc[NT];
+    packed_row<T, NT>(pq + (size_t)row * packed_row_q<T>(n_in), ps + (size_t)row * packed_row_s<T>(n_in), n_in, x, ldx,
+                      lane, acc);
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        const float v = warp_sum(acc[t]);
+        if (lane == 0) {
+            float *o = y + (size_t)t * ldy + row;
+            *o = accumulate ? *o + v : v;
+        }
+    }
+}
+
+// SiLU(g) * u as the CPU computes it: exp of -|g| only, so it never overflows.
+__device__ __forceinline__ float silu_mul(float g, float u)
+{
+    const float e = expf(-fabsf(g));
+    const float s = g >= 0 ? g / (1.0f + e) : g * e / (1.0f + e);
+    return s * u;
+}
+
+// Gate and up rows r in one warp, each summed exactly as gemv_packed_kernel sums it,
+// and y = SiLU(gate) * up written directly: one launch instead of three.
+template <int T, int NT>
+__global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_glu_kernel(const uint8_t *gq, const uint8_t *gs,
+                                                               const uint8_t *uq, const uint8_t *us, int n_in,
+                                                               int n_out, const float *x, int ldx, float *y,
+                                                               int ldy)
+{
+    const int row = blockIdx.x * 4 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= n_out)
+        return;
+    const size_t qo = (size_t)row * packed_row_q<T>(n_in), so = (size_t)row * packed_row_s<T>(n_in);
+    float ag[NT], au[NT];
+    packed_row<T, NT>(gq + qo, gs + so, n_in, x, ldx, lane, ag);
+    packed_row<T, NT>(uq + qo, us + so, n_in, x, ldx, lane, au);
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        const float g = warp_sum(ag[t]), u = warp_sum(au[t]);
+        if (lane == 0)
+            y[(size_t)t * ldy + row] = silu_mul(g, u);
+    }
+}
+
+template <int T, int NT>
+void launch_packed(cudaStream_t st, const packed_set &ms, int n_in, const float *x, int ldx, bool acc)
+{
+    int rows = 0;
+    for (int i = 0; i < ms.n; i++)
+        rows += ms.rows[i];
+    gemv_packed_kernel<T, NT><<<(unsigned)((rows + 3) / 4), 128, 0, st>>>(ms, n_in, x, ldx, acc);
+}
+
+// The node loop of every GEMV: 8 nodes per pass over the weights, then 4, 2, 1.
+template <typename F> void by_node_groups(int n, F &&f)
+{
+    for (int t = 0; t < n;) {
+        const int rest = n - t, g = rest >= 8 ? 8 : rest >= 4 ? 4 : rest >= 2 ? 2 : 1;
+        f(t, g);
+        t += g;
+    }
+}
+
+template <int T>
+void gemv_packed_type(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, int n,
+                      float *const *y, const int *ldy, bool acc)
+{
+    packed_set ms = {};
+    ms.n = nw;
+    const int n_in = w[0]->n_in;
+    by_node_groups(n, [&](int t, int g) {
+        for (int i = 0; i < nw; i++) {
+            ms.pq[i] = w[i]->pq, ms.ps[i] = w[i]->ps, ms.rows[i] = w[i]->n_out, ms.ldy[i] = ldy[i];
+            ms.y[i] = y[i] + (size_t)t * ldy[i];
+        }
+        const float *xt = x + (size_t)t * ldx;
+        switch (g) {
+        case 8: launch_packed<T, 8>(st, ms, n_in, xt, ldx, acc); break;
+        case 4: launch_packed<T, 4>(st, ms, n_in, xt, ldx, acc); break;
+        case 2: launch_packed<T, 2>(st, ms, n_in, xt, ldx, acc); break;
+        default: launch_packed<T, 1>(st, ms, n_in, xt, ldx, acc); break;
+        }
+    });
+}
+
+template <int T>
+void glu_packed_type(cudaStream_t st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y)
+{
+    const int n_in = gate->n_in, no = gate->n_out;
+    const unsigned grid = (unsigned)((no + 3) / 4);
+    by_node_groups(n, [&](int t, int g) {
+        const float *xt = x + (size_t)t * ldx;
+        float *yt = y + (size_t)t * no;
+#define GLU(G) gemv_packed_glu_kernel<T, G><<<grid, 128, 0, st>>>(gate->pq, gate->ps, up->pq, up->ps, n_in, no, xt, \
+                                                                   ldx, yt, no)
+        switch (g) {
+        case 8: GLU(8); break;
+        case 4: GLU(4); break;
+        case 2: GLU(2); break;
+        default: GLU(1); break;
+        }
+#undef GLU
+    });
+}
+
+// GGUF blocks (bb bytes: scales first, then quants) -> the packed layout (see the
+// packed GEMV's comment): one thread per (row, chunk, lane), padding written as zeros.
+__global__ void pack_kernel(const uint8_t *W, size_t row_bytes, int n_in, int n_out, int bb, int sb, bool q8,
+                            uint8_t *qs, uint8_t *sc)
+{
+    const int nch = (n_in + kChunk - 1) / kChunk, qc = q8 ? 1024 : 512;
+    const size_t total = (size_t)n_out * nch * 32;
+    for (size_t it = blockIdx.x * (size_t)blockDim.x + threadIdx.x; it < total; it += (size_t)gridDim.x * blockDim.x) {
+        const int lane = (int)(it % 32), c = (int)(it / 32 % nch);
+        const size_t r = it / 32 / nch;
+        const uint8_t *row = W + r * row_bytes;
+        uint8_t *qd = qs + (r * nch + c) * qc;
+        // scale of block `lane` of the chunk
+        const int blk = c * 32 + lane;
+        for (int k = 0; k < sb; k++)
+            sc[((r * nch + c) * 32 + lane) * sb + k] = blk * 32 < n_in ? row[(size_t)blk * bb + k] : 0;
+        uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int i = 0; i < 8; i++)
+            for (int j = 0; j < 4; j++) {
+                const int e = c * kChunk + 128 * i + 4 * lane + j;
+                uint32_t q = 0;
+                if (e < n_in) {
+                    const uint8_t *b = row + (size_t)(e / 32) * bb + sb; // the block's quants
+                    const int t = e % 32;
+                    q = q8 ? (uint32_t)(uint8_t)(b[t] ^ 0x80) : (t < 16 ? b[t] & 0xf : b[t - 16] >> 4);
+                }
+                if (q8)
+                    w[j + 4 * (i / 4)] |= q << (8 * (i % 4));
+                else
+                    w[j] |= q << (4 * i);
+            }
+        for (int h = 0; h < (q8 ? 2 : 1); h++)
+            for (int j = 0; j < 4; j++)
+                *(uint32_t *)(qd + 512 * h + 16 * lane + 4 * j) = w[4 * h + j];
+    }
+}
+
 template <int T> __global__ void get_rows_kernel(const uint8_t *W, size_t row_bytes, int n_in, const int32_t *ids,
                                                  float *out)
 {
@@ -452,13 +830,14 @@ __global__ void add_bias_kernel(float *x, const float *b, int dim, size_t total)
         x[i] += b[i % dim];
 }
 
+// One block per (node, head): a decode step has one node, and one block per node
+// left the GPU idle while it walked every head.
 __global__ void rope_kernel(float *x, int n_head, int head_dim, const int32_t *pos, const float *cs, bool neox)
 {
-    const int t = blockIdx.x, half = head_dim / 2;
+    const int t = blockIdx.x, h = blockIdx.y, half = head_dim / 2;
     const float *c = cs + (size_t)pos[t] * head_dim;
-    for (int i = threadIdx.x; i < n_head * half; i += blockDim.x) {
-        const int h = i / half, j = i % half;
-        float *v = x + ((size_t)t * n_head + h) * head_dim;
+    float *v = x + ((size_t)t * n_head + h) * head_dim;
+    for (int j = threadIdx.x; j < half; j += blockDim.x) {
         const float co = c[2 * j], si = c[2 * j + 1];
         const int a = neox ? j : 2 * j, b = neox ? j + half : 2 * j + 1;
         const float x0 = v[a], x1 = v[b];
@@ -467,13 +846,10 @@ __global__ void rope_kernel(float *x, int n_head, int head_dim, const int32_t *p
     }
 }
 
-// SiLU(g) * u as the CPU computes it: exp of -|g| only, so it never overflows.
 __global__ void swiglu_kernel(float *g, const float *u, size_t n, __half *out16)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const float v = g[i], e = expf(-fabsf(v));
-        const float s = v >= 0 ? v / (1.0f + e) : v * e / (1.0f + e);
-        const float r = s * u[i];
+        const float r = silu_mul(g[i], u[i]);
         g[i] = r;
         if (out16)
             out16[i] = __float2half(r);
@@ -579,31 +955,52 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(attn_launch a)
     }
 }
 
-// Argmax of each row, the lowest id among equal maxima (as the CPU greedy walk).
-__global__ void argmax_kernel(const float *logits, int n_vocab, int32_t *out)
+// Argmax of each row, the lowest id among equal maxima (as the CPU greedy walk). That
+// answer does not depend on the order of comparisons, so the row is split: block
+// (row, p) of stage 1 takes the p-th of kArgParts contiguous parts, and one warp per
+// row combines the parts (a decode step's 49k-150k logits were one block's serial walk).
+constexpr int kArgParts = 32;
+
+__device__ __forceinline__ void better(float &bv, int &bi, float ov, int oi)
+{
+    if (ov > bv || (ov == bv && oi < bi))
+        bv = ov, bi = oi;
+}
+
+__global__ void argmax_part_kernel(const float *logits, int n_vocab, float *part_v, int32_t *part_i)
 {
     __shared__ float bv[256];
     __shared__ int bi[256];
     const float *r = logits + (size_t)blockIdx.x * n_vocab;
+    const int p = blockIdx.y, per = (n_vocab + kArgParts - 1) / kArgParts;
+    const int k0 = p * per, k1 = min(n_vocab, k0 + per);
     float best = -INFINITY;
     int id = 0x7fffffff;
-    for (int k = threadIdx.x; k < n_vocab; k += blockDim.x)
+    for (int k = k0 + threadIdx.x; k < k1; k += blockDim.x)
         if (r[k] > best) // strided in increasing k: keeps the first maximum of this thread
             best = r[k], id = k;
     bv[threadIdx.x] = best;
     bi[threadIdx.x] = id;
     __syncthreads();
     for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if ((int)threadIdx.x < s) {
-            const float ov = bv[threadIdx.x + s];
-            const int oi = bi[threadIdx.x + s];
-            if (ov > bv[threadIdx.x] || (ov == bv[threadIdx.x] && oi < bi[threadIdx.x]))
-                bv[threadIdx.x] = ov, bi[threadIdx.x] = oi;
-        }
+        if ((int)threadIdx.x < s)
+            better(bv[threadIdx.x], bi[threadIdx.x], bv[threadIdx.x + s], bi[threadIdx.x + s]);
         __syncthreads();
     }
+    if (threadIdx.x == 0) {
+        part_v[blockIdx.x * kArgParts + p] = bv[0];
+        part_i[blockIdx.x * kArgParts + p] = bi[0];
+    }
+}
+
+__global__ void argmax_final_kernel(const float *part_v, const int32_t *part_i, int32_t *out)
+{
+    float v = part_v[blockIdx.x * kArgParts + threadIdx.x];
+    int i = part_i[blockIdx.x * kArgParts + threadIdx.x];
+    for (int off = 16; off > 0; off >>= 1)
+        better(v, i, __shfl_xor_sync(0xffffffffu, v, off), __shfl_xor_sync(0xffffffffu, i, off));
     if (threadIdx.x == 0)
-        out[blockIdx.x] = bi[0] == 0x7fffffff ? 0 : bi[0];
+        out[blockIdx.x] = i == 0x7fffffff ? 0 : i;
 }
 
 // This step's K and V rows (scratch, n x row_dim) into the cache at n_prefix + i.
@@ -656,7 +1053,62 @@ unsigned blocks_for(size_t n, unsigned threads)
 
 void k_gemv(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool accumulate)
 {
+    if (w->pq) {
+        switch (w->type) {
+        case ARB_TYPE_Q4_0: gemv_packed_type<ARB_TYPE_Q4_0>(st, &w, 1, x, ldx, n, &y, &ldy, accumulate); return;
+        case ARB_TYPE_Q4_1: gemv_packed_type<ARB_TYPE_Q4_1>(st, &w, 1, x, ldx, n, &y, &ldy, accumulate); return;
+        case ARB_TYPE_Q8_0: gemv_packed_type<ARB_TYPE_Q8_0>(st, &w, 1, x, ldx, n, &y, &ldy, accumulate); return;
+        default: break; // arb_cuda_packed_block packs only these
+        }
+    }
     TYPE_SWITCH(w->type, gemv_type, st, w, x, ldx, n, y, ldy, accumulate)
+}
+
+// Whether matrices can share one packed launch: all packed, one type, one row length.
+static bool same_packed(const dmat *const *w, int nw)
+{
+    for (int i = 0; i < nw; i++)
+        if (!w[i]->pq || w[i]->type != w[0]->type || w[i]->n_in != w[0]->n_in)
+            return false;
+    return true;
+}
+
+bool k_gemv_multi(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, int n, float *const *y)
+{
+    if (nw < 1 || nw > 3 || !same_packed(w, nw))
+        return false;
+    int ldy[3];
+    for (int i = 0; i < nw; i++)
+        ldy[i] = w[i]->n_out;
+    switch (w[0]->type) {
+    case ARB_TYPE_Q4_0: gemv_packed_type<ARB_TYPE_Q4_0>(st, w, nw, x, ldx, n, y, ldy, false); return true;
+    case ARB_TYPE_Q4_1: gemv_packed_type<ARB_TYPE_Q4_1>(st, w, nw, x, ldx, n, y, ldy, false); return true;
+    case ARB_TYPE_Q8_0: gemv_packed_type<ARB_TYPE_Q8_0>(st, w, nw, x, ldx, n, y, ldy, false); return true;
+    default: return false;
+    }
+}
+
+bool k_gemv_glu(cudaStream_t st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y)
+{
+    const dmat *w[2] = {gate, up};
+    if (!same_packed(w, 2) || gate->n_out != up->n_out)
+        return false;
+    switch (gate->type) {
+    case ARB_TYPE_Q4_0: glu_packed_type<ARB_TYPE_Q4_0>(st, gate, up, x, ldx, n, y); return true;
+    case ARB_TYPE_Q4_1: glu_packed_type<ARB_TYPE_Q4_1>(st, gate, up, x, ldx, n, y); return true;
+    case ARB_TYPE_Q8_0: glu_packed_type<ARB_TYPE_Q8_0>(st, gate, up, x, ldx, n, y); return true;
+    default: return false;
+    }
+}
+
+void k_pack(cudaStream_t st, const dmat *w, uint8_t *qs, uint8_t *sc)
+{
+    int qb, sb;
+    if (!arb_cuda_packed_block(w->type, &qb, &sb))
+        return;
+    const int bb = (int)(w->row_bytes / (w->n_in / 32)), nch = (w->n_in + kChunk - 1) / kChunk;
+    pack_kernel<<<blocks_for((size_t)w->n_out * nch * 32, 256), 256, 0, st>>>(
+        w->q, w->row_bytes, w->n_in, w->n_out, bb, sb, w->type == ARB_TYPE_Q8_0, qs, sc);
 }
 
 template <int T> static void get_rows_type(cudaStream_t st, const dmat *w, const int32_t *ids, int n, float *out)
@@ -680,7 +1132,8 @@ void k_to_half(cudaStream_t st, const dmat *w, __half *out) { TYPE_SWITCH(w->typ
 void k_rmsnorm(cudaStream_t st, const float *x, const float *g, int rows, int dim, float eps, float *out,
                __half *out16)
 {
-    const int threads = dim >= 256 ? 256 : ((dim + 31) / 32) * 32;
+    // Up to 1024 threads: a decode step normalizes one row, on one SM.
+    const int threads = dim >= 1024 ? 1024 : ((dim + 31) / 32) * 32;
     rmsnorm_kernel<<<rows, threads, 0, st>>>(x, g, dim, eps, out, out16);
 }
 
@@ -693,7 +1146,8 @@ void k_add_bias(cudaStream_t st, float *x, const float *b, int rows, int dim)
 void k_rope(cudaStream_t st, float *x, int n, int n_head, int head_dim, const int32_t *pos, const float *cs,
             bool neox)
 {
-    rope_kernel<<<n, 128, 0, st>>>(x, n_head, head_dim, pos, cs, neox);
+    const int half = head_dim / 2, threads = half >= 128 ? 128 : ((half + 31) / 32) * 32;
+    rope_kernel<<<dim3((unsigned)n, (unsigned)n_head), threads, 0, st>>>(x, n_head, head_dim, pos, cs, neox);
 }
 
 void k_swiglu(cudaStream_t st, float *g, const float *u, size_t n, __half *out16)
@@ -730,9 +1184,14 @@ void k_attention(cudaStream_t st, const attn_launch *a)
     attention_kernel<<<grid, kAttnThreads, k_attention_smem(a->n_ctx, a->n_batch_max, a->head_dim), st>>>(*a);
 }
 
-void k_argmax(cudaStream_t st, const float *logits, int rows, int n_vocab, int32_t *out)
+size_t k_argmax_scratch_bytes(int rows) { return (size_t)rows * kArgParts * (sizeof(float) + sizeof(int32_t)); }
+
+void k_argmax(cudaStream_t st, const float *logits, int rows, int n_vocab, void *scratch, int32_t *out)
 {
-    argmax_kernel<<<rows, 256, 0, st>>>(logits, n_vocab, out);
+    float *pv = (float *)scratch;
+    int32_t *pi = (int32_t *)(pv + (size_t)rows * kArgParts);
+    argmax_part_kernel<<<dim3((unsigned)rows, kArgParts), 256, 0, st>>>(logits, n_vocab, pv, pi);
+    argmax_final_kernel<<<rows, kArgParts, 0, st>>>(pv, pi, out);
 }
 
 void k_kv_store(cudaStream_t st, float *k, float *v, const float *kn, const float *vn, int n, int row_dim,

@@ -110,21 +110,38 @@ struct uploader {
         e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
         return dst;
     }
-    __half *reserve_half(size_t elems)
+    void *reserve(size_t bytes)
     {
         if (e != cudaSuccess)
             return NULL;
         void *dst = base + off;
-        off += al(elems * 2);
+        off += al(bytes);
         if (off > cap) {
             e = cudaErrorMemoryAllocation;
             return NULL;
         }
-        return (__half *)dst;
+        return dst;
     }
+    __half *reserve_half(size_t elems) { return (__half *)reserve(elems * 2); }
 };
 
-dmat up_mat(uploader *u, const arb_cuda_mat_desc *d, bool fp16)
+// The packed copy of a matrix the GEMV reads (cuda_kernels.cu), for the types it packs.
+void pack_mat(uploader *u, dmat *m)
+{
+    int qb, sb;
+    if (!arb_cuda_packed_block(m->type, &qb, &sb) || u->e != cudaSuccess)
+        return;
+    const size_t blocks = (size_t)m->n_out * (size_t)((m->n_in + 1023) / 1024) * 32; // whole chunks
+    uint8_t *qs = (uint8_t *)u->reserve(blocks * (size_t)qb), *sc = (uint8_t *)u->reserve(blocks * (size_t)sb);
+    if (!qs || !sc)
+        return;
+    k_pack(0, m, qs, sc);
+    u->e = cudaGetLastError();
+    m->pq = qs;
+    m->ps = sc;
+}
+
+dmat up_mat(uploader *u, const arb_cuda_mat_desc *d, bool fp16, bool pack)
 {
     dmat m = {};
     m.type = d->type;
@@ -140,6 +157,8 @@ dmat up_mat(uploader *u, const arb_cuda_mat_desc *d, bool fp16)
         }
         m.h = h;
     }
+    if (pack)
+        pack_mat(u, &m);
     return m;
 }
 
@@ -157,7 +176,13 @@ extern "C" int arb_cuda_model_new(const arb_cuda_model_desc *d, bool exact, arb_
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
                        "%s: backend cuda: a weight matrix has a type the CUDA kernels do not read "
                        "(F32 F16 BF16 Q4_0 Q4_1 Q8_0 Q4_K Q6_K)", d->path);
-    const size_t need = raw + (exact ? 0 : h16);
+    // ARBOR_CUDA_GEMV=rowwarp keeps the GEMV on the GGUF blocks (the kernel before the
+    // packed one), for comparing the two; packed is the default.
+    const char *gv = getenv("ARBOR_CUDA_GEMV");
+    if (gv && strcmp(gv, "packed") && strcmp(gv, "rowwarp"))
+        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_GEMV=%s: expected packed or rowwarp", gv);
+    const bool pack = !gv || !strcmp(gv, "packed");
+    const size_t need = raw + (exact ? 0 : h16) + (pack ? arb_cuda_packed_bytes(d) : 0);
     arb_cuda_model *m = (arb_cuda_model *)calloc(1, sizeof *m);
     if (!m)
         return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", d->path);
@@ -186,7 +211,7 @@ extern "C" int arb_cuda_model_new(const arb_cuda_model_desc *d, bool exact, arb_
     }
     m->arena_bytes = need;
     uploader u = {(uint8_t *)m->arena, 0, need, cudaSuccess};
-    m->tok_embd = up_mat(&u, &d->tok_embd, false);
+    m->tok_embd = up_mat(&u, &d->tok_embd, false, false); // read by rows only
     if (d->output.data == d->tok_embd.data) { // tied head: the same blocks
         m->output = m->tok_embd;
         if (!exact) {
@@ -196,8 +221,10 @@ extern "C" int arb_cuda_model_new(const arb_cuda_model_desc *d, bool exact, arb_
                 u.e = cudaGetLastError();
             }
         }
+        if (pack)
+            pack_mat(&u, &m->output);
     } else {
-        m->output = up_mat(&u, &d->output, !exact);
+        m->output = up_mat(&u, &d->output, !exact, pack);
     }
     m->output_norm = (const float *)u.put(d->output_norm, (size_t)d->n_embd * 4);
     const size_t E = (size_t)d->n_embd, qd = (size_t)d->n_head * d->head_dim, kvd = (size_t)d->n_head_kv * d->head_dim;
@@ -211,13 +238,13 @@ extern "C" int arb_cuda_model_new(const arb_cuda_model_desc *d, bool exact, arb_
         D->bv = (const float *)u.put(L->bv, kvd * 4);
         D->q_norm = (const float *)u.put(L->q_norm, (size_t)d->head_dim * 4);
         D->k_norm = (const float *)u.put(L->k_norm, (size_t)d->head_dim * 4);
-        D->wq = up_mat(&u, &L->wq, !exact);
-        D->wk = up_mat(&u, &L->wk, !exact);
-        D->wv = up_mat(&u, &L->wv, !exact);
-        D->wo = up_mat(&u, &L->wo, !exact);
-        D->w_gate = up_mat(&u, &L->w_gate, !exact);
-        D->w_up = up_mat(&u, &L->w_up, !exact);
-        D->w_down = up_mat(&u, &L->w_down, !exact);
+        D->wq = up_mat(&u, &L->wq, !exact, pack);
+        D->wk = up_mat(&u, &L->wk, !exact, pack);
+        D->wv = up_mat(&u, &L->wv, !exact, pack);
+        D->wo = up_mat(&u, &L->wo, !exact, pack);
+        D->w_gate = up_mat(&u, &L->w_gate, !exact, pack);
+        D->w_up = up_mat(&u, &L->w_up, !exact, pack);
+        D->w_down = up_mat(&u, &L->w_down, !exact, pack);
     }
     if (u.e == cudaSuccess)
         u.e = cudaDeviceSynchronize();
