@@ -13,6 +13,9 @@
  *     // a tree step: n nodes, parent[i] < i or -1; logits is n x n_vocab
  *     arb_eval(c, tree_tok, tree_parent, n, logits, NULL, &err);
  *     arb_commit(c, accepted_nodes, n_acc, &err);        // indices into the last eval
+ *     // or only what the caller reads per node (no n x n_vocab rows; on a GPU, no row copies)
+ *     arb_eval_ex(c, tree_tok, tree_parent, n, &(arb_eval_out){.topk_k = 10, .topk_ids = ids,
+ *                 .topk_p = probs}, &err);                // ids[i*10] = argmax of node i
  *     arb_ctx_free(c); arb_model_free(m);
  *
  * Exactness: on the CPU backend a node's logits are bit-identical whether it is
