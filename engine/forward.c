@@ -43,10 +43,10 @@ struct arb_ctx {
     bool last_is_chain;   /* last eval was a chain (any length) */
     arb_cuda_ctx *cuda;   /* backend cuda: the whole forward runs there (the host buffers
                              above stay NULL; kv only counts n_past) */
-    float *head_buf;      /* ARB_HEAD_CHUNK x n_vocab: logits rows for argmax-only evals (CPU) */
+    float *head_buf;      /* ARB_HEAD_CHUNK x n_vocab: logits rows for evals without logits (CPU) */
 };
 
-/* Argmax-only evals on the CPU compute the output head this many rows at a time. */
+/* Evals without logits (argmax, top-K) on the CPU compute the output head this many rows at a time. */
 #define ARB_HEAD_CHUNK 32
 
 arb_ctx_opts arb_ctx_default_opts(void)
@@ -254,6 +254,38 @@ static void softcap(const arb_model *m, float *x, size_t n)
             x[i] = cap * tanhf(x[i] / cap);
 }
 
+/* The per-row outputs (argmax, top-K) of k logits rows that are rows r0.. of the eval's
+   head: one row per task on the context's threads (a row is a 4V-byte read that one core
+   streams too slowly at 60 rows, as decode found), the caller alone for one row. */
+typedef struct head_rows_job {
+    const float *rows; /* k x V */
+    int V, r0;
+    const arb_eval_out *o;
+} head_rows_job;
+
+static void head_row(void *ud, int i, int n)
+{
+    (void)n;
+    const head_rows_job *j = ud;
+    const float *row = j->rows + (size_t)i * j->V;
+    const size_t r = (size_t)(j->r0 + i), K = (size_t)j->o->topk_k;
+    if (j->o->argmax)
+        j->o->argmax[r] = row_argmax(row, j->V);
+    if (K)
+        arb_topk_softmax(row, j->V, (int)K, j->o->topk_ids + r * K, j->o->topk_p + r * K);
+}
+
+static void head_outputs(arb_ctx *c, const float *rows, int k, const arb_eval_out *o, int r0)
+{
+    if (!o->argmax && o->topk_k <= 0)
+        return;
+    head_rows_job j = {.rows = rows, .V = c->m->n_vocab, .r0 = r0, .o = o};
+    if (k == 1)
+        head_row(&j, 0, 1);
+    else
+        arb_backend_parallel_for(&c->be, k, head_row, &j);
+}
+
 /* One batch of n <= n_batch_max nodes; KV rows at n_prefix + i. The final norm and
    output head run for rows head_from..n-1 only (logits/hidden receive those rows). */
 static void forward_cpu(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, int n_prefix,
@@ -331,17 +363,16 @@ static void forward_cpu(arb_ctx *c, const int32_t *tok, const int32_t *parent, i
     if (o->logits) {
         arb_backend_matmul(be, &m->output, c->xb, nh, o->logits, c->work);
         softcap(m, o->logits, (size_t)nh * m->n_vocab);
-        if (o->argmax)
-            for (int r = 0; r < nh; r++)
-                o->argmax[r] = row_argmax(o->logits + (size_t)r * m->n_vocab, m->n_vocab);
+        head_outputs(c, o->logits, nh, o, 0);
         return;
     }
-    for (int r0 = 0; o->argmax && r0 < nh; r0 += ARB_HEAD_CHUNK) { /* argmax only: no n x n_vocab buffer */
+    /* argmax / top-K only: no n x n_vocab buffer. The head is batch-invariant, so a row
+       computed in a chunk of 32 equals the same row of the full product bit for bit. */
+    for (int r0 = 0; (o->argmax || o->topk_k > 0) && r0 < nh; r0 += ARB_HEAD_CHUNK) {
         const int k = nh - r0 < ARB_HEAD_CHUNK ? nh - r0 : ARB_HEAD_CHUNK;
         arb_backend_matmul(be, &m->output, c->xb + (size_t)r0 * E, k, c->head_buf, c->work);
         softcap(m, c->head_buf, (size_t)k * m->n_vocab); /* tanh can merge near-equal maxima: same argmax as logits */
-        for (int r = 0; r < k; r++)
-            o->argmax[r0 + r] = row_argmax(c->head_buf + (size_t)r * m->n_vocab, m->n_vocab);
+        head_outputs(c, c->head_buf, k, o, r0);
     }
 }
 
@@ -357,7 +388,8 @@ static int forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n,
     }
     const arb_cuda_step st = {.tok = tok, .parent = parent, .pos = c->pos, .n = n, .n_prefix = n_prefix,
                               .head_from = head_from, .logits = o->logits, .argmax = o->argmax,
-                              .hidden = o->hidden};
+                              .hidden = o->hidden, .topk_k = o->topk_k, .topk_ids = o->topk_ids,
+                              .topk_p = o->topk_p};
     return arb_cuda_forward(c->cuda, &st, err);
 }
 
@@ -385,9 +417,12 @@ int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, co
 {
     const arb_model *m = c->m;
     c->last_n = 0;
-    if (n < 1 || !tok || !parent || !o || (!o->logits && !o->argmax))
+    if (n < 1 || !tok || !parent || !o || (!o->logits && !o->argmax && o->topk_k == 0))
         return ARB_ERR(err, ARB_E_INVAL, "eval: n = %d with %s", n,
-                       n < 1 ? "no nodes" : "NULL buffers (tokens, parents, or both logits and argmax)");
+                       n < 1 ? "no nodes" : "NULL buffers (tokens, parents, or no logits, argmax or top-K)");
+    if (o->topk_k < 0 || o->topk_k > ARB_TOPK_K_MAX || (o->topk_k > 0 && (!o->topk_ids || !o->topk_p)))
+        return ARB_ERR(err, ARB_E_INVAL, "eval: top-K of %d (must be 0..%d, with ids and probability buffers)",
+                       o->topk_k, ARB_TOPK_K_MAX);
     if (o->hidden && !c->want_hidden)
         return ARB_ERR(err, ARB_E_INVAL, "eval: hidden states requested but ctx created without want_hidden");
     if (n > c->n_ctx - c->kv.n_past)
@@ -417,6 +452,9 @@ int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, co
                 .logits = o->logits ? o->logits + (size_t)off * m->n_vocab : NULL,
                 .argmax = o->argmax ? o->argmax + off : NULL,
                 .hidden = o->hidden ? o->hidden + (size_t)off * m->n_embd : NULL,
+                .topk_k = o->topk_k,
+                .topk_ids = o->topk_k ? o->topk_ids + (size_t)off * o->topk_k : NULL,
+                .topk_p = o->topk_k ? o->topk_p + (size_t)off * o->topk_k : NULL,
             };
             rc = forward(c, tok + off, c->chain, k, c->kv.n_past + off, &oc, 0, err);
         }

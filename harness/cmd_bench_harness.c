@@ -106,7 +106,7 @@ static void stream(int32_t *S, int L, int V)
     }
 }
 
-/* top-K of row i, as decode's topk_rows runs it on the target's threads */
+/* top-K of row i, as the CPU engine runs it for arb_eval_out.topk (one row per task on the target's threads) */
 typedef struct topk_job {
     const float *lg;
     int V;

@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "drafters/topk.h"
+#include "engine.h" /* arb_topk_softmax, ARB_TOPK_K_MAX */
 #include "entmtp_frontier.h"
 #include "entmtp_rollout.h"
 #include "entmtp_timing.h"

@@ -24,11 +24,16 @@ static const char description[] =
     "iso3 iso5 sequoia draft eagle2, the GOOSE ablations goose-nospinebr goose-unigram\n"
     "goose-nobypass goose-nospine goose-control, and every other registered preset; T > 0\n"
     "needs ar, draft, eagle2 or eagle-dte (the draft's verifier: --set verifier=NAME;\n"
-    "verifier=typical is typical acceptance, approximate: reports mark it).\n";
+    "verifier=typical is typical acceptance, approximate: reports mark it).\n"
+    "The summary also gives the process CPU time per decoding step (meaningful with\n"
+    "--threads 1 on a busy machine). --full-rows copies every node's full logits row back\n"
+    "from the engine and computes the top-K on the host, as before the engine returned it\n"
+    "(docs/gpu.md \"No logits round trip\"): same tokens, for before/after timings.\n";
 
 typedef struct gen_state {
     const arb_model *m;
     double t0, t_first;
+    double cpu_first; /* process CPU time at the first token (prefill done) */
     int n_tok;
     bool steps;
 } gen_state;
@@ -40,11 +45,20 @@ static double now_us(void)
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+static double cpu_us(void) /* this process, all threads */
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
 static int on_token(int32_t tok, void *ud)
 {
     gen_state *g = ud;
-    if (g->n_tok++ == 0)
+    if (g->n_tok++ == 0) {
         g->t_first = now_us();
+        g->cpu_first = cpu_us();
+    }
     char buf[256];
     int n = arb_token_piece(g->m, tok, buf, sizeof buf);
     if (n > 0)
@@ -107,7 +121,7 @@ int arb_cmd_generate(int argc, char **argv)
     const char *set_v[64];
     arb_opt_list sets = {set_v, 64, 0};
     int max_new = 128, threads = 0;
-    bool no_chat = false, steps = false;
+    bool no_chat = false, steps = false, full_rows = false;
     double temp = 0.0, top_p = 1.0;
     uint64_t seed = 0;
     bool have_t = false, have_p = false, have_seed = false;
@@ -129,6 +143,7 @@ int arb_cmd_generate(int argc, char **argv)
         ARB_OPT_FLAG("--steps", &steps, "one line per decoding step on stderr"),
         ARB_OPT_INT("--threads", "N", &threads, 0, 1024, "kernel threads (default 0 = all cores)"),
         ARB_OPT_STR("--backend", "B", &backend, "cpu (default), cuda (fast) or cuda-exact (batch-invariant)"),
+        ARB_OPT_FLAG("--full-rows", &full_rows, "every eval returns full logits rows, top-K on the host (timings)"),
         ARB_OPT_END};
     /* The plug-in names come from each kind's table (scripts/cli_reference.py copies this
        block into the README), so a new row shows up here without editing the text. */
@@ -160,20 +175,26 @@ int arb_cmd_generate(int argc, char **argv)
     arb_decode_cb cb = {.on_step = on_step, .on_token = on_token, .ud = &g};
     arb_decode_opts o = arb_decode_default_opts();
     o.max_new = max_new;
+    o.full_rows = full_rows;
     arb_prompt_result r;
     g.t0 = now_us();
+    const double c0 = cpu_us();
     if ((rc = arb_decoder_generate(d, ids, n_ids, &o, &cb, &r, &err)))
         goto done;
+    const double cpu_gen = cpu_us() - c0;
     fputc('\n', stdout);
     fflush(stdout);
     double tau = (double)r.n_generated / r.n_target_calls;
     fprintf(stderr,
             "\n[%s%s] %d prompt tokens, %d generated in %d target calls: tau %.3f, %.2f tok/s, "
-            "time to first token %.1f ms, harness %.2f%% of eval, tables %.2f MB%s\n",
+            "time to first token %.1f ms, harness %.2f%% of eval, tables %.2f MB%s\n"
+            "process CPU %.1f ms, %.3f ms per step after prefill%s\n",
             spec.id, spec.temperature > 0 && arb_verifier_find(spec.verifier)->approximate ? " (approximate)" : "",
             r.n_prompt, r.n_generated, r.n_target_calls, tau, r.n_generated / (r.wall_us / 1e6),
             (g.t_first - g.t0) / 1e3, r.eval_us > 0 ? 100.0 * r.harness_us / r.eval_us : 0.0,
-            arb_decoder_table_bytes(d) / 1048576.0, r.stopped_eos ? " (stopped at EOS)" : "");
+            arb_decoder_table_bytes(d) / 1048576.0, r.stopped_eos ? " (stopped at EOS)" : "", cpu_gen / 1e3,
+            r.n_steps > 0 ? (cpu_gen - (g.cpu_first - c0)) / 1e3 / r.n_steps : 0.0,
+            full_rows ? " (full rows)" : "");
 done:
     if (rc)
         fprintf(stderr, "arbor generate: %s\n", err.msg);

@@ -23,8 +23,14 @@ struct arb_decoder {
     bool new_run;             /* next prompt starts a run (hot-start tables cleared) */
     arb_tree tree;
     int rows;                 /* logits rows = max(tree cap, prefill chunk) */
-    float *logits;            /* [rows * V] */
+    /* What each eval asks the engine for (docs/gpu.md "No logits round trip"): full rows
+       only for a consumer that reads them, else each node's top-K (the drafter harvests)
+       or argmax (greedy verification), computed where the logits are. */
+    bool want_rows;           /* T > 0 (sampling verifiers, pick_token's draw) or a drafter with
+                                 stop_logits: every step's rows and the prefill's last row */
+    float *logits;            /* [rows * V] when want_rows or after a full_rows run; else NULL */
     int32_t *nt, *path, *prev, *chain_parent, *chain_path; /* [rows] */
+    int32_t *amax;            /* [rows] argmax per node (greedy without a harvest) */
     bool want_topk;
     int K;
     int32_t *topk_ids;        /* [rows * K] */
@@ -81,6 +87,7 @@ void arb_decoder_free(arb_decoder *d)
     free(d->prev);
     free(d->chain_parent);
     free(d->chain_path);
+    free(d->amax);
     free(d->topk_ids);
     free(d->topk_sc);
     free(d->pi);
@@ -115,13 +122,17 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
     d->rows = cap > PREFILL_CHUNK ? cap : PREFILL_CHUNK;
     d->want_topk = d->dr->harvest != NULL;
     d->K = s->topk;
+    d->sampling = d->dr->q_rows && s->temperature > 0; /* speculative sampling */
+    d->want_rows = s->temperature > 0 || d->dr->stop_logits != NULL;
     size_t r = (size_t)d->rows;
     rc = arb_tree_init(&d->tree, cap, err);
     if (!rc)
         rc = d->dr->create(s, d->V, &d->dst, err);
     if (!rc) {
-        d->logits = malloc(r * d->V * sizeof *d->logits);
+        if (d->want_rows)
+            d->logits = malloc(r * d->V * sizeof *d->logits);
         d->nt = malloc(r * sizeof *d->nt);
+        d->amax = malloc(r * sizeof *d->amax);
         d->path = malloc(r * sizeof *d->path);
         d->prev = malloc(r * sizeof *d->prev);
         d->chain_parent = malloc(r * sizeof *d->chain_parent);
@@ -132,15 +143,14 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
             d->pi = malloc((size_t)d->V * sizeof *d->pi);
             d->pidx = malloc((size_t)d->V * sizeof *d->pidx);
         }
-        if (!d->logits || !d->nt || !d->path || !d->prev || !d->chain_parent || !d->chain_path ||
-            !d->topk_ids || !d->topk_sc || (s->temperature > 0 && (!d->pi || !d->pidx)))
+        if ((d->want_rows && !d->logits) || !d->nt || !d->amax || !d->path || !d->prev || !d->chain_parent ||
+            !d->chain_path || !d->topk_ids || !d->topk_sc || (s->temperature > 0 && (!d->pi || !d->pidx)))
             rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate buffers for %d rows x %d vocab", d->rows, d->V);
     }
     if (!rc && d->dr->hidden && !(d->hid = malloc(r * (size_t)d->E * sizeof *d->hid)))
         rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate %d hidden rows", d->rows);
     if (!rc && d->dr->bind)
         rc = d->dr->bind(d->dst, target, err);
-    d->sampling = d->dr->q_rows && s->temperature > 0; /* speculative sampling */
     if (!rc && (s->temperature <= 0 || d->sampling)) {
         arb_verifier_opts vo = arb_verifier_default_opts();
         vo.V = d->V;
@@ -215,8 +225,30 @@ static void per_row(arb_decoder *d, int n, void (*fn)(void *ud, int i, int n))
         arb_ctx_parallel_for(d->ctx, n, fn, d);
 }
 
-/* Top-K + softmax of every evaluated row: verification's argmax and the harvest. */
+/* Top-K + softmax of every evaluated row on the host (the full_rows path only). */
 static void topk_rows(arb_decoder *d, int n) { per_row(d, n, topk_row); }
+
+/* One eval of n nodes with the narrowest output its consumers read: full rows when
+   `rows` (d->want_rows, or the full_rows hook), the top-K when the drafter harvests (its
+   first column is the greedy argmax), else the argmax at T = 0. The full_rows hook is
+   the path before arb_eval_out.topk: every row to the host, the top-K computed here. */
+static int eval_nodes(arb_decoder *d, const int32_t *tok, const int32_t *parent, int n, bool rows, bool full_rows,
+                      arb_err *err)
+{
+    arb_eval_out out = {.hidden = d->hid, .logits = rows || full_rows ? d->logits : NULL};
+    if (!full_rows && d->want_topk) {
+        out.topk_k = d->K;
+        out.topk_ids = d->topk_ids;
+        out.topk_p = d->topk_sc;
+    } else if (!full_rows && (d->spec.temperature <= 0 || !out.logits)) {
+        out.argmax = d->amax; /* at T > 0 only for a prefill chunk before the last: an eval
+                                 returns something, and an argmax is the cheapest */
+    }
+    int rc = arb_eval_ex(d->ctx, tok, parent, n, &out, err);
+    if (!rc && full_rows && d->want_topk)
+        topk_rows(d, n);
+    return rc;
+}
 
 /* The verifier's row pool (arb_verify_in.for_rows): the target's kernel threads. */
 static void rows_on_target(void *pool, int n, void (*fn)(void *ud, int i, int n), void *ud)
@@ -224,8 +256,10 @@ static void rows_on_target(void *pool, int n, void (*fn)(void *ud, int i, int n)
     arb_ctx_parallel_for(pool, n, fn, ud);
 }
 
-static int ensure_capacity(arb_decoder *d, int n_prompt, int max_new, arb_err *err)
+static int ensure_capacity(arb_decoder *d, int n_prompt, int max_new, bool full_rows, arb_err *err)
 {
+    if (full_rows && !d->logits && !(d->logits = malloc((size_t)d->rows * d->V * sizeof *d->logits)))
+        return ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate %d rows x %d vocab", d->rows, d->V);
     int need = n_prompt + max_new + d->tree.cap + 2;
     if (need > d->S_cap) {
         int32_t *s = realloc(d->S, (size_t)need * sizeof *s);
@@ -267,15 +301,16 @@ static int push_tokens(arb_decoder *d, const int32_t *tok, int n, const arb_deco
     return kept;
 }
 
-static int prefill(arb_decoder *d, const int32_t *prompt, int n_prompt, arb_err *err)
+/* The prompt in chunks of d->rows; the last chunk's outputs (rows, top-K, argmax) stay
+   in the decoder's buffers for the first token. */
+static int prefill(arb_decoder *d, const int32_t *prompt, int n_prompt, bool full_rows, arb_err *err)
 {
     for (int c0 = 0; c0 < n_prompt; c0 += d->rows) {
         int n = n_prompt - c0 < d->rows ? n_prompt - c0 : d->rows;
-        int rc = arb_eval(d->ctx, prompt + c0, d->chain_parent, n, d->logits, d->hid, err);
+        int rc = eval_nodes(d, prompt + c0, d->chain_parent, n, d->want_rows && c0 + n == n_prompt, full_rows, err);
         if (rc)
             return rc;
         if (d->want_topk) {
-            topk_rows(d, n);
             for (int i = 0; i < n; i++)
                 d->prev[i] = c0 + i > 0 ? prompt[c0 + i - 1] : -1;
             arb_harvest h = {.n = n, .K = d->K, .tok = prompt + c0, .prev = d->prev, .ids = d->topk_ids,
@@ -349,7 +384,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
     if (n_prompt < 1 || o->max_new < 1)
         return ARB_ERR(err, ARB_E_INVAL, "generate: prompt of %d tokens, max_new %d (both must be >= 1)", n_prompt,
                        o->max_new);
-    int rc = ensure_capacity(d, n_prompt, o->max_new, err);
+    int rc = ensure_capacity(d, n_prompt, o->max_new, o->full_rows, err);
     if (!rc)
         rc = d->dr->begin(d->dst, n_prompt + o->max_new + d->tree.cap + 2, d->new_run, err);
     if (rc)
@@ -361,10 +396,14 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
     res->n_prompt = n_prompt;
     double t_start = now_us();
     /* Prefill: one target call producing one token (docs/spec/drafting.md §1.1). */
-    if ((rc = prefill(d, prompt, n_prompt, err)))
+    if ((rc = prefill(d, prompt, n_prompt, o->full_rows, err)))
         return rc;
     int last = (n_prompt - 1) % d->rows;
-    int32_t first = pick_token(d, d->logits + (size_t)last * d->V, o->prompt_id, 0);
+    int32_t first; /* greedy: the argmax, from the engine's top-K or argmax unless rows came back */
+    if (d->want_rows || o->full_rows)
+        first = pick_token(d, d->logits + (size_t)last * d->V, o->prompt_id, 0);
+    else
+        first = d->want_topk ? d->topk_ids[(size_t)last * d->K] : d->amax[last];
     if (d->hid)
         d->dr->hidden(d->dst, d->hid + (size_t)last * d->E);
     if (d->dr->stop_logits)
@@ -390,16 +429,17 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         d->dr->propose(d->dst, d->S, d->n_S, t, &rec);
         arb_tree_finalize(t);
         double t1 = now_us();
-        if ((rc = arb_eval(d->ctx, t->tok, t->parent, t->n, d->logits, d->hid, err)))
+        if ((rc = eval_nodes(d, t->tok, t->parent, t->n, d->want_rows, o->full_rows, err)))
             return rc;
         res->n_target_calls++;
         double t2 = now_us();
-        /* verify through the verifier table: greedy (argmax per node, given as the top-K rows'
-           first column when the drafter harvests, then the walk) or a sampling verifier */
+        /* verify through the verifier table: greedy (argmax per node: the top-K rows' first
+           column when the drafter harvests, else the engine's argmax, or from the rows on the
+           full_rows path; then the walk) or a sampling verifier (rows, d->want_rows) */
         arb_verify_out vo;
         if (d->vf) {
-            arb_verify_in in = {.tree = t, .logits = d->logits, .V = d->V, .for_rows = rows_on_target,
-                                .pool = d->ctx};
+            arb_verify_in in = {.tree = t, .logits = d->want_rows || o->full_rows ? d->logits : NULL, .V = d->V,
+                                .for_rows = rows_on_target, .pool = d->ctx};
             arb_rng vr;
             if (d->sampling) { /* p rows processed like q */
                 arb_sampling sm = {.temperature = d->spec.temperature, .top_k = d->spec.top_k,
@@ -411,9 +451,11 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
                 in.q = d->dr->q_rows(d->dst);
                 in.rng = &vr;
             } else if (d->want_topk) {
-                topk_rows(d, t->n);
                 in.argmax = d->topk_ids;
                 in.argmax_stride = d->K;
+            } else if (!o->full_rows) {
+                in.argmax = d->amax;
+                in.argmax_stride = 1;
             }
             if ((rc = arb_verifier_verify(d->vf, &in, &vo)))
                 return ARB_ERR(err, rc, "generate: verifier %s rejected the step's tree", d->vf->iface->name);

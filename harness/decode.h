@@ -97,6 +97,10 @@ typedef struct arb_decode_opts {
     int max_new;            /* generation limit (128) */
     int prompt_id;          /* keys the RNG with the run seed (sampling) */
     bool stop_at_eos;       /* stop on arb_token_is_eog (true) */
+    bool full_rows;         /* every eval returns full logits rows and the top-K is computed on
+                               the host, the path before arb_eval_out.topk (false: each eval
+                               asks for what its consumers read). Same tokens and records;
+                               for tests and before/after timings */
 } arb_decode_opts;
 arb_decode_opts arb_decode_default_opts(void);
 

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "drafters/topk.h" /* ARB_TOPK_K_MAX: the sources' top-k limit */
+#include "engine.h" /* arb_topk_softmax, ARB_TOPK_K_MAX */
 
 struct arb_dyntree {
     arb_dyntree_opts o;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drafters/topk.h"
+#include "engine.h" /* arb_topk_softmax, ARB_TOPK_K_MAX */
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -130,6 +130,54 @@ static void check_random_tree(arb_model *m, uint64_t *s, int n_vocab, int max_pr
     arb_ctx_free(c);
 }
 
+/* arb_eval_ex's per-node outputs (CPU) against arb_eval's full rows of the same n nodes at
+   the current prefix (nothing committed): top-K ids and probabilities bit for bit those of
+   arb_topk_softmax on each row (what decode computed on the host before the engine did),
+   with or without logits and argmax in the same call; argmax = the first id; the rows
+   themselves unchanged. Returns the number of rows checked. */
+__attribute__((unused)) /* not every includer checks the top-K */
+static int check_topk_outputs(arb_ctx *c, const int32_t *tok, const int32_t *par, int n, int n_vocab, int K)
+{
+    const size_t V = (size_t)n_vocab, nk = (size_t)n * K;
+    float *lg = malloc(sizeof(float) * V * n), *lg2 = malloc(sizeof(float) * V * n);
+    float *p = malloc(sizeof(float) * nk), *p_ref = malloc(sizeof(float) * nk);
+    int32_t *ids = malloc(sizeof(int32_t) * nk), *ids_ref = malloc(sizeof(int32_t) * nk);
+    int32_t *am = malloc(sizeof(int32_t) * n);
+    cr_assert(lg && lg2 && p && p_ref && ids && ids_ref && am);
+    check_eval(c, tok, par, n, lg, NULL);
+    for (int i = 0; i < n; i++)
+        arb_topk_softmax(lg + V * i, n_vocab, K, ids_ref + (size_t)i * K, p_ref + (size_t)i * K);
+    arb_err err = {0};
+    for (int mode = 0; mode < 2; mode++) { /* 0: top-K alone (chunked head); 1: with logits and argmax */
+        memset(ids, 0xff, sizeof(int32_t) * nk);
+        memset(p, 0xff, sizeof(float) * nk);
+        arb_eval_out o = {.topk_k = K, .topk_ids = ids, .topk_p = p};
+        if (mode) {
+            o.logits = lg2;
+            o.argmax = am;
+        }
+        cr_assert_eq(arb_eval_ex(c, tok, par, n, &o, &err), ARB_OK, "%s", err.msg);
+        cr_assert(!memcmp(ids, ids_ref, sizeof(int32_t) * nk), "top-%d ids (mode %d) differ from the host's", K,
+                  mode);
+        cr_assert(!memcmp(p, p_ref, sizeof(float) * nk), "top-%d probabilities (mode %d) differ in some bit", K,
+                  mode);
+        if (mode) {
+            cr_assert(!memcmp(lg2, lg, sizeof(float) * V * n), "logits rows changed by asking for the top-K");
+            for (int i = 0; i < n; i++)
+                cr_assert_eq(am[i], ids_ref[(size_t)i * K], "node %d: argmax %d, top-K first %d", i, am[i],
+                             ids_ref[(size_t)i * K]);
+        }
+    }
+    free(lg);
+    free(lg2);
+    free(p);
+    free(p_ref);
+    free(ids);
+    free(ids_ref);
+    free(am);
+    return n;
+}
+
 /* A chain of n tokens: chunked prefill (n_batch_max nb, model ma), one-batch prefill
    and token-by-token AR (model mb, maybe another thread count) agree bitwise. */
 static void check_chunked_prefill(arb_model *ma, arb_model *mb, uint64_t *s, int n_vocab, int n, int nb)

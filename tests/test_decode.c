@@ -161,6 +161,95 @@ Test(decode, every_greedy_method_reproduces_ar, .init = setup, .fini = teardown,
     }
 }
 
+/* Each eval asks the engine for the narrowest output (docs/gpu.md "No logits round trip"):
+   the top-K for drafters that harvest (TR, GOOSE, Iso), the argmax for other greedy methods
+   (AR, PLD), full rows for a drafter with stop_logits (draft). arb_decode_opts.full_rows forces
+   the path before that (every row to the host, the top-K computed there). Both must give the
+   same tokens and the same step records: accepted lengths, bonus tokens, proposals per source,
+   GOOSE's table fill and spine split, ranks; the records of step s + 1 come from the tables the
+   harvest of step s built, so equal records mean the harvests fed the drafters alike. */
+enum { LOG_MAX = 128 };
+typedef struct rec_log {
+    arb_step_record r[LOG_MAX];
+    int n;
+} rec_log;
+
+static int log_step(const arb_step_record *r, void *ud)
+{
+    rec_log *l = ud;
+    cr_assert_lt(l->n, LOG_MAX);
+    l->r[l->n++] = *r;
+    return 0;
+}
+
+static void same_records(const char *method, const arb_step_record *a, const arb_step_record *b)
+{
+#define SAME(f) cr_assert_eq(a->f, b->f, "%s step %d: " #f " %d vs %d (narrow vs full rows)", method, a->step, \
+                             (int)a->f, (int)b->f)
+    /* every integer field (timings and extra_json, a pointer into the drafter, excepted) */
+    SAME(step); SAME(L_cache); SAME(n_nodes); SAME(tree_depth); SAME(stop_fanout); SAME(accepted_k);
+    SAME(committed); SAME(bonus_token); SAME(mode); SAME(category); SAME(topology_id); SAME(match_n); SAME(d_len);
+    SAME(consensus); SAME(consensus_distinct); SAME(agree_len); SAME(match_len); SAME(bs); SAME(br); SAME(bsp);
+    SAME(spine_alloc_sum); SAME(n_spine); SAME(acc_spine); SAME(spine_break_depth); SAME(bigram_hits);
+    SAME(table_fill); SAME(n_acc_rank);
+#undef SAME
+    cr_assert(!memcmp(&a->r, &b->r, sizeof a->r) && !memcmp(&a->p_s_hat, &b->p_s_hat, sizeof a->p_s_hat),
+              "%s step %d: spine ratio / p_s estimate", method, a->step);
+    cr_assert(!memcmp(a->acc_by_src, b->acc_by_src, sizeof a->acc_by_src) &&
+                  !memcmp(a->prop_by_src, b->prop_by_src, sizeof a->prop_by_src),
+              "%s step %d: per-source counts", method, a->step);
+    cr_assert(!memcmp(a->acc_rank, b->acc_rank, sizeof a->acc_rank) &&
+                  !memcmp(a->rank_offer, b->rank_offer, sizeof a->rank_offer) &&
+                  !memcmp(a->rank_hit, b->rank_hit, sizeof a->rank_hit),
+              "%s step %d: ranks", method, a->step);
+}
+
+Test(decode, narrow_outputs_equal_the_full_rows_path, .init = setup, .fini = teardown, .timeout = 900)
+{
+    if (!M)
+        cr_skip_test("default model not available (arbor fetch-model)");
+    static const char *methods[] = {"ar", "pld", "tr", "goose", "iso3", "draft"};
+    static rec_log logs[2];
+    for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++)
+        for (size_t p = 0; p < 2; p++) {
+            arb_err err = {0};
+            arb_method_spec s;
+            cr_assert_eq(arb_method_spec_preset(methods[m], &s, &err), ARB_OK, "%s", err.msg);
+            int32_t *ids, toks[2][64];
+            int n, n_gen[2];
+            uint64_t hash[2];
+            cr_assert_eq(arb_gen_prompt(M, prompts[p], true, &ids, &n, &err), ARB_OK);
+            size_t tables[2];
+            for (int full = 0; full < 2; full++) {
+                arb_decoder *d;
+                cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK, "%s", err.msg);
+                arb_decode_opts o = arb_decode_default_opts();
+                o.max_new = 48;
+                o.full_rows = full;
+                logs[full].n = 0;
+                arb_decode_cb cb = {.on_step = log_step, .ud = &logs[full]};
+                arb_prompt_result r;
+                cr_assert_eq(arb_decoder_generate(d, ids, n, &o, &cb, &r, &err), ARB_OK, "%s", err.msg);
+                n_gen[full] = r.n_generated;
+                hash[full] = r.hash;
+                memcpy(toks[full], r.ids, sizeof(int32_t) * (size_t)(r.n_generated < 64 ? r.n_generated : 64));
+                tables[full] = arb_decoder_table_bytes(d);
+                arb_decoder_free(d);
+            }
+            cr_assert_eq(n_gen[0], n_gen[1], "%s prompt %zu", methods[m], p);
+            cr_assert(!memcmp(toks[0], toks[1], sizeof(int32_t) * (size_t)(n_gen[0] < 64 ? n_gen[0] : 64)));
+            cr_assert_eq(hash[0], hash[1]);
+            cr_assert_eq(tables[0], tables[1]);
+            cr_assert_eq(logs[0].n, logs[1].n, "%s prompt %zu: %d vs %d steps", methods[m], p, logs[0].n, logs[1].n);
+            cr_assert_gt(logs[0].n, 0);
+            for (int i = 0; i < logs[0].n; i++)
+                same_records(methods[m], &logs[0].r[i], &logs[1].r[i]);
+            cr_log_info("%s prompt %zu: %d steps, %d tokens, equal with and without full rows", methods[m], p,
+                        logs[0].n, n_gen[0]);
+            free(ids);
+        }
+}
+
 /* Lookahead (docs/spec/drafting.md §6) on every prompt: AR's tokens, the window is proposed every
    step and never accepted, and the verified n-grams are accepted on the default model. */
 Test(decode, lookahead_window_never_commits, .init = setup, .fini = teardown, .timeout = 900)

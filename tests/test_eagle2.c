@@ -13,7 +13,7 @@
 
 #include "decode.h"
 #include "drafters/drafter.h"
-#include "drafters/topk.h"
+#include "engine.h" /* arb_topk_softmax, ARB_TOPK_K_MAX */
 #include "genutil.h"
 #include "method.h"
 #include "modelfetch.h"

@@ -272,6 +272,31 @@ Test(engine, tree_logits_equal_ar, .timeout = 1500)
     arb_model_free(m);
 }
 
+/* arb_eval_ex's top-K on SmolLM2 (V = 49152) equals arb_topk_softmax of arb_eval's rows
+   bit for bit, as decode computed it before: the prompt chain of 40 tokens (two head chunks)
+   and 4 random trees of 8-64 nodes, K = 10 (TR/GOOSE's) and 1. */
+Test(engine, eval_topk_equals_host_topk, .timeout = 600)
+{
+    arb_model *m = open_model(2);
+    arb_ctx *c = check_ctx(m, 256, 64, 0, false);
+    uint64_t s = 77;
+    int32_t tok[64], par[64];
+    for (int i = 0; i < 40; i++) {
+        tok[i] = rnd(&s, 49152);
+        par[i] = i - 1;
+    }
+    int rows = check_topk_outputs(c, tok, par, 40, 49152, 10);
+    check_commit_chain(c, 40);
+    for (int t = 0; t < 4; t++) {
+        const int n = 8 + rnd(&s, 57);
+        random_tree(&s, n, 49152, tok, par);
+        rows += check_topk_outputs(c, tok, par, n, 49152, t == 3 ? 1 : 10);
+    }
+    printf("smollm2: eval top-K bit-identical to the host's on %d rows\n", rows);
+    arb_ctx_free(c);
+    arb_model_free(m);
+}
+
 /* Tree attention streams each block of cached keys and values once for a block of
    nodes (engine/cpu/backend_cpu.c). On a 300-token prefix, every node of 8- and 16-node
    trees (a fan, a chain, random bushy trees) must have the logits of its path evaluated

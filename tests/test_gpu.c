@@ -8,6 +8,7 @@
  *   - exact mode is batch-invariant: every tree node bit-identical to its AR path,
  *     chunked prefill = AR, commit then AR = pure AR, hidden states and n_layer too;
  *   - fast mode is deterministic run to run; argmax-only evals equal the logits' argmax;
+ *   - device top-K (ids, probabilities) equals the host's top-K of the GPU's own rows;
  *   - the default model (SmolLM2) in both modes: greedy tokens vs the CPU, exact trees;
  *   - running out of device memory gives a clean ARB_E_NOMEM / ARB_E_NODEVICE.
  */
@@ -295,6 +296,74 @@ Test(gpu, fast_is_deterministic_and_argmax_matches)
     arb_model_free(m);
 }
 
+/* Device top-K (arb_eval_out.topk_k: topk_softmax_kernel, no logits copied back) against
+   arb_topk_softmax on the host over the GPU's own logits rows of the same nodes: ids equal
+   (same floats, same order rule), probabilities within 1e-5 relative (the CPU's exp2
+   polynomial vs the device's expf and double sum). A random tree of n >= 8 nodes on a short
+   prefix; K = 10 twice (the first eval captures the step's graph, the second replays it),
+   then 1 and 16 (other k: launched directly), then K = 10 with logits and argmax in the same
+   call (rows unchanged, argmax = first id). */
+static void device_topk_vs_host(arb_model *m, int n_vocab, uint64_t seed, int n)
+{
+    cr_assert(n >= 8 && n <= 64);
+    uint64_t s = seed;
+    int32_t tok[64], par[64], ids[64 * ARB_TOPK_K_MAX], ids_ref[ARB_TOPK_K_MAX], am[64];
+    float p[64 * ARB_TOPK_K_MAX], p_ref[ARB_TOPK_K_MAX];
+    float *lg = malloc(sizeof(float) * (size_t)n_vocab * 64), *lg2 = malloc(sizeof(float) * (size_t)n_vocab * 64);
+    arb_ctx *c = check_ctx(m, 256, 64, 0, false);
+    for (int i = 0; i < 20; i++)
+        tok[i] = rnd(&s, n_vocab);
+    check_prefill(c, tok, 20, lg);
+    random_tree(&s, n, n_vocab, tok, par);
+    check_eval(c, tok, par, n, lg, NULL);
+    const int Ks[] = {10, 10, 1, ARB_TOPK_K_MAX, 10};
+    double worst = 0;
+    arb_err err = {0};
+    for (size_t t = 0; t < sizeof Ks / sizeof Ks[0]; t++) {
+        const int K = Ks[t];
+        const bool with_rows = t == 4;
+        arb_eval_out o = {.topk_k = K, .topk_ids = ids, .topk_p = p};
+        if (with_rows) {
+            o.logits = lg2;
+            o.argmax = am;
+        }
+        cr_assert_eq(arb_eval_ex(c, tok, par, n, &o, &err), ARB_OK, "%s", err.msg);
+        if (with_rows)
+            cr_assert(!memcmp(lg2, lg, sizeof(float) * (size_t)n_vocab * n), "logits rows differ between evals");
+        for (int i = 0; i < n; i++) {
+            arb_topk_softmax(lg + (size_t)i * n_vocab, n_vocab, K, ids_ref, p_ref);
+            for (int j = 0; j < K; j++) {
+                const int32_t got = ids[(size_t)i * K + j];
+                const float pg = p[(size_t)i * K + j];
+                cr_assert_eq(got, ids_ref[j], "K %d node %d rank %d: device id %d, host id %d", K, i, j, got,
+                             ids_ref[j]);
+                const double rel = fabs((double)pg - p_ref[j]) / fmax(p_ref[j], 1e-30);
+                worst = fmax(worst, rel);
+                cr_assert_leq(rel, 1e-5, "K %d node %d rank %d: device p %.9g, host p %.9g", K, i, j, pg, p_ref[j]);
+            }
+            if (with_rows)
+                cr_assert_eq(am[i], ids_ref[0], "node %d: argmax %d, top-K first %d", i, am[i], ids_ref[0]);
+        }
+    }
+    cr_log_info("device top-K: %d nodes, ids equal, max relative |dp| %.3g", n, worst);
+    free(lg);
+    free(lg2);
+    arb_ctx_free(c);
+}
+
+Test(gpu, topk_matches_host_synthetic)
+{
+    need_gpu();
+    for (int exact = 0; exact < 2; exact++) {
+        synth_opts o = {.arch = "llama", .seed = 29};
+        arb_load_opts lg = gpu_opts(exact);
+        arb_model *m = load_synth_opts(&o, &lg);
+        device_topk_vs_host(m, S_VOCAB, 5 + exact, 8);
+        device_topk_vs_host(m, S_VOCAB, 7 + exact, 48); /* >= 16 nodes: cuBLAS in fast mode */
+        arb_model_free(m);
+    }
+}
+
 /* ---- the default model ---- */
 
 
@@ -380,6 +449,23 @@ Test(gpu, smollm2_exact_trees_equal_ar)
     cr_log_info("smollm2 cuda-exact: %d trees, %d nodes, %d mismatching nodes", st.trees, st.nodes, st.mismatches);
     cr_assert_eq(st.mismatches, 0);
     arb_model_free(m);
+}
+
+Test(gpu, smollm2_topk_matches_host)
+{
+    need_gpu();
+    char path[1024];
+    if (!arb_test_default_model(path, sizeof path))
+        cr_skip_test("default model not found: %s", path);
+    for (int exact = 0; exact < 2; exact++) {
+        arb_load_opts lg = gpu_opts(exact);
+        arb_model *m = load_path(path, &lg);
+        arb_model_info mi;
+        arb_model_get_info(m, &mi);
+        device_topk_vs_host(m, mi.n_vocab, 11 + exact, 12);
+        device_topk_vs_host(m, mi.n_vocab, 13 + exact, 60);
+        arb_model_free(m);
+    }
 }
 
 /* ---- errors ---- */

@@ -273,6 +273,51 @@ Test(model_synth, n_layer_and_hidden)
     arb_model_free(m);
 }
 
+/* arb_eval_ex's top-K (docs/gpu.md "No logits round trip") equals arb_topk_softmax of
+   arb_eval's rows bit for bit: random trees of up to 64 nodes (two head chunks of 32),
+   K = 1, 10, 16 (the cap); a 100-token chain on a context of n_batch_max 16 (chunked
+   chain, outputs at offsets); bad top-K requests are refused. */
+Test(model_synth, eval_topk_equals_host_topk)
+{
+    synth_opts o = {.arch = "qwen3", .seed = 61};
+    arb_model *m = load_synth(&o, 2);
+    uint64_t s = 23;
+    arb_ctx *c = check_ctx(m, 256, 64, 0, false);
+    int32_t tok[128], par[128];
+    float *lg = malloc(sizeof(float) * S_VOCAB * 128);
+    for (int i = 0; i < 20; i++)
+        tok[i] = rnd(&s, S_VOCAB);
+    check_prefill(c, tok, 20, lg);
+    int rows = 0;
+    const int Ks[] = {1, 10, ARB_TOPK_K_MAX};
+    for (int t = 0; t < 6; t++) {
+        const int n = t < 3 ? 33 + rnd(&s, 32) : 1 + rnd(&s, 64);
+        random_tree(&s, n, S_VOCAB, tok, par);
+        rows += check_topk_outputs(c, tok, par, n, S_VOCAB, Ks[t % 3]);
+    }
+    arb_ctx_free(c);
+    c = check_ctx(m, 256, 16, 0, false);
+    for (int i = 0; i < 100; i++) {
+        tok[i] = rnd(&s, S_VOCAB);
+        par[i] = i - 1;
+    }
+    rows += check_topk_outputs(c, tok, par, 100, S_VOCAB, 10);
+    arb_err err = {0};
+    int32_t ids[ARB_TOPK_K_MAX + 1];
+    float p[ARB_TOPK_K_MAX + 1];
+    arb_eval_out bad = {.topk_k = ARB_TOPK_K_MAX + 1, .topk_ids = ids, .topk_p = p};
+    cr_assert_eq(arb_eval_ex(c, tok, par, 1, &bad, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "top-K"), "%s", err.msg);
+    bad = (arb_eval_out){.topk_k = 4, .topk_ids = ids};
+    cr_assert_eq(arb_eval_ex(c, tok, par, 1, &bad, &err), ARB_E_INVAL);
+    bad = (arb_eval_out){.topk_k = -1, .topk_ids = ids, .topk_p = p};
+    cr_assert_eq(arb_eval_ex(c, tok, par, 1, &bad, &err), ARB_E_INVAL);
+    cr_log_info("eval top-K: %d rows bit-identical to the host's", rows);
+    free(lg);
+    arb_ctx_free(c);
+    arb_model_free(m);
+}
+
 Test(model_synth, vocab_only_needs_a_tokenizer)
 {
     synth_opts o = {.arch = "llama", .seed = 51};

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "drafters/medusa.h"
-#include "drafters/topk.h"
+#include "engine.h" /* arb_topk_softmax, ARB_TOPK_K_MAX */
 #include "schedulers/features.h"
 #include "schedulers/scheduler.h"
 #include "topobank.h"

@@ -4,7 +4,8 @@
  * host round trip between ops costs more than the op. So the CUDA backend takes
  * one eval whole: forward.c hands it tokens, parents and positions, and it runs
  * every layer on device-resident weights, activations and KV cache, returning only
- * what the caller asked for (full logits rows, or one argmax per node).
+ * what the caller asked for (full logits rows, one argmax per node, or each node's
+ * top-K ids and softmax probabilities).
  *
  *     arb_cuda_model_desc d = {...};                       // filled by model.c from arb_model
  *     arb_cuda_model *cm; arb_cuda_model_new(&d, false, &cm, &err);   // uploads once
@@ -103,6 +104,9 @@ typedef struct arb_cuda_step {
     float *logits;   /* NULL, or (n - head_from) x n_vocab floats on the host */
     int32_t *argmax; /* NULL, or (n - head_from) ids on the host (lowest id on ties) */
     float *hidden;   /* NULL, or (n - head_from) x n_embd final-normed states on the host */
+    int topk_k;      /* 0, or 1..ARB_TOPK_K_MAX: top-K ids and softmax probabilities per row */
+    int32_t *topk_ids; /* NULL, or (n - head_from) x topk_k ids on the host, best first */
+    float *topk_p;     /* NULL, or (n - head_from) x topk_k probabilities over the whole row */
 } arb_cuda_step;
 int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err *err);
 

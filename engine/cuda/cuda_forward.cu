@@ -11,7 +11,7 @@
 enum { PROF_EMBED, PROF_NORM, PROF_QKV, PROF_ROPE, PROF_KV, PROF_ATTN, PROF_WO, PROF_FFN_IN, PROF_DOWN, PROF_HEAD,
        PROF_ARGMAX, PROF_N };
 static const char *const prof_names[PROF_N] = {"embed", "rmsnorm", "q/k/v", "rope", "kv-store", "attention", "wo",
-                                               "gate/up/silu", "down", "head", "argmax"};
+                                               "gate/up/silu", "down", "head", "argmax/top-K"};
 static constexpr int kProfMax = 1024; // events per step
 
 struct arb_cuda_ctx {
@@ -29,10 +29,14 @@ struct arb_cuda_ctx {
     size_t attn_smem;
     void *blas_ws;         // cuBLAS workspace, fixed so that a step can be captured
     void *amax_scratch;    // k_argmax's per-part maxima, n_batch_max rows
+    int32_t *topk_ids;     // n_batch_max x ARB_TOPK_K_MAX: per-row top-K ids (row r at r * k)
+    float *topk_p;         // the same, probabilities
     // Captured steps (CUDA graphs) of tree evals (head_from 0), by node count and
-    // output kind (0: logits rows, 1: logits + argmax): one launch replays the ~13
-    // kernels x n_layer of a step. NULL until first used; graphs_off after a failure.
-    cudaGraphExec_t *graphs[2];
+    // output kind (bit 0: argmax, bit 1: top-K of graph_topk_k; logits rows always):
+    // one launch replays the ~13 kernels x n_layer of a step. NULL until first used;
+    // graphs_off after a failure.
+    cudaGraphExec_t *graphs[4];
+    int graph_topk_k;      // the k the top-K graphs were captured with (0: none yet)
     bool graphs_off;
     // ARBOR_CUDA_PROFILE=1: steps launch directly (no graphs) with an event after every
     // kernel class; arb_cuda_ctx_free prints the device time per class and step.
@@ -128,7 +132,9 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     c->amax_scratch = dalloc(k_argmax_scratch_bytes(n_batch_max), &e);
     if (!m->exact)
         c->blas_ws = dalloc(BLAS_WS_BYTES, &e);
-    for (int i = 0; i < 2; i++)
+    c->topk_ids = (int32_t *)dalloc(nb * ARB_TOPK_K_MAX * sizeof(int32_t), &e);
+    c->topk_p = (float *)dalloc(nb * ARB_TOPK_K_MAX * sizeof(float), &e);
+    for (int i = 0; i < 4; i++)
         if (e == cudaSuccess && !(c->graphs[i] = (cudaGraphExec_t *)calloc(nb + 1, sizeof(cudaGraphExec_t))))
             e = cudaErrorMemoryAllocation;
     if (e == cudaSuccess)
@@ -186,14 +192,14 @@ extern "C" void arb_cuda_ctx_free(arb_cuda_ctx *c)
             cudaEventDestroy(c->prof.ev[i]);
     if (c->blas)
         cublasDestroy(c->blas);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 4; i++) {
         for (int n = 0; c->graphs[i] && n <= c->n_batch_max; n++)
             if (c->graphs[i][n])
                 cudaGraphExecDestroy(c->graphs[i][n]);
         free(c->graphs[i]);
     }
     void *bufs[] = {c->k, c->v, c->cs, c->x, c->xb, c->q, c->att, c->hg, c->hu, c->logits, c->x16, c->d_ints,
-                    c->kn, c->vn, c->blas_ws, c->amax_scratch};
+                    c->kn, c->vn, c->blas_ws, c->amax_scratch, c->topk_ids, c->topk_p};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
     cudaFreeHost(c->h_ints);
@@ -214,7 +220,7 @@ static void prof_mark(arb_cuda_ctx *c, int lab)
     }
 }
 
-static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool argmax)
+static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool argmax, int topk_k)
 {
     const arb_cuda_model *m = c->m;
     const int E = m->n_embd, hd = m->head_dim, qd = m->n_head * hd, kvd = m->n_head_kv * hd;
@@ -288,22 +294,30 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     prof_mark(c, PROF_HEAD);
     if (argmax)
         k_argmax(st, c->logits, nh, m->n_vocab, c->amax_scratch, c->d_ints + INTS_ARG * nb);
+    if (topk_k > 0)
+        k_topk_softmax(st, c->logits, nh, m->n_vocab, topk_k, c->topk_ids, c->topk_p);
     prof_mark(c, PROF_ARGMAX);
 }
 
-// The captured step for (n, argmax), capturing it on first use; NULL = launch directly.
-static cudaGraphExec_t step_graph(arb_cuda_ctx *c, int n, bool argmax)
+// The captured step for (n, argmax, topk_k), capturing it on first use; NULL = launch
+// directly. The top-K graphs hold one k (the decoder asks for one); another k launches
+// directly.
+static cudaGraphExec_t step_graph(arb_cuda_ctx *c, int n, bool argmax, int topk_k)
 {
-    cudaGraphExec_t *slot = &c->graphs[argmax][n];
+    if (topk_k > 0 && c->graph_topk_k > 0 && topk_k != c->graph_topk_k)
+        return NULL;
+    cudaGraphExec_t *slot = &c->graphs[(argmax ? 1 : 0) | (topk_k > 0 ? 2 : 0)][n];
     if (*slot || c->graphs_off)
         return *slot;
+    if (topk_k > 0)
+        c->graph_topk_k = topk_k;
     cudaGraph_t g = NULL;
     if (cudaStreamBeginCapture(c->st, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
         cudaGetLastError();
         c->graphs_off = true;
         return NULL;
     }
-    enqueue_step(c, n, 0, true, argmax);
+    enqueue_step(c, n, 0, true, argmax, topk_k);
     const cudaError_t e = cudaStreamEndCapture(c->st, &g);
     if (e != cudaSuccess || cudaGraphInstantiate(slot, g, 0) != cudaSuccess) {
         cudaGetLastError(); // not fatal: this context launches its steps directly from now on
@@ -323,6 +337,9 @@ extern "C" int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err
         s->head_from > n)
         return ARB_ERR(err, ARB_E_INVAL, "backend cuda: batch of %d nodes at %d (n_batch_max %d, n_ctx %d)", n,
                        s->n_prefix, c->n_batch_max, c->n_ctx);
+    if (s->topk_k < 0 || s->topk_k > ARB_TOPK_K_MAX || (s->topk_k > 0 && (!s->topk_ids || !s->topk_p)))
+        return ARB_ERR(err, ARB_E_INVAL, "backend cuda: top-K of %d (0..%d, with buffers)", s->topk_k,
+                       ARB_TOPK_K_MAX);
     const size_t nb = (size_t)c->n_batch_max;
     memcpy(c->h_ints + INTS_TOK * nb, s->tok, n * sizeof(int32_t));
     memcpy(c->h_ints + INTS_PAR * nb, s->parent, n * sizeof(int32_t));
@@ -331,22 +348,28 @@ extern "C" int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err
     cudaStream_t st = c->st;
     cudaMemcpyAsync(c->d_ints, c->h_ints, (4 * nb + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, st);
     const int nh = n - s->head_from;
-    const bool head = nh > 0 && (s->logits || s->argmax || s->hidden);
+    const bool head = nh > 0 && (s->logits || s->argmax || s->hidden || s->topk_k > 0);
     if (c->prof.on) {
         c->prof.n = 0;
         cudaEventRecord(c->prof.ev[0], st);
     }
-    cudaGraphExec_t g = s->head_from == 0 && head && !c->prof.on ? step_graph(c, n, s->argmax != NULL) : NULL;
+    cudaGraphExec_t g =
+        s->head_from == 0 && head && !c->prof.on ? step_graph(c, n, s->argmax != NULL, s->topk_k) : NULL;
     if (g)
         cudaGraphLaunch(g, st);
     else
-        enqueue_step(c, n, s->head_from, head, s->argmax != NULL);
+        enqueue_step(c, n, s->head_from, head, s->argmax != NULL, s->topk_k);
     if (head) {
         if (s->hidden)
             cudaMemcpyAsync(s->hidden, c->xb, (size_t)nh * m->n_embd * sizeof(float), cudaMemcpyDeviceToHost, st);
         if (s->argmax)
             cudaMemcpyAsync(s->argmax, c->d_ints + INTS_ARG * nb, (size_t)nh * sizeof(int32_t),
                             cudaMemcpyDeviceToHost, st);
+        if (s->topk_k > 0) {
+            const size_t nk = (size_t)nh * s->topk_k;
+            cudaMemcpyAsync(s->topk_ids, c->topk_ids, nk * sizeof(int32_t), cudaMemcpyDeviceToHost, st);
+            cudaMemcpyAsync(s->topk_p, c->topk_p, nk * sizeof(float), cudaMemcpyDeviceToHost, st);
+        }
         if (s->logits)
             cudaMemcpyAsync(s->logits, c->logits, (size_t)nh * m->n_vocab * sizeof(float), cudaMemcpyDeviceToHost,
                             st);

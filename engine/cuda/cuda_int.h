@@ -90,4 +90,8 @@ void k_kv_store(cudaStream_t st, float *k, float *v, const float *kn, const floa
 void k_kv_commit(cudaStream_t st, float *k, float *v, int n_layer, int n_ctx, int row_dim, int n_past,
                  const int32_t *path, int n);
 
+// Per row: the k (1..ARB_TOPK_K_MAX) largest logits' ids, best first (ties: smaller id
+// first), and their softmax probabilities over the whole row; ids, p: rows x k.
+void k_topk_softmax(cudaStream_t st, const float *logits, int rows, int n_vocab, int k, int32_t *ids, float *p);
+
 #endif

@@ -1205,3 +1205,91 @@ void k_kv_commit(cudaStream_t st, float *k, float *v, int n_layer, int n_ctx, in
 {
     kv_commit_kernel<<<n_layer, 256, 0, st>>>(k, v, n_ctx, row_dim, n_past, path, n);
 }
+
+// ---- top-K + softmax of each logits row: the device counterpart of arb_topk_softmax
+// (engine/topk.c), so that an eval returns n x k ids and probabilities instead of n full
+// rows (arb_eval_out.topk_k) ----
+namespace {
+
+constexpr int kTopkThreads = 256; // a power of two: the tree reductions below halve it
+
+// (v, i) comes before (w, j) in top-K order: the larger value first, then the smaller id.
+// False whenever v is NaN, so a NaN is never picked.
+__device__ __forceinline__ bool topk_before(float v, int i, float w, int j) { return v > w || (v == w && i < j); }
+
+// One block per row, three phases, each reduced in an order fixed by n_vocab alone:
+// 1. M = the row maximum (strided maxima, then a fixed tree);
+// 2. S = sum of exp(x - M), each thread in increasing index in double, then a fixed tree
+//    (the CPU sums 64 float lanes of a degree-5 exp2; both are within ~5e-6 of exact);
+// 3. k rounds of selection: round q takes the best element that comes strictly after
+//    round q-1's pick in top-K order, so equal values list the smaller id first and each
+//    id once, as topk_insert's strict '<' does on the CPU. p = exp(x - M) / S.
+// A row of -inf only: M = -inf, every p = 1/V (the CPU's convention). Fewer than k values
+// (V < k): the rest pad with id 0, p 0, as on the CPU. Cost: k reads of the row (the
+// first from memory, the others mostly from L2).
+__global__ void topk_softmax_kernel(const float *logits, int n_vocab, int k, int32_t *ids, float *p)
+{
+    __shared__ float sv[kTopkThreads];
+    __shared__ int si[kTopkThreads];
+    __shared__ double ss[kTopkThreads];
+    const float *r = logits + (size_t)blockIdx.x * n_vocab;
+    const int t = threadIdx.x;
+    float mx = -INFINITY;
+    for (int j = t; j < n_vocab; j += kTopkThreads)
+        mx = fmaxf(mx, r[j]); // fmaxf skips NaN
+    sv[t] = mx;
+    __syncthreads();
+    for (int s = kTopkThreads / 2; s > 0; s >>= 1) {
+        if (t < s)
+            sv[t] = fmaxf(sv[t], sv[t + s]);
+        __syncthreads();
+    }
+    const float M = sv[0];
+    double sum = 0.0;
+    if (M != -INFINITY)
+        for (int j = t; j < n_vocab; j += kTopkThreads)
+            sum += (double)expf(r[j] - M);
+    ss[t] = sum;
+    __syncthreads(); // also: every thread has read sv[0] before round 0 overwrites it
+    for (int s = kTopkThreads / 2; s > 0; s >>= 1) {
+        if (t < s)
+            ss[t] += ss[t + s];
+        __syncthreads();
+    }
+    const double S = ss[0];
+    float pv = INFINITY; // the previous pick; every value comes after (+inf, -1)
+    int pi = -1;
+    for (int q = 0; q < k; q++) {
+        float bv = -INFINITY;
+        int bi = 0x7fffffff; // none: any value, -inf included, beats it
+        for (int j = t; j < n_vocab; j += kTopkThreads) {
+            const float x = r[j];
+            if (topk_before(pv, pi, x, j) && topk_before(x, j, bv, bi))
+                bv = x, bi = j;
+        }
+        sv[t] = bv;
+        si[t] = bi;
+        __syncthreads();
+        for (int s = kTopkThreads / 2; s > 0; s >>= 1) {
+            if (t < s && topk_before(sv[t + s], si[t + s], sv[t], si[t]))
+                sv[t] = sv[t + s], si[t] = si[t + s];
+            __syncthreads();
+        }
+        pv = sv[0];
+        pi = si[0];
+        __syncthreads(); // every thread has read the pick before the next round writes sv, si
+        if (t == 0) {
+            const size_t o = (size_t)blockIdx.x * k + q;
+            const bool none = pi == 0x7fffffff;
+            ids[o] = none ? 0 : pi;
+            p[o] = none ? 0.0f : M == -INFINITY ? 1.0f / (float)n_vocab : (float)((double)expf(pv - M) / S);
+        }
+    }
+}
+
+} // namespace
+
+void k_topk_softmax(cudaStream_t st, const float *logits, int rows, int n_vocab, int k, int32_t *ids, float *p)
+{
+    topk_softmax_kernel<<<rows, kTopkThreads, 0, st>>>(logits, n_vocab, k, ids, p);
+}

@@ -13,6 +13,9 @@
  *     // a tree step: n nodes, parent[i] < i or -1; logits is n x n_vocab
  *     arb_eval(c, tree_tok, tree_parent, n, logits, NULL, &err);
  *     arb_commit(c, accepted_nodes, n_acc, &err);        // indices into the last eval
+ *     // or only what the caller reads per node (no n x n_vocab rows; on a GPU, no row copies)
+ *     arb_eval_ex(c, tree_tok, tree_parent, n, &(arb_eval_out){.topk_k = 10, .topk_ids = ids,
+ *                 .topk_p = probs}, &err);                // ids[i*10] = argmax of node i
  *     arb_ctx_free(c); arb_model_free(m);
  *
  * Exactness: on the CPU backend a node's logits are bit-identical whether it is
@@ -104,15 +107,26 @@ void arb_ctx_free(arb_ctx *c); /* NULL-safe */
 int arb_eval(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n,
              float *logits, float *hidden, arb_err *err);
 
-/* What one evaluation returns per node; any pointer may be NULL, but not both logits
-   and argmax. argmax: the greedy token of each node (the smallest id among equal
-   maxima), computed where the logits are, so a GPU eval returns n ids instead of
-   n x n_vocab floats. On the CPU, an argmax-only eval computes the output head in
-   chunks and needs no n x n_vocab buffer. Results are those of arb_eval, bit for bit. */
+/* What one evaluation returns per node; any pointer may be NULL, but not all of logits,
+   argmax and topk. Each output is computed where the logits are, so a GPU eval copies
+   back only what was asked for ("no logits round trip", docs/gpu.md):
+   - logits: n x n_vocab floats, only for consumers that read whole rows (sampling).
+   - argmax: the greedy token of each node (the smallest id among equal maxima).
+   - topk_k, topk_ids, topk_p: the topk_k (1..ARB_TOPK_K_MAX) largest logits of each node,
+     best first (ties: smaller id first), and their softmax probabilities over the whole
+     row at T = 1; n x topk_k each, row i at i * topk_k; topk_k = 0: none. Exactly what
+     arb_topk_softmax returns for the row (TR/GOOSE harvest it; topk_ids[0] is the argmax).
+   On the CPU an eval without logits computes the output head in chunks of rows and needs
+   no n x n_vocab buffer; every output is bit-identical to arb_eval's logits (and
+   arb_topk_softmax of them). On a GPU, ids are the top-k of the GPU's own logits and
+   probabilities agree with arb_topk_softmax of those logits to ~1e-5 relative. */
 typedef struct arb_eval_out {
-    float *logits;   /* n x n_vocab */
-    int32_t *argmax; /* n */
-    float *hidden;   /* n x n_embd (ctx created with want_hidden) */
+    float *logits;     /* n x n_vocab */
+    int32_t *argmax;   /* n */
+    float *hidden;     /* n x n_embd (ctx created with want_hidden) */
+    int topk_k;        /* 0, or 1..ARB_TOPK_K_MAX */
+    int32_t *topk_ids; /* n x topk_k */
+    float *topk_p;     /* n x topk_k */
 } arb_eval_out;
 int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, const arb_eval_out *o,
                 arb_err *err);
@@ -145,6 +159,24 @@ const arb_model *arb_ctx_model(const arb_ctx *c);
    top-K of each logits row) use the eval's threads. Which thread runs which i is not
    fixed: fn must key its work on i. Between evals only; allocates nothing. */
 int arb_ctx_parallel_for(arb_ctx *c, int n, void (*fn)(void *ud, int i, int n), void *ud);
+
+/* ---- Top-K of a logits row: the one implementation arb_eval_ex's topk output, decode and
+   the drafters share (engine/topk.c). One pass over the row; the fastest path this CPU has
+   (AVX-512, AVX2+FMA, plain C), every path returning the same ids and bit-identical scores.
+   Scores are within ~5e-6 relative of the exact softmax. Values must be finite or -inf (a
+   row of -inf only gives 1/V each). Thread-safe, no allocation, no state. ---- */
+#define ARB_TOPK_K_MAX 16 /* largest K of arb_topk_softmax and arb_eval_out.topk_k */
+enum { ARB_TOPK_BASE, ARB_TOPK_AVX2, ARB_TOPK_AVX512 };
+/* ids[0..K) best first (ties: lower id first), scores[j] = softmax probability of ids[j]
+   over the whole row; 1 <= K <= ARB_TOPK_K_MAX, V >= 1 (V < K: ids and scores beyond V are 0). */
+void arb_topk_softmax(const float *row, int V, int K, int32_t *ids, float *scores);
+/* The same on one path (tests, benchmarks); false, writing nothing, if this CPU or build
+   lacks it. */
+bool arb_topk_softmax_isa(int isa, const float *row, int V, int K, int32_t *ids, float *scores);
+int arb_topk_isa_best(void); /* the path arb_topk_softmax takes here */
+/* ids[0] alone: the index of the largest value, the lowest one among equals. V >= 1. */
+int32_t arb_topk_argmax(const float *row, int V);
+int32_t arb_topk_argmax_isa(int isa, const float *row, int V); /* -1 if the path is unavailable */
 
 /* ---- tokenizer (from the GGUF's tokenizer.ggml.* metadata) ---- */
 /* Encode UTF-8 text. parse_special: "<|im_start|>" etc. map to their special ids.

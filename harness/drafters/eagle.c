@@ -17,7 +17,7 @@
 #include "dyntree.h"
 #include "eagle.h"
 #include "eagle_follow.h"
-#include "topk.h"
+#include "engine.h" /* arb_topk_softmax, ARB_TOPK_K_MAX */
 
 typedef struct eg_state {
     arb_method_spec spec;

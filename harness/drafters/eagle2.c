@@ -7,7 +7,7 @@
  * tree on top of the committed prefix, not a growing one, so each level's batch is the
  * frontier together with its ancestors (at most topk per level), with parent indices into the
  * batch; a node's draft logits are the same as in a persistent tree cache because the CPU
- * kernels are batch-invariant. The draft's top-k at T = 1 (ids and log softmax, topk.h) is
+ * kernels are batch-invariant. The draft's top-k at T = 1 (ids and log softmax, engine.h) is
  * what the tree ranks on, as EAGLE's logsoftmax of the head output.
  *
  * Trees are deterministic (regime DET): greedy at T = 0 (exact), NSS (lossless) or typical
@@ -22,7 +22,7 @@
 #include "draft_model_int.h"
 #include "drafter.h"
 #include "dyntree.h"
-#include "topk.h"
+#include "engine.h" /* arb_topk_softmax, ARB_TOPK_K_MAX */
 #include "verifiers/verifier.h"
 
 typedef struct e2_state {

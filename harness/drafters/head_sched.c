@@ -7,7 +7,7 @@
 
 #include "schedulers/features.h"
 #include "schedulers/scheduler.h"
-#include "drafters/topk.h"
+#include "engine.h" /* arb_topk_softmax, ARB_TOPK_K_MAX */
 
 struct arb_headsched {
     arb_topobank *bank;

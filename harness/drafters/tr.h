@@ -3,7 +3,7 @@
  *
  *     arb_adj *a;
  *     arb_adj_new(n_vocab, 10, 15, &a, &err);        // K = 10, bigram tier 2^15 entries (0: off)
- *     arb_topk_softmax(logits_row, V, 10, ids, sc);  // best first, scores = softmax probs (topk.h)
+ *     arb_topk_softmax(logits_row, V, 10, ids, sc);  // best first, scores = softmax probs (engine.h)
  *     arb_adj_write(a, prev_tok, tok, ids, sc);      // unigram row tok (+ bigram (prev, tok))
  *     int n = arb_adj_succ(a, prev, tok, true, ids, sc, &from_bigram);
  *     arb_adj_free(a);
@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "engine.h"
-#include "topk.h"
+#include "engine.h" /* arb_topk_softmax, ARB_TOPK_K_MAX */
 #include "tree.h"
 
 #define ARB_ADJ_K_MAX ARB_TOPK_K_MAX

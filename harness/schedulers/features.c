@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "drafters/topk.h"
+#include "engine.h" /* arb_topk_softmax, ARB_TOPK_K_MAX */
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define FEAT_X86 1

@@ -49,7 +49,7 @@ typedef struct arb_entfeat_row {
     double p0, H;   /* top-1 probability, entropy in nats */
 } arb_entfeat_row;
 void arb_entfeat_row_stats(const float *row, int V, arb_entfeat_row *out);
-/* The same on one path (ARB_TOPK_BASE or ARB_TOPK_AVX2 of drafters/topk.h; tests, benchmarks);
+/* The same on one path (ARB_TOPK_BASE or ARB_TOPK_AVX2 of engine.h; tests, benchmarks);
    false, writing nothing, if this CPU or build lacks it. */
 bool arb_entfeat_row_stats_isa(int isa, const float *row, int V, arb_entfeat_row *out);
 /* p0, H and the entropy EMAs from a row's statistics. */

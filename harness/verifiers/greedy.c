@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "drafters/topk.h"
+#include "engine.h" /* arb_topk_softmax, ARB_TOPK_K_MAX */
 
 int32_t arb_greedy_argmax(const float *row, int V)
 {

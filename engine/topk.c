@@ -1,11 +1,10 @@
-/* topk.c — top-K + softmax of a logits row (see topk.h). */
-#include "topk.h"
+/* topk.c — top-K + softmax of a logits row (declared in engine.h, "Top-K of a logits row"):
+   the one implementation decode, the drafters and arb_eval_ex's top-K output share. */
+#include "engine.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-#include "engine.h" /* ARB_ASSERT */
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TOPK_X86 1
