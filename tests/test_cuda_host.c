@@ -2,6 +2,8 @@
  * cuda_host.c: positions, key-row lists, device memory sizes), backend names, and the
  * error a CUDA load gives where no device (or no CUDA build) is. Unit suite: no GPU. */
 #include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda/cuda.h"
@@ -124,4 +126,154 @@ Test(cuda_host, no_device_is_a_clear_error)
     arb_cuda_model_desc d = {.path = "x.gguf"};
     cr_assert_eq(arb_cuda_model_new(&d, false, &cm, &err), ARB_E_NODEVICE);
     cr_assert_null(cm);
+}
+
+/* The packed layout of the decode GEMV (engine/cuda/cuda_pack.h): arb_cuda_pack_row runs
+   the code the device's upload runs. Random GGUF rows of the three packed types, row
+   lengths with a partial last chunk and whole chunks: every element's quant is where the
+   layout says, the padding is zero, and the device's order of arithmetic (emulated here
+   from the documented order: per lane, chunks then steps i, a 4-term chain times the
+   step's scale, then the xor butterfly) gives the dequantized row's dot product. */
+static uint64_t pk_rng = 88172645463325252ull;
+static uint32_t pk_next(void)
+{
+    pk_rng ^= pk_rng << 13, pk_rng ^= pk_rng >> 7, pk_rng ^= pk_rng << 17;
+    return (uint32_t)pk_rng;
+}
+
+static uint16_t pk_f16(float f) /* positive normal halves only */
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)((((u >> 23) & 0xff) - 112) << 10 | ((u >> 13) & 0x3ff));
+}
+
+/* The device's exact dequant trick (cuda_kernels.cu nib/byt) on the host. */
+static float pk_magic(uint32_t masked, float off)
+{
+    const uint32_t b = masked | 0x4b000000u;
+    float f;
+    memcpy(&f, &b, 4);
+    return f - (8388608.0f + off);
+}
+
+static float pk_half(uint16_t h)
+{
+    const uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    const uint32_t u = (uint32_t)(h & 0x8000) << 16 | (e + 112) << 23 | m << 13;
+    float f;
+    memcpy(&f, &u, 4);
+    return e ? f : 0.0f;
+}
+
+static double pk_device_order_dot(uint32_t type, const uint8_t *qs, const uint8_t *sc, int n_in, const float *x)
+{
+    const int q8 = type == ARB_TYPE_Q8_0, sb = type == ARB_TYPE_Q4_1 ? 4 : 2, qc = q8 ? 1024 : 512;
+    const int nch = (n_in + 1023) / 1024, off = type == ARB_TYPE_Q4_0 ? 8 : 0;
+    float acc[32] = {0};
+    for (int lane = 0; lane < 32; lane++)
+        for (int c = 0; c < nch; c++)
+            for (int i = 0; i < 8; i++) {
+                const int rem = n_in - c * 1024;
+                if (rem < 1024 && 128 * i + 4 * lane >= rem)
+                    continue;
+                const uint8_t *s = sc + ((size_t)c * 32 + 4 * i + lane / 8) * sb;
+                const float unscale = q8 ? (i & 1 ? 1.0f / 256 : 1.0f) : 1.0f / (float)(1 << (4 * (i & 3)));
+                const float d = pk_half((uint16_t)(s[0] | s[1] << 8)) * unscale;
+                const float mn = sb == 4 ? pk_half((uint16_t)(s[2] | s[3] << 8)) : 0.0f;
+                float v[4];
+                for (int j = 0; j < 4; j++) {
+                    uint32_t w;
+                    memcpy(&w, qs + (size_t)c * qc + (q8 ? 512 * (i / 4) : 0) + 16 * lane + 4 * j, 4);
+                    if (q8) {
+                        const int k = i & 3;
+                        const uint32_t u = k < 2 ? w : w >> 16;
+                        v[j] = pk_magic(u & (0xffu << (8 * (k & 1))), (float)(128 << (8 * (k & 1))));
+                    } else {
+                        const uint32_t u = i < 4 ? w : w >> 16;
+                        v[j] = pk_magic(u & (0xfu << (4 * (i & 3))), (float)(off << (4 * (i & 3))));
+                    }
+                }
+                const float *xa = x + (size_t)c * 1024 + 128 * i + 4 * lane;
+                float dot = v[0] * xa[0];
+                dot = fmaf(v[1], xa[1], dot);
+                dot = fmaf(v[2], xa[2], dot);
+                dot = fmaf(v[3], xa[3], dot);
+                acc[lane] = fmaf(d, dot, acc[lane]);
+                if (sb == 4)
+                    acc[lane] = fmaf(mn, (xa[0] + xa[1]) + (xa[2] + xa[3]), acc[lane]);
+            }
+    for (int o = 16; o > 0; o >>= 1) { /* the xor butterfly: every lane ends with the sum */
+        float t[32];
+        for (int l = 0; l < 32; l++)
+            t[l] = acc[l] + acc[l ^ o];
+        memcpy(acc, t, sizeof t);
+    }
+    return acc[0];
+}
+
+Test(cuda_host, packed_layout_holds_every_quant_and_dots_like_the_dequantized_row)
+{
+    const uint32_t types[3] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1, ARB_TYPE_Q8_0};
+    const int lens[4] = {256, 576, 1024, 4352};
+    /* the trick itself: every quant value at every offset the kernels use, exactly */
+    for (uint32_t q = 0; q < 16; q++)
+        for (int k = 0; k < 4; k++)
+            cr_assert_eq(pk_magic(q << (4 * k), (float)(8 << (4 * k))), ((float)q - 8) * (float)(1 << (4 * k)));
+    for (uint32_t q = 0; q < 256; q++)
+        for (int k = 0; k < 2; k++)
+            cr_assert_eq(pk_magic(q << (8 * k), (float)(128 << (8 * k))), ((float)q - 128) * (float)(1 << (8 * k)));
+    for (int ti = 0; ti < 3; ti++)
+        for (int li = 0; li < 4; li++) {
+            const uint32_t type = types[ti];
+            const int n = lens[li], nb = n / 32, nch = (n + 1023) / 1024;
+            int qb, sb;
+            cr_assert(arb_cuda_packed_block(type, &qb, &sb));
+            const int bb = qb + sb;
+            uint8_t *row = malloc((size_t)nb * bb), *qs = malloc((size_t)nch * 32 * qb);
+            uint8_t *sc = malloc((size_t)nch * 32 * sb);
+            float *w = malloc(sizeof(float) * n), *x = malloc(sizeof(float) * (size_t)nch * 1024);
+            for (int b = 0; b < nb; b++) {
+                uint8_t *p = row + (size_t)b * bb;
+                const uint16_t d = pk_f16(0.002f + (float)(pk_next() % 1000) * 1e-5f);
+                const uint16_t m = pk_f16(0.01f + (float)(pk_next() % 1000) * 1e-5f);
+                p[0] = (uint8_t)d, p[1] = (uint8_t)(d >> 8);
+                if (sb == 4)
+                    p[2] = (uint8_t)m, p[3] = (uint8_t)(m >> 8);
+                for (int k = 0; k < qb; k++)
+                    p[sb + k] = (uint8_t)pk_next();
+            }
+            memset(qs, 0xAB, (size_t)nch * 32 * qb);
+            memset(sc, 0xAB, (size_t)nch * 32 * sb);
+            cr_assert(arb_cuda_pack_row(type, row, n, qs, sc));
+            /* every element where the layout says; the padding zero */
+            for (int e = 0; e < nch * 1024; e++) {
+                const int c = e / 1024, r = e % 1024, i = r / 128, lane = (r % 128) / 4, j = r % 4;
+                uint32_t word;
+                memcpy(&word, qs + (size_t)c * 32 * qb + (type == ARB_TYPE_Q8_0 ? 512 * (i / 4) : 0) + 16 * lane + 4 * j,
+                       4);
+                const uint32_t got = type == ARB_TYPE_Q8_0 ? (word >> (8 * (i % 4))) & 0xff : (word >> (4 * i)) & 0xf;
+                uint32_t want = 0;
+                if (e < n) {
+                    const uint8_t *q = row + (size_t)(e / 32) * bb + sb;
+                    const int t = e % 32;
+                    want = type == ARB_TYPE_Q8_0 ? (uint32_t)(q[t] ^ 0x80) : t < 16 ? q[t] & 0xfu : (uint32_t)q[t - 16] >> 4;
+                }
+                cr_assert_eq(got, want, "type %u n %d element %d", type, n, e);
+            }
+            for (int b = 0; b < nch * 32; b++)
+                for (int k = 0; k < sb; k++)
+                    cr_assert_eq(sc[(size_t)b * sb + k], b < nb ? row[(size_t)b * bb + k] : 0, "scale of block %d", b);
+            /* the device's order of arithmetic against the exact dequantized dot */
+            arb_dequant_row(type, row, w, (size_t)n);
+            double exact = 0, mag = 0;
+            for (int e = 0; e < nch * 1024; e++)
+                x[e] = e < n ? (float)((int)(pk_next() % 2001) - 1000) * 1e-3f : NAN; /* never read past n */
+            for (int e = 0; e < n; e++)
+                exact += (double)w[e] * x[e], mag += fabs((double)w[e] * x[e]);
+            const double got = pk_device_order_dot(type, qs, sc, n, x);
+            cr_assert(fabs(got - exact) <= 1e-6 * mag, "type %u n %d: %.9g vs %.9g (scale %.3g)", type, n, got, exact,
+                      mag);
+            free(row), free(qs), free(sc), free(w), free(x);
+        }
 }

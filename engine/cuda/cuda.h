@@ -134,6 +134,10 @@ bool arb_cuda_packed_block(uint32_t type, int *quant_bytes, int *scale_bytes);
    head once even when tied to the embedding), rows padded to whole chunks, quants and
    scales each rounded to 256. */
 size_t arb_cuda_packed_bytes(const arb_cuda_model_desc *d);
+/* One row of n_in elements (GGUF blocks of a packed type) into the packed layout
+   (cuda_pack.h, the code the device's upload runs): qs gets ceil(n_in / 1024) x 32 x
+   quant_bytes, sc ceil(n_in / 1024) x 32 x scale_bytes. false for other types. */
+bool arb_cuda_pack_row(uint32_t type, const void *row, int n_in, uint8_t *qs, uint8_t *sc);
 
 #ifdef __cplusplus
 }

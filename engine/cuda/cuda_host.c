@@ -3,7 +3,10 @@
  * CPU-only CI tests them, and the device code mirrors these definitions. */
 #include "cuda.h"
 
+#include <string.h>
+
 #include "../quant.h"
+#include "cuda_pack.h"
 
 bool arb_cuda_tree_positions(const int32_t *parent, int n, int n_prefix, int32_t *pos)
 {
@@ -110,6 +113,23 @@ size_t arb_cuda_packed_bytes(const arb_cuda_model_desc *d)
             b += packed_mat_bytes(ms[i]);
     }
     return b;
+}
+
+bool arb_cuda_pack_row(uint32_t type, const void *row, int n_in, uint8_t *qs, uint8_t *sc)
+{
+    int qb, sb;
+    if (!arb_cuda_packed_block(type, &qb, &sb) || n_in <= 0 || n_in % 32)
+        return false;
+    const int q8 = type == ARB_TYPE_Q8_0, bb = sb + qb, nch = (n_in + ARB_PACK_CHUNK - 1) / ARB_PACK_CHUNK;
+    for (int c = 0; c < nch; c++)
+        for (int lane = 0; lane < 32; lane++) {
+            uint32_t w[8];
+            arb_pack_lane((const uint8_t *)row, n_in, bb, sb, q8, c, lane, w, sc + ((size_t)c * 32 + lane) * sb);
+            for (int h = 0; h < (q8 ? 2 : 1); h++)
+                for (int j = 0; j < 4; j++)
+                    memcpy(qs + (size_t)c * 32 * qb + arb_pack_word_offset(lane, h, j), &w[4 * h + j], 4);
+        }
+    return true;
 }
 
 /* engine.h's GPU entry points (this file is built with and without CUDA). */

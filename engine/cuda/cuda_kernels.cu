@@ -10,6 +10,7 @@
 #include "cuda_int.h"
 
 #include "../quant.h"
+#include "cuda_pack.h"
 
 namespace {
 
@@ -399,7 +400,7 @@ __device__ __forceinline__ float byt(uint32_t u, int k)
     return __int_as_float((u & (0xffu << (8 * k))) | 0x4b000000u) - (8388608.0f + (float)(128 << (8 * k)));
 }
 
-constexpr int kChunk = 1024; // elements per packed chunk: 32 lanes x 32
+constexpr int kChunk = ARB_PACK_CHUNK; // elements per packed chunk: 32 lanes x 32 (cuda_pack.h)
 
 template <int T> struct packed_traits;
 template <> struct packed_traits<ARB_TYPE_Q4_0> { static constexpr int qc = 512, sb = 2; };
@@ -709,30 +710,12 @@ __global__ void pack_kernel(const uint8_t *W, size_t row_bytes, int n_in, int n_
     for (size_t it = blockIdx.x * (size_t)blockDim.x + threadIdx.x; it < total; it += (size_t)gridDim.x * blockDim.x) {
         const int lane = (int)(it % 32), c = (int)(it / 32 % nch);
         const size_t r = it / 32 / nch;
-        const uint8_t *row = W + r * row_bytes;
         uint8_t *qd = qs + (r * nch + c) * qc;
-        // scale of block `lane` of the chunk
-        const int blk = c * 32 + lane;
-        for (int k = 0; k < sb; k++)
-            sc[((r * nch + c) * 32 + lane) * sb + k] = blk * 32 < n_in ? row[(size_t)blk * bb + k] : 0;
-        uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int i = 0; i < 8; i++)
-            for (int j = 0; j < 4; j++) {
-                const int e = c * kChunk + 128 * i + 4 * lane + j;
-                uint32_t q = 0;
-                if (e < n_in) {
-                    const uint8_t *b = row + (size_t)(e / 32) * bb + sb; // the block's quants
-                    const int t = e % 32;
-                    q = q8 ? (uint32_t)(uint8_t)(b[t] ^ 0x80) : (t < 16 ? b[t] & 0xf : b[t - 16] >> 4);
-                }
-                if (q8)
-                    w[j + 4 * (i / 4)] |= q << (8 * (i % 4));
-                else
-                    w[j] |= q << (4 * i);
-            }
+        uint32_t w[8];
+        arb_pack_lane(W + r * row_bytes, n_in, bb, sb, q8, c, lane, w, sc + ((r * nch + c) * 32 + lane) * sb);
         for (int h = 0; h < (q8 ? 2 : 1); h++)
             for (int j = 0; j < 4; j++)
-                *(uint32_t *)(qd + 512 * h + 16 * lane + 4 * j) = w[4 * h + j];
+                *(uint32_t *)(qd + arb_pack_word_offset(lane, h, j)) = w[4 * h + j];
     }
 }
 
