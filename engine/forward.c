@@ -40,6 +40,7 @@ struct arb_ctx {
     int32_t *chain;       /* n_batch_max: chain parents (-1, 0, 1, ...) for chunks */
     int32_t *last_parent; /* parents of the last eval (when n <= n_batch_max) */
     int last_n;           /* nodes in the last eval; 0 = nothing to commit */
+    int row_n;            /* head rows of the last eval arb_eval_logits_row can give (0: none) */
     bool last_is_chain;   /* last eval was a chain (any length) */
     arb_cuda_ctx *cuda;   /* backend cuda: the whole forward runs there (the host buffers
                              above stay NULL; kv only counts n_past) */
@@ -224,6 +225,7 @@ const arb_model *arb_ctx_model(const arb_ctx *c) { return c->m; }
 
 int arb_ctx_truncate(arb_ctx *c, int n_past)
 {
+    c->row_n = 0;
     if (n_past < 0 || n_past > c->kv.n_past)
         return ARB_E_RANGE;
     c->kv.n_past = n_past;
@@ -417,6 +419,7 @@ int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, co
 {
     const arb_model *m = c->m;
     c->last_n = 0;
+    c->row_n = 0;
     if (n < 1 || !tok || !parent || !o || (!o->logits && !o->argmax && o->topk_k == 0))
         return ARB_ERR(err, ARB_E_INVAL, "eval: n = %d with %s", n,
                        n < 1 ? "no nodes" : "NULL buffers (tokens, parents, or no logits, argmax or top-K)");
@@ -463,6 +466,21 @@ int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, co
         return rc;
     c->last_n = n;
     c->last_is_chain = is_chain;
+    c->row_n = n <= c->n_batch_max ? n : 0; /* a chunked chain left only its last chunk */
+    return ARB_OK;
+}
+
+int arb_eval_logits_row(arb_ctx *c, int node, float *row, arb_err *err)
+{
+    if (!row || node < 0 || node >= c->row_n)
+        return ARB_ERR(err, ARB_E_INVAL, "eval row: node %d of the last eval's %d rows%s", node, c->row_n,
+                       row ? "" : " (NULL buffer)");
+    if (c->cuda)
+        return arb_cuda_logits_row(c->cuda, node, row, err);
+    /* the final hidden states of the last eval are still in xb: the head is batch-invariant,
+       so one row here equals that row of the eval's full product bit for bit */
+    arb_backend_matmul(&c->be, &c->m->output, c->xb + (size_t)node * c->m->n_embd, 1, row, c->work);
+    softcap(c->m, row, (size_t)c->m->n_vocab);
     return ARB_OK;
 }
 
@@ -499,6 +517,7 @@ int arb_prefill(arb_ctx *c, const int32_t *tok, int n, float *last_logits, arb_e
 {
     const arb_model *m = c->m;
     c->last_n = 0;
+    c->row_n = 0;
     if (n < 1 || !tok)
         return ARB_ERR(err, ARB_E_INVAL, "prefill: n = %d%s", n, tok ? "" : " with NULL tokens");
     if (n > c->n_ctx - c->kv.n_past)

@@ -26,8 +26,10 @@ struct arb_decoder {
     /* What each eval asks the engine for (docs/gpu.md "No logits round trip"): full rows
        only for a consumer that reads them, else each node's top-K (the drafter harvests)
        or argmax (greedy verification), computed where the logits are. */
-    bool want_rows;           /* T > 0 (sampling verifiers, pick_token's draw) or a drafter with
-                                 stop_logits: every step's rows and the prefill's last row */
+    bool want_rows;           /* T > 0 (sampling verifiers, pick_token's draw): every step's
+                                 rows and the prefill's last row */
+    float *stop_row;          /* [V] a drafter with stop_logits at T = 0: the stop node's row,
+                                 fetched alone after verification (arb_eval_logits_row) */
     float *logits;            /* [rows * V] when want_rows or after a full_rows run; else NULL */
     int32_t *nt, *path, *prev, *chain_parent, *chain_path; /* [rows] */
     int32_t *amax;            /* [rows] argmax per node (greedy without a harvest) */
@@ -82,6 +84,7 @@ void arb_decoder_free(arb_decoder *d)
         d->dr->destroy(d->dst);
     arb_tree_release(&d->tree);
     free(d->logits);
+    free(d->stop_row);
     free(d->nt);
     free(d->path);
     free(d->prev);
@@ -123,7 +126,7 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
     d->want_topk = d->dr->harvest != NULL;
     d->K = s->topk;
     d->sampling = d->dr->q_rows && s->temperature > 0; /* speculative sampling */
-    d->want_rows = s->temperature > 0 || d->dr->stop_logits != NULL;
+    d->want_rows = s->temperature > 0;
     size_t r = (size_t)d->rows;
     rc = arb_tree_init(&d->tree, cap, err);
     if (!rc)
@@ -131,6 +134,8 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
     if (!rc) {
         if (d->want_rows)
             d->logits = malloc(r * d->V * sizeof *d->logits);
+        if (d->dr->stop_logits && !d->want_rows)
+            d->stop_row = malloc((size_t)d->V * sizeof *d->stop_row);
         d->nt = malloc(r * sizeof *d->nt);
         d->amax = malloc(r * sizeof *d->amax);
         d->path = malloc(r * sizeof *d->path);
@@ -143,7 +148,7 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
             d->pi = malloc((size_t)d->V * sizeof *d->pi);
             d->pidx = malloc((size_t)d->V * sizeof *d->pidx);
         }
-        if ((d->want_rows && !d->logits) || !d->nt || !d->amax || !d->path || !d->prev || !d->chain_parent ||
+        if ((d->want_rows && !d->logits) || (d->dr->stop_logits && !d->want_rows && !d->stop_row) || !d->nt || !d->amax || !d->path || !d->prev || !d->chain_parent ||
             !d->chain_path || !d->topk_ids || !d->topk_sc || (s->temperature > 0 && (!d->pi || !d->pidx)))
             rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate buffers for %d rows x %d vocab", d->rows, d->V);
     }
@@ -223,6 +228,19 @@ static void per_row(arb_decoder *d, int n, void (*fn)(void *ud, int i, int n))
         fn(d, 0, 1);
     else
         arb_ctx_parallel_for(d->ctx, n, fn, d);
+}
+
+/* Node `node`'s logits row of the last eval for a drafter's stop_logits: from the rows the
+   eval returned when it returned them (T > 0, the full_rows hook), else that one row alone
+   from the engine (greedy: the eval returned an argmax or a top-K). */
+static int stop_logits_row(arb_decoder *d, int node, bool full_rows, const float **row, arb_err *err)
+{
+    if (d->want_rows || full_rows) {
+        *row = d->logits + (size_t)node * d->V;
+        return ARB_OK;
+    }
+    *row = d->stop_row;
+    return arb_eval_logits_row(d->ctx, node, d->stop_row, err);
 }
 
 /* Top-K + softmax of every evaluated row on the host (the full_rows path only). */
@@ -406,8 +424,12 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         first = d->want_topk ? d->topk_ids[(size_t)last * d->K] : d->amax[last];
     if (d->hid)
         d->dr->hidden(d->dst, d->hid + (size_t)last * d->E);
-    if (d->dr->stop_logits)
-        d->dr->stop_logits(d->dst, d->logits + (size_t)last * d->V, d->V);
+    if (d->dr->stop_logits) {
+        const float *row;
+        if ((rc = stop_logits_row(d, last, o->full_rows, &row, err)))
+            return rc;
+        d->dr->stop_logits(d->dst, row, d->V);
+    }
     memcpy(d->S, prompt, (size_t)n_prompt * sizeof *prompt);
     d->n_S = n_prompt;
     d->dr->append(d->dst, prompt, n_prompt);
@@ -479,8 +501,12 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
             d->dr->hidden_path(d->dst, d->hid, d->path, np, d->E);
         if (d->hid) /* the stop node's hidden state: its logits gave the bonus token */
             d->dr->hidden(d->dst, d->hid + (size_t)vo.node * d->E);
-        if (d->dr->stop_logits)
-            d->dr->stop_logits(d->dst, d->logits + (size_t)vo.node * d->V, d->V);
+        if (d->dr->stop_logits) {
+            const float *row;
+            if ((rc = stop_logits_row(d, vo.node, o->full_rows, &row, err)))
+                return rc;
+            d->dr->stop_logits(d->dst, row, d->V);
+        }
         double t4 = now_us();
         if ((rc = arb_commit(d->ctx, d->path, np, err)))
             return rc;

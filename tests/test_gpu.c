@@ -266,7 +266,7 @@ Test(gpu, fast_commit_and_truncate)
     arb_model_free(m);
 }
 
-Test(gpu, fast_is_deterministic_and_argmax_matches)
+Test(gpu, fast_is_deterministic_and_argmax_matches_and_rows_come_alone)
 {
     need_gpu();
     synth_opts o = {.arch = "llama", .seed = 23};
@@ -290,6 +290,12 @@ Test(gpu, fast_is_deterministic_and_argmax_matches)
             best = a[(size_t)i * S_VOCAB + k] > a[(size_t)i * S_VOCAB + best] ? k : best;
         cr_assert_eq(am[i], best, "node %d: device argmax %d, logits argmax %d", i, am[i], best);
     }
+    /* arb_eval_logits_row after the argmax-only eval: the device's row, copied alone */
+    for (int i = 0; i < N; i += 7) {
+        cr_assert_eq(arb_eval_logits_row(c, i, b, &err), ARB_OK, "%s", err.msg);
+        cr_assert(memcmp(b, a + (size_t)i * S_VOCAB, sizeof(float) * S_VOCAB) == 0, "logits row %d differs", i);
+    }
+    cr_assert_eq(arb_eval_logits_row(c, N, b, &err), ARB_E_INVAL);
     free(a);
     free(b);
     arb_ctx_free(c);

@@ -318,6 +318,53 @@ Test(model_synth, eval_topk_equals_host_topk)
     arb_model_free(m);
 }
 
+/* arb_eval_logits_row: one node's row after an argmax or top-K eval (and after a commit)
+   is the row a logits eval gives, bit for bit; it refuses nodes outside the last eval and
+   after a prefill. */
+Test(model_synth, eval_logits_row_equals_the_full_row)
+{
+    synth_opts o = {.arch = "llama", .seed = 62, .tied = true};
+    arb_model *m = load_synth(&o, 2);
+    uint64_t s = 29;
+    arb_ctx *c = check_ctx(m, 256, 64, 0, false);
+    int32_t tok[64], par[64], am[64], path[64];
+    float *lg = malloc(sizeof(float) * S_VOCAB * 64), row[S_VOCAB];
+    for (int i = 0; i < 20; i++)
+        tok[i] = rnd(&s, S_VOCAB);
+    arb_err err = {0};
+    cr_assert_eq(arb_prefill(c, tok, 20, lg, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_eval_logits_row(c, 0, row, &err), ARB_E_INVAL, "a prefill leaves no eval rows");
+    int rows = 0;
+    for (int t = 0; t < 6; t++) {
+        const int n = 1 + rnd(&s, 64);
+        random_tree(&s, n, S_VOCAB, tok, par);
+        check_eval(c, tok, par, n, lg, NULL); /* the reference rows */
+        const arb_eval_out ao = {.argmax = am};
+        cr_assert_eq(arb_eval_ex(c, tok, par, n, &ao, &err), ARB_OK, "%s", err.msg);
+        for (int i = 0; i < n; i += 1 + rnd(&s, 4)) {
+            cr_assert_eq(arb_eval_logits_row(c, i, row, &err), ARB_OK, "%s", err.msg);
+            cr_assert(!memcmp(row, lg + (size_t)i * S_VOCAB, sizeof row), "tree %d node %d differs", t, i);
+            rows++;
+        }
+        cr_assert_eq(arb_eval_logits_row(c, n, row, &err), ARB_E_INVAL);
+        cr_assert_eq(arb_eval_logits_row(c, -1, row, &err), ARB_E_INVAL);
+        /* a commit keeps the rows: the stop node's row is read after verification */
+        int np = 0;
+        for (int a = n - 1; a >= 0; a = par[a])
+            np++;
+        for (int a = n - 1, k = np - 1; a >= 0; a = par[a], k--)
+            path[k] = a;
+        cr_assert_eq(arb_commit(c, path, np, &err), ARB_OK, "%s", err.msg);
+        cr_assert_eq(arb_eval_logits_row(c, n - 1, row, &err), ARB_OK, "%s", err.msg);
+        cr_assert(!memcmp(row, lg + (size_t)(n - 1) * S_VOCAB, sizeof row), "tree %d after the commit", t);
+        rows++;
+    }
+    cr_log_info("eval logits row: %d rows bit-identical to the logits eval's", rows);
+    free(lg);
+    arb_ctx_free(c);
+    arb_model_free(m);
+}
+
 Test(model_synth, vocab_only_needs_a_tokenizer)
 {
     synth_opts o = {.arch = "llama", .seed = 51};

@@ -110,6 +110,11 @@ typedef struct arb_cuda_step {
 } arb_cuda_step;
 int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err *err);
 
+/* Row r of the last forward's logits (head row r: node head_from + r), computed on the
+   device whatever the step returned, into `row` (n_vocab floats on the host). ARB_E_INVAL
+   if the last forward computed no such row. */
+int arb_cuda_logits_row(arb_cuda_ctx *c, int r, float *row, arb_err *err);
+
 /* Rows n_past + path[j] -> n_past + j for every layer (path strictly increasing). */
 int arb_cuda_kv_commit(arb_cuda_ctx *c, int n_past, const int32_t *path, int n, arb_err *err);
 

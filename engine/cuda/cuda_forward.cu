@@ -38,6 +38,7 @@ struct arb_cuda_ctx {
     cudaGraphExec_t *graphs[4];
     int graph_topk_k;      // the k the top-K graphs were captured with (0: none yet)
     bool graphs_off;
+    int head_rows;         // rows of c->logits the last forward computed (arb_cuda_logits_row)
     // ARBOR_CUDA_PROFILE=1: steps launch directly (no graphs) with an event after every
     // kernel class; arb_cuda_ctx_free prints the device time per class and step.
     struct {
@@ -349,6 +350,7 @@ extern "C" int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err
     cudaMemcpyAsync(c->d_ints, c->h_ints, (4 * nb + 1) * sizeof(int32_t), cudaMemcpyHostToDevice, st);
     const int nh = n - s->head_from;
     const bool head = nh > 0 && (s->logits || s->argmax || s->hidden || s->topk_k > 0);
+    c->head_rows = 0;
     if (c->prof.on) {
         c->prof.n = 0;
         cudaEventRecord(c->prof.ev[0], st);
@@ -380,6 +382,7 @@ extern "C" int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err
     const cudaError_t le = cudaGetLastError();
     if (le != cudaSuccess)
         return fail(err, le, "forward (kernel launch)");
+    c->head_rows = head ? nh : 0; // the head GEMV wrote every row of c->logits, whatever was copied back
     if (c->prof.on && n == 1) { // decode steps only
         for (int i = 1; i <= c->prof.n; i++) {
             float ms = 0;
@@ -389,6 +392,17 @@ extern "C" int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err
         c->prof.steps++;
     }
     return ARB_OK;
+}
+
+extern "C" int arb_cuda_logits_row(arb_cuda_ctx *c, int r, float *row, arb_err *err)
+{
+    if (r < 0 || r >= c->head_rows || !row)
+        return ARB_ERR(err, ARB_E_INVAL, "backend cuda: logits row %d of the last forward's %d", r, c->head_rows);
+    const int V = c->m->n_vocab;
+    const cudaError_t e =
+        cudaMemcpyAsync(row, c->logits + (size_t)r * V, (size_t)V * sizeof(float), cudaMemcpyDeviceToHost, c->st);
+    const cudaError_t se = e == cudaSuccess ? cudaStreamSynchronize(c->st) : e;
+    return se == cudaSuccess ? ARB_OK : fail(err, se, "logits row");
 }
 
 extern "C" int arb_cuda_kv_commit(arb_cuda_ctx *c, int n_past, const int32_t *path, int n, arb_err *err)

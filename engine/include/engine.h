@@ -131,6 +131,15 @@ typedef struct arb_eval_out {
 int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, const arb_eval_out *o,
                 arb_err *err);
 
+/* The full logits row of node `node` of the last arb_eval / arb_eval_ex, whatever that eval
+   returned (argmax, top-K): bit for bit the row a logits eval would have given. For callers
+   that need one row known only after verification (a drafter's stop node) without copying
+   every row of the eval. CPU: the node's output head, recomputed from the eval's final
+   hidden state (one row of the head); CUDA: the row the device computed, copied. Valid until
+   the next eval, prefill or truncate (a commit keeps it); ARB_E_INVAL for a node outside the
+   last eval, or after a chain longer than n_batch_max (chunked). */
+int arb_eval_logits_row(arb_ctx *c, int node, float *row, arb_err *err);
+
 /* Keep the KV rows of nodes path[0..n) of the last arb_eval, in order, as the new
    prefix tail (path must be a root-to-node chain: parent[path[0]] == -1 and
    parent[path[i]] == path[i-1]). n == 0 is allowed. */
