@@ -336,11 +336,14 @@ AI void tile_b32(const mm_job *j, const tile_tabs *tb, int rb, int ro, int nr, i
                  const int T, const int kind, __m256 *accp, __m256 *accmp)
 {
     const int R = T >= 5 ? 1 : 8 / T, bsz = kind == 0 ? 20 : kind == 1 ? 18 : 34;
-    const uint8_t *wr[8];
+    const uint8_t *wr[8], *pf[8];
     const int8_t *xq[8];
+    const int pfd = MM_Q8_PF_BLOCKS * MM_ROW_BLOCK; /* Q8_0: prefetch distance in rows */
     for (int i = 0; i < R; i++) {
         const int r = rb + (ro + i < nr ? ro + i : nr - 1);
         wr[i] = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes + (size_t)c0 * bsz;
+        /* the last rows prefetch themselves again rather than point past the matrix */
+        pf[i] = wr[i] + (r + pfd < j->w->n_out ? (size_t)pfd * j->w->row_bytes : 0);
     }
     for (int k = 0; k < T; k++)
         xq[k] = mm_qs(j, t0 + k) + 32 * (size_t)c0;
@@ -360,7 +363,7 @@ AI void tile_b32(const mm_job *j, const tile_tabs *tb, int rb, int ro, int nr, i
             const uint8_t *blk = wr[i] + (size_t)b * bsz;
             __m256i wv, wabs = _mm256_setzero_si256();
             if (kind == 2)
-                _mm_prefetch((const char *)(blk + (size_t)MM_Q8_PF_BLOCKS * MM_ROW_BLOCK * j->w->row_bytes), _MM_HINT_T0);
+                _mm_prefetch((const char *)(pf[i] + (size_t)b * bsz), _MM_HINT_T0);
             if (kind == 2) {
                 wv = _mm256_loadu_si256((const __m256i *)(blk + 2));
                 wabs = _mm256_sign_epi8(wv, wv);
