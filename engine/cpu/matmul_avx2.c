@@ -362,9 +362,8 @@ AI void tile_b32(const mm_job *j, const tile_tabs *tb, int rb, int ro, int nr, i
         for (int i = 0; i < R; i++) {
             const uint8_t *blk = wr[i] + (size_t)b * bsz;
             __m256i wv, wabs = _mm256_setzero_si256();
-            if (kind == 2)
-                _mm_prefetch((const char *)(pf[i] + (size_t)b * bsz), _MM_HINT_T0);
             if (kind == 2) {
+                _mm_prefetch((const char *)(pf[i] + (size_t)b * bsz), _MM_HINT_T0);
                 wv = _mm256_loadu_si256((const __m256i *)(blk + 2));
                 wabs = _mm256_sign_epi8(wv, wv);
             } else if (kind == 1) {
@@ -460,7 +459,8 @@ AI void weight_scales(const mm_job *j, tile_tabs *tb, int rb, int nr, int c0, in
     /* The next row block's bytes (rows are contiguous), one prefetch per cache line:
        the 8 row streams a 1-token tile reads at once defeat the hardware prefetcher
        (the 49152-row Q8_0 head ran 2.3x slower without this), and this pass is the
-       row block's first touch. */
+       row block's first touch. Q8_0 prefetches per (row, block) in tile_b32 instead
+       (MM_Q8_PF_BLOCKS: faster for the head than this burst). */
     if (c0 == 0 && rb + 2 * MM_ROW_BLOCK <= j->w->n_out && kind != 2) {
         const char *nx = (const char *)j->w->data + (size_t)(rb + MM_ROW_BLOCK) * j->w->row_bytes;
         const size_t len = (size_t)MM_ROW_BLOCK * j->w->row_bytes;
