@@ -192,9 +192,11 @@ static void check_invariance(uint32_t type, int n_in, int n_out)
     arb_threadpool *tp[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3; i++)
         cr_assert_eq(arb_threadpool_new(i + 1, &tp[i], NULL), ARB_OK);
-    /* every token-group shape of the kernels: the AVX2 Q4 kernels use pair tiles for 1
-       token, two-row token lanes for 2-4, one-row token lanes for 5-8 (matmul_avx2.c) */
-    static const int ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 21, 64};
+    /* every token-group shape of the kernels: the AVX2 32-block kernels use pair tiles
+       for 1 token, two-row token lanes for 2-4 (Q8_0: step pairs for 2), one-row token
+       lanes for 5-8 (Q8_0: 4 + 1 and 4 + 2 for 5 and 6), two groups per pass for 16, and
+       a group of 8 plus the rest for 9-15 (matmul_avx2.c): every size 1..16 */
+    static const int ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 21, 64};
     enum { N_NS = sizeof ns / sizeof ns[0] };
     for (int k = 0; k < N_ISAS; k++) {
         if (arb_matmul_force_isa(isas[k]) != ARB_OK)
@@ -234,6 +236,100 @@ Test(matmul, batch_and_thread_invariance)
             check_invariance(types[k], 32 * 131, 19);
         }
     }
+}
+
+/* Q8_0 at the limits of the integer paths: weight codes -128 and 127 against activation
+   codes of +-127 (the AVX2 sign trick's int16 lanes reach 2 * 128 * 127 = 32512), checked
+   bit for bit against the documented float sequence, y = sum over blocks in order of
+   fma(dw * dx, (float)isum, acc) from 0, which the AVX2 and AVX-512 families share, for
+   every token count 1..16 (each group shape of matmul_avx2.c). */
+static void check_q8_0_exact(int n_in, int n_out)
+{
+    enum { NT = 16 };
+    const int nb = n_in / 32;
+    size_t rb;
+    uint8_t *w = random_weights(ARB_TYPE_Q8_0, n_in, n_out, &rb);
+    for (int o = 0; o < n_out; o++)
+        for (int b = 0; b < nb; b++) {
+            int8_t *qs = (int8_t *)(w + (size_t)o * rb + (size_t)b * 34 + 2);
+            for (int i = 0; i < 32; i++) {
+                const int kind = (o + b) % 4;
+                if (kind == 0)
+                    qs[i] = -128;
+                else if (kind == 1)
+                    qs[i] = 127;
+                else if (kind == 2)
+                    qs[i] = (int8_t)(i % 2 ? 127 : -128);
+            }
+        }
+    arb_qmat m = {.type = ARB_TYPE_Q8_0, .n_in = n_in, .n_out = n_out, .row_bytes = rb, .data = w};
+    void *pk = attach_packed(&m);
+    float *x = malloc(sizeof(float) * (size_t)n_in * NT);
+    float *y = malloc(sizeof(float) * (size_t)n_out * NT);
+    float *ref = malloc(sizeof(float) * (size_t)n_out * NT);
+    int8_t *xq = malloc((size_t)n_in * NT);
+    float *dx = malloc(sizeof(float) * (size_t)nb * NT);
+    void *work = malloc(arb_matmul_work_bytes(ARB_TYPE_Q8_0, n_in, NT) + 1);
+    cr_assert(x && y && ref && xq && dx && work);
+    for (int t = 0; t < NT; t++)
+        for (int b = 0; b < nb; b++)
+            for (int i = 0; i < 32; i++) {
+                const int kind = (t + b) % 3; /* all codes -127, all +127, or random */
+                x[(size_t)t * n_in + 32 * b + i] = kind == 0 ? -1.5f : kind == 1 ? 0.75f : rndf() * 2.0f;
+            }
+    /* the activation quantisation of matmul_int.h, then the float sequence */
+    for (int t = 0; t < NT; t++)
+        for (int b = 0; b < nb; b++) {
+            const float *xb = x + (size_t)t * n_in + 32 * b;
+            float amax = 0;
+            for (int i = 0; i < 32; i++)
+                amax = fmaxf(amax, fabsf(xb[i]));
+            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            dx[t * nb + b] = d;
+            for (int i = 0; i < 32; i++)
+                xq[(size_t)t * n_in + 32 * b + i] = (int8_t)fminf(127.0f, fmaxf(-127.0f, nearbyintf(xb[i] * id)));
+        }
+    for (int t = 0; t < NT; t++)
+        for (int o = 0; o < n_out; o++) {
+            float acc = 0.0f;
+            for (int b = 0; b < nb; b++) {
+                const uint8_t *blk = w + (size_t)o * rb + (size_t)b * 34;
+                uint16_t h;
+                memcpy(&h, blk, 2);
+                int32_t is = 0;
+                for (int i = 0; i < 32; i++)
+                    is += (int8_t)blk[2 + i] * xq[(size_t)t * n_in + 32 * b + i];
+                const float sc = arb_fp16_to_f32(h) * dx[t * nb + b];
+                acc = fmaf(sc, (float)is, acc);
+            }
+            ref[(size_t)t * n_out + o] = acc;
+        }
+    static const char *const fams[] = {"avx2", "avx512"};
+    for (int k = 0; k < 2; k++) {
+        if (arb_matmul_force_isa(fams[k]) != ARB_OK)
+            continue;
+        for (int n = 1; n <= NT; n++) {
+            memset(y, 0xff, sizeof(float) * (size_t)n_out * NT);
+            arb_matmul(NULL, &m, x, n, y, work);
+            for (int t = 0; t < n; t++)
+                for (int o = 0; o < n_out; o++) {
+                    const float got = y[(size_t)t * n_out + o], want = ref[(size_t)t * n_out + o];
+                    cr_assert(!memcmp(&got, &want, sizeof got),
+                              "%s Q8_0 n_in=%d n_tok=%d token %d row %d: %.9g, documented sequence %.9g",
+                              arb_matmul_isa(), n_in, n, t, o, got, want);
+                }
+        }
+    }
+    arb_matmul_force_isa("auto");
+    free(w); free(pk); free(x); free(y); free(ref); free(xq); free(dx); free(work);
+}
+
+Test(matmul, q8_0_extreme_codes_match_the_documented_sequence)
+{
+    rng_state = 5;
+    check_q8_0_exact(576, 37);     /* SmolLM2's head rows; odd row count (a lone last row) */
+    check_q8_0_exact(32 * 3, 19);  /* no packed copy: AVX-512 uses the AVX2 kernel */
+    check_q8_0_exact(32 * 131, 21); /* wider than the token lanes: pair tiles for every group */
 }
 
 Test(matmul, work_bytes)
