@@ -233,20 +233,6 @@ int arb_ctx_truncate(arb_ctx *c, int n_past)
     return ARB_OK;
 }
 
-/* The greedy token of a logits row: the first (smallest id) maximum, as the greedy
-   verifier takes it. */
-static int32_t row_argmax(const float *row, int V)
-{
-    int32_t best = 0;
-    float mx = row[0];
-    for (int i = 1; i < V; i++)
-        if (row[i] > mx) {
-            mx = row[i];
-            best = i;
-        }
-    return best;
-}
-
 /* Gemma's final logit soft-capping, c tanh(x / c), when the model has one; elementwise. */
 static void softcap(const arb_model *m, float *x, size_t n)
 {
@@ -272,7 +258,7 @@ static void head_row(void *ud, int i, int n)
     const float *row = j->rows + (size_t)i * j->V;
     const size_t r = (size_t)(j->r0 + i), K = (size_t)j->o->topk_k;
     if (j->o->argmax)
-        j->o->argmax[r] = row_argmax(row, j->V);
+        j->o->argmax[r] = arb_topk_argmax(row, j->V);
     if (K)
         arb_topk_softmax(row, j->V, (int)K, j->o->topk_ids + r * K, j->o->topk_p + r * K);
 }
@@ -469,6 +455,8 @@ int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, co
     c->row_n = n <= c->n_batch_max ? n : 0; /* a chunked chain left only its last chunk */
     return ARB_OK;
 }
+
+bool arb_ctx_on_device(const arb_ctx *c) { return c->cuda != NULL; }
 
 int arb_eval_logits_row(arb_ctx *c, int node, float *row, arb_err *err)
 {

@@ -28,8 +28,12 @@ struct arb_decoder {
        or argmax (greedy verification), computed where the logits are. */
     bool want_rows;           /* T > 0 (sampling verifiers, pick_token's draw): every step's
                                  rows and the prefill's last row */
-    float *stop_row;          /* [V] a drafter with stop_logits at T = 0: the stop node's row,
-                                 fetched alone after verification (arb_eval_logits_row) */
+    float *stop_row;          /* [V] a drafter with stop_logits at T = 0 on a device: the stop
+                                 node's row, fetched alone after verification
+                                 (arb_eval_logits_row) */
+    bool rows_now;            /* this generation's evals return full rows: want_rows, or
+                                 stop_logits on a CPU context (its rows cost nothing extra
+                                 there, and fetching one would recompute a head row) */
     float *logits;            /* [rows * V] when want_rows or after a full_rows run; else NULL */
     int32_t *nt, *path, *prev, *chain_parent, *chain_path; /* [rows] */
     int32_t *amax;            /* [rows] argmax per node (greedy without a harvest) */
@@ -134,7 +138,7 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
     if (!rc) {
         if (d->want_rows)
             d->logits = malloc(r * d->V * sizeof *d->logits);
-        if (d->dr->stop_logits && !d->want_rows)
+        if (d->dr->stop_logits && !d->want_rows) /* used on a device, or with fetch_stop_row */
             d->stop_row = malloc((size_t)d->V * sizeof *d->stop_row);
         d->nt = malloc(r * sizeof *d->nt);
         d->amax = malloc(r * sizeof *d->amax);
@@ -148,8 +152,10 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
             d->pi = malloc((size_t)d->V * sizeof *d->pi);
             d->pidx = malloc((size_t)d->V * sizeof *d->pidx);
         }
-        if ((d->want_rows && !d->logits) || (d->dr->stop_logits && !d->want_rows && !d->stop_row) || !d->nt || !d->amax || !d->path || !d->prev || !d->chain_parent ||
-            !d->chain_path || !d->topk_ids || !d->topk_sc || (s->temperature > 0 && (!d->pi || !d->pidx)))
+        const bool no_stop_row = d->dr->stop_logits && !d->want_rows && !d->stop_row;
+        if ((d->want_rows && !d->logits) || no_stop_row || !d->nt || !d->amax || !d->path || !d->prev ||
+            !d->chain_parent || !d->chain_path || !d->topk_ids || !d->topk_sc ||
+            (s->temperature > 0 && (!d->pi || !d->pidx)))
             rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate buffers for %d rows x %d vocab", d->rows, d->V);
     }
     if (!rc && d->dr->hidden && !(d->hid = malloc(r * (size_t)d->E * sizeof *d->hid)))
@@ -235,7 +241,7 @@ static void per_row(arb_decoder *d, int n, void (*fn)(void *ud, int i, int n))
    from the engine (greedy: the eval returned an argmax or a top-K). */
 static int stop_logits_row(arb_decoder *d, int node, bool full_rows, const float **row, arb_err *err)
 {
-    if (d->want_rows || full_rows) {
+    if (d->rows_now || full_rows) {
         *row = d->logits + (size_t)node * d->V;
         return ARB_OK;
     }
@@ -247,7 +253,7 @@ static int stop_logits_row(arb_decoder *d, int node, bool full_rows, const float
 static void topk_rows(arb_decoder *d, int n) { per_row(d, n, topk_row); }
 
 /* One eval of n nodes with the narrowest output its consumers read: full rows when
-   `rows` (d->want_rows, or the full_rows hook), the top-K when the drafter harvests (its
+   `rows` (d->rows_now, or the full_rows hook), the top-K when the drafter harvests (its
    first column is the greedy argmax), else the argmax at T = 0. The full_rows hook is
    the path before arb_eval_out.topk: every row to the host, the top-K computed here. */
 static int eval_nodes(arb_decoder *d, const int32_t *tok, const int32_t *parent, int n, bool rows, bool full_rows,
@@ -258,9 +264,12 @@ static int eval_nodes(arb_decoder *d, const int32_t *tok, const int32_t *parent,
         out.topk_k = d->K;
         out.topk_ids = d->topk_ids;
         out.topk_p = d->topk_sc;
-    } else if (!full_rows && (d->spec.temperature <= 0 || !out.logits)) {
+    } else if (!full_rows && !out.logits) {
         out.argmax = d->amax; /* at T > 0 only for a prefill chunk before the last: an eval
-                                 returns something, and an argmax is the cheapest */
+                                 returns something, and an argmax is the cheapest. With rows
+                                 (a stop_logits drafter on the CPU) the greedy walk takes the
+                                 argmax of the rows it visits only, as on the full_rows path:
+                                 the engine's would cover every node of a 63-node tree */
     }
     int rc = arb_eval_ex(d->ctx, tok, parent, n, &out, err);
     if (!rc && full_rows && d->want_topk)
@@ -276,7 +285,7 @@ static void rows_on_target(void *pool, int n, void (*fn)(void *ud, int i, int n)
 
 static int ensure_capacity(arb_decoder *d, int n_prompt, int max_new, bool full_rows, arb_err *err)
 {
-    if (full_rows && !d->logits && !(d->logits = malloc((size_t)d->rows * d->V * sizeof *d->logits)))
+    if ((full_rows || d->rows_now) && !d->logits && !(d->logits = malloc((size_t)d->rows * d->V * sizeof *d->logits)))
         return ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate %d rows x %d vocab", d->rows, d->V);
     int need = n_prompt + max_new + d->tree.cap + 2;
     if (need > d->S_cap) {
@@ -325,7 +334,7 @@ static int prefill(arb_decoder *d, const int32_t *prompt, int n_prompt, bool ful
 {
     for (int c0 = 0; c0 < n_prompt; c0 += d->rows) {
         int n = n_prompt - c0 < d->rows ? n_prompt - c0 : d->rows;
-        int rc = eval_nodes(d, prompt + c0, d->chain_parent, n, d->want_rows && c0 + n == n_prompt, full_rows, err);
+        int rc = eval_nodes(d, prompt + c0, d->chain_parent, n, d->rows_now && c0 + n == n_prompt, full_rows, err);
         if (rc)
             return rc;
         if (d->want_topk) {
@@ -402,6 +411,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
     if (n_prompt < 1 || o->max_new < 1)
         return ARB_ERR(err, ARB_E_INVAL, "generate: prompt of %d tokens, max_new %d (both must be >= 1)", n_prompt,
                        o->max_new);
+    d->rows_now = d->want_rows || (d->dr->stop_logits && !o->fetch_stop_row && !arb_ctx_on_device(d->ctx));
     int rc = ensure_capacity(d, n_prompt, o->max_new, o->full_rows, err);
     if (!rc)
         rc = d->dr->begin(d->dst, n_prompt + o->max_new + d->tree.cap + 2, d->new_run, err);
@@ -418,7 +428,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         return rc;
     int last = (n_prompt - 1) % d->rows;
     int32_t first; /* greedy: the argmax, from the engine's top-K or argmax unless rows came back */
-    if (d->want_rows || o->full_rows)
+    if (d->rows_now || o->full_rows)
         first = pick_token(d, d->logits + (size_t)last * d->V, o->prompt_id, 0);
     else
         first = d->want_topk ? d->topk_ids[(size_t)last * d->K] : d->amax[last];
@@ -451,7 +461,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         d->dr->propose(d->dst, d->S, d->n_S, t, &rec);
         arb_tree_finalize(t);
         double t1 = now_us();
-        if ((rc = eval_nodes(d, t->tok, t->parent, t->n, d->want_rows, o->full_rows, err)))
+        if ((rc = eval_nodes(d, t->tok, t->parent, t->n, d->rows_now, o->full_rows, err)))
             return rc;
         res->n_target_calls++;
         double t2 = now_us();
@@ -460,7 +470,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
            full_rows path; then the walk) or a sampling verifier (rows, d->want_rows) */
         arb_verify_out vo;
         if (d->vf) {
-            arb_verify_in in = {.tree = t, .logits = d->want_rows || o->full_rows ? d->logits : NULL, .V = d->V,
+            arb_verify_in in = {.tree = t, .logits = d->rows_now || o->full_rows ? d->logits : NULL, .V = d->V,
                                 .for_rows = rows_on_target, .pool = d->ctx};
             arb_rng vr;
             if (d->sampling) { /* p rows processed like q */
@@ -475,7 +485,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
             } else if (d->want_topk) {
                 in.argmax = d->topk_ids;
                 in.argmax_stride = d->K;
-            } else if (!o->full_rows) {
+            } else if (!o->full_rows && !d->rows_now) {
                 in.argmax = d->amax;
                 in.argmax_stride = 1;
             }

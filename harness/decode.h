@@ -101,6 +101,10 @@ typedef struct arb_decode_opts {
                                the host, the path before arb_eval_out.topk (false: each eval
                                asks for what its consumers read). Same tokens and records;
                                for tests and before/after timings */
+    bool fetch_stop_row;    /* greedy drafters with stop_logits: fetch the stop node's row alone
+                               after verification (arb_eval_logits_row) on a CPU context too;
+                               by default only on a device, where it saves copying every row.
+                               Same tokens and records; for tests */
 } arb_decode_opts;
 arb_decode_opts arb_decode_default_opts(void);
 

@@ -226,6 +226,7 @@ Test(decode, narrow_outputs_equal_the_full_rows_path, .init = setup, .fini = tea
                 arb_decode_opts o = arb_decode_default_opts();
                 o.max_new = 48;
                 o.full_rows = full;
+                o.fetch_stop_row = !full; /* draft: the stop row alone, against every row */
                 logs[full].n = 0;
                 arb_decode_cb cb = {.on_step = log_step, .ud = &logs[full]};
                 arb_prompt_result r;

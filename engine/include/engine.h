@@ -140,6 +140,11 @@ int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, co
    last eval, or after a chain longer than n_batch_max (chunked). */
 int arb_eval_logits_row(arb_ctx *c, int node, float *row, arb_err *err);
 
+/* Whether this context's evals run on a device (CUDA): there a full-rows eval copies every
+   row to the host and arb_eval_logits_row one; on the CPU the rows are computed anyway and
+   arb_eval_logits_row recomputes one head row. */
+bool arb_ctx_on_device(const arb_ctx *c);
+
 /* Keep the KV rows of nodes path[0..n) of the last arb_eval, in order, as the new
    prefix tail (path must be a root-to-node chain: parent[path[0]] == -1 and
    parent[path[i]] == path[i-1]). n == 0 is allowed. */
