@@ -99,7 +99,7 @@ static size_t packed_mat_bytes(const arb_cuda_mat_desc *m)
     if (!arb_cuda_packed_block(m->type, &qb, &sb))
         return 0;
     /* rows padded to chunks of 32 blocks (1024 elements) */
-    const size_t blocks = (size_t)m->n_out * (size_t)((m->n_in + 1023) / 1024) * 32;
+    const size_t blocks = (size_t)m->n_out * (size_t)arb_pack_chunks(m->n_in) * 32;
     return al(blocks * (size_t)qb) + al(blocks * (size_t)sb);
 }
 
@@ -120,14 +120,12 @@ bool arb_cuda_pack_row(uint32_t type, const void *row, int n_in, uint8_t *qs, ui
     int qb, sb;
     if (!arb_cuda_packed_block(type, &qb, &sb) || n_in <= 0 || n_in % 32)
         return false;
-    const int q8 = type == ARB_TYPE_Q8_0, bb = sb + qb, nch = (n_in + ARB_PACK_CHUNK - 1) / ARB_PACK_CHUNK;
+    const int q8 = type == ARB_TYPE_Q8_0, bb = sb + qb, nch = arb_pack_chunks(n_in);
     for (int c = 0; c < nch; c++)
         for (int lane = 0; lane < 32; lane++) {
             uint32_t w[8];
             arb_pack_lane((const uint8_t *)row, n_in, bb, sb, q8, c, lane, w, sc + ((size_t)c * 32 + lane) * sb);
-            for (int h = 0; h < (q8 ? 2 : 1); h++)
-                for (int j = 0; j < 4; j++)
-                    memcpy(qs + (size_t)c * 32 * qb + arb_pack_word_offset(lane, h, j), &w[4 * h + j], 4);
+            arb_pack_store_lane(qs + (size_t)c * 32 * qb, lane, q8, w);
         }
     return true;
 }

@@ -335,28 +335,32 @@ __global__ void __launch_bounds__(128) gemv_kernel(const uint8_t *W, size_t row_
     }
 }
 
+// The node loop of every GEMV: 8 nodes per pass over the weights, then 4, 2, 1.
+template <typename F> void by_node_groups(int n, F &&f)
+{
+    for (int t = 0; t < n;) {
+        const int rest = n - t, g = rest >= 8 ? 8 : rest >= 4 ? 4 : rest >= 2 ? 2 : 1;
+        f(t, g);
+        t += g;
+    }
+}
+
 template <int T>
 void gemv_type(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool acc)
 {
     const dim3 grid((unsigned)((w->n_out + 3) / 4)), block(128);
-    for (int t = 0; t < n;) {
-        const int rest = n - t;
+    by_node_groups(n, [&](int t, int g) {
         const float *xt = x + (size_t)t * ldx;
         float *yt = y + (size_t)t * ldy;
-        if (rest >= 8) {
-            gemv_kernel<T, 8><<<grid, block, 0, st>>>(w->q, w->row_bytes, w->n_in, w->n_out, xt, ldx, yt, ldy, acc);
-            t += 8;
-        } else if (rest >= 4) {
-            gemv_kernel<T, 4><<<grid, block, 0, st>>>(w->q, w->row_bytes, w->n_in, w->n_out, xt, ldx, yt, ldy, acc);
-            t += 4;
-        } else if (rest >= 2) {
-            gemv_kernel<T, 2><<<grid, block, 0, st>>>(w->q, w->row_bytes, w->n_in, w->n_out, xt, ldx, yt, ldy, acc);
-            t += 2;
-        } else {
-            gemv_kernel<T, 1><<<grid, block, 0, st>>>(w->q, w->row_bytes, w->n_in, w->n_out, xt, ldx, yt, ldy, acc);
-            t += 1;
+#define GEMV(G) gemv_kernel<T, G><<<grid, block, 0, st>>>(w->q, w->row_bytes, w->n_in, w->n_out, xt, ldx, yt, ldy, acc)
+        switch (g) {
+        case 8: GEMV(8); break;
+        case 4: GEMV(4); break;
+        case 2: GEMV(2); break;
+        default: GEMV(1); break;
         }
-    }
+#undef GEMV
+    });
 }
 
 // ---- The packed GEMV (Q4_0, Q4_1, Q8_0): the decode kernel ----
@@ -540,7 +544,7 @@ template <int T, int NT>
 __device__ __forceinline__ void packed_row(const uint8_t *qr, const uint8_t *sr, int n_in, const float *x, int ldx,
                                            int lane, float *acc)
 {
-    const int nch = (n_in + kChunk - 1) / kChunk;
+    const int nch = arb_pack_chunks(n_in);
 #pragma unroll
     for (int t = 0; t < NT; t++)
         acc[t] = 0.0f;
@@ -559,13 +563,13 @@ __device__ __forceinline__ void packed_row(const uint8_t *qr, const uint8_t *sr,
 }
 
 // Bytes of one packed row: quants, then (separately) scales.
-template <int T> __host__ __device__ constexpr size_t packed_row_q(int n_in)
+template <int T> __device__ __forceinline__ size_t packed_row_q(int n_in)
 {
-    return (size_t)((n_in + kChunk - 1) / kChunk) * packed_traits<T>::qc;
+    return (size_t)arb_pack_chunks(n_in) * packed_traits<T>::qc;
 }
-template <int T> __host__ __device__ constexpr size_t packed_row_s(int n_in)
+template <int T> __device__ __forceinline__ size_t packed_row_s(int n_in)
 {
-    return (size_t)((n_in + kChunk - 1) / kChunk) * 32 * packed_traits<T>::sb;
+    return (size_t)arb_pack_chunks(n_in) * 32 * packed_traits<T>::sb;
 }
 
 // Up to three packed matrices of one type and row length that read the same x (Q, K
@@ -648,16 +652,6 @@ void launch_packed(cudaStream_t st, const packed_set &ms, int n_in, const float 
     gemv_packed_kernel<T, NT><<<(unsigned)((rows + 3) / 4), 128, 0, st>>>(ms, n_in, x, ldx, acc);
 }
 
-// The node loop of every GEMV: 8 nodes per pass over the weights, then 4, 2, 1.
-template <typename F> void by_node_groups(int n, F &&f)
-{
-    for (int t = 0; t < n;) {
-        const int rest = n - t, g = rest >= 8 ? 8 : rest >= 4 ? 4 : rest >= 2 ? 2 : 1;
-        f(t, g);
-        t += g;
-    }
-}
-
 template <int T>
 void gemv_packed_type(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, int n,
                       float *const *y, const int *ldy, bool acc)
@@ -705,7 +699,7 @@ void glu_packed_type(cudaStream_t st, const dmat *gate, const dmat *up, const fl
 __global__ void pack_kernel(const uint8_t *W, size_t row_bytes, int n_in, int n_out, int bb, int sb, bool q8,
                             uint8_t *qs, uint8_t *sc)
 {
-    const int nch = (n_in + kChunk - 1) / kChunk, qc = q8 ? 1024 : 512;
+    const int nch = arb_pack_chunks(n_in), qc = q8 ? 1024 : 512;
     const size_t total = (size_t)n_out * nch * 32;
     for (size_t it = blockIdx.x * (size_t)blockDim.x + threadIdx.x; it < total; it += (size_t)gridDim.x * blockDim.x) {
         const int lane = (int)(it % 32), c = (int)(it / 32 % nch);
@@ -713,9 +707,7 @@ __global__ void pack_kernel(const uint8_t *W, size_t row_bytes, int n_in, int n_
         uint8_t *qd = qs + (r * nch + c) * qc;
         uint32_t w[8];
         arb_pack_lane(W + r * row_bytes, n_in, bb, sb, q8, c, lane, w, sc + ((r * nch + c) * 32 + lane) * sb);
-        for (int h = 0; h < (q8 ? 2 : 1); h++)
-            for (int j = 0; j < 4; j++)
-                *(uint32_t *)(qd + arb_pack_word_offset(lane, h, j)) = w[4 * h + j];
+        arb_pack_store_lane(qd, lane, q8, w);
     }
 }
 
@@ -1089,7 +1081,7 @@ void k_pack(cudaStream_t st, const dmat *w, uint8_t *qs, uint8_t *sc)
     int qb, sb;
     if (!arb_cuda_packed_block(w->type, &qb, &sb))
         return;
-    const int bb = (int)(w->row_bytes / (w->n_in / 32)), nch = (w->n_in + kChunk - 1) / kChunk;
+    const int bb = (int)(w->row_bytes / (w->n_in / 32)), nch = arb_pack_chunks(w->n_in);
     pack_kernel<<<blocks_for((size_t)w->n_out * nch * 32, 256), 256, 0, st>>>(
         w->q, w->row_bytes, w->n_in, w->n_out, bb, sb, w->type == ARB_TYPE_Q8_0, qs, sc);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cuda_int.h"
+#include "cuda_pack.h"
 
 extern "C" int arb_cuda_device_count(void)
 {
@@ -131,7 +132,7 @@ void pack_mat(uploader *u, dmat *m)
     int qb, sb;
     if (!arb_cuda_packed_block(m->type, &qb, &sb) || u->e != cudaSuccess)
         return;
-    const size_t blocks = (size_t)m->n_out * (size_t)((m->n_in + 1023) / 1024) * 32; // whole chunks
+    const size_t blocks = (size_t)m->n_out * (size_t)arb_pack_chunks(m->n_in) * 32; // whole chunks
     uint8_t *qs = (uint8_t *)u->reserve(blocks * (size_t)qb), *sc = (uint8_t *)u->reserve(blocks * (size_t)sb);
     if (!qs || !sc)
         return;

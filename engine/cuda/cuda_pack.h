@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __CUDACC__
 #define ARB_PACK_HD __host__ __device__ __forceinline__
@@ -27,6 +28,9 @@
 #endif
 
 #define ARB_PACK_CHUNK 1024
+
+/* Chunks of a packed row of n_in elements (the last one padded). */
+ARB_PACK_HD int arb_pack_chunks(int n_in) { return (n_in + ARB_PACK_CHUNK - 1) / ARB_PACK_CHUNK; }
 
 /* Chunk c, lane `lane` of one row: the lane's quant words (q8: 8 words, else 4; w[4h + j]
    is word j of half h) and its scale entry (scale_bytes bytes at sc). row: the GGUF
@@ -57,5 +61,13 @@ ARB_PACK_HD void arb_pack_lane(const uint8_t *row, int n_in, int block_bytes, in
 
 /* Where lane `lane`'s word j of half h goes in chunk c's quant bytes. */
 ARB_PACK_HD size_t arb_pack_word_offset(int lane, int h, int j) { return (size_t)(512 * h + 16 * lane + 4 * j); }
+
+/* arb_pack_lane's words into the chunk's quant bytes (chunk_q: 512 or, Q8_0, 1024 bytes). */
+ARB_PACK_HD void arb_pack_store_lane(uint8_t *chunk_q, int lane, int q8, const uint32_t *w)
+{
+    for (int h = 0; h < (q8 ? 2 : 1); h++)
+        for (int j = 0; j < 4; j++)
+            memcpy(chunk_q + arb_pack_word_offset(lane, h, j), &w[4 * h + j], 4);
+}
 
 #endif
