@@ -48,10 +48,7 @@ static inline __attribute__((always_inline)) void scores_heads_avx2(const float 
     if (hd % 8 == 0) {
         for (; j + 4 <= n_keys; j += 4) {
             const float *kr[4];
-            for (int c = 0; c < 4; c++)
-                kr[c] = k + (size_t)rows[j + c] * stride;
-            for (int c = j + ARB_VEC_PREFETCH; pf && c < j + ARB_VEC_PREFETCH + 4 && c < n_keys; c++)
-                arb_vec_prefetch_row(k + (size_t)rows[c] * stride, hd);
+            arb_vec_key_block(k, stride, rows, j, 4, n_keys, hd, pf, kr);
             __m256 acc[ARB_VEC_HEADS][4];
             for (int h = 0; h < NH; h++)
                 for (int c = 0; c < 4; c++)

@@ -55,10 +55,7 @@ static inline __attribute__((always_inline)) void scores_heads_avx512(const floa
     if (hd % 8 == 0) {
         for (; j + 16 <= n_keys; j += 16) {
             const float *kr[16];
-            for (int c = 0; c < 16; c++)
-                kr[c] = k + (size_t)rows[j + c] * stride;
-            for (int c = j + ARB_VEC_PREFETCH; pf && c < j + ARB_VEC_PREFETCH + 16 && c < n_keys; c++)
-                arb_vec_prefetch_row(k + (size_t)rows[c] * stride, hd);
+            arb_vec_key_block(k, stride, rows, j, 16, n_keys, hd, pf, kr);
             __m512 acc[ARB_VEC_HEADS][8];
             for (int h = 0; h < NH; h++)
                 for (int c = 0; c < 8; c++)

@@ -87,6 +87,17 @@ static inline void arb_vec_prefetch_row(const float *row, int n)
         __builtin_prefetch(row + i);
 }
 
+/* The key block of a scores kernel: rows j..j+w-1 of the key list (k + rows[.] * stride)
+   into kr, and when pf the rows ARB_VEC_PREFETCH further on prefetched (hd floats each). */
+static inline void arb_vec_key_block(const float *k, int stride, const int32_t *rows, int j, int w, int n_keys,
+                                     int hd, int pf, const float **kr)
+{
+    for (int c = 0; c < w; c++)
+        kr[c] = k + (size_t)rows[j + c] * stride;
+    for (int c = j + ARB_VEC_PREFETCH; pf && c < j + ARB_VEC_PREFETCH + w && c < n_keys; c++)
+        arb_vec_prefetch_row(k + (size_t)rows[c] * stride, hd);
+}
+
 /* Fixed-lane dot product: 8 accumulator lanes (lane l sums elements i = l mod 8, each
    step one fmaf, a single rounding, the same as vfmadd), combined by the fixed tree
    ((l0+l4)+(l1+l5))+((l2+l6)+(l3+l7)), then a sequential tail. The association order

@@ -3,8 +3,6 @@
  * CPU-only CI tests them, and the device code mirrors these definitions. */
 #include "cuda.h"
 
-#include <string.h>
-
 #include "../quant.h"
 #include "cuda_pack.h"
 
