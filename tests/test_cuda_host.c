@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/matmul.h"
 #include "cuda/cuda.h"
+#include "cuda/cuda_pack.h"
 #include "engine.h"
 #include "quant.h"
 
@@ -276,4 +278,127 @@ Test(cuda_host, packed_layout_holds_every_quant_and_dots_like_the_dequantized_ro
                       mag);
             free(row), free(qs), free(sc), free(w), free(x);
         }
+}
+
+/* The int8 layout and arithmetic of the dp4a GEMV (cuda_pack.h: arb_pack_lane_q8x,
+   arb_q8x_quant_block, arb_q8x_block_isum, arb_q8x_block_acc — the functions the device
+   runs): every quant where the layout says, the padding zero, and the device's order
+   (per lane: its blocks chunk by chunk, Q4_1's min terms apart; then the butterfly)
+   against the CPU's kernel on the same row (scalar family: the same int8 activations,
+   the same per-block expression; only the order of the float sum differs). */
+static double q8x_device_order_dot(uint32_t type, const uint8_t *qs, const uint8_t *sc, int n_in, const float *x)
+{
+    const int q8 = type == ARB_TYPE_Q8_0, sb = type == ARB_TYPE_Q4_1 ? 4 : 2, qc = q8 ? 1024 : 512;
+    const int nch = (n_in + 1023) / 1024, ti = type == ARB_TYPE_Q4_0 ? 0 : type == ARB_TYPE_Q4_1 ? 1 : 2;
+    float acc[32] = {0}, accm[32] = {0};
+    for (int lane = 0; lane < 32; lane++)
+        for (int c = 0; c < nch; c++) {
+            const int blk = c * 32 + lane;
+            uint32_t w[8] = {0}, xw[8];
+            for (int h = 0; h < (q8 ? 2 : 1); h++)
+                memcpy(w + 4 * h, qs + (size_t)c * qc + 512 * h + 16 * lane, 16);
+            const uint8_t *s = sc + (size_t)blk * sb;
+            float dx;
+            int xs;
+            arb_q8x_quant_block(x + (size_t)blk * 32, blk * 32 < n_in ? 32 : 0, xw, &dx, &xs);
+            const float dw = pk_half((uint16_t)(s[0] | s[1] << 8));
+            const float mw = sb == 4 ? pk_half((uint16_t)(s[2] | s[3] << 8)) : 0.0f;
+            arb_q8x_block_acc(ti, arb_q8x_block_isum(w, xw, q8), dw, mw, dx, xs, &acc[lane], &accm[lane]);
+        }
+    for (int l = 0; l < 32; l++)
+        acc[l] += accm[l];
+    for (int o = 16; o > 0; o >>= 1) {
+        float t[32];
+        for (int l = 0; l < 32; l++)
+            t[l] = acc[l] + acc[l ^ o];
+        memcpy(acc, t, sizeof t);
+    }
+    return acc[0];
+}
+
+Test(cuda_host, int8_layout_holds_every_block_and_dots_like_the_cpu_kernel)
+{
+    const uint32_t types[3] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1, ARB_TYPE_Q8_0};
+    const int lens[4] = {256, 576, 1024, 4352};
+    cr_assert_eq(arb_matmul_force_isa("scalar"), ARB_OK);
+    /* dp4a emulation: signed bytes, all four lanes */
+    cr_assert_eq(arb_dp4a(0x80ff7f01u, 0x7f02ff03u, 5), 5 + 3 - 127 - 2 - 128 * 127);
+    for (int ti = 0; ti < 3; ti++)
+        for (int li = 0; li < 4; li++) {
+            const uint32_t type = types[ti];
+            const int n = lens[li], nb = n / 32, nch = (n + 1023) / 1024;
+            int qb, sb;
+            cr_assert(arb_cuda_packed_block(type, &qb, &sb));
+            const int bb = qb + sb;
+            uint8_t *row = malloc((size_t)nb * bb), *qs = malloc((size_t)nch * 32 * qb);
+            uint8_t *sc = malloc((size_t)nch * 32 * sb);
+            float *x = malloc(sizeof(float) * (size_t)nch * 1024);
+            for (int b = 0; b < nb; b++) {
+                uint8_t *p = row + (size_t)b * bb;
+                const uint16_t d = pk_f16(0.002f + (float)(pk_next() % 1000) * 1e-5f);
+                const uint16_t m = pk_f16(0.01f + (float)(pk_next() % 1000) * 1e-5f);
+                p[0] = (uint8_t)d, p[1] = (uint8_t)(d >> 8);
+                if (sb == 4)
+                    p[2] = (uint8_t)m, p[3] = (uint8_t)(m >> 8);
+                for (int k = 0; k < qb; k++)
+                    p[sb + k] = (uint8_t)pk_next();
+            }
+            memset(qs, 0xAB, (size_t)nch * 32 * qb);
+            memset(sc, 0xAB, (size_t)nch * 32 * sb);
+            cr_assert(arb_cuda_pack_row_layout(type, row, n, true, qs, sc));
+            for (int e = 0; e < nch * 1024; e++) {
+                const int b = e / 32, c = b / 32, lane = b % 32, t = e % 32;
+                const uint8_t *lq = qs + (size_t)c * 32 * qb + 16 * lane;
+                const int got = type == ARB_TYPE_Q8_0 ? lq[512 * (t / 16) + t % 16]
+                                                      : t < 16 ? lq[t] & 0xf : lq[t - 16] >> 4;
+                int want = 0;
+                if (e < n) {
+                    const uint8_t *q = row + (size_t)b * bb + sb;
+                    want = type == ARB_TYPE_Q8_0 ? q[t] : t < 16 ? q[t] & 0xf : q[t - 16] >> 4;
+                }
+                cr_assert_eq(got, want, "type %u n %d element %d", type, n, e);
+            }
+            for (int b = 0; b < nch * 32; b++)
+                for (int k = 0; k < sb; k++)
+                    cr_assert_eq(sc[(size_t)b * sb + k], b < nb ? row[(size_t)b * bb + k] : 0, "scale of block %d", b);
+            for (int e = 0; e < nch * 1024; e++)
+                x[e] = e < n ? (float)((int)(pk_next() % 2001) - 1000) * 1e-3f : NAN; /* never read past n */
+            /* the CPU's kernel on the same row: same int8 activations and block sums */
+            arb_qmat m = {.type = type, .n_in = n, .n_out = 1, .row_bytes = (size_t)nb * bb, .data = row};
+            void *work = malloc(arb_matmul_work_bytes(type, n, 1) + 64);
+            float y = 0;
+            arb_matmul(NULL, &m, x, 1, &y, work);
+            double mag = 0;
+            float *wf = malloc(sizeof(float) * n);
+            arb_dequant_row(type, row, wf, (size_t)n);
+            for (int e = 0; e < n; e++)
+                mag += fabs((double)wf[e] * x[e]);
+            const double got = q8x_device_order_dot(type, qs, sc, n, x);
+            cr_assert(fabs(got - y) <= 2e-6 * mag, "type %u n %d: device order %.9g vs the CPU kernel %.9g (scale %.3g)",
+                      type, n, got, y, mag);
+            free(row), free(qs), free(sc), free(x), free(work), free(wf);
+        }
+}
+
+/* arb_q8x_quant_block is the CPU's quantization: ties round to even, the clamp, zero. */
+Test(cuda_host, int8_activation_blocks_round_like_the_cpu)
+{
+    float x[32] = {0};
+    x[0] = 127.0f; /* d = 1: x itself is the quant */
+    x[1] = 2.5f, x[2] = 3.5f, x[3] = -2.5f, x[4] = 0.5f, x[5] = -126.9f;
+    uint32_t xw[8];
+    float d;
+    int s;
+    arb_q8x_quant_block(x, 32, xw, &d, &s);
+    cr_assert_eq(d, 1.0f);
+    const int8_t *q = (const int8_t *)xw; /* little-endian words: byte k of word j = element 4j + k */
+    cr_assert_eq(q[1], 2, "2.5 rounds to even");
+    cr_assert_eq(q[2], 4, "3.5 rounds to even");
+    cr_assert_eq(q[3], -2);
+    cr_assert_eq(q[4], 0);
+    cr_assert_eq(q[5], -127);
+    cr_assert_eq(s, 127 + 2 + 4 - 2 + 0 - 127);
+    float z[32] = {0};
+    arb_q8x_quant_block(z, 32, xw, &d, &s);
+    cr_assert(d == 0.0f && s == 0 && xw[0] == 0 && xw[7] == 0, "an all-zero block: scale 0, quants 0");
 }

@@ -143,6 +143,9 @@ size_t arb_cuda_packed_bytes(const arb_cuda_model_desc *d);
    (cuda_pack.h, the code the device's upload runs): qs gets ceil(n_in / 1024) x 32 x
    quant_bytes, sc ceil(n_in / 1024) x 32 x scale_bytes. false for other types. */
 bool arb_cuda_pack_row(uint32_t type, const void *row, int n_in, uint8_t *qs, uint8_t *sc);
+/* The same in either layout: q8x false, the float GEMV's (as arb_cuda_pack_row); true,
+   the int8 GEMV's (ARBOR_CUDA_GEMV=dp4a; cuda_pack.h arb_pack_lane_q8x). */
+bool arb_cuda_pack_row_layout(uint32_t type, const void *row, int n_in, bool q8x, uint8_t *qs, uint8_t *sc);
 
 #ifdef __cplusplus
 }

@@ -6,12 +6,13 @@
 #include <string.h>
 
 #include "cuda_int.h"
+#include "cuda_pack.h"
 
 // Profile classes (ARBOR_CUDA_PROFILE).
 enum { PROF_EMBED, PROF_NORM, PROF_QKV, PROF_ROPE, PROF_KV, PROF_ATTN, PROF_WO, PROF_FFN_IN, PROF_DOWN, PROF_HEAD,
-       PROF_ARGMAX, PROF_N };
+       PROF_ARGMAX, PROF_QUANT, PROF_N };
 static const char *const prof_names[PROF_N] = {"embed", "rmsnorm", "q/k/v", "rope", "kv-store", "attention", "wo",
-                                               "gate/up/silu", "down", "head", "argmax/top-K"};
+                                               "gate/up/silu", "down", "head", "argmax/top-K", "quantize x"};
 static constexpr int kProfMax = 1024; // events per step
 
 struct arb_cuda_ctx {
@@ -24,6 +25,9 @@ struct arb_cuda_ctx {
     float *x, *xb, *q, *att, *hg, *hu, *logits;
     __half *x16;           // n_batch_max x max(n_embd, q_dim, n_ff): cuBLAS input
     float *kn, *vn;        // n_batch_max x kvd: this step's K and V before they enter the cache
+    int8_t *xq;            // the int8 GEMV's activations (k_quant_q8): n_batch_max x the widest input,
+    float *xq_d;           // in whole chunks, and their block scales and integer sums
+    int32_t *xq_isum;
     int32_t *d_ints;       // tok, parent, pos, argmax (n_batch_max each), then n_prefix
     int32_t *h_ints;       // pinned staging of the same
     size_t attn_smem;
@@ -69,7 +73,8 @@ void *dalloc(size_t bytes, cudaError_t *e)
 
 // y (+)= W . x for n rows: the GEMV in exact mode and for small batches, else cuBLAS
 // on the FP16 copy (x16 holds x in FP16).
-void matmul(arb_cuda_ctx *c, const dmat *w, const float *x, const __half *x16, int n, float *y, bool accumulate)
+void matmul(arb_cuda_ctx *c, const dmat *w, const float *x, const __half *x16, int n, float *y, bool accumulate,
+            const xq8 *xq)
 {
     if (c->blas && w->h && x16 && n >= ARB_CUDA_GEMM_MIN_NODES) {
         const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
@@ -78,7 +83,25 @@ void matmul(arb_cuda_ctx *c, const dmat *w, const float *x, const __half *x16, i
                      CUDA_R_16F, w->n_in, &beta, y, CUDA_R_32F, w->n_out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         return;
     }
-    k_gemv(c->st, w, x, w->n_in, n, y, w->n_out, accumulate);
+    k_gemv(c->st, w, x, w->n_in, n, y, w->n_out, accumulate, xq);
+}
+
+// The int8 activations of inputs of n_in elements in c's buffers (strides for n_in).
+xq8 xq_for(const arb_cuda_ctx *c, int n_in)
+{
+    const int nblk = arb_pack_chunks(n_in) * 32;
+    return xq8{c->xq, c->xq_d, c->xq_isum, nblk * 32, nblk};
+}
+
+// x (n rows of n_in) quantized for the int8 GEMV, when one of its readers is in the int8
+// layout; NULL (nothing launched) otherwise.
+const xq8 *quant_for(arb_cuda_ctx *c, const float *x, int n, int n_in, bool want, xq8 *buf)
+{
+    if (!want)
+        return NULL;
+    *buf = xq_for(c, n_in);
+    k_quant_q8(c->st, x, n_in, n, n_in, buf);
+    return buf;
 }
 
 int fail(arb_err *err, cudaError_t e, const char *what)
@@ -127,6 +150,10 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     c->hu = (float *)dalloc(nb * ff * sizeof(float), &e);
     c->logits = (float *)dalloc(nb * (size_t)m->n_vocab * sizeof(float), &e);
     c->x16 = (__half *)dalloc(nb * h16 * sizeof(__half), &e);
+    const size_t xq_w = (size_t)arb_pack_chunks((int)h16) * ARB_PACK_CHUNK; // h16: the widest input
+    c->xq = (int8_t *)dalloc(nb * xq_w, &e);
+    c->xq_d = (float *)dalloc(nb * xq_w / 32 * sizeof(float), &e);
+    c->xq_isum = (int32_t *)dalloc(nb * xq_w / 32 * sizeof(int32_t), &e);
     c->kn = (float *)dalloc(nb * kvd * sizeof(float), &e);
     c->vn = (float *)dalloc(nb * kvd * sizeof(float), &e);
     c->d_ints = (int32_t *)dalloc((4 * nb + 4) * sizeof(int32_t), &e);
@@ -200,7 +227,8 @@ extern "C" void arb_cuda_ctx_free(arb_cuda_ctx *c)
         free(c->graphs[i]);
     }
     void *bufs[] = {c->k, c->v, c->cs, c->x, c->xb, c->q, c->att, c->hg, c->hu, c->logits, c->x16, c->d_ints,
-                    c->kn, c->vn, c->blas_ws, c->amax_scratch, c->topk_ids, c->topk_p};
+                    c->kn, c->vn, c->blas_ws, c->amax_scratch, c->topk_ids, c->topk_p, c->xq, c->xq_d,
+                    c->xq_isum};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
     cudaFreeHost(c->h_ints);
@@ -239,17 +267,23 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     aa.n_head = m->n_head, aa.n_head_kv = m->n_head_kv, aa.head_dim = hd, aa.scale = 1.0f / sqrtf((float)hd);
     aa.out = c->att, aa.n_ctx = c->n_ctx, aa.n_batch_max = c->n_batch_max;
     const size_t layer_rows = (size_t)c->n_ctx * kvd;
+    // The int8 GEMV's inputs are quantized once each, after the kernel that makes them
+    // (RMSNorm, attention, SwiGLU); cuBLAS batches read FP16 instead.
+    const bool q8 = m->q8x && !gemm;
+    xq8 qb;
     for (int l = 0; l < c->n_layer; l++) {
         const dlayer *L = &m->layers[l];
         float *kl = c->k + l * layer_rows, *vl = c->v + l * layer_rows;
         k_rmsnorm(st, c->x, L->attn_norm, n, E, m->eps, c->xb, x16);
         prof_mark(c, PROF_NORM);
+        const xq8 *xq = quant_for(c, c->xb, n, E, q8 && (L->wq.q8x || L->wk.q8x || L->wv.q8x), &qb);
+        prof_mark(c, PROF_QUANT);
         const dmat *qkv[3] = {&L->wq, &L->wk, &L->wv};
         float *const qkv_out[3] = {c->q, c->kn, c->vn};
-        if (gemm || !k_gemv_multi(st, qkv, 3, c->xb, E, n, qkv_out)) {
-            matmul(c, &L->wq, c->xb, x16, n, c->q, false);
-            matmul(c, &L->wk, c->xb, x16, n, c->kn, false);
-            matmul(c, &L->wv, c->xb, x16, n, c->vn, false);
+        if (gemm || !k_gemv_multi(st, qkv, 3, c->xb, E, n, qkv_out, xq)) {
+            matmul(c, &L->wq, c->xb, x16, n, c->q, false, xq);
+            matmul(c, &L->wk, c->xb, x16, n, c->kn, false, xq);
+            matmul(c, &L->wv, c->xb, x16, n, c->vn, false, xq);
         }
         prof_mark(c, PROF_QKV);
         if (L->bq)
@@ -273,17 +307,23 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
         prof_mark(c, PROF_ATTN);
         if (gemm)
             k_to_half_f32(st, c->att, (size_t)n * qd, x16);
-        matmul(c, &L->wo, c->att, x16, n, c->x, true); // x += wo . att
+        xq = quant_for(c, c->att, n, qd, q8 && L->wo.q8x, &qb);
+        prof_mark(c, PROF_QUANT);
+        matmul(c, &L->wo, c->att, x16, n, c->x, true, xq); // x += wo . att
         prof_mark(c, PROF_WO);
         k_rmsnorm(st, c->x, L->ffn_norm, n, E, m->eps, c->xb, x16);
         prof_mark(c, PROF_NORM);
-        if (gemm || !k_gemv_glu(st, &L->w_gate, &L->w_up, c->xb, E, n, c->hg)) {
-            matmul(c, &L->w_gate, c->xb, x16, n, c->hg, false);
-            matmul(c, &L->w_up, c->xb, x16, n, c->hu, false);
+        xq = quant_for(c, c->xb, n, E, q8 && (L->w_gate.q8x || L->w_up.q8x), &qb);
+        prof_mark(c, PROF_QUANT);
+        if (gemm || !k_gemv_glu(st, &L->w_gate, &L->w_up, c->xb, E, n, c->hg, xq)) {
+            matmul(c, &L->w_gate, c->xb, x16, n, c->hg, false, xq);
+            matmul(c, &L->w_up, c->xb, x16, n, c->hu, false, xq);
             k_swiglu(st, c->hg, c->hu, (size_t)n * m->n_ff, x16);
         }
         prof_mark(c, PROF_FFN_IN);
-        matmul(c, &L->w_down, c->hg, x16, n, c->x, true); // x += w_down . (silu(g) u)
+        xq = quant_for(c, c->hg, n, m->n_ff, q8 && L->w_down.q8x, &qb);
+        prof_mark(c, PROF_QUANT);
+        matmul(c, &L->w_down, c->hg, x16, n, c->x, true, xq); // x += w_down . (silu(g) u)
         prof_mark(c, PROF_DOWN);
     }
     const int nh = n - head_from;
@@ -291,7 +331,8 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
         return;
     const bool hgemm = c->blas && nh >= ARB_CUDA_GEMM_MIN_NODES;
     k_rmsnorm(st, c->x + (size_t)head_from * E, m->output_norm, nh, E, m->eps, c->xb, hgemm ? c->x16 : NULL);
-    matmul(c, &m->output, c->xb, hgemm ? c->x16 : NULL, nh, c->logits, false);
+    const xq8 *hq = quant_for(c, c->xb, nh, E, m->output.q8x && !hgemm, &qb);
+    matmul(c, &m->output, c->xb, hgemm ? c->x16 : NULL, nh, c->logits, false, hq);
     prof_mark(c, PROF_HEAD);
     if (argmax)
         k_argmax(st, c->logits, nh, m->n_vocab, c->amax_scratch, c->d_ints + INTS_ARG * nb);

@@ -113,7 +113,7 @@ size_t arb_cuda_packed_bytes(const arb_cuda_model_desc *d)
     return b;
 }
 
-bool arb_cuda_pack_row(uint32_t type, const void *row, int n_in, uint8_t *qs, uint8_t *sc)
+bool arb_cuda_pack_row_layout(uint32_t type, const void *row, int n_in, bool q8x, uint8_t *qs, uint8_t *sc)
 {
     int qb, sb;
     if (!arb_cuda_packed_block(type, &qb, &sb) || n_in <= 0 || n_in % 32)
@@ -122,10 +122,19 @@ bool arb_cuda_pack_row(uint32_t type, const void *row, int n_in, uint8_t *qs, ui
     for (int c = 0; c < nch; c++)
         for (int lane = 0; lane < 32; lane++) {
             uint32_t w[8];
-            arb_pack_lane((const uint8_t *)row, n_in, bb, sb, q8, c, lane, w, sc + ((size_t)c * 32 + lane) * sb);
+            uint8_t *s = sc + ((size_t)c * 32 + lane) * sb;
+            if (q8x)
+                arb_pack_lane_q8x((const uint8_t *)row, n_in, bb, sb, q8, c, lane, w, s);
+            else
+                arb_pack_lane((const uint8_t *)row, n_in, bb, sb, q8, c, lane, w, s);
             arb_pack_store_lane(qs + (size_t)c * 32 * qb, lane, q8, w);
         }
     return true;
+}
+
+bool arb_cuda_pack_row(uint32_t type, const void *row, int n_in, uint8_t *qs, uint8_t *sc)
+{
+    return arb_cuda_pack_row_layout(type, row, n_in, false, qs, sc);
 }
 
 /* engine.h's GPU entry points (this file is built with and without CUDA). */

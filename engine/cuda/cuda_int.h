@@ -20,6 +20,17 @@ struct dmat {
     const __half *h;   // n_out x n_in, or NULL
     const uint8_t *pq; // packed quants (n_out x n_in/32 x 16 or 32 B), or NULL
     const uint8_t *ps; // packed scales (n_out x n_in/32 x 2 or 4 B), or NULL
+    bool q8x;          // pq/ps in the int8 layout (cuda_pack.h): the GEMV reads k_quant_q8's x
+};
+
+// Activations quantized to int8 per block of 32 (k_quant_q8), for the int8 GEMV: node t's
+// values at q + t * ldq (whole chunks of 1024, the padding zero), the blocks' scales and
+// integer sums at d + t * ldb, isum + t * ldb (ldq = 32 ldb).
+struct xq8 {
+    const int8_t *q;
+    const float *d;
+    const int32_t *isum;
+    int ldq, ldb;
 };
 
 struct dlayer {
@@ -31,6 +42,7 @@ struct arb_cuda_model {
     int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
     float eps;
     bool neox, exact;
+    bool q8x; // the packed matrices are in the int8 layout (ARBOR_CUDA_GEMV=dp4a)
     dmat tok_embd, output;
     const float *output_norm;
     dlayer *layers; // host array of device pointers
@@ -43,18 +55,26 @@ struct arb_cuda_model {
 // Kernel launchers (cuda_kernels.cu). All run on `st`; none synchronizes.
 // y[t*ldy + o] (+)= dot(W[o], x[t*ldx ..]) for t < n: the quantized GEMV, 8 nodes per
 // weight read, each (row, node) reduced in an order fixed by n_in alone.
-void k_gemv(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool accumulate);
+// xq: x quantized by k_quant_q8, read when w is in the int8 layout (NULL: the float GEMV
+// on w's GGUF blocks instead).
+void k_gemv(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool accumulate,
+            const xq8 *xq);
+// x (n rows of n_in, stride ldx) to int8 blocks in out's buffers (arb_q8x_quant_block's
+// arithmetic; ldq/ldb of out must be those of n_in: arb_pack_chunks(n_in) x 1024 / 32).
+void k_quant_q8(cudaStream_t st, const float *x, int ldx, int n, int n_in, const xq8 *out);
 // w's GGUF blocks (w->q) into the packed layout (arb_cuda_packed_block) at qs
 // (16-byte aligned) and sc; nothing for a type that is not packed.
 void k_pack(cudaStream_t st, const dmat *w, uint8_t *qs, uint8_t *sc);
 // The packed GEMV of several matrices that read the same x (Q, K, V: up to 3), in
 // one launch, each row summed exactly as k_gemv sums it (y[i]: n x w[i]->n_out, no
 // accumulate). false, launching nothing, unless all are packed with one type and n_in.
-bool k_gemv_multi(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, int n, float *const *y);
+bool k_gemv_multi(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, int n, float *const *y,
+                  const xq8 *xq);
 // y = SiLU(gate . x) * (up . x) in one launch, each dot exactly as k_gemv's and the
 // SiLU as k_swiglu's (y: n x n_out). false, launching nothing, unless both are packed
 // with one type and shape.
-bool k_gemv_glu(cudaStream_t st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y);
+bool k_gemv_glu(cudaStream_t st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y,
+                const xq8 *xq);
 void k_get_rows(cudaStream_t st, const dmat *w, const int32_t *ids, int n, float *out);
 void k_to_half(cudaStream_t st, const dmat *w, __half *out); // whole matrix, for fast mode
 // out = x / rms(x) * g per row of dim (double sum of squares, fixed order); out16 optional.

@@ -562,6 +562,91 @@ __device__ __forceinline__ void packed_row(const uint8_t *qr, const uint8_t *sr,
         lane_chunk<T, NT>(load_lane<T>(qr, sr, c, lane), x, ldx, c, lane, n_in, acc);
 }
 
+// ---- The int8 GEMV (ARBOR_CUDA_GEMV=dp4a): activations quantized per 32-block ----
+//
+// The float path spends several instructions per weight (dequantize, convert, FMA) and
+// reads 4 bytes of x per weight. Here x is quantized once per matrix input to int8
+// blocks (k_quant_q8, exactly as the CPU quantizes it), the weights sit in the int8
+// layout (cuda_pack.h: lane L of chunk c owns block 32 c + L whole), and a block's dot is
+// eight dp4a's (a quarter of an instruction per weight) and one scale, in the CPU
+// kernels' per-block expression (arb_q8x_block_acc). Order, fixed by n_in alone: lane L
+// adds its blocks chunk by chunk (Q4_1's min terms apart, added at the end), then the
+// fixed butterfly.
+template <int T, int NT>
+__device__ __forceinline__ void q8x_chunk(const packed_lane &p, const xq8 &x, int c, int lane, float *acc,
+                                          float *accm)
+{
+    constexpr int type = T == ARB_TYPE_Q4_0 ? 0 : T == ARB_TYPE_Q4_1 ? 1 : 2;
+    const uint32_t w[8] = {p.q[0].x, p.q[0].y, p.q[0].z, p.q[0].w, p.q[1].x, p.q[1].y, p.q[1].z, p.q[1].w};
+    const float dw = h2f((uint16_t)(p.s & 0xffff)), mw = type == 1 ? h2f((uint16_t)(p.s >> 16)) : 0.0f;
+    const int blk = c * 32 + lane;
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        const uint4 *xp = (const uint4 *)(x.q + (size_t)t * x.ldq + (size_t)blk * 32);
+        const uint4 a = xp[0], b = xp[1];
+        const uint32_t xw[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        const float dx = x.d[(size_t)t * x.ldb + blk];
+        const int xs = x.isum[(size_t)t * x.ldb + blk];
+        arb_q8x_block_acc(type, arb_q8x_block_isum(w, xw, type == 2), dw, mw, dx, xs, &acc[t], &accm[t]);
+    }
+}
+
+template <int T, int NT>
+__device__ __forceinline__ void q8x_row(const uint8_t *qr, const uint8_t *sr, int n_in, const xq8 &x, int lane,
+                                        float *acc)
+{
+    const int nch = arb_pack_chunks(n_in);
+    float accm[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+        acc[t] = 0.0f, accm[t] = 0.0f;
+    // one node: four chunks' weights in flight; several: one (each weight is used NT
+    // times, and four chunks of NT nodes spill)
+    constexpr int F = NT == 1 ? 4 : 1;
+    int c = 0;
+    for (; c + F - 1 < nch; c += F) {
+        packed_lane p[F];
+#pragma unroll
+        for (int u = 0; u < F; u++)
+            p[u] = load_lane<T>(qr, sr, c + u, lane);
+#pragma unroll
+        for (int u = 0; u < F; u++)
+            q8x_chunk<T, NT>(p[u], x, c + u, lane, acc, accm);
+    }
+    for (; c < nch; c++)
+        q8x_chunk<T, NT>(load_lane<T>(qr, sr, c, lane), x, c, lane, acc, accm);
+    if (T == ARB_TYPE_Q4_1)
+#pragma unroll
+        for (int t = 0; t < NT; t++)
+            acc[t] += accm[t];
+}
+
+// The activations a packed kernel reads: floats (the float layout) or int8 blocks (the
+// int8 layout); row_dot picks the row function, x_from offsets to node t.
+struct xf32 {
+    const float *x;
+    int ldx;
+};
+template <int T, int NT>
+__device__ __forceinline__ void row_dot(const uint8_t *qr, const uint8_t *sr, int n_in, const xf32 &x, int lane,
+                                        float *acc)
+{
+    packed_row<T, NT>(qr, sr, n_in, x.x, x.ldx, lane, acc);
+}
+template <int T, int NT>
+__device__ __forceinline__ void row_dot(const uint8_t *qr, const uint8_t *sr, int n_in, const xq8 &x, int lane,
+                                        float *acc)
+{
+    q8x_row<T, NT>(qr, sr, n_in, x, lane, acc);
+}
+xf32 x_from(const xf32 &x, int t) { return {x.x + (size_t)t * x.ldx, x.ldx}; }
+xq8 x_from(const xq8 &x, int t)
+{
+    xq8 o = x;
+    o.q += (size_t)t * x.ldq, o.d += (size_t)t * x.ldb, o.isum += (size_t)t * x.ldb;
+    return o;
+}
+
 // Bytes of one packed row: quants, then (separately) scales.
 template <int T> __device__ __forceinline__ size_t packed_row_q(int n_in)
 {
@@ -582,9 +667,8 @@ struct packed_set {
 
 // One node: at most 64 registers, so that 8 blocks (32 warps) fit an SM and a 4096-row
 // matrix runs in one wave on 132 SMs; more nodes: at most 128.
-template <int T, int NT>
-__global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_kernel(packed_set ms, int n_in, const float *x, int ldx,
-                                                           bool accumulate)
+template <int T, int NT, typename X>
+__global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_kernel(packed_set ms, int n_in, X x, bool accumulate)
 {
     int row = blockIdx.x * 4 + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
@@ -600,8 +684,8 @@ __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_kernel(packe
     float *y = mi == 0 ? ms.y[0] : mi == 1 ? ms.y[1] : ms.y[2];
     const int ldy = mi == 0 ? ms.ldy[0] : mi == 1 ? ms.ldy[1] : ms.ldy[2];
     float acc[NT];
-    packed_row<T, NT>(pq + (size_t)row * packed_row_q<T>(n_in), ps + (size_t)row * packed_row_s<T>(n_in), n_in, x, ldx,
-                      lane, acc);
+    row_dot<T, NT>(pq + (size_t)row * packed_row_q<T>(n_in), ps + (size_t)row * packed_row_s<T>(n_in), n_in, x, lane,
+                   acc);
 #pragma unroll
     for (int t = 0; t < NT; t++) {
         const float v = warp_sum(acc[t]);
@@ -622,19 +706,18 @@ __device__ __forceinline__ float silu_mul(float g, float u)
 
 // Gate and up rows r in one warp, each summed exactly as gemv_packed_kernel sums it,
 // and y = SiLU(gate) * up written directly: one launch instead of three.
-template <int T, int NT>
+template <int T, int NT, typename X>
 __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_glu_kernel(const uint8_t *gq, const uint8_t *gs,
                                                                const uint8_t *uq, const uint8_t *us, int n_in,
-                                                               int n_out, const float *x, int ldx, float *y,
-                                                               int ldy)
+                                                               int n_out, X x, float *y, int ldy)
 {
     const int row = blockIdx.x * 4 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= n_out)
         return;
     const size_t qo = (size_t)row * packed_row_q<T>(n_in), so = (size_t)row * packed_row_s<T>(n_in);
     float ag[NT], au[NT];
-    packed_row<T, NT>(gq + qo, gs + so, n_in, x, ldx, lane, ag);
-    packed_row<T, NT>(uq + qo, us + so, n_in, x, ldx, lane, au);
+    row_dot<T, NT>(gq + qo, gs + so, n_in, x, lane, ag);
+    row_dot<T, NT>(uq + qo, us + so, n_in, x, lane, au);
 #pragma unroll
     for (int t = 0; t < NT; t++) {
         const float g = warp_sum(ag[t]), u = warp_sum(au[t]);
@@ -643,18 +726,18 @@ __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_glu_kernel(c
     }
 }
 
-template <int T, int NT>
-void launch_packed(cudaStream_t st, const packed_set &ms, int n_in, const float *x, int ldx, bool acc)
+template <int T, int NT, typename X>
+void launch_packed(cudaStream_t st, const packed_set &ms, int n_in, const X &x, bool acc)
 {
     int rows = 0;
     for (int i = 0; i < ms.n; i++)
         rows += ms.rows[i];
-    gemv_packed_kernel<T, NT><<<(unsigned)((rows + 3) / 4), 128, 0, st>>>(ms, n_in, x, ldx, acc);
+    gemv_packed_kernel<T, NT, X><<<(unsigned)((rows + 3) / 4), 128, 0, st>>>(ms, n_in, x, acc);
 }
 
-template <int T>
-void gemv_packed_type(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, int n,
-                      float *const *y, const int *ldy, bool acc)
+template <int T, typename X>
+void gemv_packed_type(cudaStream_t st, const dmat *const *w, int nw, const X &x, int n, float *const *y,
+                      const int *ldy, bool acc)
 {
     packed_set ms = {};
     ms.n = nw;
@@ -664,26 +747,26 @@ void gemv_packed_type(cudaStream_t st, const dmat *const *w, int nw, const float
             ms.pq[i] = w[i]->pq, ms.ps[i] = w[i]->ps, ms.rows[i] = w[i]->n_out, ms.ldy[i] = ldy[i];
             ms.y[i] = y[i] + (size_t)t * ldy[i];
         }
-        const float *xt = x + (size_t)t * ldx;
+        const X xt = x_from(x, t);
         switch (g) {
-        case 8: launch_packed<T, 8>(st, ms, n_in, xt, ldx, acc); break;
-        case 4: launch_packed<T, 4>(st, ms, n_in, xt, ldx, acc); break;
-        case 2: launch_packed<T, 2>(st, ms, n_in, xt, ldx, acc); break;
-        default: launch_packed<T, 1>(st, ms, n_in, xt, ldx, acc); break;
+        case 8: launch_packed<T, 8>(st, ms, n_in, xt, acc); break;
+        case 4: launch_packed<T, 4>(st, ms, n_in, xt, acc); break;
+        case 2: launch_packed<T, 2>(st, ms, n_in, xt, acc); break;
+        default: launch_packed<T, 1>(st, ms, n_in, xt, acc); break;
         }
     });
 }
 
-template <int T>
-void glu_packed_type(cudaStream_t st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y)
+template <int T, typename X>
+void glu_packed_type(cudaStream_t st, const dmat *gate, const dmat *up, const X &x, int n, float *y)
 {
     const int n_in = gate->n_in, no = gate->n_out;
     const unsigned grid = (unsigned)((no + 3) / 4);
     by_node_groups(n, [&](int t, int g) {
-        const float *xt = x + (size_t)t * ldx;
+        const X xt = x_from(x, t);
         float *yt = y + (size_t)t * no;
-#define GLU(G) gemv_packed_glu_kernel<T, G><<<grid, 128, 0, st>>>(gate->pq, gate->ps, up->pq, up->ps, n_in, no, xt, \
-                                                                   ldx, yt, no)
+#define GLU(G) gemv_packed_glu_kernel<T, G, X><<<grid, 128, 0, st>>>(gate->pq, gate->ps, up->pq, up->ps, n_in, no, \
+                                                                      xt, yt, no)
         switch (g) {
         case 8: GLU(8); break;
         case 4: GLU(4); break;
@@ -694,10 +777,41 @@ void glu_packed_type(cudaStream_t st, const dmat *gate, const dmat *up, const fl
     });
 }
 
+// Activations to int8 blocks (k_quant_q8): one warp per block of 32, as
+// arb_q8x_quant_block: the max and the integer sum by butterflies (exact in any order),
+// the scale and the rounding the same IEEE operations (no contraction: __fmul_rn).
+__global__ void quant_q8_kernel(const float *x, int ldx, int n_in, int nblk, int n, int8_t *q, float *d,
+                                int32_t *isum)
+{
+    const int wid = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (wid >= n * nblk)
+        return;
+    const int t = wid / nblk, b = wid % nblk, e = b * 32 + lane;
+    const float v = e < n_in ? x[(size_t)t * ldx + e] : 0.0f;
+    float amax = fabsf(v);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        const float o = __shfl_xor_sync(0xffffffffu, amax, off);
+        amax = o > amax ? o : amax;
+    }
+    const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+    int qi = __float2int_rn(__fmul_rn(v, id));
+    qi = qi > 127 ? 127 : qi < -127 ? -127 : qi;
+    int sum = qi;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    q[(size_t)t * nblk * 32 + e] = (int8_t)qi;
+    if (lane == 0) {
+        d[(size_t)t * nblk + b] = db;
+        isum[(size_t)t * nblk + b] = sum;
+    }
+}
+
 // GGUF blocks (bb bytes: scales first, then quants) -> the packed layout (see the
 // packed GEMV's comment): one thread per (row, chunk, lane), padding written as zeros.
 __global__ void pack_kernel(const uint8_t *W, size_t row_bytes, int n_in, int n_out, int bb, int sb, bool q8,
-                            uint8_t *qs, uint8_t *sc)
+                            bool q8x, uint8_t *qs, uint8_t *sc)
 {
     const int nch = arb_pack_chunks(n_in), qc = q8 ? 1024 : 512;
     const size_t total = (size_t)n_out * nch * 32;
@@ -706,7 +820,11 @@ __global__ void pack_kernel(const uint8_t *W, size_t row_bytes, int n_in, int n_
         const size_t r = it / 32 / nch;
         uint8_t *qd = qs + (r * nch + c) * qc;
         uint32_t w[8];
-        arb_pack_lane(W + r * row_bytes, n_in, bb, sb, q8, c, lane, w, sc + ((r * nch + c) * 32 + lane) * sb);
+        uint8_t *s = sc + ((r * nch + c) * 32 + lane) * sb;
+        if (q8x)
+            arb_pack_lane_q8x(W + r * row_bytes, n_in, bb, sb, q8, c, lane, w, s);
+        else
+            arb_pack_lane(W + r * row_bytes, n_in, bb, sb, q8, c, lane, w, s);
         arb_pack_store_lane(qd, lane, q8, w);
     }
 }
@@ -1026,54 +1144,91 @@ unsigned blocks_for(size_t n, unsigned threads)
     default: break; /* unreachable: arb_cuda_model_new rejects other types */                                      \
     }
 
-void k_gemv(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool accumulate)
+// The packed GEMV of nw matrices of type T reading x: the int8 one when they are in the
+// int8 layout (xq: x quantized by k_quant_q8), else the float one.
+template <int T>
+static void packed_dispatch(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, const xq8 *xq,
+                            int n, float *const *y, const int *ldy, bool acc)
 {
-    if (w->pq) {
+    if (w[0]->q8x)
+        gemv_packed_type<T>(st, w, nw, *xq, n, y, ldy, acc);
+    else
+        gemv_packed_type<T>(st, w, nw, xf32{x, ldx}, n, y, ldy, acc);
+}
+
+// Whether w's packed kernel can run: packed, and for the int8 layout with xq given.
+static bool packed_ready(const dmat *w, const xq8 *xq) { return w->pq && (!w->q8x || xq); }
+
+void k_gemv(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool accumulate,
+            const xq8 *xq)
+{
+    if (packed_ready(w, xq)) {
         switch (w->type) {
-        case ARB_TYPE_Q4_0: gemv_packed_type<ARB_TYPE_Q4_0>(st, &w, 1, x, ldx, n, &y, &ldy, accumulate); return;
-        case ARB_TYPE_Q4_1: gemv_packed_type<ARB_TYPE_Q4_1>(st, &w, 1, x, ldx, n, &y, &ldy, accumulate); return;
-        case ARB_TYPE_Q8_0: gemv_packed_type<ARB_TYPE_Q8_0>(st, &w, 1, x, ldx, n, &y, &ldy, accumulate); return;
+        case ARB_TYPE_Q4_0: packed_dispatch<ARB_TYPE_Q4_0>(st, &w, 1, x, ldx, xq, n, &y, &ldy, accumulate); return;
+        case ARB_TYPE_Q4_1: packed_dispatch<ARB_TYPE_Q4_1>(st, &w, 1, x, ldx, xq, n, &y, &ldy, accumulate); return;
+        case ARB_TYPE_Q8_0: packed_dispatch<ARB_TYPE_Q8_0>(st, &w, 1, x, ldx, xq, n, &y, &ldy, accumulate); return;
         default: break; // arb_cuda_packed_block packs only these
         }
     }
     TYPE_SWITCH(w->type, gemv_type, st, w, x, ldx, n, y, ldy, accumulate)
 }
 
-// Whether matrices can share one packed launch: all packed, one type, one row length.
-static bool same_packed(const dmat *const *w, int nw)
+// Whether matrices can share one packed launch: all packed in one layout, one type, one
+// row length.
+static bool same_packed(const dmat *const *w, int nw, const xq8 *xq)
 {
     for (int i = 0; i < nw; i++)
-        if (!w[i]->pq || w[i]->type != w[0]->type || w[i]->n_in != w[0]->n_in)
+        if (!packed_ready(w[i], xq) || w[i]->q8x != w[0]->q8x || w[i]->type != w[0]->type ||
+            w[i]->n_in != w[0]->n_in)
             return false;
     return true;
 }
 
-bool k_gemv_multi(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, int n, float *const *y)
+bool k_gemv_multi(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, int n, float *const *y,
+                  const xq8 *xq)
 {
-    if (nw < 1 || nw > 3 || !same_packed(w, nw))
+    if (nw < 1 || nw > 3 || !same_packed(w, nw, xq))
         return false;
     int ldy[3];
     for (int i = 0; i < nw; i++)
         ldy[i] = w[i]->n_out;
     switch (w[0]->type) {
-    case ARB_TYPE_Q4_0: gemv_packed_type<ARB_TYPE_Q4_0>(st, w, nw, x, ldx, n, y, ldy, false); return true;
-    case ARB_TYPE_Q4_1: gemv_packed_type<ARB_TYPE_Q4_1>(st, w, nw, x, ldx, n, y, ldy, false); return true;
-    case ARB_TYPE_Q8_0: gemv_packed_type<ARB_TYPE_Q8_0>(st, w, nw, x, ldx, n, y, ldy, false); return true;
+    case ARB_TYPE_Q4_0: packed_dispatch<ARB_TYPE_Q4_0>(st, w, nw, x, ldx, xq, n, y, ldy, false); return true;
+    case ARB_TYPE_Q4_1: packed_dispatch<ARB_TYPE_Q4_1>(st, w, nw, x, ldx, xq, n, y, ldy, false); return true;
+    case ARB_TYPE_Q8_0: packed_dispatch<ARB_TYPE_Q8_0>(st, w, nw, x, ldx, xq, n, y, ldy, false); return true;
     default: return false;
     }
 }
 
-bool k_gemv_glu(cudaStream_t st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y)
+template <int T>
+static void glu_dispatch(cudaStream_t st, const dmat *gate, const dmat *up, const float *x, int ldx, const xq8 *xq,
+                         int n, float *y)
+{
+    if (gate->q8x)
+        glu_packed_type<T>(st, gate, up, *xq, n, y);
+    else
+        glu_packed_type<T>(st, gate, up, xf32{x, ldx}, n, y);
+}
+
+bool k_gemv_glu(cudaStream_t st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y,
+                const xq8 *xq)
 {
     const dmat *w[2] = {gate, up};
-    if (!same_packed(w, 2) || gate->n_out != up->n_out)
+    if (!same_packed(w, 2, xq) || gate->n_out != up->n_out)
         return false;
     switch (gate->type) {
-    case ARB_TYPE_Q4_0: glu_packed_type<ARB_TYPE_Q4_0>(st, gate, up, x, ldx, n, y); return true;
-    case ARB_TYPE_Q4_1: glu_packed_type<ARB_TYPE_Q4_1>(st, gate, up, x, ldx, n, y); return true;
-    case ARB_TYPE_Q8_0: glu_packed_type<ARB_TYPE_Q8_0>(st, gate, up, x, ldx, n, y); return true;
+    case ARB_TYPE_Q4_0: glu_dispatch<ARB_TYPE_Q4_0>(st, gate, up, x, ldx, xq, n, y); return true;
+    case ARB_TYPE_Q4_1: glu_dispatch<ARB_TYPE_Q4_1>(st, gate, up, x, ldx, xq, n, y); return true;
+    case ARB_TYPE_Q8_0: glu_dispatch<ARB_TYPE_Q8_0>(st, gate, up, x, ldx, xq, n, y); return true;
     default: return false;
     }
+}
+
+void k_quant_q8(cudaStream_t st, const float *x, int ldx, int n, int n_in, const xq8 *out)
+{
+    const int nblk = arb_pack_chunks(n_in) * 32;
+    quant_q8_kernel<<<(unsigned)(((size_t)n * nblk + 7) / 8), 256, 0, st>>>(x, ldx, n_in, nblk, n, (int8_t *)out->q,
+                                                                            (float *)out->d, (int32_t *)out->isum);
 }
 
 void k_pack(cudaStream_t st, const dmat *w, uint8_t *qs, uint8_t *sc)
@@ -1083,7 +1238,7 @@ void k_pack(cudaStream_t st, const dmat *w, uint8_t *qs, uint8_t *sc)
         return;
     const int bb = (int)(w->row_bytes / (w->n_in / 32)), nch = arb_pack_chunks(w->n_in);
     pack_kernel<<<blocks_for((size_t)w->n_out * nch * 32, 256), 256, 0, st>>>(
-        w->q, w->row_bytes, w->n_in, w->n_out, bb, sb, w->type == ARB_TYPE_Q8_0, qs, sc);
+        w->q, w->row_bytes, w->n_in, w->n_out, bb, sb, w->type == ARB_TYPE_Q8_0, w->q8x, qs, sc);
 }
 
 template <int T> static void get_rows_type(cudaStream_t st, const dmat *w, const int32_t *ids, int n, float *out)

@@ -127,7 +127,7 @@ struct uploader {
 };
 
 // The packed copy of a matrix the GEMV reads (cuda_kernels.cu), for the types it packs.
-void pack_mat(uploader *u, dmat *m)
+void pack_mat(uploader *u, dmat *m, bool q8x)
 {
     int qb, sb;
     if (!arb_cuda_packed_block(m->type, &qb, &sb) || u->e != cudaSuccess)
@@ -136,13 +136,14 @@ void pack_mat(uploader *u, dmat *m)
     uint8_t *qs = (uint8_t *)u->reserve(blocks * (size_t)qb), *sc = (uint8_t *)u->reserve(blocks * (size_t)sb);
     if (!qs || !sc)
         return;
+    m->q8x = q8x;
     k_pack(0, m, qs, sc);
     u->e = cudaGetLastError();
     m->pq = qs;
     m->ps = sc;
 }
 
-dmat up_mat(uploader *u, const arb_cuda_mat_desc *d, bool fp16, bool pack)
+dmat up_mat(uploader *u, const arb_cuda_mat_desc *d, bool fp16, bool pack, bool q8x)
 {
     dmat m = {};
     m.type = d->type;
@@ -159,7 +160,7 @@ dmat up_mat(uploader *u, const arb_cuda_mat_desc *d, bool fp16, bool pack)
         m.h = h;
     }
     if (pack)
-        pack_mat(u, &m);
+        pack_mat(u, &m, q8x);
     return m;
 }
 
@@ -177,12 +178,15 @@ extern "C" int arb_cuda_model_new(const arb_cuda_model_desc *d, bool exact, arb_
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
                        "%s: backend cuda: a weight matrix has a type the CUDA kernels do not read "
                        "(F32 F16 BF16 Q4_0 Q4_1 Q8_0 Q4_K Q6_K)", d->path);
-    // ARBOR_CUDA_GEMV=rowwarp keeps the GEMV on the GGUF blocks (the kernel before the
-    // packed one), for comparing the two; packed is the default.
+    // The decode GEMV (docs/gpu.md): dp4a (int8 activations, the CPU's quantization; the
+    // default of fast mode), packed (float activations, exact dequantization; the default
+    // of exact mode) or rowwarp (the GGUF blocks as stored; the first kernel, for
+    // comparisons). ARBOR_CUDA_GEMV overrides for either mode.
     const char *gv = getenv("ARBOR_CUDA_GEMV");
-    if (gv && strcmp(gv, "packed") && strcmp(gv, "rowwarp"))
-        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_GEMV=%s: expected packed or rowwarp", gv);
-    const bool pack = !gv || !strcmp(gv, "packed");
+    if (gv && strcmp(gv, "packed") && strcmp(gv, "rowwarp") && strcmp(gv, "dp4a"))
+        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_GEMV=%s: expected dp4a, packed or rowwarp", gv);
+    const bool pack = !gv || strcmp(gv, "rowwarp");
+    const bool q8x = gv ? !strcmp(gv, "dp4a") : !exact;
     const size_t need = raw + (exact ? 0 : h16) + (pack ? arb_cuda_packed_bytes(d) : 0);
     arb_cuda_model *m = (arb_cuda_model *)calloc(1, sizeof *m);
     if (!m)
@@ -194,7 +198,7 @@ extern "C" int arb_cuda_model_new(const arb_cuda_model_desc *d, bool exact, arb_
     }
     m->n_vocab = d->n_vocab, m->n_embd = d->n_embd, m->n_layer = d->n_layer, m->n_head = d->n_head;
     m->n_head_kv = d->n_head_kv, m->head_dim = d->head_dim, m->n_ff = d->n_ff, m->eps = d->eps;
-    m->neox = d->rope_neox, m->exact = exact;
+    m->neox = d->rope_neox, m->exact = exact, m->q8x = q8x;
     cudaGetDevice(&m->device);
     int optin = 0;
     cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, m->device);
@@ -212,7 +216,7 @@ extern "C" int arb_cuda_model_new(const arb_cuda_model_desc *d, bool exact, arb_
     }
     m->arena_bytes = need;
     uploader u = {(uint8_t *)m->arena, 0, need, cudaSuccess};
-    m->tok_embd = up_mat(&u, &d->tok_embd, false, false); // read by rows only
+    m->tok_embd = up_mat(&u, &d->tok_embd, false, false, false); // read by rows only
     if (d->output.data == d->tok_embd.data) { // tied head: the same blocks
         m->output = m->tok_embd;
         if (!exact) {
@@ -223,9 +227,9 @@ extern "C" int arb_cuda_model_new(const arb_cuda_model_desc *d, bool exact, arb_
             }
         }
         if (pack)
-            pack_mat(&u, &m->output);
+            pack_mat(&u, &m->output, q8x);
     } else {
-        m->output = up_mat(&u, &d->output, !exact, pack);
+        m->output = up_mat(&u, &d->output, !exact, pack, q8x);
     }
     m->output_norm = (const float *)u.put(d->output_norm, (size_t)d->n_embd * 4);
     const size_t E = (size_t)d->n_embd, qd = (size_t)d->n_head * d->head_dim, kvd = (size_t)d->n_head_kv * d->head_dim;
@@ -239,13 +243,13 @@ extern "C" int arb_cuda_model_new(const arb_cuda_model_desc *d, bool exact, arb_
         D->bv = (const float *)u.put(L->bv, kvd * 4);
         D->q_norm = (const float *)u.put(L->q_norm, (size_t)d->head_dim * 4);
         D->k_norm = (const float *)u.put(L->k_norm, (size_t)d->head_dim * 4);
-        D->wq = up_mat(&u, &L->wq, !exact, pack);
-        D->wk = up_mat(&u, &L->wk, !exact, pack);
-        D->wv = up_mat(&u, &L->wv, !exact, pack);
-        D->wo = up_mat(&u, &L->wo, !exact, pack);
-        D->w_gate = up_mat(&u, &L->w_gate, !exact, pack);
-        D->w_up = up_mat(&u, &L->w_up, !exact, pack);
-        D->w_down = up_mat(&u, &L->w_down, !exact, pack);
+        D->wq = up_mat(&u, &L->wq, !exact, pack, q8x);
+        D->wk = up_mat(&u, &L->wk, !exact, pack, q8x);
+        D->wv = up_mat(&u, &L->wv, !exact, pack, q8x);
+        D->wo = up_mat(&u, &L->wo, !exact, pack, q8x);
+        D->w_gate = up_mat(&u, &L->w_gate, !exact, pack, q8x);
+        D->w_up = up_mat(&u, &L->w_up, !exact, pack, q8x);
+        D->w_down = up_mat(&u, &L->w_down, !exact, pack, q8x);
     }
     if (u.e == cudaSuccess)
         u.e = cudaDeviceSynchronize();

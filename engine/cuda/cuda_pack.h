@@ -20,6 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#ifndef __CUDACC__
+#include <math.h>
+#endif
 
 #ifdef __CUDACC__
 #define ARB_PACK_HD __host__ __device__ __forceinline__
@@ -68,6 +71,99 @@ ARB_PACK_HD void arb_pack_store_lane(uint8_t *chunk_q, int lane, int q8, const u
     for (int h = 0; h < (q8 ? 2 : 1); h++)
         for (int j = 0; j < 4; j++)
             memcpy(chunk_q + arb_pack_word_offset(lane, h, j), &w[4 * h + j], 4);
+}
+
+/* ---- The int8 layout (ARBOR_CUDA_GEMV=dp4a): the same chunks, scale entries and word
+ * offsets (arb_pack_store_lane), but lane L's words hold block 32 c + L's own quants in
+ * their GGUF order: 4-bit, word j = quant bytes 4j..4j+3 (low nibbles: elements 4j..4j+3
+ * of the block, high nibbles: 16 + 4j..); Q8_0, word j of half h = quant bytes 16h + 4j..
+ * (signed, as stored). A lane then owns one whole block, and its dot with the block of
+ * activations quantized to int8 (arb_q8x_quant_block) is eight dp4a's and one scale. */
+ARB_PACK_HD void arb_pack_lane_q8x(const uint8_t *row, int n_in, int block_bytes, int scale_bytes, int q8, int c,
+                                   int lane, uint32_t *w, uint8_t *sc)
+{
+    const int blk = c * 32 + lane, real = blk * 32 < n_in;
+    for (int k = 0; k < scale_bytes; k++)
+        sc[k] = real ? row[(size_t)blk * block_bytes + k] : 0;
+    for (int k = 0; k < 8; k++)
+        w[k] = 0;
+    if (!real)
+        return;
+    const uint8_t *b = row + (size_t)blk * block_bytes + scale_bytes;
+    for (int k = 0; k < (q8 ? 8 : 4); k++)
+        w[k] = (uint32_t)b[4 * k] | (uint32_t)b[4 * k + 1] << 8 | (uint32_t)b[4 * k + 2] << 16 |
+               (uint32_t)b[4 * k + 3] << 24;
+}
+
+/* Four signed byte products summed into c: the device's __dp4a, emulated on the host. */
+ARB_PACK_HD int arb_dp4a(uint32_t a, uint32_t b, int c)
+{
+#ifdef __CUDA_ARCH__
+    return __dp4a((int)a, (int)b, c);
+#else
+    for (int k = 0; k < 4; k++)
+        c += (int)(int8_t)(uint8_t)(a >> (8 * k)) * (int)(int8_t)(uint8_t)(b >> (8 * k));
+    return c;
+#endif
+}
+
+/* One block's integer dot: lane words w (the int8 layout) with the activation block's
+   eight words xw (elements 4k..4k+3 in word k): the stored quants (0..15 for the 4-bit
+   types, signed for Q8_0) times the int8 activations, exactly. */
+ARB_PACK_HD int arb_q8x_block_isum(const uint32_t *w, const uint32_t *xw, int q8)
+{
+    int s = 0;
+    if (q8) {
+        for (int k = 0; k < 8; k++)
+            s = arb_dp4a(w[k], xw[k], s);
+    } else {
+        for (int j = 0; j < 4; j++) {
+            s = arb_dp4a(w[j] & 0x0f0f0f0fu, xw[j], s);
+            s = arb_dp4a((w[j] >> 4) & 0x0f0f0f0fu, xw[4 + j], s);
+        }
+    }
+    return s;
+}
+
+/* The block's share of the row's dot, added in the order the device adds it, which is
+   the CPU kernels' per-block expression (matmul.c dot_q4_0/q4_1/q8_0): acc += (dw dx)
+   isum' with isum' = isum - 8 xsum for Q4_0; Q4_1 adds mw (dx xsum) to accm apart.
+   type: 0 Q4_0, 1 Q4_1, 2 Q8_0; dw, mw: the weight block's scales as floats; dx, xsum:
+   the activation block's scale and integer sum. */
+ARB_PACK_HD void arb_q8x_block_acc(int type, int isum, float dw, float mw, float dx, int xsum, float *acc,
+                                   float *accm)
+{
+    if (type == 0)
+        isum -= 8 * xsum;
+    *acc = fmaf(dw * dx, (float)isum, *acc);
+    if (type == 1)
+        *accm = fmaf(mw, dx * (float)xsum, *accm);
+}
+
+/* One block of 32 activations (n_valid 32, or 0 for padding) to int8 as the CPU
+   quantizes them (matmul.c arb_mm_quant_scalar): d = max |x| / 127, q = x * (1/d)
+   rounded half to even, clamped to +-127; the words xw (4 per word, element order), d
+   and the integer sum. The device's warp version (k_quant_q8) does the same IEEE
+   operations, the max and the sum by shuffles (both exact). */
+ARB_PACK_HD void arb_q8x_quant_block(const float *x, int n_valid, uint32_t *xw, float *d, int *isum)
+{
+    float amax = 0.0f;
+    for (int i = 0; i < n_valid; i++) {
+        const float a = fabsf(x[i]);
+        amax = a > amax ? a : amax;
+    }
+    const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+    int s = 0;
+    for (int k = 0; k < 8; k++)
+        xw[k] = 0;
+    for (int i = 0; i < n_valid; i++) {
+        int v = (int)rintf(x[i] * id);
+        v = v > 127 ? 127 : v < -127 ? -127 : v;
+        s += v;
+        xw[i / 4] |= (uint32_t)(uint8_t)(int8_t)v << (8 * (i % 4));
+    }
+    *d = db;
+    *isum = s;
 }
 
 #endif
