@@ -148,22 +148,25 @@ static void shape_type_vs_cpu(const char *shape, const char *type, double tol_qu
     arb_model_info mi;
     arb_model_get_info(cpu, &mi);
     uint64_t s = 1234;
-    cmp_stats cq = {0}, cr = {0}, cf = {0};
+    cmp_stats cq = {0}, cr = {0}, cf = {0}, cc = {0};
     for (int t = 0; t < 4; t++) {
         const int P = 1 + rnd(&s, 100), n = t == 0 ? 1 : 1 + rnd(&s, 64);
-        uint64_t s2 = s, s3 = s;
+        uint64_t s2 = s, s3 = s, s4 = s;
         compare_tree(cpu, ge, &s, mi.n_vocab, P, n, &cq);
         compare_tree(cref, ge, &s2, mi.n_vocab, P, n, &cr);
         compare_tree(cref, gf, &s3, mi.n_vocab, P, n, &cf);
+        compare_tree(cref, cpu, &s4, mi.n_vocab, P, n, &cc);
     }
     cr_log_info("%s %s, %d nodes: exact vs CPU %.3g relative (argmax differs at %d); exact vs CPU on the "
-                "dequantized F32 file %.3g; fast vs that %.3g", shape, type, cq.nodes, cq.max_rel, cq.argmax_diff, cr.max_rel,
-                cf.max_rel);
+                "dequantized F32 file %.3g; fast vs that %.3g; the CPU vs that %.3g", shape, type, cq.nodes, cq.max_rel,
+                cq.argmax_diff, cr.max_rel, cf.max_rel, cc.max_rel);
     cr_assert_leq(cr.max_rel, 1e-4, "%s exact vs the F32 reference: %.3g", type, cr.max_rel);
-    /* fast mode's GEMV quantizes activations to int8 for Q4_0/Q4_1/Q8_0 (the dp4a GEMV,
-       like the CPU), so against the F32 file it is as far as the CPU is */
+    /* fast mode quantizes activations to int8 for Q4_0/Q4_1/Q8_0 (the dp4a GEMV, like the
+       CPU; its cuBLAS batches see the same int8-rounded values), so against the F32 file
+       it must be about as far as the CPU is: at most twice the CPU's distance */
     const bool int8_acts = !strcmp(type, "q4_0") || !strcmp(type, "q4_1") || !strcmp(type, "q8_0");
-    cr_assert_leq(cf.max_rel, int8_acts ? tol_quant : 1e-2, "%s fast vs the F32 reference: %.3g", type, cf.max_rel);
+    const double fast_tol = int8_acts ? 2 * cc.max_rel + 1e-3 : 1e-2;
+    cr_assert_leq(cf.max_rel, fast_tol, "%s fast vs the F32 reference: %.3g (bound %.3g)", type, cf.max_rel, fast_tol);
     cr_assert_leq(cq.max_rel, tol_quant, "%s exact vs the CPU: %.3g", type, cq.max_rel);
     arb_model_free(cpu);
     arb_model_free(cref);
@@ -204,7 +207,11 @@ static void dp4a_vs_cpu(const char *shape, const char *type)
     cr_log_info("dp4a %s %s, %d nodes: exact vs CPU %.3g relative (argmax differs at %d); %d trees, %d nodes, %d "
                 "differ from AR", shape, type, cq.nodes, cq.max_rel, cq.argmax_diff, st.trees, st.nodes, st.mismatches);
     cr_assert_eq(st.mismatches, 0, "dp4a exact trees vs AR: %d of %d nodes differ", st.mismatches, st.nodes);
-    cr_assert_leq(cq.max_rel, 1e-2, "dp4a %s vs the CPU: %.3g", type, cq.max_rel);
+    /* Not 1e-6: these random models turn last-bit differences into int8 rounding flips.
+       The CPU's own kernel families (the same int8 arithmetic, another float summation
+       order) differ by 1.0 % (q4_1) and 1.75 % (q8_0) of the largest logit on the tiny
+       shape (2e-7 for q4_0); measured here 0.04-1.4 %, the float GEMV 0.1-2.9 %. */
+    cr_assert_leq(cq.max_rel, 3e-2, "dp4a %s vs the CPU: %.3g", type, cq.max_rel);
     arb_model_free(cpu);
     arb_model_free(ge);
 }

@@ -562,6 +562,39 @@ __device__ __forceinline__ void packed_row(const uint8_t *qr, const uint8_t *sr,
         lane_chunk<T, NT>(load_lane<T>(qr, sr, c, lane), x, ldx, c, lane, n_in, acc);
 }
 
+// One block of 32 activations, one per lane (every lane active): this lane's int8 quant
+// as arb_q8x_quant_block computes it (the max and the integer sum by butterflies, exact
+// in any order; the scale and the rounding the same IEEE operations, no contraction),
+// the block's scale *d and integer sum *sum.
+__device__ __forceinline__ int warp_q8(float v, float *d, int *sum)
+{
+    float amax = fabsf(v);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        const float o = __shfl_xor_sync(0xffffffffu, amax, off);
+        amax = o > amax ? o : amax;
+    }
+    const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+    int qi = __float2int_rn(__fmul_rn(v, id));
+    qi = qi > 127 ? 127 : qi < -127 ? -127 : qi;
+    int s = qi;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, off);
+    *d = db;
+    *sum = s;
+    return qi;
+}
+
+// v as the int8 GEMV sees it (its block's quant times the scale), in FP16 for cuBLAS.
+__device__ __forceinline__ __half half_q8(float v)
+{
+    float d;
+    int s;
+    const int q = warp_q8(v, &d, &s);
+    return __float2half((float)q * d);
+}
+
 // ---- The int8 GEMV (ARBOR_CUDA_GEMV=dp4a): activations quantized per 32-block ----
 //
 // The float path spends several instructions per weight (dequantize, convert, FMA) and
@@ -777,9 +810,7 @@ void glu_packed_type(cudaStream_t st, const dmat *gate, const dmat *up, const X 
     });
 }
 
-// Activations to int8 blocks (k_quant_q8): one warp per block of 32, as
-// arb_q8x_quant_block: the max and the integer sum by butterflies (exact in any order),
-// the scale and the rounding the same IEEE operations (no contraction: __fmul_rn).
+// Activations to int8 blocks (k_quant_q8): one warp per block of 32 (warp_q8).
 __global__ void quant_q8_kernel(const float *x, int ldx, int n_in, int nblk, int n, int8_t *q, float *d,
                                 int32_t *isum)
 {
@@ -787,20 +818,9 @@ __global__ void quant_q8_kernel(const float *x, int ldx, int n_in, int nblk, int
     if (wid >= n * nblk)
         return;
     const int t = wid / nblk, b = wid % nblk, e = b * 32 + lane;
-    const float v = e < n_in ? x[(size_t)t * ldx + e] : 0.0f;
-    float amax = fabsf(v);
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-        const float o = __shfl_xor_sync(0xffffffffu, amax, off);
-        amax = o > amax ? o : amax;
-    }
-    const float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
-    int qi = __float2int_rn(__fmul_rn(v, id));
-    qi = qi > 127 ? 127 : qi < -127 ? -127 : qi;
-    int sum = qi;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-        sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    float db;
+    int sum;
+    const int qi = warp_q8(e < n_in ? x[(size_t)t * ldx + e] : 0.0f, &db, &sum);
     q[(size_t)t * nblk * 32 + e] = (int8_t)qi;
     if (lane == 0) {
         d[(size_t)t * nblk + b] = db;
@@ -899,7 +919,11 @@ __device__ float block_max(float v, float *red)
     return red[32];
 }
 
-__global__ void rmsnorm_kernel(const float *x, const float *g, int dim, float eps, float *out, __half *out16)
+// Rows of dim (a multiple of 32 when oq or q16 is used: then a warp holds whole blocks).
+// oq.q: also the row quantized for the int8 GEMV (whole chunks, the padding zero); q16:
+// out16 gets the int8-rounded values (fast mode: cuBLAS sees the activations the GEMV sees).
+__global__ void rmsnorm_kernel(const float *x, const float *g, int dim, float eps, float *out, __half *out16,
+                               xq8 oq, bool q16)
 {
     __shared__ double red[33];
     const float *xr = x + (size_t)blockIdx.x * dim;
@@ -909,11 +933,27 @@ __global__ void rmsnorm_kernel(const float *x, const float *g, int dim, float ep
     s = block_sum(s, red);
     const float scale = 1.0f / sqrtf((float)(s / dim) + eps);
     float *o = out + (size_t)blockIdx.x * dim;
-    for (int k = threadIdx.x; k < dim; k += blockDim.x) {
-        const float v = (xr[k] * scale) * g[k];
-        o[k] = v;
-        if (out16)
+    const int end = oq.q ? oq.ldq : dim; // warp-uniform: dim, ldq and blockDim are multiples of 32 here
+    for (int k = threadIdx.x; k < end; k += blockDim.x) {
+        const float v = k < dim ? (xr[k] * scale) * g[k] : 0.0f;
+        if (k < dim)
+            o[k] = v;
+        if (oq.q || q16) {
+            float d;
+            int sum;
+            const int q = warp_q8(v, &d, &sum);
+            if (oq.q) {
+                ((int8_t *)oq.q)[(size_t)blockIdx.x * oq.ldq + k] = (int8_t)q;
+                if ((threadIdx.x & 31) == 0) {
+                    ((float *)oq.d)[(size_t)blockIdx.x * oq.ldb + k / 32] = d;
+                    ((int32_t *)oq.isum)[(size_t)blockIdx.x * oq.ldb + k / 32] = sum;
+                }
+            }
+            if (q16 && k < dim)
+                out16[(size_t)blockIdx.x * dim + k] = __float2half((float)q * d);
+        } else if (out16) {
             out16[(size_t)blockIdx.x * dim + k] = __float2half(v);
+        }
     }
 }
 
@@ -939,20 +979,21 @@ __global__ void rope_kernel(float *x, int n_head, int head_dim, const int32_t *p
     }
 }
 
-__global__ void swiglu_kernel(float *g, const float *u, size_t n, __half *out16)
+// q16: out16 int8-rounded per block of 32 (n a multiple of 32, blockDim too: warp-uniform).
+__global__ void swiglu_kernel(float *g, const float *u, size_t n, __half *out16, bool q16)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         const float r = silu_mul(g[i], u[i]);
         g[i] = r;
         if (out16)
-            out16[i] = __float2half(r);
+            out16[i] = q16 ? half_q8(r) : __float2half(r);
     }
 }
 
-__global__ void f32_to_half_kernel(const float *x, size_t n, __half *out)
+__global__ void f32_to_half_kernel(const float *x, size_t n, __half *out, bool q16)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        out[i] = __float2half(x[i]);
+        out[i] = q16 ? half_q8(x[i]) : __float2half(x[i]);
 }
 
 constexpr int kAttnThreads = 256, kAttnWarps = kAttnThreads / 32;
@@ -1260,11 +1301,11 @@ template <int T> static void to_half_type(cudaStream_t st, const dmat *w, __half
 void k_to_half(cudaStream_t st, const dmat *w, __half *out) { TYPE_SWITCH(w->type, to_half_type, st, w, out) }
 
 void k_rmsnorm(cudaStream_t st, const float *x, const float *g, int rows, int dim, float eps, float *out,
-               __half *out16)
+               __half *out16, const xq8 *outq, bool q16)
 {
     // Up to 1024 threads: a decode step normalizes one row, on one SM.
     const int threads = dim >= 1024 ? 1024 : ((dim + 31) / 32) * 32;
-    rmsnorm_kernel<<<rows, threads, 0, st>>>(x, g, dim, eps, out, out16);
+    rmsnorm_kernel<<<rows, threads, 0, st>>>(x, g, dim, eps, out, out16, outq ? *outq : xq8{}, q16 && out16);
 }
 
 void k_add_bias(cudaStream_t st, float *x, const float *b, int rows, int dim)
@@ -1280,14 +1321,14 @@ void k_rope(cudaStream_t st, float *x, int n, int n_head, int head_dim, const in
     rope_kernel<<<dim3((unsigned)n, (unsigned)n_head), threads, 0, st>>>(x, n_head, head_dim, pos, cs, neox);
 }
 
-void k_swiglu(cudaStream_t st, float *g, const float *u, size_t n, __half *out16)
+void k_swiglu(cudaStream_t st, float *g, const float *u, size_t n, __half *out16, bool q16)
 {
-    swiglu_kernel<<<blocks_for(n, 256), 256, 0, st>>>(g, u, n, out16);
+    swiglu_kernel<<<blocks_for(n, 256), 256, 0, st>>>(g, u, n, out16, q16);
 }
 
-void k_to_half_f32(cudaStream_t st, const float *x, size_t n, __half *out)
+void k_to_half_f32(cudaStream_t st, const float *x, size_t n, __half *out, bool q16)
 {
-    f32_to_half_kernel<<<blocks_for(n, 256), 256, 0, st>>>(x, n, out);
+    f32_to_half_kernel<<<blocks_for(n, 256), 256, 0, st>>>(x, n, out, q16);
 }
 
 size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim)
