@@ -17,6 +17,8 @@
 
 typedef struct check_stats {
     int trees, nodes, mismatches;
+    int argmax_diff; /* nodes whose tree row and AR row have another argmax */
+    double max_rel;  /* largest |tree - AR| logit over the AR row's largest |logit| */
 } check_stats;
 
 static int rnd(uint64_t *s, int n) /* uniform in [0, n) */
@@ -95,8 +97,20 @@ static void ar_walk(arb_ctx *c, const int32_t *tok, const int32_t *par, int n, i
     const int base = arb_ctx_n_past(c);
     check_eval(c, &tok[v], &root, 1, lg1, NULL);
     st->nodes++;
-    if (memcmp(lg1, tree_lg + (size_t)v * n_vocab, sizeof(float) * n_vocab) != 0)
+    const float *tr = tree_lg + (size_t)v * n_vocab;
+    if (memcmp(lg1, tr, sizeof(float) * n_vocab) != 0) {
         st->mismatches++;
+        double mx = 0, d = 0;
+        int ia = 0, ib = 0;
+        for (int k = 0; k < n_vocab; k++) {
+            mx = fmax(mx, fabs(lg1[k]));
+            d = fmax(d, fabs((double)lg1[k] - tr[k]));
+            ia = lg1[k] > lg1[ia] ? k : ia;
+            ib = tr[k] > tr[ib] ? k : ib;
+        }
+        st->argmax_diff += ia != ib;
+        st->max_rel = fmax(st->max_rel, d / (mx > 0 ? mx : 1));
+    }
     check_commit_chain(c, 1);
     for (int ch = v + 1; ch < n; ch++)
         if (par[ch] == v)
