@@ -10,8 +10,9 @@
  *   - fast mode is deterministic run to run; argmax-only evals equal the logits' argmax;
  *   - device top-K (ids, probabilities) equals the host's top-K of the GPU's own rows;
  *   - the default model (SmolLM2) in both modes: greedy tokens vs the CPU, exact trees;
- *   - the dp4a GEMV (int8 activations): the CPU's arithmetic up to the summation order,
- *     and batch-invariant in exact mode;
+ *   - the dp4a GEMV (int8 activations; exact mode's default): the CPU's arithmetic up to
+ *     the summation order, batch-invariant; the packed (float) GEMV in exact mode too;
+ *   - fast mode: how far a cuBLAS batch's node is from the same node alone, per GEMV;
  *   - running out of device memory gives a clean ARB_E_NOMEM / ARB_E_NODEVICE.
  */
 #include <sys/stat.h>
@@ -130,6 +131,7 @@ static char *tmp_path(void)
 static void shape_type_vs_cpu(const char *shape, const char *type, double tol_quant)
 {
     need_gpu();
+    setenv("ARBOR_CUDA_GEMV", "packed", 1); /* the float GEMV in both modes (dp4a_* below: int8) */
     char *path = tmp_path(), *ref = tmp_path();
     arb_err err = {0};
     cr_assert_eq(arb_synth_model_write(shape, type, 0, 5, path, false, false, &err), ARB_OK, "%s", err.msg);
@@ -161,12 +163,7 @@ static void shape_type_vs_cpu(const char *shape, const char *type, double tol_qu
                 "dequantized F32 file %.3g; fast vs that %.3g; the CPU vs that %.3g", shape, type, cq.nodes, cq.max_rel,
                 cq.argmax_diff, cr.max_rel, cf.max_rel, cc.max_rel);
     cr_assert_leq(cr.max_rel, 1e-4, "%s exact vs the F32 reference: %.3g", type, cr.max_rel);
-    /* fast mode quantizes activations to int8 for Q4_0/Q4_1/Q8_0 (the dp4a GEMV, like the
-       CPU; its cuBLAS batches see the same int8-rounded values), so against the F32 file
-       it must be about as far as the CPU is: at most twice the CPU's distance */
-    const bool int8_acts = !strcmp(type, "q4_0") || !strcmp(type, "q4_1") || !strcmp(type, "q8_0");
-    const double fast_tol = int8_acts ? 2 * cc.max_rel + 1e-3 : 1e-2;
-    cr_assert_leq(cf.max_rel, fast_tol, "%s fast vs the F32 reference: %.3g (bound %.3g)", type, cf.max_rel, fast_tol);
+    cr_assert_leq(cf.max_rel, 1e-2, "%s fast vs the F32 reference: %.3g", type, cf.max_rel);
     cr_assert_leq(cq.max_rel, tol_quant, "%s exact vs the CPU: %.3g", type, cq.max_rel);
     arb_model_free(cpu);
     arb_model_free(cref);
@@ -492,10 +489,10 @@ static void smollm2_greedy(bool exact)
 
 Test(gpu, smollm2_greedy_vs_cpu_exact) { smollm2_greedy(true); }
 Test(gpu, smollm2_greedy_vs_cpu_fast) { smollm2_greedy(false); }
-/* exact mode on the dp4a GEMV: the CPU's activation quantization on both sides */
-Test(gpu, smollm2_greedy_vs_cpu_dp4a)
+/* exact mode on the float GEMV (its default is dp4a) */
+Test(gpu, smollm2_greedy_vs_cpu_exact_packed)
 {
-    setenv("ARBOR_CUDA_GEMV", "dp4a", 1);
+    setenv("ARBOR_CUDA_GEMV", "packed", 1);
     smollm2_greedy(true);
 }
 
@@ -518,10 +515,10 @@ Test(gpu, smollm2_exact_trees_equal_ar)
     arb_model_free(m);
 }
 
-Test(gpu, smollm2_dp4a_exact_trees_equal_ar)
+Test(gpu, smollm2_exact_packed_trees_equal_ar)
 {
     need_gpu();
-    setenv("ARBOR_CUDA_GEMV", "dp4a", 1);
+    setenv("ARBOR_CUDA_GEMV", "packed", 1);
     char path[1024];
     if (!arb_test_default_model(path, sizeof path))
         cr_skip_test("default model not found: %s", path);
@@ -533,7 +530,7 @@ Test(gpu, smollm2_dp4a_exact_trees_equal_ar)
     uint64_t s = 4343;
     for (int t = 0; t < 10; t++)
         check_random_tree(m, &s, mi.n_vocab, 300, &st);
-    cr_log_info("smollm2 cuda-exact dp4a: %d trees, %d nodes, %d mismatching nodes", st.trees, st.nodes,
+    cr_log_info("smollm2 cuda-exact packed: %d trees, %d nodes, %d mismatching nodes", st.trees, st.nodes,
                 st.mismatches);
     cr_assert_eq(st.mismatches, 0);
     arb_model_free(m);
@@ -541,7 +538,11 @@ Test(gpu, smollm2_dp4a_exact_trees_equal_ar)
 
 /* Fast mode is not batch-invariant: a node inside a cuBLAS batch (16+ nodes) and the same
    node alone (a GEMV) differ. How far, per GEMV: the figures check-lossless's mismatch
-   counts come from. Bound: the largest gap stays a small fraction of the logits. */
+   counts come from. On the H100 (2026-11-26) the float GEMV (fast mode's default) stayed
+   within 0.18 % (synthetic) / 0.28 % (SmolLM2) of the largest logit and never changed an
+   argmax; the int8 GEMV 4.1 % / 6.7 %, 15 / 39 argmaxes of 454 nodes: int8 rounding turns
+   the FP16 batches' small differences into whole quantization steps. Bounds: the float
+   GEMV 1 %; the int8 one 25 % (a sanity bound). */
 static void fast_trees_vs_chains(arb_model *(*load)(const arb_load_opts *), const char *what)
 {
     const char *gemv[2] = {"packed", "dp4a"};
@@ -558,7 +559,7 @@ static void fast_trees_vs_chains(arb_model *(*load)(const arb_load_opts *), cons
         cr_log_info("%s cuda (fast) GEMV %s: %d trees, %d nodes: %d differ from AR, argmax differs at %d, max "
                     "|dlogit| %.3g of the largest", what, gemv[g], st.trees, st.nodes, st.mismatches, st.argmax_diff,
                     st.max_rel);
-        cr_assert_leq(st.max_rel, 0.05, "%s GEMV %s: tree vs chain %.3g", what, gemv[g], st.max_rel);
+        cr_assert_leq(st.max_rel, g == 0 ? 0.01 : 0.25, "%s GEMV %s: tree vs chain %.3g", what, gemv[g], st.max_rel);
         arb_model_free(m);
     }
 }

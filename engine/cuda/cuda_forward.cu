@@ -268,8 +268,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     aa.out = c->att, aa.n_ctx = c->n_ctx, aa.n_batch_max = c->n_batch_max;
     const size_t layer_rows = (size_t)c->n_ctx * kvd;
     // The int8 GEMV's inputs are quantized once each: by the RMSNorms themselves, and
-    // after attention and SwiGLU. cuBLAS batches (fast mode) read FP16 copies of the same
-    // int8-rounded activations, so that a tree's logits stay near its chain's.
+    // after attention and SwiGLU.
     const bool q8 = m->q8x && !gemm;
     xq8 qb, qn = xq_for(c, E);
     for (int l = 0; l < c->n_layer; l++) {
@@ -277,7 +276,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
         float *kl = c->k + l * layer_rows, *vl = c->v + l * layer_rows;
         const bool qkv8 = L->wq.q8x || L->wk.q8x || L->wv.q8x;
         const xq8 *xq = q8 && qkv8 ? &qn : NULL;
-        k_rmsnorm(st, c->x, L->attn_norm, n, E, m->eps, c->xb, x16, xq, gemm && qkv8);
+        k_rmsnorm(st, c->x, L->attn_norm, n, E, m->eps, c->xb, x16, xq);
         prof_mark(c, PROF_NORM);
         const dmat *qkv[3] = {&L->wq, &L->wk, &L->wv};
         float *const qkv_out[3] = {c->q, c->kn, c->vn};
@@ -294,8 +293,8 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
         if (L->bv)
             k_add_bias(st, c->vn, L->bv, n, kvd);
         if (L->q_norm) {
-            k_rmsnorm(st, c->q, L->q_norm, n * m->n_head, hd, m->eps, c->q, NULL, NULL, false);
-            k_rmsnorm(st, c->kn, L->k_norm, n * m->n_head_kv, hd, m->eps, c->kn, NULL, NULL, false);
+            k_rmsnorm(st, c->q, L->q_norm, n * m->n_head, hd, m->eps, c->q, NULL, NULL);
+            k_rmsnorm(st, c->kn, L->k_norm, n * m->n_head_kv, hd, m->eps, c->kn, NULL, NULL);
         }
         prof_mark(c, PROF_NORM);
         k_rope(st, c->q, n, m->n_head, hd, d_pos, c->cs, m->neox);
@@ -307,19 +306,19 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
         k_attention(st, &aa);
         prof_mark(c, PROF_ATTN);
         if (gemm)
-            k_to_half_f32(st, c->att, (size_t)n * qd, x16, L->wo.q8x);
+            k_to_half_f32(st, c->att, (size_t)n * qd, x16);
         xq = quant_for(c, c->att, n, qd, q8 && L->wo.q8x, &qb);
         prof_mark(c, PROF_QUANT);
         matmul(c, &L->wo, c->att, x16, n, c->x, true, xq); // x += wo . att
         prof_mark(c, PROF_WO);
         const bool ffn8 = L->w_gate.q8x || L->w_up.q8x;
         xq = q8 && ffn8 ? &qn : NULL;
-        k_rmsnorm(st, c->x, L->ffn_norm, n, E, m->eps, c->xb, x16, xq, gemm && ffn8);
+        k_rmsnorm(st, c->x, L->ffn_norm, n, E, m->eps, c->xb, x16, xq);
         prof_mark(c, PROF_NORM);
         if (gemm || !k_gemv_glu(st, &L->w_gate, &L->w_up, c->xb, E, n, c->hg, xq)) {
             matmul(c, &L->w_gate, c->xb, x16, n, c->hg, false, xq);
             matmul(c, &L->w_up, c->xb, x16, n, c->hu, false, xq);
-            k_swiglu(st, c->hg, c->hu, (size_t)n * m->n_ff, x16, gemm && L->w_down.q8x);
+            k_swiglu(st, c->hg, c->hu, (size_t)n * m->n_ff, x16);
         }
         prof_mark(c, PROF_FFN_IN);
         xq = quant_for(c, c->hg, n, m->n_ff, q8 && L->w_down.q8x, &qb);
@@ -332,8 +331,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
         return;
     const bool hgemm = c->blas && nh >= ARB_CUDA_GEMM_MIN_NODES;
     const xq8 *hq = m->output.q8x && !hgemm ? &qn : NULL;
-    k_rmsnorm(st, c->x + (size_t)head_from * E, m->output_norm, nh, E, m->eps, c->xb, hgemm ? c->x16 : NULL, hq,
-              hgemm && m->output.q8x);
+    k_rmsnorm(st, c->x + (size_t)head_from * E, m->output_norm, nh, E, m->eps, c->xb, hgemm ? c->x16 : NULL, hq);
     matmul(c, &m->output, c->xb, hgemm ? c->x16 : NULL, nh, c->logits, false, hq);
     prof_mark(c, PROF_HEAD);
     if (argmax)

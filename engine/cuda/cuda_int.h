@@ -79,16 +79,14 @@ void k_get_rows(cudaStream_t st, const dmat *w, const int32_t *ids, int n, float
 void k_to_half(cudaStream_t st, const dmat *w, __half *out); // whole matrix, for fast mode
 // out = x / rms(x) * g per row of dim (double sum of squares, fixed order); out16 optional.
 // outq (optional): the rows also quantized for the int8 GEMV, as k_quant_q8 would (one
-// launch less); q16: out16 holds the int8-rounded values (q * d per block of 32), so that
-// fast mode's cuBLAS batches see the activations the int8 GEMV sees. dim % 32 == 0 for both.
+// launch less; dim % 32 == 0).
 void k_rmsnorm(cudaStream_t st, const float *x, const float *g, int rows, int dim, float eps, float *out,
-               __half *out16, const xq8 *outq, bool q16);
+               __half *out16, const xq8 *outq);
 void k_add_bias(cudaStream_t st, float *x, const float *b, int rows, int dim);
 void k_rope(cudaStream_t st, float *x, int n, int n_head, int head_dim, const int32_t *pos, const float *cs,
             bool neox);
-// q16: out16 / out int8-rounded per block of 32 as k_rmsnorm's (n % 32 == 0).
-void k_swiglu(cudaStream_t st, float *g, const float *u, size_t n, __half *out16, bool q16);
-void k_to_half_f32(cudaStream_t st, const float *x, size_t n, __half *out, bool q16);
+void k_swiglu(cudaStream_t st, float *g, const float *u, size_t n, __half *out16);
+void k_to_half_f32(cudaStream_t st, const float *x, size_t n, __half *out);
 struct attn_launch {
     const float *q, *k, *v;
     int kv_stride, n;

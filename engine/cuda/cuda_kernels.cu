@@ -586,14 +586,6 @@ __device__ __forceinline__ int warp_q8(float v, float *d, int *sum)
     return qi;
 }
 
-// v as the int8 GEMV sees it (its block's quant times the scale), in FP16 for cuBLAS.
-__device__ __forceinline__ __half half_q8(float v)
-{
-    float d;
-    int s;
-    const int q = warp_q8(v, &d, &s);
-    return __float2half((float)q * d);
-}
 
 // ---- The int8 GEMV (ARBOR_CUDA_GEMV=dp4a): activations quantized per 32-block ----
 //
@@ -919,11 +911,10 @@ __device__ float block_max(float v, float *red)
     return red[32];
 }
 
-// Rows of dim (a multiple of 32 when oq or q16 is used: then a warp holds whole blocks).
-// oq.q: also the row quantized for the int8 GEMV (whole chunks, the padding zero); q16:
-// out16 gets the int8-rounded values (fast mode: cuBLAS sees the activations the GEMV sees).
-__global__ void rmsnorm_kernel(const float *x, const float *g, int dim, float eps, float *out, __half *out16,
-                               xq8 oq, bool q16)
+// Rows of dim (a multiple of 32 when oq is used: then a warp holds whole blocks). oq.q:
+// also the rows quantized for the int8 GEMV (whole chunks, the padding zero), as
+// k_quant_q8 would write them: one launch less per GEMV input.
+__global__ void rmsnorm_kernel(const float *x, const float *g, int dim, float eps, float *out, __half *out16, xq8 oq)
 {
     __shared__ double red[33];
     const float *xr = x + (size_t)blockIdx.x * dim;
@@ -936,23 +927,19 @@ __global__ void rmsnorm_kernel(const float *x, const float *g, int dim, float ep
     const int end = oq.q ? oq.ldq : dim; // warp-uniform: dim, ldq and blockDim are multiples of 32 here
     for (int k = threadIdx.x; k < end; k += blockDim.x) {
         const float v = k < dim ? (xr[k] * scale) * g[k] : 0.0f;
-        if (k < dim)
+        if (k < dim) {
             o[k] = v;
-        if (oq.q || q16) {
+            if (out16)
+                out16[(size_t)blockIdx.x * dim + k] = __float2half(v);
+        }
+        if (oq.q) {
             float d;
             int sum;
-            const int q = warp_q8(v, &d, &sum);
-            if (oq.q) {
-                ((int8_t *)oq.q)[(size_t)blockIdx.x * oq.ldq + k] = (int8_t)q;
-                if ((threadIdx.x & 31) == 0) {
-                    ((float *)oq.d)[(size_t)blockIdx.x * oq.ldb + k / 32] = d;
-                    ((int32_t *)oq.isum)[(size_t)blockIdx.x * oq.ldb + k / 32] = sum;
-                }
+            ((int8_t *)oq.q)[(size_t)blockIdx.x * oq.ldq + k] = (int8_t)warp_q8(v, &d, &sum);
+            if ((threadIdx.x & 31) == 0) {
+                ((float *)oq.d)[(size_t)blockIdx.x * oq.ldb + k / 32] = d;
+                ((int32_t *)oq.isum)[(size_t)blockIdx.x * oq.ldb + k / 32] = sum;
             }
-            if (q16 && k < dim)
-                out16[(size_t)blockIdx.x * dim + k] = __float2half((float)q * d);
-        } else if (out16) {
-            out16[(size_t)blockIdx.x * dim + k] = __float2half(v);
         }
     }
 }
@@ -979,21 +966,20 @@ __global__ void rope_kernel(float *x, int n_head, int head_dim, const int32_t *p
     }
 }
 
-// q16: out16 int8-rounded per block of 32 (n a multiple of 32, blockDim too: warp-uniform).
-__global__ void swiglu_kernel(float *g, const float *u, size_t n, __half *out16, bool q16)
+__global__ void swiglu_kernel(float *g, const float *u, size_t n, __half *out16)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         const float r = silu_mul(g[i], u[i]);
         g[i] = r;
         if (out16)
-            out16[i] = q16 ? half_q8(r) : __float2half(r);
+            out16[i] = __float2half(r);
     }
 }
 
-__global__ void f32_to_half_kernel(const float *x, size_t n, __half *out, bool q16)
+__global__ void f32_to_half_kernel(const float *x, size_t n, __half *out)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        out[i] = q16 ? half_q8(x[i]) : __float2half(x[i]);
+        out[i] = __float2half(x[i]);
 }
 
 constexpr int kAttnThreads = 256, kAttnWarps = kAttnThreads / 32;
@@ -1301,11 +1287,11 @@ template <int T> static void to_half_type(cudaStream_t st, const dmat *w, __half
 void k_to_half(cudaStream_t st, const dmat *w, __half *out) { TYPE_SWITCH(w->type, to_half_type, st, w, out) }
 
 void k_rmsnorm(cudaStream_t st, const float *x, const float *g, int rows, int dim, float eps, float *out,
-               __half *out16, const xq8 *outq, bool q16)
+               __half *out16, const xq8 *outq)
 {
     // Up to 1024 threads: a decode step normalizes one row, on one SM.
     const int threads = dim >= 1024 ? 1024 : ((dim + 31) / 32) * 32;
-    rmsnorm_kernel<<<rows, threads, 0, st>>>(x, g, dim, eps, out, out16, outq ? *outq : xq8{}, q16 && out16);
+    rmsnorm_kernel<<<rows, threads, 0, st>>>(x, g, dim, eps, out, out16, outq ? *outq : xq8{});
 }
 
 void k_add_bias(cudaStream_t st, float *x, const float *b, int rows, int dim)
@@ -1321,14 +1307,14 @@ void k_rope(cudaStream_t st, float *x, int n, int n_head, int head_dim, const in
     rope_kernel<<<dim3((unsigned)n, (unsigned)n_head), threads, 0, st>>>(x, n_head, head_dim, pos, cs, neox);
 }
 
-void k_swiglu(cudaStream_t st, float *g, const float *u, size_t n, __half *out16, bool q16)
+void k_swiglu(cudaStream_t st, float *g, const float *u, size_t n, __half *out16)
 {
-    swiglu_kernel<<<blocks_for(n, 256), 256, 0, st>>>(g, u, n, out16, q16);
+    swiglu_kernel<<<blocks_for(n, 256), 256, 0, st>>>(g, u, n, out16);
 }
 
-void k_to_half_f32(cudaStream_t st, const float *x, size_t n, __half *out, bool q16)
+void k_to_half_f32(cudaStream_t st, const float *x, size_t n, __half *out)
 {
-    f32_to_half_kernel<<<blocks_for(n, 256), 256, 0, st>>>(x, n, out, q16);
+    f32_to_half_kernel<<<blocks_for(n, 256), 256, 0, st>>>(x, n, out);
 }
 
 size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim)

@@ -178,15 +178,17 @@ extern "C" int arb_cuda_model_new(const arb_cuda_model_desc *d, bool exact, arb_
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
                        "%s: backend cuda: a weight matrix has a type the CUDA kernels do not read "
                        "(F32 F16 BF16 Q4_0 Q4_1 Q8_0 Q4_K Q6_K)", d->path);
-    // The decode GEMV (docs/gpu.md): dp4a (int8 activations, the CPU's quantization; the
-    // default of fast mode), packed (float activations, exact dequantization; the default
-    // of exact mode) or rowwarp (the GGUF blocks as stored; the first kernel, for
-    // comparisons). ARBOR_CUDA_GEMV overrides for either mode.
+    // The quantized GEMV (docs/gpu.md): dp4a (int8 activations, the CPU's quantization
+    // and per-block arithmetic; exact mode's default: batch-invariant, and 1.6x the float
+    // GEMV's decode on an 8B Q4_0 model), packed (float activations, exact dequantization;
+    // fast mode's default: its results stay near cuBLAS's FP16 batches, where int8
+    // rounding amplifies the small FP16 differences 20x, measured) or rowwarp (the GGUF
+    // blocks as stored; the first kernel, for comparisons). ARBOR_CUDA_GEMV overrides.
     const char *gv = getenv("ARBOR_CUDA_GEMV");
     if (gv && strcmp(gv, "packed") && strcmp(gv, "rowwarp") && strcmp(gv, "dp4a"))
         return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_GEMV=%s: expected dp4a, packed or rowwarp", gv);
     const bool pack = !gv || strcmp(gv, "rowwarp");
-    const bool q8x = gv ? !strcmp(gv, "dp4a") : !exact;
+    const bool q8x = gv ? !strcmp(gv, "dp4a") : exact;
     const size_t need = raw + (exact ? 0 : h16) + (pack ? arb_cuda_packed_bytes(d) : 0);
     arb_cuda_model *m = (arb_cuda_model *)calloc(1, sizeof *m);
     if (!m)
