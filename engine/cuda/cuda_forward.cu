@@ -9,9 +9,9 @@
 #include "cuda_pack.h"
 
 // Profile classes (ARBOR_CUDA_PROFILE).
-enum { PROF_EMBED, PROF_NORM, PROF_QKV, PROF_ROPE, PROF_KV, PROF_ATTN, PROF_WO, PROF_FFN_IN, PROF_DOWN, PROF_HEAD,
+enum { PROF_EMBED, PROF_NORM, PROF_QKV, PROF_ROPE, PROF_ATTN, PROF_WO, PROF_FFN_IN, PROF_DOWN, PROF_HEAD,
        PROF_ARGMAX, PROF_QUANT, PROF_N };
-static const char *const prof_names[PROF_N] = {"embed", "rmsnorm", "q/k/v", "rope", "kv-store", "attention", "wo",
+static const char *const prof_names[PROF_N] = {"embed", "rmsnorm", "q/k/v", "rope+kv-store", "attention", "wo",
                                                "gate/up/silu", "down", "head", "argmax/top-K", "quantize x"};
 static constexpr int kProfMax = 1024; // events per step
 
@@ -297,11 +297,8 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
             k_rmsnorm(st, c->kn, L->k_norm, n * m->n_head_kv, hd, m->eps, c->kn, NULL, NULL);
         }
         prof_mark(c, PROF_NORM);
-        k_rope(st, c->q, n, m->n_head, hd, d_pos, c->cs, m->neox);
-        k_rope(st, c->kn, n, m->n_head_kv, hd, d_pos, c->cs, m->neox);
+        k_rope_store(st, c->q, c->kn, c->vn, kl, vl, n, m->n_head, m->n_head_kv, hd, d_pos, c->cs, m->neox, d_pre);
         prof_mark(c, PROF_ROPE);
-        k_kv_store(st, kl, vl, c->kn, c->vn, n, kvd, d_pre);
-        prof_mark(c, PROF_KV);
         aa.k = kl, aa.v = vl;
         k_attention(st, &aa);
         prof_mark(c, PROF_ATTN);

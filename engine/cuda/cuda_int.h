@@ -83,8 +83,6 @@ void k_to_half(cudaStream_t st, const dmat *w, __half *out); // whole matrix, fo
 void k_rmsnorm(cudaStream_t st, const float *x, const float *g, int rows, int dim, float eps, float *out,
                __half *out16, const xq8 *outq);
 void k_add_bias(cudaStream_t st, float *x, const float *b, int rows, int dim);
-void k_rope(cudaStream_t st, float *x, int n, int n_head, int head_dim, const int32_t *pos, const float *cs,
-            bool neox);
 void k_swiglu(cudaStream_t st, float *g, const float *u, size_t n, __half *out16);
 void k_to_half_f32(cudaStream_t st, const float *x, size_t n, __half *out);
 struct attn_launch {
@@ -105,9 +103,12 @@ void k_attention(cudaStream_t st, const attn_launch *a);
 // Argmax per row (lowest id among equal maxima); scratch: k_argmax_scratch_bytes(rows).
 size_t k_argmax_scratch_bytes(int rows);
 void k_argmax(cudaStream_t st, const float *logits, int rows, int n_vocab, void *scratch, int32_t *out);
-// k, v rows n_prefix + i (n_prefix on the device) = kn, vn row i, for i < n.
-void k_kv_store(cudaStream_t st, float *k, float *v, const float *kn, const float *vn, int n, int row_dim,
-                const int *n_prefix);
+// RoPE on q (n x n_head heads, in place) and on kn (n x n_head_kv); the rotated keys and
+// the values vn stored at cache rows n_prefix + i (n_prefix on the device) of kc, vc; kn
+// itself is left as it was. One launch.
+void k_rope_store(cudaStream_t st, float *q, const float *kn, const float *vn, float *kc, float *vc, int n,
+                  int n_head, int n_head_kv, int head_dim, const int32_t *pos, const float *cs, bool neox,
+                  const int *n_prefix);
 // rows n_past + path[j] -> n_past + j of each layer's K and V (path on the device).
 void k_kv_commit(cudaStream_t st, float *k, float *v, int n_layer, int n_ctx, int row_dim, int n_past,
                  const int32_t *path, int n);

@@ -952,20 +952,6 @@ __global__ void add_bias_kernel(float *x, const float *b, int dim, size_t total)
 
 // One block per (node, head): a decode step has one node, and one block per node
 // left the GPU idle while it walked every head.
-__global__ void rope_kernel(float *x, int n_head, int head_dim, const int32_t *pos, const float *cs, bool neox)
-{
-    const int t = blockIdx.x, h = blockIdx.y, half = head_dim / 2;
-    const float *c = cs + (size_t)pos[t] * head_dim;
-    float *v = x + ((size_t)t * n_head + h) * head_dim;
-    for (int j = threadIdx.x; j < half; j += blockDim.x) {
-        const float co = c[2 * j], si = c[2 * j + 1];
-        const int a = neox ? j : 2 * j, b = neox ? j + half : 2 * j + 1;
-        const float x0 = v[a], x1 = v[b];
-        v[a] = x0 * co - x1 * si;
-        v[b] = x0 * si + x1 * co;
-    }
-}
-
 __global__ void swiglu_kernel(float *g, const float *u, size_t n, __half *out16)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -1124,12 +1110,33 @@ __global__ void argmax_final_kernel(const float *part_v, const int32_t *part_i, 
 }
 
 // This step's K and V rows (scratch, n x row_dim) into the cache at n_prefix + i.
-__global__ void kv_store_kernel(float *k, float *v, const float *kn, const float *vn, int row_dim, const int *n_prefix)
+// RoPE of the queries (in place) and of the keys, the keys and values written straight
+// into their cache rows n_prefix + t: one launch for rope(q), rope(k) and the KV store,
+// each element rotated as the CPU rotates it.
+__global__ void rope_store_kernel(float *q, const float *kn, const float *vn, float *kc, float *vc, int n_head,
+                                  int n_head_kv, int head_dim, const int32_t *pos, const float *cs, bool neox,
+                                  const int *n_prefix)
 {
-    const size_t dst = (size_t)(*n_prefix + (int)blockIdx.x) * row_dim, src = (size_t)blockIdx.x * row_dim;
-    for (int e = threadIdx.x; e < row_dim; e += blockDim.x) {
-        k[dst + e] = kn[src + e];
-        v[dst + e] = vn[src + e];
+    const int t = blockIdx.x, hy = blockIdx.y, half = head_dim / 2;
+    const float *c = cs + (size_t)pos[t] * head_dim;
+    const bool isq = hy < n_head;
+    const int h = isq ? hy : hy - n_head;
+    const size_t kvd = (size_t)n_head_kv * head_dim;
+    const float *src = isq ? q + ((size_t)t * n_head + h) * head_dim : kn + (size_t)t * kvd + (size_t)h * head_dim;
+    float *dst = isq ? q + ((size_t)t * n_head + h) * head_dim
+                     : kc + (size_t)(*n_prefix + t) * kvd + (size_t)h * head_dim;
+    for (int j = threadIdx.x; j < half; j += blockDim.x) {
+        const float co = c[2 * j], si = c[2 * j + 1];
+        const int a = neox ? j : 2 * j, b = neox ? j + half : 2 * j + 1;
+        const float x0 = src[a], x1 = src[b];
+        dst[a] = x0 * co - x1 * si;
+        dst[b] = x0 * si + x1 * co;
+    }
+    if (!isq) {
+        const float *vs = vn + (size_t)t * kvd + (size_t)h * head_dim;
+        float *vd = vc + (size_t)(*n_prefix + t) * kvd + (size_t)h * head_dim;
+        for (int e = threadIdx.x; e < head_dim; e += blockDim.x)
+            vd[e] = vs[e];
     }
 }
 
@@ -1300,13 +1307,6 @@ void k_add_bias(cudaStream_t st, float *x, const float *b, int rows, int dim)
     add_bias_kernel<<<blocks_for(total, 256), 256, 0, st>>>(x, b, dim, total);
 }
 
-void k_rope(cudaStream_t st, float *x, int n, int n_head, int head_dim, const int32_t *pos, const float *cs,
-            bool neox)
-{
-    const int half = head_dim / 2, threads = half >= 128 ? 128 : ((half + 31) / 32) * 32;
-    rope_kernel<<<dim3((unsigned)n, (unsigned)n_head), threads, 0, st>>>(x, n_head, head_dim, pos, cs, neox);
-}
-
 void k_swiglu(cudaStream_t st, float *g, const float *u, size_t n, __half *out16)
 {
     swiglu_kernel<<<blocks_for(n, 256), 256, 0, st>>>(g, u, n, out16);
@@ -1351,10 +1351,13 @@ void k_argmax(cudaStream_t st, const float *logits, int rows, int n_vocab, void 
     argmax_final_kernel<<<rows, kArgParts, 0, st>>>(pv, pi, out);
 }
 
-void k_kv_store(cudaStream_t st, float *k, float *v, const float *kn, const float *vn, int n, int row_dim,
-                const int *n_prefix)
+void k_rope_store(cudaStream_t st, float *q, const float *kn, const float *vn, float *kc, float *vc, int n,
+                  int n_head, int n_head_kv, int head_dim, const int32_t *pos, const float *cs, bool neox,
+                  const int *n_prefix)
 {
-    kv_store_kernel<<<n, 256, 0, st>>>(k, v, kn, vn, row_dim, n_prefix);
+    const int half = head_dim / 2, threads = half >= 128 ? 128 : ((half + 31) / 32) * 32;
+    rope_store_kernel<<<dim3((unsigned)n, (unsigned)(n_head + n_head_kv)), threads, 0, st>>>(
+        q, kn, vn, kc, vc, n_head, n_head_kv, head_dim, pos, cs, neox, n_prefix);
 }
 
 void k_kv_commit(cudaStream_t st, float *k, float *v, int n_layer, int n_ctx, int row_dim, int n_past,
