@@ -402,3 +402,104 @@ Test(cuda_host, int8_activation_blocks_round_like_the_cpu)
     arb_q8x_quant_block(z, 32, xw, &d, &s);
     cr_assert(d == 0.0f && s == 0 && xw[0] == 0 && xw[7] == 0, "an all-zero block: scale 0, quants 0");
 }
+
+/* The tree kernel's tensor-core tiles (cuda_pack.h arb_mma_a_words): A fragments built the
+   way tree_q8x_kernel builds them from the int8 layout, B from the activations' words, put
+   through a host model of mma.m16n8k32 (the PTX ISA fragment layout written out in
+   cuda_pack.h), must give every (row, node) block sum arb_q8x_block_isum gives; and
+   arb_slot_butterfly is warp_sum's xor butterfly. */
+static void mma_ref(const uint32_t a[32][4], const uint32_t b[32][2], int32_t d[32][4])
+{
+    int8_t A[16][32], B[32][8];
+    for (int lane = 0; lane < 32; lane++) {
+        const int g = lane / 4, t = lane % 4;
+        for (int i = 0; i < 4; i++) {
+            A[g][4 * t + i] = (int8_t)(a[lane][0] >> (8 * i));
+            A[g + 8][4 * t + i] = (int8_t)(a[lane][1] >> (8 * i));
+            A[g][16 + 4 * t + i] = (int8_t)(a[lane][2] >> (8 * i));
+            A[g + 8][16 + 4 * t + i] = (int8_t)(a[lane][3] >> (8 * i));
+            B[4 * t + i][g] = (int8_t)(b[lane][0] >> (8 * i));
+            B[16 + 4 * t + i][g] = (int8_t)(b[lane][1] >> (8 * i));
+        }
+    }
+    for (int lane = 0; lane < 32; lane++) {
+        const int g = lane / 4, t = lane % 4;
+        const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+        for (int k = 0; k < 4; k++) {
+            int s = 0;
+            for (int e = 0; e < 32; e++)
+                s += A[rows[k]][e] * B[e][cols[k]];
+            d[lane][k] = s;
+        }
+    }
+}
+
+Test(cuda_host, tree_tiles_give_the_gemv_block_sums)
+{
+    const uint32_t types[3] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1, ARB_TYPE_Q8_0};
+    for (int ti = 0; ti < 3; ti++) {
+        const uint32_t type = types[ti];
+        const int q8 = type == ARB_TYPE_Q8_0, n = 2048, nb = n / 32, nch = 2;
+        int qb, sb;
+        cr_assert(arb_cuda_packed_block(type, &qb, &sb));
+        const int bb = qb + sb, QC = q8 ? 1024 : 512;
+        uint8_t *rows = malloc((size_t)16 * nb * bb), *qs = malloc((size_t)16 * nch * 32 * qb);
+        uint8_t *sc = malloc((size_t)16 * nch * 32 * sb);
+        for (size_t i = 0; i < (size_t)16 * nb * bb; i++)
+            rows[i] = (uint8_t)pk_next();
+        for (int r = 0; r < 16; r++)
+            cr_assert(arb_cuda_pack_row_layout(type, rows + (size_t)r * nb * bb, n, true, qs + (size_t)r * nch * QC,
+                                               sc + (size_t)r * nch * 32 * sb));
+        uint32_t xw[8][64][8]; /* node, block, words */
+        for (int nd = 0; nd < 8; nd++)
+            for (int b = 0; b < nb; b++)
+                for (int k = 0; k < 8; k++)
+                    xw[nd][b][k] = pk_next();
+        for (int c = 0; c < nch; c++)
+            for (int slot = 0; slot < 32; slot += 7) {
+                const int blk = 32 * c + slot;
+                uint32_t a[32][4], b[32][2];
+                int32_t d[32][4];
+                for (int lane = 0; lane < 32; lane++) {
+                    const int g = lane / 4, t = lane % 4;
+                    const size_t off = (size_t)c * QC + 16 * slot + 4 * t;
+                    uint32_t w[4] = {0, 0, 0, 0};
+                    memcpy(&w[0], qs + (size_t)g * nch * QC + off, 4);
+                    memcpy(&w[1], qs + (size_t)(g + 8) * nch * QC + off, 4);
+                    if (q8) {
+                        memcpy(&w[2], qs + (size_t)g * nch * QC + off + 512, 4);
+                        memcpy(&w[3], qs + (size_t)(g + 8) * nch * QC + off + 512, 4);
+                    }
+                    arb_mma_a_words(q8, w[0], w[1], w[2], w[3], a[lane]);
+                    b[lane][0] = xw[g][blk][t], b[lane][1] = xw[g][blk][4 + t];
+                }
+                mma_ref(a, b, d);
+                for (int lane = 0; lane < 32; lane++) {
+                    const int g = lane / 4, t = lane % 4;
+                    const int rows_k[4] = {g, g, g + 8, g + 8}, nodes_k[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+                    for (int k = 0; k < 4; k++) {
+                        uint32_t lw[8];
+                        const uint8_t *lq = qs + (size_t)rows_k[k] * nch * QC + (size_t)c * QC + 16 * slot;
+                        memcpy(lw, lq, 16);
+                        if (q8)
+                            memcpy(lw + 4, lq + 512, 16);
+                        const int want = arb_q8x_block_isum(lw, xw[nodes_k[k]][blk], q8);
+                        cr_assert_eq(d[lane][k], want, "type %u chunk %d slot %d lane %d out %d", type, c, slot, lane, k);
+                    }
+                }
+            }
+        free(rows), free(qs), free(sc);
+    }
+    /* the butterfly: warp_sum's order, emulated lane by lane */
+    float p[32], v[32];
+    for (int l = 0; l < 32; l++)
+        p[l] = v[l] = (float)((int)(pk_next() % 20001) - 10000) * 1.37e-3f;
+    for (int off = 16; off > 0; off >>= 1) {
+        float nv[32];
+        for (int l = 0; l < 32; l++)
+            nv[l] = v[l] + v[l ^ off];
+        memcpy(v, nv, sizeof v);
+    }
+    const float bf = arb_slot_butterfly(p);
+    cr_assert(memcmp(&bf, &v[0], 4) == 0, "butterfly %.9g vs warp_sum %.9g", bf, v[0]);
+}

@@ -44,6 +44,9 @@ extern "C" {
    kernel reads the quantized weights once per 8 nodes, which costs less than one
    read of the FP16 copy. */
 #define ARB_CUDA_GEMM_MIN_NODES 16
+/* Evals of at least this many nodes run the int8 layout's matrices on the tensor-core tree
+   kernel (bit-identical to the int8 GEMV, so exact mode stays batch-invariant). */
+#define ARB_CUDA_TREE_MIN_NODES 16
 
 /* One weight matrix as stored in the GGUF: n_out rows of n_in elements, row_bytes each. */
 typedef struct arb_cuda_mat_desc {

@@ -76,7 +76,7 @@ void *dalloc(size_t bytes, cudaError_t *e)
 void matmul(arb_cuda_ctx *c, const dmat *w, const float *x, const __half *x16, int n, float *y, bool accumulate,
             const xq8 *xq)
 {
-    if (c->blas && w->h && x16 && n >= ARB_CUDA_GEMM_MIN_NODES) {
+    if (c->blas && w->h && x16 && n >= ARB_CUDA_GEMM_MIN_NODES && !(w->q8x && xq)) {
         const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
         // Row-major W (n_out x n_in) is column-major W^T; y^T = W x^T per column.
         cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, w->n_out, n, w->n_in, &one, w->h, CUDA_R_16F, w->n_in, x16,
@@ -268,8 +268,10 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     aa.out = c->att, aa.n_ctx = c->n_ctx, aa.n_batch_max = c->n_batch_max;
     const size_t layer_rows = (size_t)c->n_ctx * kvd;
     // The int8 GEMV's inputs are quantized once each: by the RMSNorms themselves, and
-    // after attention and SwiGLU.
-    const bool q8 = m->q8x && !gemm;
+    // after attention and SwiGLU. Matrices in the int8 layout take them at every node
+    // count (the GEMV, then the tree kernel: batch-invariant in both modes); cuBLAS (fast
+    // mode, 16+ nodes) serves the others from the FP16 copies.
+    const bool q8 = m->q8x;
     xq8 qb, qn = xq_for(c, E);
     for (int l = 0; l < c->n_layer; l++) {
         const dlayer *L = &m->layers[l];
@@ -327,7 +329,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     if (nh <= 0 || !head)
         return;
     const bool hgemm = c->blas && nh >= ARB_CUDA_GEMM_MIN_NODES;
-    const xq8 *hq = m->output.q8x && !hgemm ? &qn : NULL;
+    const xq8 *hq = m->output.q8x ? &qn : NULL;
     k_rmsnorm(st, c->x + (size_t)head_from * E, m->output_norm, nh, E, m->eps, c->xb, hgemm ? c->x16 : NULL, hq);
     matmul(c, &m->output, c->xb, hgemm ? c->x16 : NULL, nh, c->logits, false, hq);
     prof_mark(c, PROF_HEAD);

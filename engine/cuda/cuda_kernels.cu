@@ -682,6 +682,129 @@ template <int T> __device__ __forceinline__ size_t packed_row_s(int n_in)
     return (size_t)arb_pack_chunks(n_in) * 32 * packed_traits<T>::sb;
 }
 
+// ---- The tree kernel on the int8 layout: tensor cores, the GEMV's bits ----
+//
+// For 16+ nodes the int8 GEMV re-reads the weights per 8 nodes and spends ~25 instructions
+// per block and node. Here one mma.m16n8k32 (int8 tensor cores) gives the block sums of
+// 16 rows x 8 nodes at once (cuda_pack.h: the fragment layout), and the result is the GEMV's
+// bit for bit: warp w of the 32 in a thread block plays the GEMV's lane w, adding the
+// blocks 32 c + w of its rows chunk by chunk with the same per-block expression
+// (arb_q8x_block_acc), and the 32 slot partials are summed in the GEMV's butterfly order
+// (arb_slot_butterfly) through shared memory. So exact mode stays batch-invariant: a node
+// inside a tree equals the node alone. Tile: 16 rows x 32 nodes (four 8-node mma per block
+// and warp: 16 accumulators, Q4_1 another 16, within the 64 registers 1024 threads allow).
+constexpr int kTreeRows = 16, kTreeSub = 4, kTreeNodes = 8 * kTreeSub;
+
+__device__ __forceinline__ void mma_s8(int *d, const uint32_t *a, uint32_t b0, uint32_t b1)
+{
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+template <int T>
+__global__ void __launch_bounds__(1024, 1) tree_q8x_kernel(const uint8_t *pq, const uint8_t *ps, int n_in, int n_out,
+                                                           xq8 x, int n, float *y, int ldy, bool accumulate)
+{
+    constexpr int QC = packed_traits<T>::qc, SB = packed_traits<T>::sb;
+    constexpr int type = T == ARB_TYPE_Q4_0 ? 0 : T == ARB_TYPE_Q4_1 ? 1 : 2;
+    constexpr bool q8 = T == ARB_TYPE_Q8_0;
+    __shared__ float part[32][kTreeRows][16]; // slot partials of 16 rows x 16 nodes: 32 KB
+    const int slot = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int r0 = blockIdx.x * kTreeRows, n0 = blockIdx.y * kTreeNodes;
+    const int nch = arb_pack_chunks(n_in);
+    const size_t rq = packed_row_q<T>(n_in), rs = packed_row_s<T>(n_in);
+    const int ra = r0 + g, rb = r0 + g + 8;
+    const bool va = ra < n_out, vb = rb < n_out;
+    const uint8_t *qa = pq + (size_t)(va ? ra : 0) * rq, *qb = pq + (size_t)(vb ? rb : 0) * rq;
+    const uint8_t *sa = ps + (size_t)(va ? ra : 0) * rs, *sb = ps + (size_t)(vb ? rb : 0) * rs;
+    float acc[kTreeSub][4], accm[kTreeSub][4];
+#pragma unroll
+    for (int j = 0; j < kTreeSub; j++)
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            acc[j][k] = 0.0f, accm[j][k] = 0.0f;
+    for (int c = 0; c < nch; c++) {
+        const int blk = c * 32 + slot;
+        const size_t off = (size_t)c * QC + 16 * slot + 4 * t;
+        const uint32_t wa0 = va ? *(const uint32_t *)(qa + off) : 0u, wb0 = vb ? *(const uint32_t *)(qb + off) : 0u;
+        const uint32_t wa1 = q8 && va ? *(const uint32_t *)(qa + off + 512) : 0u;
+        const uint32_t wb1 = q8 && vb ? *(const uint32_t *)(qb + off + 512) : 0u;
+        uint32_t a[4];
+        arb_mma_a_words(q8, wa0, wb0, wa1, wb1, a);
+        uint32_t sca = 0, scb = 0;
+        if (va)
+            sca = SB == 4 ? *(const uint32_t *)(sa + (size_t)blk * SB) : (uint32_t)*(const uint16_t *)(sa + (size_t)blk * SB);
+        if (vb)
+            scb = SB == 4 ? *(const uint32_t *)(sb + (size_t)blk * SB) : (uint32_t)*(const uint16_t *)(sb + (size_t)blk * SB);
+        const float dwa = h2f((uint16_t)(sca & 0xffff)), mwa = type == 1 ? h2f((uint16_t)(sca >> 16)) : 0.0f;
+        const float dwb = h2f((uint16_t)(scb & 0xffff)), mwb = type == 1 ? h2f((uint16_t)(scb >> 16)) : 0.0f;
+#pragma unroll
+        for (int j = 0; j < kTreeSub; j++) {
+            const int nb = n0 + 8 * j + g; // this thread's B column
+            uint32_t b0 = 0, b1 = 0;
+            if (nb < n) {
+                const uint32_t *xp = (const uint32_t *)(x.q + (size_t)nb * x.ldq + (size_t)blk * 32);
+                b0 = xp[t], b1 = xp[4 + t];
+            }
+            int d[4] = {0, 0, 0, 0};
+            mma_s8(d, a, b0, b1);
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                const int nd = n0 + 8 * j + 2 * t + k; // this thread's D columns
+                float dx = 0.0f;
+                int xs = 0;
+                if (nd < n)
+                    dx = x.d[(size_t)nd * x.ldb + blk], xs = x.isum[(size_t)nd * x.ldb + blk];
+                arb_q8x_block_acc(type, d[k], dwa, mwa, dx, xs, &acc[j][k], &accm[j][k]);
+                arb_q8x_block_acc(type, d[2 + k], dwb, mwb, dx, xs, &acc[j][2 + k], &accm[j][2 + k]);
+            }
+        }
+    }
+    if (type == 1)
+#pragma unroll
+        for (int j = 0; j < kTreeSub; j++)
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                acc[j][k] += accm[j][k];
+    // the slot partials of 16 nodes at a time through shared memory, then the butterfly
+#pragma unroll
+    for (int h = 0; h < kTreeSub / 2; h++) {
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++)
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                part[slot][g][8 * jj + 2 * t + k] = acc[2 * h + jj][k];
+                part[slot][g + 8][8 * jj + 2 * t + k] = acc[2 * h + jj][2 + k];
+            }
+        __syncthreads();
+        if (threadIdx.x < kTreeRows * 16) {
+            const int rr = threadIdx.x >> 4, nn = threadIdx.x & 15;
+            const int row = r0 + rr, node = n0 + 16 * h + nn;
+            if (row < n_out && node < n) {
+                float p[32];
+#pragma unroll
+                for (int l = 0; l < 32; l++)
+                    p[l] = part[l][rr][nn];
+                const float v = arb_slot_butterfly(p);
+                float *o = y + (size_t)node * ldy + row;
+                *o = accumulate ? *o + v : v;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+template <int T>
+void tree_q8x_type(cudaStream_t st, const dmat *w, const xq8 &x, int n, float *y, int ldy, bool acc)
+{
+    const dim3 grid((unsigned)((w->n_out + kTreeRows - 1) / kTreeRows), (unsigned)((n + kTreeNodes - 1) / kTreeNodes));
+    tree_q8x_kernel<T><<<grid, 1024, 0, st>>>(w->pq, w->ps, w->n_in, w->n_out, x, n, y, ldy, acc);
+}
+
 // Up to three packed matrices of one type and row length that read the same x (Q, K
 // and V), their rows stacked: one launch, and the narrow K/V rows share it with Q's.
 struct packed_set {
@@ -1196,6 +1319,14 @@ static bool packed_ready(const dmat *w, const xq8 *xq) { return w->pq && (!w->q8
 void k_gemv(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool accumulate,
             const xq8 *xq)
 {
+    if (w->q8x && xq && w->pq && n >= ARB_CUDA_TREE_MIN_NODES) {
+        switch (w->type) {
+        case ARB_TYPE_Q4_0: tree_q8x_type<ARB_TYPE_Q4_0>(st, w, *xq, n, y, ldy, accumulate); return;
+        case ARB_TYPE_Q4_1: tree_q8x_type<ARB_TYPE_Q4_1>(st, w, *xq, n, y, ldy, accumulate); return;
+        case ARB_TYPE_Q8_0: tree_q8x_type<ARB_TYPE_Q8_0>(st, w, *xq, n, y, ldy, accumulate); return;
+        default: break;
+        }
+    }
     if (packed_ready(w, xq)) {
         switch (w->type) {
         case ARB_TYPE_Q4_0: packed_dispatch<ARB_TYPE_Q4_0>(st, &w, 1, x, ldx, xq, n, &y, &ldy, accumulate); return;
@@ -1221,8 +1352,8 @@ static bool same_packed(const dmat *const *w, int nw, const xq8 *xq)
 bool k_gemv_multi(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, int n, float *const *y,
                   const xq8 *xq)
 {
-    if (nw < 1 || nw > 3 || !same_packed(w, nw, xq))
-        return false;
+    if (nw < 1 || nw > 3 || !same_packed(w, nw, xq) || (w[0]->q8x && n >= ARB_CUDA_TREE_MIN_NODES))
+        return false; // (tree sizes on the int8 layout: one tree kernel per matrix, through k_gemv)
     int ldy[3];
     for (int i = 0; i < nw; i++)
         ldy[i] = w[i]->n_out;
@@ -1248,7 +1379,7 @@ bool k_gemv_glu(cudaStream_t st, const dmat *gate, const dmat *up, const float *
                 const xq8 *xq)
 {
     const dmat *w[2] = {gate, up};
-    if (!same_packed(w, 2, xq) || gate->n_out != up->n_out)
+    if (!same_packed(w, 2, xq) || gate->n_out != up->n_out || (gate->q8x && n >= ARB_CUDA_TREE_MIN_NODES))
         return false;
     switch (gate->type) {
     case ARB_TYPE_Q4_0: glu_dispatch<ARB_TYPE_Q4_0>(st, gate, up, x, ldx, xq, n, y); return true;

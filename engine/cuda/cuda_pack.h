@@ -166,4 +166,40 @@ ARB_PACK_HD void arb_q8x_quant_block(const float *x, int n_valid, uint32_t *xw, 
     *isum = s;
 }
 
+
+/* ---- The tree kernel's tensor-core tiles (cuda_kernels.cu tree_q8x_kernel) ----
+ * mma.sync.m16n8k32.row.col.s32.s8.s8.s32 multiplies a 16 x 32 int8 tile A (16 weight rows,
+ * one block of 32 elements) by a 32 x 8 tile B (the same block of 8 nodes' int8 activations)
+ * into 16 x 8 int32 block sums, exactly the integers arb_q8x_block_isum gives. PTX ISA
+ * fragment layout, thread (g = lane / 4, t = lane % 4):
+ *   A: a0 = row g, elements 4t..4t+3; a1 = row g + 8, the same; a2 = row g, 16 + 4t..;
+ *      a3 = row g + 8, 16 + 4t..;  B: b0 = node g, elements 4t..4t+3; b1 = node g, 16 + 4t..;
+ *   D: d0 = (row g, node 2t), d1 = (g, 2t + 1), d2 = (g + 8, 2t), d3 = (g + 8, 2t + 1).
+ * In the int8 layout, a row's block words are: 4-bit, word t holds elements 4t..4t+3 (low
+ * nibbles) and 16 + 4t.. (high nibbles); Q8_0, word t of half h holds 16h + 4t... So a
+ * thread's A words come from word t of rows g and g + 8 (Q8_0: of each half). */
+ARB_PACK_HD void arb_mma_a_words(int q8, uint32_t row_g_w0, uint32_t row_g8_w0, uint32_t row_g_w1,
+                                 uint32_t row_g8_w1, uint32_t *a)
+{
+    if (q8) { /* w0: word t of half 0, w1: of half 1 */
+        a[0] = row_g_w0, a[1] = row_g8_w0, a[2] = row_g_w1, a[3] = row_g8_w1;
+    } else { /* w0: word t of the block's 16 bytes; w1 unused */
+        a[0] = row_g_w0 & 0x0f0f0f0fu, a[1] = row_g8_w0 & 0x0f0f0f0fu;
+        a[2] = (row_g_w0 >> 4) & 0x0f0f0f0fu, a[3] = (row_g8_w0 >> 4) & 0x0f0f0f0fu;
+    }
+}
+
+/* The fixed butterfly of the GEMV's warp_sum, lane 0's value, on 32 slot partials p (slot L
+   = lane L): ((p0 + p16) + (p8 + p24)) + ..., level by level (xor 16, 8, 4, 2, 1). */
+ARB_PACK_HD float arb_slot_butterfly(const float *p)
+{
+    float s[16];
+    for (int l = 0; l < 16; l++)
+        s[l] = p[l] + p[l + 16];
+    for (int w = 8; w >= 1; w >>= 1)
+        for (int l = 0; l < w; l++)
+            s[l] = s[l] + s[l + w];
+    return s[0];
+}
+
 #endif
