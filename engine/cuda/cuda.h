@@ -16,12 +16,14 @@
  * This header is plain C and knows nothing of arb_model: engine/cuda depends only on
  * its descriptor, so the kernels can be reviewed (and this interface tested) apart.
  *
- * Modes. exact: every matrix product is the dequantizing GEMV kernel, whose
- * reduction order for one (row, node) depends only on the row length, and the
+ * Modes. exact: every matrix product is a quantized GEMV kernel (Q4_0/Q4_1/Q8_0: int8
+ * activations and dp4a; 16+ nodes: the int8 tensor-core tree kernel, bit-identical to
+ * it) whose reduction order for one (row, node) depends only on the row length, and the
  * attention of a node depends only on its key list, so a node's logits are
- * bit-identical alone or inside any tree (as on the CPU backend). fast (default):
- * batches of ARB_CUDA_GEMM_MIN_NODES or more nodes use cuBLAS on FP16 copies of
- * the weights (FP32 accumulation): deterministic run to run, not batch-invariant.
+ * bit-identical alone or inside any tree (as on the CPU backend). fast (default): the
+ * float-activation GEMV, and batches of ARB_CUDA_GEMM_MIN_NODES or more nodes use cuBLAS
+ * on FP16 copies of the weights (FP32 accumulation): deterministic run to run, not
+ * batch-invariant. ARBOR_CUDA_GEMV=dp4a|packed|rowwarp overrides the GEMV (docs/gpu.md).
  *
  * Built only when nvcc is found (ARB_HAVE_CUDA); without it, or without a device,
  * arb_cuda_model_new fails with ARB_E_NODEVICE and a one-line reason.
