@@ -7,6 +7,8 @@
  */
 #include "sample.h"
 
+#include "vexp.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,8 +156,11 @@ int arb_sample_process(const float *z, int V, const arb_sampling *s, double *pi,
         return 1;
     }
     double invT = 1.0 / s->temperature;
-    for (int x = 0; x < V; x++)
+    double m = -INFINITY;
+    for (int x = 0; x < V; x++) {
         pi[x] = (double)z[x] * invT;
+        m = pi[x] > m ? pi[x] : m;
+    }
     if (s->top_k > 0 && s->top_k < V && idx) {
         for (int x = 0; x < V; x++)
             idx[x] = x;
@@ -163,15 +168,20 @@ int arb_sample_process(const float *z, int V, const arb_sampling *s, double *pi,
         for (int i = s->top_k; i < V; i++)
             pi[idx[i]] = -INFINITY;
     }
-    double m = -INFINITY;
+    /* exp of the whole row at once (vexp.h: within an ulp of libm, the same bits on every
+       CPU; -inf, top-k's cut, gives 0); the sum in 8 interleaved partial sums combined in a
+       fixed tree (eight independent chains instead of one V-long one), then the division */
     for (int x = 0; x < V; x++)
-        if (pi[x] > m)
-            m = pi[x];
-    double S = 0;
-    for (int x = 0; x < V; x++) {
-        pi[x] = pi[x] == -INFINITY ? 0.0 : exp(pi[x] - m);
-        S += pi[x];
-    }
+        pi[x] -= m;
+    arb_vexp_inplace(pi, V);
+    double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int x8 = 0;
+    for (; x8 + 8 <= V; x8 += 8)
+        for (int k = 0; k < 8; k++)
+            part[k] += pi[x8 + k];
+    for (; x8 < V; x8++)
+        part[x8 % 8] += pi[x8];
+    const double S = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
     for (int x = 0; x < V; x++)
         pi[x] /= S;
     if (s->top_p < 1 && idx) {

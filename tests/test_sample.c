@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sample.h"
+#include "vexp.h"
 
 Test(sample, philox_known_answers)
 {
@@ -174,4 +175,61 @@ Test(sample, process_top_k_ties)
     s.top_k = 2;
     cr_assert_eq(arb_sample_process(z, 5, &s, pi, idx), 2);
     cr_assert(pi[1] == 0.5 && pi[2] == 0.5 && pi[4] == 0, "ties -> smaller ids kept");
+}
+
+/* vexp.h: PROCESS's exp. Within 1 ulp of libm's exp over the range PROCESS uses (and the
+   subnormal tail), the edge values exact, and the AVX2 path bit-identical to the scalar one
+   at every offset and length (so a law never depends on the CPU). */
+static double ulp_dist(double a, double b)
+{
+    if (a == b)
+        return 0;
+    const double u = nextafter(fabs(b), INFINITY) - fabs(b);
+    return fabs(a - b) / u;
+}
+
+Test(sample, vexp_is_exp_within_an_ulp)
+{
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    double worst = 0, at = 0;
+    for (int i = 0; i < 200000; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        /* mostly the logit spreads PROCESS sees (0 .. -60), then the whole range */
+        const double x = i % 4 ? -(double)(s >> 11) * 0x1.0p-53 * 60.0 : -(double)(s >> 11) * 0x1.0p-53 * 745.0;
+        const double d = ulp_dist(arb_vexp1(x), exp(x));
+        if (d > worst)
+            worst = d, at = x;
+    }
+    cr_log_info("vexp: worst distance to libm exp %.3f ulp (at x = %.17g)", worst, at);
+    cr_assert_leq(worst, 1.0, "%.3f ulp at %.17g", worst, at);
+    cr_assert_eq(arb_vexp1(0.0), 1.0);
+    cr_assert_eq(arb_vexp1(-INFINITY), 0.0);
+    cr_assert_eq(arb_vexp1(-746.0), 0.0);
+    cr_assert_eq(arb_vexp1(-745.0), exp(-745.0), "the smallest subnormals");
+    cr_assert(isinf(arb_vexp1(710.0)));
+    cr_assert(isnan(arb_vexp1(NAN)));
+    cr_assert_eq(arb_vexp1(1.0), exp(1.0));
+}
+
+Test(sample, vexp_paths_agree_bit_for_bit)
+{
+    enum { N = 1031 };
+    double a[N], b[N];
+    uint64_t s = 12345;
+    for (int i = 0; i < N; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        a[i] = -(double)(s >> 11) * 0x1.0p-53 * (i % 97 == 0 ? 800.0 : 40.0);
+    }
+    a[5] = -INFINITY, a[6] = 0.0, a[7] = -707.9, a[8] = -708.1, a[9] = NAN;
+    for (int off = 0; off < 4; off++) {
+        const int n = N - off;
+        memcpy(b, a + off, sizeof(double) * n);
+        if (!arb_vexp_inplace_avx2(b, n))
+            cr_skip_test("no AVX2+FMA here: the scalar path is the only one");
+        for (int i = 0; i < n; i++) {
+            const double want = arb_vexp1(a[off + i]);
+            cr_assert(memcmp(&b[i], &want, sizeof want) == 0 || (isnan(want) && isnan(b[i])),
+                      "offset %d element %d: x %.17g avx2 %.17g scalar %.17g", off, i, a[off + i], b[i], want);
+        }
+    }
 }
