@@ -148,6 +148,56 @@ void arb_sample_order_desc(const double *v, int32_t *h, int n)
     }
 }
 
+/* Sortable key of a double for a DESCENDING order: larger values get smaller keys. The usual
+   map (flip all bits of negatives, the sign bit of the rest) gives ascending order; its
+   complement descending. -0.0 is +0.0 first, so equal values (==) get equal keys. */
+static uint64_t desc_key(double d)
+{
+    if (d == 0)
+        d = 0.0;
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    u = (u >> 63) ? ~u : (u | 0x8000000000000000ull);
+    return ~u;
+}
+
+void arb_sample_order_desc_all(const double *v, int n, int32_t *out, uint64_t *key, int32_t *tmp)
+{
+    /* LSD radix, 11-bit digits (6 passes, an 8 KB count table), stable; ties keep the
+       ids' ascending order */
+    enum { BITS = 11, R = 1 << BITS, PASSES = (64 + BITS - 1) / BITS };
+    uint64_t *ka = key, *kb = key + n;
+    int32_t *ia = out, *ib = tmp;
+    for (int i = 0; i < n; i++) {
+        ka[i] = desc_key(v[i]);
+        ia[i] = i;
+    }
+    int32_t count[R];
+    for (int pass = 0; pass < PASSES; pass++) {
+        const int sh = BITS * pass;
+        memset(count, 0, sizeof count);
+        for (int i = 0; i < n; i++)
+            count[(ka[i] >> sh) & (R - 1)]++;
+        if (count[(ka[0] >> sh) & (R - 1)] == n)
+            continue; /* one digit value everywhere: this pass would not move anything */
+        int32_t sum = 0;
+        for (int d = 0; d < R; d++) {
+            const int32_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (int i = 0; i < n; i++) {
+            const int d = (int)((ka[i] >> sh) & (R - 1));
+            kb[count[d]] = ka[i];
+            ib[count[d]++] = ia[i];
+        }
+        uint64_t *tk = ka; ka = kb; kb = tk;
+        int32_t *ti = ia; ia = ib; ib = ti;
+    }
+    if (ia != out)
+        memcpy(out, ia, sizeof(int32_t) * (size_t)n);
+}
+
 int arb_sample_process(const float *z, int V, const arb_sampling *s, double *pi, int32_t *idx)
 {
     if (s->temperature <= 0) {

@@ -40,6 +40,11 @@ int arb_sample_argmax_d(const double *x, int V);
 
 /* Order idx[0..n) by (v[idx] desc, idx asc) in place (heap sort, no allocation). */
 void arb_sample_order_desc(const double *v, int32_t *idx, int n);
+/* The same order of ALL ids 0..n-1 into out[n], in O(n): an LSD radix sort on the values'
+   bit patterns (-0.0 taken as +0.0, so the ties are those of ==; values must not be NaN),
+   stable, from ids in ascending order. Scratch: key[2n] uint64, tmp[n] int32. The same
+   permutation as arb_sample_order_desc on idx = 0..n-1 (tested), in O(n). */
+void arb_sample_order_desc_all(const double *v, int n, int32_t *out, uint64_t *key, int32_t *tmp);
 
 /* ---- counter-based RNG ---- */
 enum { /* stream ids: separate sequences for drafting and verification (common random numbers) */

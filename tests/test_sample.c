@@ -1,6 +1,7 @@
 /* test_sample.c — PROCESS (docs/spec/verification.md §0.2) and the RNG primitives (§0.4, §11.6). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sample.h"
@@ -231,5 +232,36 @@ Test(sample, vexp_paths_agree_bit_for_bit)
             cr_assert(memcmp(&b[i], &want, sizeof want) == 0 || (isnan(want) && isnan(b[i])),
                       "offset %d element %d: x %.17g avx2 %.17g scalar %.17g", off, i, a[off + i], b[i], want);
         }
+    }
+}
+
+/* arb_sample_order_desc_all (radix) gives arb_sample_order_desc's permutation: random values
+   with many exact ties, negatives, +0.0 and -0.0 (equal under ==, so ordered by id), tiny
+   and huge magnitudes, n from 1 to a vocabulary. */
+Test(sample, radix_order_equals_the_heap_order)
+{
+    const int ns[6] = {1, 2, 7, 100, 4096, 49152};
+    uint64_t s = 777;
+    for (int t = 0; t < 6; t++) {
+        const int n = ns[t];
+        double *v = malloc(sizeof(double) * n);
+        int32_t *h = malloc(sizeof(int32_t) * n), *r = malloc(sizeof(int32_t) * n), *tmp = malloc(sizeof(int32_t) * n);
+        uint64_t *key = malloc(sizeof(uint64_t) * 2 * n);
+        for (int i = 0; i < n; i++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            switch (s % 6) {
+            case 0: v[i] = (double)(int)(s % 7) - 3.0; break;       /* many exact ties */
+            case 1: v[i] = (s >> 8) & 1 ? 0.0 : -0.0; break;         /* signed zeros */
+            case 2: v[i] = -(double)(s >> 11) * 0x1.0p-53 * 1e-300; break;
+            case 3: v[i] = (double)(s >> 11) * 0x1.0p-53 * 1e300; break;
+            default: v[i] = ((double)(s >> 11) * 0x1.0p-53 - 0.5) * 2.0; break;
+            }
+            h[i] = i;
+        }
+        arb_sample_order_desc(v, h, n);
+        arb_sample_order_desc_all(v, n, r, key, tmp);
+        for (int i = 0; i < n; i++)
+            cr_assert_eq(r[i], h[i], "n %d position %d: radix %d heap %d", n, i, r[i], h[i]);
+        free(v), free(h), free(r), free(tmp), free(key);
     }
 }
