@@ -150,6 +150,42 @@ static uint16_t pk_f16(float f) /* positive normal halves only */
     return (uint16_t)((((u >> 23) & 0xff) - 112) << 10 | ((u >> 13) & 0x3ff));
 }
 
+/* nb random GGUF blocks of a packed type (qb quant bytes, sb scale bytes: d, Q4_1 also m;
+   positive normal scales) into row. */
+static void pk_random_row(uint8_t *row, int nb, int qb, int sb)
+{
+    const int bb = qb + sb;
+    for (int b = 0; b < nb; b++) {
+        uint8_t *p = row + (size_t)b * bb;
+        const uint16_t d = pk_f16(0.002f + (float)(pk_next() % 1000) * 1e-5f);
+        const uint16_t m = pk_f16(0.01f + (float)(pk_next() % 1000) * 1e-5f);
+        p[0] = (uint8_t)d, p[1] = (uint8_t)(d >> 8);
+        if (sb == 4)
+            p[2] = (uint8_t)m, p[3] = (uint8_t)(m >> 8);
+        for (int k = 0; k < qb; k++)
+            p[sb + k] = (uint8_t)pk_next();
+    }
+}
+
+/* One random row of n elements of a packed type and room for its packed bytes (every
+   byte preset to 0xAB: the packer must overwrite each one). */
+typedef struct pk_case { int qb, sb; uint8_t *row, *qs, *sc; } pk_case;
+static pk_case pk_case_new(uint32_t type, int n)
+{
+    pk_case k = {0};
+    cr_assert(arb_cuda_packed_block(type, &k.qb, &k.sb));
+    const int nb = n / 32, nch = (n + 1023) / 1024;
+    k.row = malloc((size_t)nb * (k.qb + k.sb));
+    k.qs = malloc((size_t)nch * 32 * k.qb);
+    k.sc = malloc((size_t)nch * 32 * k.sb);
+    cr_assert(k.row && k.qs && k.sc);
+    pk_random_row(k.row, nb, k.qb, k.sb);
+    memset(k.qs, 0xAB, (size_t)nch * 32 * k.qb);
+    memset(k.sc, 0xAB, (size_t)nch * 32 * k.sb);
+    return k;
+}
+static void pk_case_free(pk_case *k) { free(k->row), free(k->qs), free(k->sc); }
+
 /* The device's exact dequant trick (cuda_kernels.cu nib/byt) on the host. */
 static float pk_magic(uint32_t masked, float off)
 {
@@ -205,13 +241,7 @@ static double pk_device_order_dot(uint32_t type, const uint8_t *qs, const uint8_
                 if (sb == 4)
                     acc[lane] = fmaf(mn, (xa[0] + xa[1]) + (xa[2] + xa[3]), acc[lane]);
             }
-    for (int o = 16; o > 0; o >>= 1) { /* the xor butterfly: every lane ends with the sum */
-        float t[32];
-        for (int l = 0; l < 32; l++)
-            t[l] = acc[l] + acc[l ^ o];
-        memcpy(acc, t, sizeof t);
-    }
-    return acc[0];
+    return arb_slot_butterfly(acc); /* the xor butterfly's value (tree_tiles_... checks it) */
 }
 
 Test(cuda_host, packed_layout_holds_every_quant_and_dots_like_the_dequantized_row)
@@ -229,24 +259,10 @@ Test(cuda_host, packed_layout_holds_every_quant_and_dots_like_the_dequantized_ro
         for (int li = 0; li < 4; li++) {
             const uint32_t type = types[ti];
             const int n = lens[li], nb = n / 32, nch = (n + 1023) / 1024;
-            int qb, sb;
-            cr_assert(arb_cuda_packed_block(type, &qb, &sb));
-            const int bb = qb + sb;
-            uint8_t *row = malloc((size_t)nb * bb), *qs = malloc((size_t)nch * 32 * qb);
-            uint8_t *sc = malloc((size_t)nch * 32 * sb);
+            pk_case pc = pk_case_new(type, n);
+            const int qb = pc.qb, sb = pc.sb, bb = qb + sb;
+            uint8_t *row = pc.row, *qs = pc.qs, *sc = pc.sc;
             float *w = malloc(sizeof(float) * n), *x = malloc(sizeof(float) * (size_t)nch * 1024);
-            for (int b = 0; b < nb; b++) {
-                uint8_t *p = row + (size_t)b * bb;
-                const uint16_t d = pk_f16(0.002f + (float)(pk_next() % 1000) * 1e-5f);
-                const uint16_t m = pk_f16(0.01f + (float)(pk_next() % 1000) * 1e-5f);
-                p[0] = (uint8_t)d, p[1] = (uint8_t)(d >> 8);
-                if (sb == 4)
-                    p[2] = (uint8_t)m, p[3] = (uint8_t)(m >> 8);
-                for (int k = 0; k < qb; k++)
-                    p[sb + k] = (uint8_t)pk_next();
-            }
-            memset(qs, 0xAB, (size_t)nch * 32 * qb);
-            memset(sc, 0xAB, (size_t)nch * 32 * sb);
             cr_assert(arb_cuda_pack_row(type, row, n, qs, sc));
             /* every element where the layout says; the padding zero */
             for (int e = 0; e < nch * 1024; e++) {
@@ -276,7 +292,7 @@ Test(cuda_host, packed_layout_holds_every_quant_and_dots_like_the_dequantized_ro
             const double got = pk_device_order_dot(type, qs, sc, n, x);
             cr_assert(fabs(got - exact) <= 1e-6 * mag, "type %u n %d: %.9g vs %.9g (scale %.3g)", type, n, got, exact,
                       mag);
-            free(row), free(qs), free(sc), free(w), free(x);
+            pk_case_free(&pc), free(w), free(x);
         }
 }
 
@@ -307,13 +323,7 @@ static double q8x_device_order_dot(uint32_t type, const uint8_t *qs, const uint8
         }
     for (int l = 0; l < 32; l++)
         acc[l] += accm[l];
-    for (int o = 16; o > 0; o >>= 1) {
-        float t[32];
-        for (int l = 0; l < 32; l++)
-            t[l] = acc[l] + acc[l ^ o];
-        memcpy(acc, t, sizeof t);
-    }
-    return acc[0];
+    return arb_slot_butterfly(acc);
 }
 
 Test(cuda_host, int8_layout_holds_every_block_and_dots_like_the_cpu_kernel)
@@ -327,24 +337,10 @@ Test(cuda_host, int8_layout_holds_every_block_and_dots_like_the_cpu_kernel)
         for (int li = 0; li < 4; li++) {
             const uint32_t type = types[ti];
             const int n = lens[li], nb = n / 32, nch = (n + 1023) / 1024;
-            int qb, sb;
-            cr_assert(arb_cuda_packed_block(type, &qb, &sb));
-            const int bb = qb + sb;
-            uint8_t *row = malloc((size_t)nb * bb), *qs = malloc((size_t)nch * 32 * qb);
-            uint8_t *sc = malloc((size_t)nch * 32 * sb);
+            pk_case pc = pk_case_new(type, n);
+            const int qb = pc.qb, sb = pc.sb, bb = qb + sb;
+            uint8_t *row = pc.row, *qs = pc.qs, *sc = pc.sc;
             float *x = malloc(sizeof(float) * (size_t)nch * 1024);
-            for (int b = 0; b < nb; b++) {
-                uint8_t *p = row + (size_t)b * bb;
-                const uint16_t d = pk_f16(0.002f + (float)(pk_next() % 1000) * 1e-5f);
-                const uint16_t m = pk_f16(0.01f + (float)(pk_next() % 1000) * 1e-5f);
-                p[0] = (uint8_t)d, p[1] = (uint8_t)(d >> 8);
-                if (sb == 4)
-                    p[2] = (uint8_t)m, p[3] = (uint8_t)(m >> 8);
-                for (int k = 0; k < qb; k++)
-                    p[sb + k] = (uint8_t)pk_next();
-            }
-            memset(qs, 0xAB, (size_t)nch * 32 * qb);
-            memset(sc, 0xAB, (size_t)nch * 32 * sb);
             cr_assert(arb_cuda_pack_row_layout(type, row, n, true, qs, sc));
             for (int e = 0; e < nch * 1024; e++) {
                 const int b = e / 32, c = b / 32, lane = b % 32, t = e % 32;
@@ -376,7 +372,7 @@ Test(cuda_host, int8_layout_holds_every_block_and_dots_like_the_cpu_kernel)
             const double got = q8x_device_order_dot(type, qs, sc, n, x);
             cr_assert(fabs(got - y) <= 2e-6 * mag, "type %u n %d: device order %.9g vs the CPU kernel %.9g (scale %.3g)",
                       type, n, got, y, mag);
-            free(row), free(qs), free(sc), free(x), free(work), free(wf);
+            pk_case_free(&pc), free(x), free(work), free(wf);
         }
 }
 

@@ -496,9 +496,13 @@ Test(gpu, smollm2_greedy_vs_cpu_exact_packed)
     smollm2_greedy(true);
 }
 
-Test(gpu, smollm2_exact_trees_equal_ar)
+/* Exact mode on the default model: every node of random trees bit-identical to its AR
+   chain; gemv: ARBOR_CUDA_GEMV to force (NULL: exact mode's default). */
+static void smollm2_exact_trees(const char *gemv, int n_trees, uint64_t seed)
 {
     need_gpu();
+    if (gemv)
+        setenv("ARBOR_CUDA_GEMV", gemv, 1);
     char path[1024];
     if (!arb_test_default_model(path, sizeof path))
         cr_skip_test("default model not found: %s", path);
@@ -507,34 +511,17 @@ Test(gpu, smollm2_exact_trees_equal_ar)
     arb_model_info mi;
     arb_model_get_info(m, &mi);
     check_stats st = {0};
-    uint64_t s = 4242;
-    for (int t = 0; t < 20; t++)
+    uint64_t s = seed;
+    for (int t = 0; t < n_trees; t++)
         check_random_tree(m, &s, mi.n_vocab, 300, &st);
-    cr_log_info("smollm2 cuda-exact: %d trees, %d nodes, %d mismatching nodes", st.trees, st.nodes, st.mismatches);
+    cr_log_info("smollm2 cuda-exact%s%s: %d trees, %d nodes, %d mismatching nodes", gemv ? " " : "",
+                gemv ? gemv : "", st.trees, st.nodes, st.mismatches);
     cr_assert_eq(st.mismatches, 0);
     arb_model_free(m);
 }
 
-Test(gpu, smollm2_exact_packed_trees_equal_ar)
-{
-    need_gpu();
-    setenv("ARBOR_CUDA_GEMV", "packed", 1);
-    char path[1024];
-    if (!arb_test_default_model(path, sizeof path))
-        cr_skip_test("default model not found: %s", path);
-    arb_load_opts lg = gpu_opts(true);
-    arb_model *m = load_path(path, &lg);
-    arb_model_info mi;
-    arb_model_get_info(m, &mi);
-    check_stats st = {0};
-    uint64_t s = 4343;
-    for (int t = 0; t < 10; t++)
-        check_random_tree(m, &s, mi.n_vocab, 300, &st);
-    cr_log_info("smollm2 cuda-exact packed: %d trees, %d nodes, %d mismatching nodes", st.trees, st.nodes,
-                st.mismatches);
-    cr_assert_eq(st.mismatches, 0);
-    arb_model_free(m);
-}
+Test(gpu, smollm2_exact_trees_equal_ar) { smollm2_exact_trees(NULL, 20, 4242); }
+Test(gpu, smollm2_exact_packed_trees_equal_ar) { smollm2_exact_trees("packed", 10, 4343); }
 
 /* Fast mode is not batch-invariant: a node inside a cuBLAS batch (16+ nodes) and the same
    node alone (a GEMV) differ. How far, per GEMV: the figures check-lossless's mismatch
