@@ -148,6 +148,41 @@ void arb_sample_order_desc(const double *v, int32_t *h, int n)
     }
 }
 
+/* Partition h[0..n) so that its first k entries are the k first in the "before" order
+   (value desc, id asc), in any order among themselves: quickselect with a median-of-three
+   pivot. The order is total, so the set is the same whatever the pivots (the same set a
+   full sort's first k would be). */
+static void select_first(const double *v, int32_t *h, int n, int k)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        int32_t a = h[lo], b = h[mid], c = h[hi], p;
+        if (before(v, a, b))
+            p = before(v, b, c) ? b : before(v, a, c) ? c : a;
+        else
+            p = before(v, a, c) ? a : before(v, b, c) ? c : b;
+        int i = lo, j = hi;
+        while (i <= j) { /* Hoare partition around the pivot id p */
+            while (before(v, h[i], p))
+                i++;
+            while (before(v, p, h[j]))
+                j--;
+            if (i <= j) {
+                const int32_t t = h[i];
+                h[i++] = h[j];
+                h[j--] = t;
+            }
+        }
+        if (k - 1 <= j)
+            hi = j;
+        else if (k - 1 >= i)
+            lo = i;
+        else
+            return;
+    }
+}
+
 /* Sortable key of a double for a DESCENDING order: larger values get smaller keys. The usual
    map (flip all bits of negatives, the sign bit of the rest) gives ascending order; its
    complement descending. -0.0 is +0.0 first, so equal values (==) get equal keys. */
@@ -214,7 +249,7 @@ int arb_sample_process(const float *z, int V, const arb_sampling *s, double *pi,
     if (s->top_k > 0 && s->top_k < V && idx) {
         for (int x = 0; x < V; x++)
             idx[x] = x;
-        arb_sample_order_desc(pi, idx, V);
+        select_first(pi, idx, V, s->top_k); /* the top_k in (value desc, id asc) order, O(V) */
         for (int i = s->top_k; i < V; i++)
             pi[idx[i]] = -INFINITY;
     }

@@ -265,3 +265,29 @@ Test(sample, radix_order_equals_the_heap_order)
         free(v), free(h), free(r), free(tmp), free(key);
     }
 }
+
+/* PROCESS's top-k keeps exactly the first k of the (value desc, id asc) order, found by a
+   selection instead of a sort: many ties, k from 1 to V - 1, against the heap sort's first k. */
+Test(sample, process_top_k_is_the_sorted_prefix)
+{
+    enum { V = 3000 };
+    static float z[V];
+    static double pi[V], v[V];
+    static int32_t idx[V], h[V];
+    uint64_t s = 99;
+    const int ks[6] = {1, 2, 17, 1000, 2999, 1500};
+    for (int t = 0; t < 6; t++) {
+        for (int i = 0; i < V; i++) {
+            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            z[i] = t % 2 ? (float)(s % 13) : (float)((s >> 11) % 100000) * 1e-3f; /* ties, or few */
+            v[i] = (double)z[i];
+            h[i] = i;
+        }
+        arb_sample_order_desc(v, h, V);
+        arb_sampling sm = arb_sampling_default();
+        sm.top_k = ks[t];
+        cr_assert_eq(arb_sample_process(z, V, &sm, pi, idx), ks[t]);
+        for (int i = 0; i < V; i++)
+            cr_assert_eq(pi[h[i]] > 0, i < ks[t], "k %d: sorted position %d (id %d)", ks[t], i, h[i]);
+    }
+}
