@@ -53,6 +53,8 @@ struct arb_decoder {
     arb_verifier *vf;         /* NULL only for AR sampling (drafter none, T > 0): no tree */
     bool sampling;            /* vf is the sampling verifier: p (and q) rows are processed */
     double *P;                /* [tree cap * V] processed target laws (sampling only) */
+    int32_t *P_idx;           /* [tree cap * V] their top-k/top-p scratch, one row each (NULL
+                                 when neither is on): the rows are processed in parallel */
     float *hid;               /* [rows * n_embd] hidden rows for a drafter with a hidden slot, else NULL */
     int E;
 };
@@ -103,6 +105,7 @@ void arb_decoder_free(arb_decoder *d)
     free(d->gen);
     arb_verifier_free(d->vf);
     free(d->P);
+    free(d->P_idx);
     free(d->hid);
     free(d);
 }
@@ -174,6 +177,9 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
         rc = arb_verifier_new(d->sampling ? s->verifier : "greedy", &vo, &d->vf, err);
         if (!rc && d->sampling && !(d->P = malloc((size_t)cap * d->V * sizeof *d->P)))
             rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate %d x %d target laws", cap, d->V);
+        if (!rc && d->sampling && (s->top_k > 0 || s->top_p < 1) &&
+            !(d->P_idx = malloc((size_t)cap * d->V * sizeof *d->P_idx)))
+            rc = ARB_ERR(err, ARB_E_NOMEM, "decoder: cannot allocate %d x %d top-k/top-p scratch", cap, d->V);
     }
     if (rc) {
         arb_decoder_free(d);
@@ -275,6 +281,22 @@ static int eval_nodes(arb_decoder *d, const int32_t *tok, const int32_t *parent,
     if (!rc && full_rows && d->want_topk)
         topk_rows(d, n);
     return rc;
+}
+
+/* PROCESS of the tree's target rows on the target's kernel threads (rows are independent:
+   the same laws whatever the thread count). */
+typedef struct process_job {
+    const arb_decoder *d;
+    arb_sampling sm;
+} process_job;
+
+static void process_row(void *ud, int i, int n)
+{
+    const process_job *j = ud;
+    const arb_decoder *d = j->d;
+    const size_t off = (size_t)i * d->V;
+    arb_sample_process(d->logits + off, d->V, &j->sm, d->P + off, d->P_idx ? d->P_idx + off : NULL);
+    (void)n;
 }
 
 /* The verifier's row pool (arb_verify_in.for_rows): the target's kernel threads. */
@@ -474,10 +496,9 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
                                 .for_rows = rows_on_target, .pool = d->ctx};
             arb_rng vr;
             if (d->sampling) { /* p rows processed like q */
-                arb_sampling sm = {.temperature = d->spec.temperature, .top_k = d->spec.top_k,
-                                   .top_p = d->spec.top_p};
-                for (int i = 0; i < t->n; i++)
-                    arb_sample_process(d->logits + (size_t)i * d->V, d->V, &sm, d->P + (size_t)i * d->V, d->pidx);
+                process_job pj = {.d = d, .sm = {.temperature = d->spec.temperature, .top_k = d->spec.top_k,
+                                                 .top_p = d->spec.top_p}};
+                arb_ctx_parallel_for(d->ctx, t->n, process_row, &pj);
                 arb_rng_init(&vr, d->spec.seed, (uint32_t)o->prompt_id, (uint32_t)(step + 1), ARB_STREAM_VERIFY);
                 in.p = d->P;
                 in.q = d->dr->q_rows(d->dst);
