@@ -69,6 +69,24 @@ void arb_draft_model_laws(arb_draft_model *d, const arb_sampling *smp, double *q
     arb_sample_process(d->lg_root, d->V, smp, q_root, d->idx);
 }
 
+/* A branch level's laws (rows of one eval, independent) on the draft context's kernel
+   threads: the same laws whatever the thread count. Only without top-k/top-p, whose PROCESS
+   needs a scratch row each (d->idx is one). */
+typedef struct level_job {
+    const float *logits;
+    double *q;
+    int V, row0; /* the level's first node; its logits row is node - row0 */
+    const arb_sampling *smp;
+} level_job;
+
+static void level_row(void *ud, int i, int n)
+{
+    const level_job *j = ud;
+    const size_t V = (size_t)j->V;
+    arb_sample_process(j->logits + (size_t)i * V, j->V, j->smp, j->q + (size_t)(j->row0 + i) * V, NULL);
+    (void)n;
+}
+
 static int add_child(arb_tree *t, int v, int32_t x, const double *qv)
 {
     int c = arb_tree_find_child(t, v, x);
@@ -144,8 +162,14 @@ int arb_draft_model_propose(arb_draft_model *d, const int32_t *S, int n_S, arb_d
             break;
         st->n_evals++;
         st->n_tokens += nb;
-        for (int v = first_new; v < t->n; v++)
-            arb_sample_process(d->logits + (size_t)(v - (e + 1)) * V, d->V, smp, q + (size_t)v * V, d->idx);
+        if (smp->top_k <= 0 && smp->top_p >= 1) {
+            level_job lj = {.logits = d->logits + (size_t)(first_new - (e + 1)) * V, .q = q, .V = d->V,
+                            .row0 = first_new, .smp = smp};
+            arb_ctx_parallel_for(d->ctx, t->n - first_new, level_row, &lj);
+        } else {
+            for (int v = first_new; v < t->n; v++)
+                arb_sample_process(d->logits + (size_t)(v - (e + 1)) * V, d->V, smp, q + (size_t)v * V, d->idx);
+        }
     }
     /* drop the tentative trunk rows: the draft context holds exactly S again */
     int rc3 = arb_ctx_truncate(d->ctx, n_S);
