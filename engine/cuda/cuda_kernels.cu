@@ -4,9 +4,12 @@
 // Exactness rule, as on the CPU: every reduction runs in an order that depends only
 // on the vector length (row length, key-list length), never on how many nodes share
 // the launch. Blocks and warps reduce with fixed butterflies and a fixed sequential
-// combine; no atomics, no split-K. The numbers differ from the CPU backend's (that
-// one quantizes activations to int8; these multiply dequantized floats), but a
-// node's result is the same alone or inside any tree.
+// combine; no atomics, no split-K. The int8 GEMV and tree kernel quantize activations
+// as the CPU backend does (its per-block integers, another float summation order); the
+// float GEMVs multiply dequantized floats. Either way a node's result is the same alone
+// or inside any tree.
+#include <type_traits>
+
 #include "cuda_int.h"
 
 #include "../quant.h"
@@ -335,13 +338,21 @@ __global__ void __launch_bounds__(128) gemv_kernel(const uint8_t *W, size_t row_
     }
 }
 
-// The node loop of every GEMV: 8 nodes per pass over the weights, then 4, 2, 1.
+// The node loop of every GEMV: 8 nodes per pass over the weights, then 4, 2, 1. f(t, G)
+// gets the first node and the group size as a compile-time constant (G::value), so a
+// caller instantiates its kernel for the group in one line.
 template <typename F> void by_node_groups(int n, F &&f)
 {
     for (int t = 0; t < n;) {
-        const int rest = n - t, g = rest >= 8 ? 8 : rest >= 4 ? 4 : rest >= 2 ? 2 : 1;
-        f(t, g);
-        t += g;
+        const int rest = n - t;
+        if (rest >= 8)
+            f(t, std::integral_constant<int, 8>{}), t += 8;
+        else if (rest >= 4)
+            f(t, std::integral_constant<int, 4>{}), t += 4;
+        else if (rest >= 2)
+            f(t, std::integral_constant<int, 2>{}), t += 2;
+        else
+            f(t, std::integral_constant<int, 1>{}), t += 1;
     }
 }
 
@@ -349,17 +360,10 @@ template <int T>
 void gemv_type(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool acc)
 {
     const dim3 grid((unsigned)((w->n_out + 3) / 4)), block(128);
-    by_node_groups(n, [&](int t, int g) {
-        const float *xt = x + (size_t)t * ldx;
-        float *yt = y + (size_t)t * ldy;
-#define GEMV(G) gemv_kernel<T, G><<<grid, block, 0, st>>>(w->q, w->row_bytes, w->n_in, w->n_out, xt, ldx, yt, ldy, acc)
-        switch (g) {
-        case 8: GEMV(8); break;
-        case 4: GEMV(4); break;
-        case 2: GEMV(2); break;
-        default: GEMV(1); break;
-        }
-#undef GEMV
+    by_node_groups(n, [&](int t, auto g) {
+        gemv_kernel<T, decltype(g)::value><<<grid, block, 0, st>>>(w->q, w->row_bytes, w->n_in, w->n_out,
+                                                                  x + (size_t)t * ldx, ldx, y + (size_t)t * ldy,
+                                                                  ldy, acc);
     });
 }
 
@@ -890,18 +894,12 @@ void gemv_packed_type(cudaStream_t st, const dmat *const *w, int nw, const X &x,
     packed_set ms = {};
     ms.n = nw;
     const int n_in = w[0]->n_in;
-    by_node_groups(n, [&](int t, int g) {
+    by_node_groups(n, [&](int t, auto g) {
         for (int i = 0; i < nw; i++) {
             ms.pq[i] = w[i]->pq, ms.ps[i] = w[i]->ps, ms.rows[i] = w[i]->n_out, ms.ldy[i] = ldy[i];
             ms.y[i] = y[i] + (size_t)t * ldy[i];
         }
-        const X xt = x_from(x, t);
-        switch (g) {
-        case 8: launch_packed<T, 8>(st, ms, n_in, xt, acc); break;
-        case 4: launch_packed<T, 4>(st, ms, n_in, xt, acc); break;
-        case 2: launch_packed<T, 2>(st, ms, n_in, xt, acc); break;
-        default: launch_packed<T, 1>(st, ms, n_in, xt, acc); break;
-        }
+        launch_packed<T, decltype(g)::value>(st, ms, n_in, x_from(x, t), acc);
     });
 }
 
@@ -910,18 +908,9 @@ void glu_packed_type(cudaStream_t st, const dmat *gate, const dmat *up, const X 
 {
     const int n_in = gate->n_in, no = gate->n_out;
     const unsigned grid = (unsigned)((no + 3) / 4);
-    by_node_groups(n, [&](int t, int g) {
-        const X xt = x_from(x, t);
-        float *yt = y + (size_t)t * no;
-#define GLU(G) gemv_packed_glu_kernel<T, G, X><<<grid, 128, 0, st>>>(gate->pq, gate->ps, up->pq, up->ps, n_in, no, \
-                                                                      xt, yt, no)
-        switch (g) {
-        case 8: GLU(8); break;
-        case 4: GLU(4); break;
-        case 2: GLU(2); break;
-        default: GLU(1); break;
-        }
-#undef GLU
+    by_node_groups(n, [&](int t, auto g) {
+        gemv_packed_glu_kernel<T, decltype(g)::value, X><<<grid, 128, 0, st>>>(
+            gate->pq, gate->ps, up->pq, up->ps, n_in, no, x_from(x, t), y + (size_t)t * no, no);
     });
 }
 
