@@ -70,12 +70,13 @@ void arb_draft_model_laws(arb_draft_model *d, const arb_sampling *smp, double *q
 }
 
 /* A branch level's laws (rows of one eval, independent) on the draft context's kernel
-   threads: the same laws whatever the thread count. Only without top-k/top-p, whose PROCESS
-   needs a scratch row each (d->idx is one). */
+   threads, each row with its own top-k/top-p scratch: the same laws whatever the thread
+   count. */
 typedef struct level_job {
-    const float *logits;
+    const float *logits; /* the level's first row */
     double *q;
-    int V, row0; /* the level's first node; its logits row is node - row0 */
+    int32_t *idx;        /* a scratch row per level node */
+    int V, row0;         /* row0: the level's first node */
     const arb_sampling *smp;
 } level_job;
 
@@ -83,7 +84,7 @@ static void level_row(void *ud, int i, int n)
 {
     const level_job *j = ud;
     const size_t V = (size_t)j->V;
-    arb_sample_process(j->logits + (size_t)i * V, j->V, j->smp, j->q + (size_t)(j->row0 + i) * V, NULL);
+    arb_sample_process(j->logits + (size_t)i * V, j->V, j->smp, j->q + (size_t)(j->row0 + i) * V, j->idx + (size_t)i * V);
     (void)n;
 }
 
@@ -162,14 +163,9 @@ int arb_draft_model_propose(arb_draft_model *d, const int32_t *S, int n_S, arb_d
             break;
         st->n_evals++;
         st->n_tokens += nb;
-        if (smp->top_k <= 0 && smp->top_p >= 1) {
-            level_job lj = {.logits = d->logits + (size_t)(first_new - (e + 1)) * V, .q = q, .V = d->V,
-                            .row0 = first_new, .smp = smp};
-            arb_ctx_parallel_for(d->ctx, t->n - first_new, level_row, &lj);
-        } else {
-            for (int v = first_new; v < t->n; v++)
-                arb_sample_process(d->logits + (size_t)(v - (e + 1)) * V, d->V, smp, q + (size_t)v * V, d->idx);
-        }
+        level_job lj = {.logits = d->logits + (size_t)(first_new - (e + 1)) * V, .q = q, .idx = d->idx, .V = d->V,
+                        .row0 = first_new, .smp = smp};
+        arb_ctx_parallel_for(d->ctx, t->n - first_new, level_row, &lj);
     }
     /* drop the tentative trunk rows: the draft context holds exactly S again */
     int rc3 = arb_ctx_truncate(d->ctx, n_S);

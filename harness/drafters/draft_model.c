@@ -76,7 +76,7 @@ int arb_draft_model_new(arb_model *target, const arb_draft_model_opts *o, int n_
     d->btok = malloc(sizeof(int32_t) * nb);
     d->bpar = malloc(sizeof(int32_t) * nb);
     d->chain = malloc(sizeof(int32_t) * nb);
-    d->idx = malloc(sizeof(int32_t) * V);
+    d->idx = malloc(sizeof(int32_t) * V * (size_t)n_nodes_max); /* a scratch row per node of a level */
     d->pos = malloc(sizeof(int32_t) * (size_t)n_nodes_max);
     d->q_root = malloc(sizeof(double) * V);
     d->lg_root = malloc(sizeof(float) * V);

@@ -13,7 +13,7 @@ struct arb_draft_model {
     int n_done;              /* S tokens committed in ctx (prefix of the sequence) */
     float *logits;           /* n_batch x V */
     int32_t *btok, *bpar, *chain; /* n_batch: batch tokens/parents, chain scratch */
-    int32_t *idx;            /* V: PROCESS scratch */
+    int32_t *idx;            /* n_max x V: PROCESS scratch, one row per node of a branch level */
     int32_t *pos;            /* n_max: current node of each path */
     double *q_root;          /* V: law at the anchor of the last propose */
     float *lg_root, *lg_prev; /* V: draft logits at the anchor S[n_done-1] and at S[n_done-2]
