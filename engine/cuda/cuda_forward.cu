@@ -71,8 +71,9 @@ void *dalloc(size_t bytes, cudaError_t *e)
     return *e == cudaSuccess ? p : NULL;
 }
 
-// y (+)= W . x for n rows: the GEMV in exact mode and for small batches, else cuBLAS
-// on the FP16 copy (x16 holds x in FP16).
+// y (+)= W . x for n rows: cuBLAS on the FP16 copy for a batch of 16+ nodes in fast mode
+// (x16 holds x in FP16) unless W is in the int8 layout and xq is given; else k_gemv (the
+// GEMVs, and for the int8 layout at 16+ nodes the tree kernel).
 void matmul(arb_cuda_ctx *c, const dmat *w, const float *x, const __half *x16, int n, float *y, bool accumulate,
             const xq8 *xq)
 {
@@ -268,16 +269,16 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     aa.out = c->att, aa.n_ctx = c->n_ctx, aa.n_batch_max = c->n_batch_max;
     const size_t layer_rows = (size_t)c->n_ctx * kvd;
     // The int8 GEMV's inputs are quantized once each: by the RMSNorms themselves, and
-    // after attention and SwiGLU. Matrices in the int8 layout take them at every node
+    // after attention and SwiGLU, for the matrices in the int8 layout (dmat.q8x: set only
+    // when the model is, ARBOR_CUDA_GEMV=dp4a or exact mode). They take them at every node
     // count (the GEMV, then the tree kernel: batch-invariant in both modes); cuBLAS (fast
     // mode, 16+ nodes) serves the others from the FP16 copies.
-    const bool q8 = m->q8x;
     xq8 qb, qn = xq_for(c, E);
     for (int l = 0; l < c->n_layer; l++) {
         const dlayer *L = &m->layers[l];
         float *kl = c->k + l * layer_rows, *vl = c->v + l * layer_rows;
         const bool qkv8 = L->wq.q8x || L->wk.q8x || L->wv.q8x;
-        const xq8 *xq = q8 && qkv8 ? &qn : NULL;
+        const xq8 *xq = qkv8 ? &qn : NULL;
         k_rmsnorm(st, c->x, L->attn_norm, n, E, m->eps, c->xb, x16, xq);
         prof_mark(c, PROF_NORM);
         const dmat *qkv[3] = {&L->wq, &L->wk, &L->wv};
@@ -306,12 +307,12 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
         prof_mark(c, PROF_ATTN);
         if (gemm)
             k_to_half_f32(st, c->att, (size_t)n * qd, x16);
-        xq = quant_for(c, c->att, n, qd, q8 && L->wo.q8x, &qb);
+        xq = quant_for(c, c->att, n, qd, L->wo.q8x, &qb);
         prof_mark(c, PROF_QUANT);
         matmul(c, &L->wo, c->att, x16, n, c->x, true, xq); // x += wo . att
         prof_mark(c, PROF_WO);
         const bool ffn8 = L->w_gate.q8x || L->w_up.q8x;
-        xq = q8 && ffn8 ? &qn : NULL;
+        xq = ffn8 ? &qn : NULL;
         k_rmsnorm(st, c->x, L->ffn_norm, n, E, m->eps, c->xb, x16, xq);
         prof_mark(c, PROF_NORM);
         if (gemm || !k_gemv_glu(st, &L->w_gate, &L->w_up, c->xb, E, n, c->hg, xq)) {
@@ -320,7 +321,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
             k_swiglu(st, c->hg, c->hu, (size_t)n * m->n_ff, x16);
         }
         prof_mark(c, PROF_FFN_IN);
-        xq = quant_for(c, c->hg, n, m->n_ff, q8 && L->w_down.q8x, &qb);
+        xq = quant_for(c, c->hg, n, m->n_ff, L->w_down.q8x, &qb);
         prof_mark(c, PROF_QUANT);
         matmul(c, &L->w_down, c->hg, x16, n, c->x, true, xq); // x += w_down . (silu(g) u)
         prof_mark(c, PROF_DOWN);
