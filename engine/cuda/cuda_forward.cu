@@ -269,8 +269,8 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     aa.out = c->att, aa.n_ctx = c->n_ctx, aa.n_batch_max = c->n_batch_max;
     const size_t layer_rows = (size_t)c->n_ctx * kvd;
     // The int8 GEMV's inputs are quantized once each: by the RMSNorms themselves, and
-    // after attention and SwiGLU, for the matrices in the int8 layout (dmat.q8x: set only
-    // when the model is, ARBOR_CUDA_GEMV=dp4a or exact mode). They take them at every node
+    // after attention and SwiGLU, for the matrices in the int8 layout (dmat.q8x: exact mode,
+    // or ARBOR_CUDA_GEMV=dp4a). They take them at every node
     // count (the GEMV, then the tree kernel: batch-invariant in both modes); cuBLAS (fast
     // mode, 16+ nodes) serves the others from the FP16 copies.
     xq8 qb, qn = xq_for(c, E);

@@ -42,7 +42,6 @@ struct arb_cuda_model {
     int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
     float eps;
     bool neox, exact;
-    bool q8x; // the packed matrices are in the int8 layout (ARBOR_CUDA_GEMV=dp4a)
     dmat tok_embd, output;
     const float *output_norm;
     dlayer *layers; // host array of device pointers

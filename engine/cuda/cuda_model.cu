@@ -200,7 +200,7 @@ extern "C" int arb_cuda_model_new(const arb_cuda_model_desc *d, bool exact, arb_
     }
     m->n_vocab = d->n_vocab, m->n_embd = d->n_embd, m->n_layer = d->n_layer, m->n_head = d->n_head;
     m->n_head_kv = d->n_head_kv, m->head_dim = d->head_dim, m->n_ff = d->n_ff, m->eps = d->eps;
-    m->neox = d->rope_neox, m->exact = exact, m->q8x = q8x;
+    m->neox = d->rope_neox, m->exact = exact;
     cudaGetDevice(&m->device);
     int optin = 0;
     cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, m->device);
