@@ -412,14 +412,15 @@ static void drop_pages(const void *data, size_t bytes)
         madvise((void *)a, e - a, MADV_DONTNEED); /* advisory: failure only costs memory */
 }
 
-/* With the AVX-512 kernels (CPU backend), repack every Q4_0/Q4_1/Q8_0 matrix once
-   (engine/cpu/matmul_pack.c): a decode step then reads each chunk with aligned
-   loads instead of a transposition. opts.no_pack keeps the GGUF layout (the
-   results are bit-identical either way; tests compare). */
+/* On the CPU backend, repack once every matrix the model's kernel family reads packed
+   (engine/cpu/matmul_pack.c; AVX-512: Q4_0/Q4_1/Q8_0, AVX2: Q4_0/Q4_1): a step then
+   reads a row group's block with aligned loads, rows already in vector lanes, instead
+   of a transposition. opts.no_pack keeps the GGUF layout: the AVX2 family's results are
+   the same bits either way (tests compare); the AVX-512 family then runs the AVX2
+   kernels, whose Q4_1 float sequence differs. */
 static int pack_weights(arb_model *m, arb_err *err)
 {
-    if (m->opts.backend != ARB_BACKEND_CPU || strcmp(arb_matmul_kernels_name(m->kern), "avx512vnni") ||
-        m->opts.no_pack)
+    if (m->opts.backend != ARB_BACKEND_CPU || m->opts.no_pack)
         return ARB_OK;
     arb_qmat **mats = malloc(sizeof *mats * (size_t)(7 * m->n_layer + 1));
     if (!mats)
@@ -427,7 +428,8 @@ static int pack_weights(arb_model *m, arb_err *err)
     const int n = model_mats(m, mats);
     size_t total = 0;
     for (int i = 0; i < n; i++)
-        total += (arb_matmul_pack_bytes(mats[i]) + 63) & ~(size_t)63;
+        if (arb_matmul_reads_packed(m->kern, mats[i]))
+            total += (arb_matmul_pack_bytes(mats[i]) + 63) & ~(size_t)63;
     if (total && posix_memalign(&m->packed, 64, total)) {
         m->packed = NULL;
         free(mats);
@@ -435,7 +437,7 @@ static int pack_weights(arb_model *m, arb_err *err)
     }
     size_t off = 0;
     for (int i = 0; i < n; i++) {
-        const size_t b = arb_matmul_pack_bytes(mats[i]);
+        const size_t b = arb_matmul_reads_packed(m->kern, mats[i]) ? arb_matmul_pack_bytes(mats[i]) : 0;
         if (!b)
             continue;
         uint8_t *dst = (uint8_t *)m->packed + off;

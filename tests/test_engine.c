@@ -361,6 +361,55 @@ Test(engine, tree_equals_alone_long_prefix_every_isa, .timeout = 1500)
     cr_assert_geq(families, 1, "the scalar family always runs");
 }
 
+/* The AVX2 family reads the packed weight copy (load time, engine/cpu/matmul_pack.c)
+   of Q4_0/Q4_1 matrices with its row-lane kernel and the GGUF rows with pair tiles and
+   token lanes: a model loaded either way gives the same bits, for the prefill and a
+   16-node tree. (The AVX-512 family without its packed copy runs the AVX2 kernels,
+   another family's float sequence, so it is not compared here.) */
+Test(engine, packed_weights_change_no_bit, .timeout = 600)
+{
+    if (!arb_test_default_model(model_path, sizeof model_path))
+        cr_skip_test("model not found: %s (set ARBOR_MODEL or run arbor fetch-model)", model_path);
+    enum { P = 40, N = 16, V = 49152 };
+    static const char *const isas[] = {"avx2"};
+    for (int f = 0; f < 1; f++) {
+        const char *fam = arb_cpu_kernels(isas[f]);
+        if (!fam || strncmp(fam, isas[f], strlen(isas[f])) != 0)
+            cr_skip_test("packed weights: %s kernels not available here", isas[f]);
+        float *lg[2], *tl[2];
+        uint64_t s = 99;
+        int32_t tok[P], tt[N], par[N];
+        for (int i = 0; i < P; i++)
+            tok[i] = rnd(&s, V);
+        random_tree(&s, N, V, tt, par);
+        for (int np = 0; np < 2; np++) {
+            arb_load_opts lo = arb_load_default_opts();
+            lo.n_threads = 2;
+            lo.isa = isas[f];
+            lo.no_pack = np == 1;
+            arb_model *m = NULL;
+            arb_err err = {0};
+            cr_assert_eq(arb_model_load(model_path, &lo, &m, &err), ARB_OK, "%s", err.msg);
+            arb_ctx *c = check_ctx(m, P + N, P, 0, false);
+            lg[np] = malloc(sizeof(float) * V * P);
+            tl[np] = malloc(sizeof(float) * V * N);
+            cr_assert(lg[np] && tl[np]);
+            check_prefill(c, tok, P, lg[np]);
+            check_eval(c, tt, par, N, tl[np], NULL);
+            arb_ctx_free(c);
+            arb_model_free(m);
+        }
+        cr_assert(!memcmp(lg[0], lg[1], sizeof(float) * V * P), "%s: prefill logits differ packed / GGUF layout",
+                  isas[f]);
+        cr_assert(!memcmp(tl[0], tl[1], sizeof(float) * V * N), "%s: tree logits differ packed / GGUF layout", isas[f]);
+        printf("packed weights, %s kernels: %d prefill + %d tree rows identical\n", arb_cpu_kernels(isas[f]), P, N);
+        for (int np = 0; np < 2; np++) {
+            free(lg[np]);
+            free(tl[np]);
+        }
+    }
+}
+
 Test(engine, commit_chunked_prefill_threads)
 {
     arb_model *m2 = open_model(2), *m1 = open_model(1);

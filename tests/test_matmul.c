@@ -416,6 +416,62 @@ Test(matmul, unpacked_matrix_uses_avx2_kernel)
     arb_matmul_force_isa("auto");
 }
 
+/* The AVX2 Q4_0/Q4_1 kernels read a packed copy when the matrix has one (row lanes,
+   matmul_avx2.c) and the GGUF rows otherwise (pair tiles, token lanes): the same bits
+   for every token count, with 1 and 3 threads, at the int16 limit of the step sums
+   (codes 15 against activation codes +-127: 8 steps x 2 x 15 x 127 = 30480) and on
+   random codes, with a partial last row group and rows wider than the token lanes. */
+Test(matmul, avx2_packed_equals_gguf_layout)
+{
+    rng_state = 9;
+    if (arb_matmul_force_isa("avx2") != ARB_OK) {
+        arb_matmul_force_isa("auto");
+        cr_skip("no AVX2 on this CPU");
+    }
+    enum { NT = 40 };
+    static const uint32_t pt[] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1};
+    static const int shapes[][2] = {{576, 45}, {1536, 19}, {32 * 60, 8}};
+    arb_threadpool *tp3 = NULL;
+    cr_assert_eq(arb_threadpool_new(3, &tp3, NULL), ARB_OK);
+    for (int a = 0; a < 2; a++)
+        for (int sh = 0; sh < 3; sh++) {
+            const int nin = shapes[sh][0], nout = shapes[sh][1], bsz = pt[a] == ARB_TYPE_Q4_1 ? 20 : 18;
+            size_t rb;
+            uint8_t *w = random_weights(pt[a], nin, nout, &rb);
+            for (int o = 0; o < nout; o += 3) /* every third row: all codes 15 (or 0 for Q4_0: -8) */
+                for (int b = 0; b < nin / 32; b++)
+                    memset(w + (size_t)o * rb + (size_t)b * bsz + bsz - 16, o % 2 ? 0x00 : 0xFF, 16);
+            arb_qmat m = {.type = pt[a], .n_in = nin, .n_out = nout, .row_bytes = rb, .data = w};
+            float *x = malloc(sizeof(float) * (size_t)nin * NT);
+            float *y0 = malloc(sizeof(float) * (size_t)nout * NT), *y1 = malloc(sizeof(float) * (size_t)nout * NT);
+            void *work = malloc(arb_matmul_work_bytes(pt[a], nin, NT) + 1);
+            cr_assert(x && y0 && y1 && work);
+            for (int t = 0; t < NT; t++)
+                for (int i = 0; i < nin; i++) /* tokens 0, 3, 6..: every block's codes +-127 */
+                    x[(size_t)t * nin + i] = t % 3 ? rndf() * 2.0f : (t % 2 ? -1.0f : 1.0f);
+            for (int n = 1; n <= NT; n += n < 17 ? 1 : 23) {
+                for (int th = 0; th < 2; th++) {
+                    arb_threadpool *tp = th ? tp3 : NULL;
+                    m.packed = NULL;
+                    memset(y0, 0xff, sizeof(float) * (size_t)nout * NT);
+                    arb_matmul(tp, &m, x, n, y0, work);
+                    void *pk = attach_packed(&m);
+                    cr_assert(pk);
+                    memset(y1, 0xff, sizeof(float) * (size_t)nout * NT);
+                    arb_matmul(tp, &m, x, n, y1, work);
+                    free(pk);
+                    m.packed = NULL;
+                    cr_assert(!memcmp(y0, y1, sizeof(float) * (size_t)nout * (size_t)n),
+                              "%s %dx%d, %d tokens, %d threads: packed avx2 differs from the GGUF layout",
+                              arb_type_name(pt[a]), nout, nin, n, th ? 3 : 1);
+                }
+            }
+            free(w); free(x); free(y0); free(y1); free(work);
+        }
+    arb_threadpool_free(tp3);
+    arb_matmul_force_isa("auto");
+}
+
 /* Several matrices on one input (Q/K/V, gate/up): bit-identical to separate calls
    in every family, with 1 and 3 threads, and when the types differ (no sharing). */
 Test(matmul, multi_equals_separate_calls)

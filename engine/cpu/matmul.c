@@ -363,6 +363,16 @@ int arb_matmul_kernels(const char *name, const mm_impl **out)
 
 const char *arb_matmul_kernels_name(const mm_impl *k) { return k ? k->name : impl()->name; }
 
+bool arb_matmul_reads_packed(const mm_impl *k, const arb_qmat *w)
+{
+    const mm_impl *p = k ? k : impl();
+    if (!arb_matmul_pack_bytes(w))
+        return false;
+    if (p == &arb_mm_avx512)
+        return true;
+    return p == &arb_mm_avx2 && (w->type == ARB_TYPE_Q4_0 || w->type == ARB_TYPE_Q4_1);
+}
+
 int arb_matmul_force_isa(const char *name)
 {
     arb_cpuinfo ci;

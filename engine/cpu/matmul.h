@@ -17,6 +17,7 @@
 #ifndef ARB_MATMUL_H
 #define ARB_MATMUL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,8 +29,9 @@ typedef struct arb_qmat {
     int n_out;         /* rows (ne1) */
     size_t row_bytes;  /* bytes per row */
     const void *data;  /* n_out * row_bytes, usually inside the GGUF mapping */
-    const void *packed; /* NULL, or the same rows repacked for the AVX-512 kernels
-                           (arb_matmul_pack); results are bit-identical either way */
+    const void *packed; /* NULL, or the same rows repacked for the SIMD kernels
+                           (arb_matmul_pack); within a family that reads both
+                           layouts (AVX2 Q4_0/Q4_1) the results are the same bits */
     const struct mm_impl *kern; /* kernel family: the model's (arb_load_opts.isa, set at
                                    bind time); NULL = the process default, arb_matmul_isa() */
 } arb_qmat;
@@ -72,9 +74,14 @@ void arb_matmul_ex(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_
 /* Load-time repacking (matmul_pack.c): bytes needed for w's packed copy, 0 when the
    type or shape has none (only Q4_0/Q4_1/Q8_0 rows of >= 512 elements do). Fill a
    64-byte aligned buffer of that size with arb_matmul_pack, then point w->packed at
-   it; only the AVX-512 family reads it, the others keep reading w->data. */
+   it; the AVX-512 family and the AVX2 Q4_0/Q4_1 kernels read it, the rest keep reading
+   w->data (arb_matmul_reads_packed). */
 size_t arb_matmul_pack_bytes(const arb_qmat *w);
 void arb_matmul_pack(const arb_qmat *w, void *dst);
+/* Whether family k (NULL = the process default) reads w's packed copy: the AVX-512
+   family for every packable type, the AVX2 family for Q4_0/Q4_1 (its Q8_0 kernels keep
+   the GGUF layout). A loader packs only these; others would never be read. */
+bool arb_matmul_reads_packed(const struct mm_impl *k, const arb_qmat *w);
 
 /* Tests and benchmarks: force a kernel family ("scalar", "avx2", "avx512" or
    "avx512vnni", "auto" = the start-up choice) for the whole process. Returns

@@ -679,11 +679,122 @@ AI void toklanes_b32(const mm_job *j, xi_tabs *xt, int r0, int r1, int t0, const
     }
 }
 
+/* ------------------------------------------------------------ 32-blocks: packed row lanes
+ * Q4_0 and Q4_1 on the load-time packed copy (matmul_pack.c, the AVX-512 layout): lane
+ * l of a vector is row l of an 8-row half of a 16-row group, so step q of a block is
+ * one aligned 32-byte load (bytes 4q..4q+3 of each row's nibbles) and its low / high
+ * nibbles are steps q and q + 4, already in row lanes: no per-row broadcast or
+ * shuffle. Per token and block the 8 steps are "broadcast the token's 4 activation
+ * codes from memory, maddubs against the step's codes, add in int16": 16 arithmetic
+ * instructions for 8 rows, where the token lanes (below) spend 24 (a vpshufd per step
+ * and row on top of the same maddubs + add). The int16 sums are exact for the token
+ * lanes' reason (8 steps x 2 x 15 x 127 = 30480 < 32767), one madd with ones gives
+ * the exact int32 block sum per row lane (Q4_0: minus 8 times the token's block sum),
+ * and the float work is the pair tiles' lane for lane:
+ *     acc  = fma(dw * dx, (float)isum, acc)      accm = fma(m, dx * sum q, accm)
+ *     y    = acc + accm (Q4_1), acc (Q4_0)
+ * so a (row, token) pair gets the same bits packed or not, at any token count. */
+#define MM_PK_TG 8 /* tokens per pass over a half's weights */
+
+/* Rows row0..row0+7 (a half: row0 % 16 is 0 or 8) of the group at grp, tokens
+   t0..t0+T-1. One base pointer and the row stride address every activation read
+   (per-token pointers ran out of registers and were spilled, ~15 % slower). */
+AI void packed_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int row0, int t0, const int T,
+                    const int kind, const uint8_t *pf)
+{
+    const int h = row0 & 8; /* the half's first row in the group: lanes 4h.. of a step, scales 2h.. */
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    const size_t st = j->lay.stride;
+    const uint8_t *a0 = j->act + (size_t)t0 * st;
+    const size_t od = j->lay.off_d, of = j->lay.off_fsum, oi = j->lay.off_isum;
+    __m256 acc[MM_PK_TG], accm[MM_PK_TG];
+    for (int k = 0; k < T; k++)
+        acc[k] = accm[k] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *p = grp + (size_t)b * gb;
+        if (pf) /* the same block of the next row group: one group's work ahead */
+            for (size_t o = 0; o < gb; o += 64)
+                _mm_prefetch((const char *)(pf + (size_t)b * gb + o), _MM_HINT_T0);
+        /* all 8 steps' codes stay in registers while the tokens go by */
+        __m256i w[8];
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) {
+            const __m256i c = _mm256_load_si256((const __m256i *)(p + 64 * q + 4 * h));
+            w[q] = _mm256_and_si256(c, m4);
+            w[4 + q] = _mm256_and_si256(_mm256_srli_epi16(c, 4), m4);
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(p + 256 + 2 * h)));
+        const __m256 mw = kind == 0 ? _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(p + 288 + 2 * h))) : dw;
+        const uint8_t *ab = a0 + 32 * (size_t)b;
+#pragma GCC unroll 8
+        for (int k = 0; k < T; k++) {
+            const uint8_t *ak = ab + (size_t)k * st;
+            __m256i a16 = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(*(const int32_t *)ak));
+#pragma GCC unroll 7
+            for (int s2 = 1; s2 < 8; s2++) /* step s2: activation codes 4 s2 .. 4 s2 + 3 */
+                a16 = _mm256_add_epi16(a16, _mm256_maddubs_epi16(w[s2], _mm256_set1_epi32(*(const int32_t *)(ak + 4 * s2))));
+            __m256i s = _mm256_madd_epi16(a16, ones);
+            const uint8_t *sk = a0 + (size_t)k * st + 4 * (size_t)b; /* the token's block scalars */
+            if (kind == 1)
+                s = _mm256_sub_epi32(s, _mm256_set1_epi32(*(const int32_t *)(sk + oi) * 8));
+            acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(*(const float *)(sk + od))), _mm256_cvtepi32_ps(s),
+                                     acc[k]);
+            if (kind == 0)
+                accm[k] = _mm256_fmadd_ps(mw, _mm256_set1_ps(*(const float *)(sk + of)), accm[k]);
+        }
+    }
+    const size_t n_out = (size_t)j->w->n_out;
+    const int live = (int)n_out - row0 < 8 ? (int)n_out - row0 : 8;
+    for (int k = 0; k < T; k++) {
+        const __m256 v = kind == 0 ? _mm256_add_ps(acc[k], accm[k]) : acc[k];
+        float *y = j->y + (size_t)(t0 + k) * n_out + row0;
+        if (live == 8) {
+            _mm256_storeu_ps(y, v);
+        } else {
+            float l[8];
+            _mm256_storeu_ps(l, v);
+            memcpy(y, l, sizeof(float) * (size_t)live);
+        }
+    }
+}
+
+/* Rows r0..r1-1 (r0 a multiple of 16), every token: per 8-row half, token groups of
+   MM_PK_TG, then one group of the rest. */
+AI void packed_rows(const mm_job *j, int r0, int r1, const int kind)
+{
+    const mm_packed_geom g = mm_packed_geom_of(j->w);
+    const size_t gb = mm_packed_group_bytes(&g);
+    for (int rb = r0; rb < r1; rb += 16) {
+        const uint8_t *grp = (const uint8_t *)j->w->packed + (size_t)(rb / 16) * g.nb * gb;
+        const uint8_t *nx = rb + 16 < j->w->n_out ? grp + (size_t)g.nb * gb : NULL;
+        for (int row0 = rb; row0 < r1 && row0 < rb + 16; row0 += 8) {
+            const uint8_t *pf = row0 == rb ? nx : NULL;
+            int t = 0;
+            for (; t + MM_PK_TG <= j->n_tok; t += MM_PK_TG, pf = NULL)
+                packed_half(j, grp, gb, g.nb, row0, t, MM_PK_TG, kind, pf);
+            switch (j->n_tok - t) {
+            case 7: packed_half(j, grp, gb, g.nb, row0, t, 7, kind, pf); break;
+            case 6: packed_half(j, grp, gb, g.nb, row0, t, 6, kind, pf); break;
+            case 5: packed_half(j, grp, gb, g.nb, row0, t, 5, kind, pf); break;
+            case 4: packed_half(j, grp, gb, g.nb, row0, t, 4, kind, pf); break;
+            case 3: packed_half(j, grp, gb, g.nb, row0, t, 3, kind, pf); break;
+            case 2: packed_half(j, grp, gb, g.nb, row0, t, 2, kind, pf); break;
+            case 1: packed_half(j, grp, gb, g.nb, row0, t, 1, kind, pf); break;
+            default: break;
+            }
+        }
+    }
+}
+
 /* Token groups of 2-8 (16: two groups per pass) run as token lanes (whole row range
    per group), one token and rows wider than MM_XI_NBC blocks as pair tiles: row blocks
    of 16 x token groups of 8, then one group of 1-7. */
 AI void rows_b32(const mm_job *j, int r0, int r1, const int kind)
 {
+    if (kind != 2 && j->w->packed) {
+        packed_rows(j, r0, r1, kind);
+        return;
+    }
     int t = 0;
     if (j->w->n_in / 32 <= MM_XI_NBC) {
         xi_tabs x[2];
