@@ -90,8 +90,8 @@ int arb_autobudget_resolve(const arb_model *m, int n_threads, arb_method_spec *s
     arb_model_info mi;
     arb_model_get_info(m, &mi);
     const arb_load_opts lo = arb_gen_load_opts();
-    char fp[200], path[4400];
-    arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_cpu_kernels(lo.isa), n_threads > 0 ? n_threads : mach.n_cores,
+    char fp[200], path[4400], kl[32];
+    arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_gen_kernels_label(&lo, kl, sizeof kl), n_threads > 0 ? n_threads : mach.n_cores,
                          mi.name, (double)mi.weight_bytes);
     int rc = arb_cost_profile_path(fp, false, path, sizeof path, err);
     if (rc)

@@ -400,8 +400,10 @@ static int bench_engine(int argc, char **argv)
     }
 
     printf("arbor bench engine: %s\n", path);
+    char klabel[32];
     printf("machine   %s, %d cores, kernels %s, %d thread%s\n          flags: %s\n", mach.cpu_model,
-           mach.n_cores, arb_cpu_kernels(lo.isa), threads, threads == 1 ? "" : "s", mach.cpu_flags);
+           mach.n_cores, arb_gen_kernels_label(&lo, klabel, sizeof klabel), threads, threads == 1 ? "" : "s",
+           mach.cpu_flags);
     printf("model     %s (%s), %d layers, n_embd %d, vocab %d, %.1f M params, %.1f MB weights\n", b.mi.name,
            b.mi.arch, b.mi.n_layer, b.mi.n_embd, b.mi.n_vocab, b.mi.n_params / 1e6, b.mi.weight_bytes / 1e6);
     fflush(stdout);
@@ -504,8 +506,8 @@ trees:
                tt[1][4] / tt[1][0], roof64 > 0 ? tt[1][6] / roof64 : 0.0, roof64f > 0 ? tt[1][6] / roof64f : 0.0);
 
     {
-        char fp[200];
-        arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_cpu_kernels(lo.isa), threads, b.mi.name,
+        char fp[200], kl[32];
+        arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_gen_kernels_label(&lo, kl, sizeof kl), threads, b.mi.name,
                              (double)b.mi.weight_bytes);
         const int L2 = context > 0 ? context : co.n_ctx - 66; /* default: the longest a 64-node tree fits on */
         if (cost_profile(&b, sizes, 7, tt[1], reps, L2, fp, save_profile, &err))

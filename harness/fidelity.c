@@ -248,7 +248,9 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
     if (!rc)
         rc = reference(&f, path, progress, err);
     r->n_prompts = f.n;
-    snprintf(r->kernels, sizeof r->kernels, "%s", arb_cpu_kernels(arb_gen_load_opts().isa));
+    const arb_load_opts lo = arb_gen_load_opts();
+    char kl[32];
+    snprintf(r->kernels, sizeof r->kernels, "%s", arb_gen_kernels_label(&lo, kl, sizeof kl));
     const char *b = strrchr(path, '/');
     snprintf(r->model_name, sizeof r->model_name, "%.95s", b ? b + 1 : path);
     if (!rc && f.n == 0)

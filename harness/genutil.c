@@ -1,6 +1,7 @@
 /* genutil.c — model loading and prompt formatting for the generation commands. */
 #include "genutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,13 @@ arb_load_opts arb_gen_load_opts(void)
     lo.attn_scalar = getenv("ARBOR_ATTN_SCALAR") != NULL;
     lo.no_pack = no_pack && *no_pack && *no_pack != '0';
     return lo;
+}
+
+const char *arb_gen_kernels_label(const arb_load_opts *lo, char *buf, size_t cap)
+{
+    const char *k = arb_cpu_kernels(lo->isa);
+    snprintf(buf, cap, "%s%s", k ? k : "unknown", lo->no_pack && k && strcmp(k, "scalar") ? "-nopack" : "");
+    return buf;
 }
 
 int arb_gen_load(const char *model_spec, const char *backend, int n_threads, int n_ctx, arb_model **m, arb_ctx **c,

@@ -10,6 +10,7 @@
 #define ARB_GENUTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine.h"
@@ -20,6 +21,11 @@
    reads them: the engine takes them as load options. Every model the harness loads
    (target, draft model, tokenizer, bench) starts from these options. */
 arb_load_opts arb_gen_load_opts(void);
+/* The CPU kernel family lo selects, as run metadata and cost-profile fingerprints name
+   it: "avx2", "avx512vnni", "scalar", with "-nopack" when lo->no_pack keeps the GGUF
+   layout (other kernels, other speed: a profile fitted on one must not budget the
+   other). Writes into buf (32 bytes are enough) and returns it. */
+const char *arb_gen_kernels_label(const arb_load_opts *lo, char *buf, size_t cap);
 
 /* model_spec: "default" or a path (modelfetch.h). backend: "cpu", "cuda", "cuda-exact"
    (NULL = cpu). n_ctx 0 = the engine default. Load options: arb_gen_load_opts(). */

@@ -110,6 +110,8 @@ void arb_sysinfo_get(arb_sysinfo *s)
     arb_machine m;
     arb_machine_get(&m);
     /* The family the run's models use: the best one unless ARBOR_ISA lowers it. */
-    const char *k = arb_cpu_kernels(arb_gen_load_opts().isa);
-    snprintf(s->kernels, sizeof s->kernels, "%s", k ? k : m.matmul_isa ? m.matmul_isa : "unknown");
+    const arb_load_opts lo = arb_gen_load_opts();
+    char kl[32];
+    snprintf(s->kernels, sizeof s->kernels, "%s",
+             arb_cpu_kernels(lo.isa) ? arb_gen_kernels_label(&lo, kl, sizeof kl) : m.matmul_isa ? m.matmul_isa : "unknown");
 }

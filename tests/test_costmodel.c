@@ -292,3 +292,23 @@ Test(costmodel, fit_recovers_the_per_eval_context_term)
     cr_assert(strstr(err.msg, "ctx0_us"), "%s", err.msg);
     unlink(path);
 }
+
+/* A cost profile is keyed by the kernels that produced it: the GGUF-layout AVX2 kernels
+   (ARBOR_NO_PACK) run at other speeds than the packed ones, so their label differs. */
+#include "genutil.h"
+Test(costmodel, fingerprint_names_the_weight_layout)
+{
+    if (!arb_cpu_kernels("avx2") || strcmp(arb_cpu_kernels("avx2"), "avx2"))
+        cr_skip_test("no AVX2 on this CPU");
+    arb_load_opts lo = arb_load_default_opts();
+    lo.isa = "avx2";
+    char kl[32], a[200], b[200];
+    cr_assert_str_eq(arb_gen_kernels_label(&lo, kl, sizeof kl), "avx2");
+    arb_cost_fingerprint(a, sizeof a, "cpu x", kl, 1, "m", 1e6);
+    lo.no_pack = true;
+    cr_assert_str_eq(arb_gen_kernels_label(&lo, kl, sizeof kl), "avx2-nopack");
+    arb_cost_fingerprint(b, sizeof b, "cpu x", kl, 1, "m", 1e6);
+    cr_assert_str_neq(a, b);
+    lo.isa = "scalar"; /* the scalar kernels never read a packed copy */
+    cr_assert_str_eq(arb_gen_kernels_label(&lo, kl, sizeof kl), "scalar");
+}
