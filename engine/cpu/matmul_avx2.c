@@ -69,10 +69,39 @@ AI void kern_raw(const mm_job *j, int r, int t0, const int NT)
     }
 }
 
+/* Sum of the 8 int32 lanes (exact in any order). */
+AI int32_t hsum8_epi32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* The 8 six-bit scales and mins of a Q4_K block from its 12 packed bytes (ggml's
+   get_scale_min_k4 for k = 0..7, mm_q4k_scale_min), all at once: bytes 0-7 of *sc the
+   scales, of *mn the mins. Pure bit moves, so the same values. */
+AI void q4k_scales_mins(const uint8_t *q, uint64_t *sc, uint64_t *mn)
+{
+    uint32_t u[3];
+    memcpy(u, q, 12);
+    const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+    /* k < 4: scale q[k] & 63, min q[k+4] & 63; k >= 4: scale (q[k+4] & 15) | (q[k-4] >> 6) << 4,
+       min (q[k+4] >> 4) | (q[k] >> 6) << 4 */
+    const uint32_t s_lo = u[0] & m6, m_lo = u[1] & m6;
+    const uint32_t s_hi = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
+    const uint32_t m_hi = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
+    *sc = (uint64_t)s_lo | (uint64_t)s_hi << 32;
+    *mn = (uint64_t)m_lo | (uint64_t)m_hi << 32;
+}
+
 /* Q4_K x Q8_K. Per 256-block: integer sum of sc_s * (codes . q) over the 8
    sub-blocks in 8 int32 lanes, and the scalar min sum m_s * (sum of q over the
    sub-block), from the activation's 16-element group sums. y = sum d*dx*isum -
-   sum dmin*dx*msum. */
+   sum dmin*dx*msum. Per row and block the scales are decoded once for the token
+   group (12 bytes, bit moves) and kept as the 8 madd multipliers; the min sum is one
+   int32 multiply of 16 lanes (mins against the 16 group sums) and a lane sum — exact
+   integers, so the same values as the scalar sum they replace. */
 AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT)
 {
     const arb_block_q4_k *row = (const arb_block_q4_k *)((const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes);
@@ -85,9 +114,17 @@ AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT)
     }
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int b = 0; b < nb; b++) {
-        uint8_t sc[8], mn[8];
-        for (int s = 0; s < 8; s++)
-            mm_q4k_scale_min(s, row[b].scales, &sc[s], &mn[s]);
+        uint64_t sc8, mn8;
+        q4k_scales_mins(row[b].scales, &sc8, &mn8);
+        const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc8));
+        __m256i scv[8];
+        for (int s2 = 0; s2 < 8; s2++) /* scale of sub-block s2 in every int16 lane: its dword, then its half */
+            scv[s2] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(s2 / 2)),
+                                          _mm256_set1_epi16(s2 & 1 ? 0x0302 : 0x0100));
+        /* mins per 16-element group: group g belongs to sub-block g / 2 */
+        const __m256i mn32 = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn8));
+        const __m256i mg0 = _mm256_permutevar8x32_epi32(mn32, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+        const __m256i mg1 = _mm256_permutevar8x32_epi32(mn32, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
         const float d = f16(row[b].d), dmin = f16(row[b].dmin);
         __m256i wl[4], wh[4];
         for (int c = 0; c < 4; c++) {
@@ -102,12 +139,12 @@ AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT)
             for (int c = 0; c < 4; c++) {
                 const __m256i pl = _mm256_maddubs_epi16(wl[c], _mm256_loadu_si256((const __m256i *)(x + 64 * c)));
                 const __m256i ph = _mm256_maddubs_epi16(wh[c], _mm256_loadu_si256((const __m256i *)(x + 64 * c + 32)));
-                is = _mm256_add_epi32(is, _mm256_madd_epi16(pl, _mm256_set1_epi16(sc[2 * c])));
-                is = _mm256_add_epi32(is, _mm256_madd_epi16(ph, _mm256_set1_epi16(sc[2 * c + 1])));
+                is = _mm256_add_epi32(is, _mm256_madd_epi16(pl, scv[2 * c]));
+                is = _mm256_add_epi32(is, _mm256_madd_epi16(ph, scv[2 * c + 1]));
             }
-            int32_t ms = 0;
-            for (int s = 0; s < 8; s++)
-                ms += mn[s] * (gs[2 * s] + gs[2 * s + 1]);
+            const int32_t ms = hsum8_epi32(
+                _mm256_add_epi32(_mm256_mullo_epi32(mg0, _mm256_loadu_si256((const __m256i *)gs)),
+                                 _mm256_mullo_epi32(mg1, _mm256_loadu_si256((const __m256i *)(gs + 8)))));
             const float dx = mm_d(j, t0 + k)[b];
             acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(is), acc[k]);
             accm[k] = _mm_fmadd_ss(_mm_set_ss(dmin * dx), _mm_set_ss((float)ms), accm[k]);
@@ -118,7 +155,8 @@ AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT)
 }
 
 /* Q6_K x Q8_K: 6-bit codes u (value u - 32), 16 int8 scales per 256-block. The
-   integer block sum is sum_g sc_g * (u . q)_g - 32 * sum_g sc_g * (sum q)_g. */
+   integer block sum is sum_g sc_g * (u . q)_g - 32 * sum_g sc_g * (sum q)_g; the
+   correction's 16 products are one int32 multiply of two vectors and a lane sum. */
 AI void kern_q6_k(const mm_job *j, int r, int t0, const int NT)
 {
     const arb_block_q6_k *row = (const arb_block_q6_k *)((const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes);
@@ -130,6 +168,9 @@ AI void kern_q6_k(const mm_job *j, int r, int t0, const int NT)
     for (int b = 0; b < nb; b++) {
         const float d = f16(row[b].d);
         __m256i u[8], scv[8]; /* part i of half h at 4h+i: 32 codes, and their 2 scales */
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)row[b].scales);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8); /* the 16 scales as int16 */
+        const __m256i sg0 = _mm256_cvtepi8_epi32(sc8), sg1 = _mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8));
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = row[b].ql + 64 * h, *qh = row[b].qh + 32 * h;
             const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
@@ -141,9 +182,10 @@ AI void kern_q6_k(const mm_job *j, int r, int t0, const int NT)
                                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4));
             u[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4));
-            for (int i = 0; i < 4; i++) {
-                const int16_t sa = row[b].scales[8 * h + 2 * i], sb = row[b].scales[8 * h + 2 * i + 1];
-                scv[4 * h + i] = _mm256_setr_epi16(sa, sa, sa, sa, sa, sa, sa, sa, sb, sb, sb, sb, sb, sb, sb, sb);
+            for (int i = 0; i < 4; i++) { /* scales g = 8h+2i (lanes 0-7) and g+1 (lanes 8-15): dword g/2 */
+                const __m256i q = _mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(4 * h + i));
+                scv[4 * h + i] = _mm256_permute2x128_si256(_mm256_shuffle_epi8(q, _mm256_set1_epi16(0x0100)),
+                                                           _mm256_shuffle_epi8(q, _mm256_set1_epi16(0x0302)), 0x20);
             }
         }
         for (int k = 0; k < NT; k++) {
@@ -155,9 +197,9 @@ AI void kern_q6_k(const mm_job *j, int r, int t0, const int NT)
                     const __m256i p = _mm256_maddubs_epi16(u[4 * h + i], _mm256_loadu_si256((const __m256i *)(x + 128 * h + 32 * i)));
                     is = _mm256_add_epi32(is, _mm256_madd_epi16(p, scv[4 * h + i]));
                 }
-            int32_t corr = 0;
-            for (int g = 0; g < 16; g++)
-                corr += row[b].scales[g] * gs[g];
+            const int32_t corr = hsum8_epi32(
+                _mm256_add_epi32(_mm256_mullo_epi32(sg0, _mm256_loadu_si256((const __m256i *)gs)),
+                                 _mm256_mullo_epi32(sg1, _mm256_loadu_si256((const __m256i *)(gs + 8)))));
             is = _mm256_sub_epi32(is, _mm256_setr_epi32(32 * corr, 0, 0, 0, 0, 0, 0, 0));
             const float dx = mm_d(j, t0 + k)[b];
             acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(is), acc[k]);
