@@ -38,7 +38,13 @@ mm_layout arb_mm_layout(uint32_t type, int n_in)
     l.off_isum = align64(l.off_d + nb * sizeof(float));
     l.off_fsum = align64(l.off_isum + ng * sizeof(int32_t));
     l.off_corr = align64(l.off_fsum + nb * sizeof(float));
-    l.stride = align64(l.off_corr + (l.B == 32 ? nb * sizeof(int32_t) : 0));
+    if (l.B == 32) {
+        l.stride = align64(l.off_corr + nb * sizeof(int32_t));
+        return l;
+    }
+    l.off_s16 = l.off_corr;
+    l.off_s32 = align64(l.off_s16 + ng * sizeof(int16_t));
+    l.stride = align64(l.off_s32 + (size_t)n_in / 32 * sizeof(int16_t));
     return l;
 }
 
@@ -102,6 +108,15 @@ void arb_mm_quant_scalar(const float *x, int n_in, const mm_layout *l, uint8_t *
    Q4_0/Q8_0 weights (corr_c = 8 / 128), corr = -corr_c * isum (matmul_int.h). */
 static void quant_finish(int n_in, const mm_layout *l, uint8_t *dst, int corr_c)
 {
+    if (l->B == 256) { /* the group sums again as int16, per 16 and per 32 elements */
+        const int32_t *isum = (const int32_t *)(dst + l->off_isum);
+        int16_t *s16 = (int16_t *)(dst + l->off_s16), *s32 = (int16_t *)(dst + l->off_s32);
+        for (int g = 0; g < n_in / 16; g++)
+            s16[g] = (int16_t)isum[g];
+        for (int g = 0; g < n_in / 32; g++)
+            s32[g] = (int16_t)(isum[2 * g] + isum[2 * g + 1]);
+        return;
+    }
     if (l->B != 32)
         return;
     float *d = (float *)(dst + l->off_d);
@@ -368,6 +383,8 @@ bool arb_matmul_reads_packed(const mm_impl *k, const arb_qmat *w)
     const mm_impl *p = k ? k : impl();
     if (!arb_matmul_pack_bytes(w))
         return false;
+    if (w->type == ARB_TYPE_Q4_K) /* both families run the AVX2 K-quant kernels */
+        return p == &arb_mm_avx512 || p == &arb_mm_avx2;
     if (p == &arb_mm_avx512)
         return true;
     return p == &arb_mm_avx2 && (w->type == ARB_TYPE_Q4_0 || w->type == ARB_TYPE_Q4_1);

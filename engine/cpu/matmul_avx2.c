@@ -95,23 +95,24 @@ AI void q4k_scales_mins(const uint8_t *q, uint64_t *sc, uint64_t *mn)
     *mn = (uint64_t)m_lo | (uint64_t)m_hi << 32;
 }
 
-/* Q4_K x Q8_K. Per 256-block: integer sum of sc_s * (codes . q) over the 8
-   sub-blocks in 8 int32 lanes, and the scalar min sum m_s * (sum of q over the
-   sub-block), from the activation's 16-element group sums. y = sum d*dx*isum -
-   sum dmin*dx*msum. Per row and block the scales are decoded once for the token
-   group (12 bytes, bit moves) and kept as the 8 madd multipliers; the min sum is one
-   int32 multiply of 16 lanes (mins against the 16 group sums) and a lane sum — exact
-   integers, so the same values as the scalar sum they replace. */
+/* Q4_K x Q8_K. Per 256-block the exact int32 block sum isum = sum_s sc_s * (codes . q)_s
+   (8 madd lanes, then their exact sum) and the exact min sum msum = sum_s m_s * (sum of q
+   over sub-block s); the float sequence of a (row, token) pair is, from 0 and blocks in
+   order,
+       acc = fma(d * dx, (float)isum, acc)      accm = fma(dmin * dx, (float)msum, accm)
+       y   = acc - accm
+   — one rounding chain per pair, which the packed row-lane kernel (below) computes lane
+   for lane, so a model gives the same bits with or without its packed copy. Per row
+   and block the scales are decoded once for the token group (12 bytes, bit moves) and
+   kept as the 8 madd multipliers; the min sum is one int32 multiply of 16 lanes (mins
+   against the 16 group sums) and a lane sum. */
 AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT)
 {
     const arb_block_q4_k *row = (const arb_block_q4_k *)((const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes);
     const int nb = j->w->n_in / 256;
-    __m256 acc[4];
-    __m128 accm[4];
-    for (int k = 0; k < NT; k++) {
-        acc[k] = _mm256_setzero_ps();
-        accm[k] = _mm_setzero_ps();
-    }
+    __m128 acc[4], accm[4];
+    for (int k = 0; k < NT; k++)
+        acc[k] = accm[k] = _mm_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int b = 0; b < nb; b++) {
         uint64_t sc8, mn8;
@@ -146,12 +147,108 @@ AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT)
                 _mm256_add_epi32(_mm256_mullo_epi32(mg0, _mm256_loadu_si256((const __m256i *)gs)),
                                  _mm256_mullo_epi32(mg1, _mm256_loadu_si256((const __m256i *)(gs + 8)))));
             const float dx = mm_d(j, t0 + k)[b];
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(is), acc[k]);
-            accm[k] = _mm_fmadd_ss(_mm_set_ss(dmin * dx), _mm_set_ss((float)ms), accm[k]);
+            acc[k] = _mm_fmadd_ss(_mm_set_ss(d * dx), _mm_cvtsi32_ss(_mm_setzero_ps(), hsum8_epi32(is)), acc[k]);
+            accm[k] = _mm_fmadd_ss(_mm_set_ss(dmin * dx), _mm_cvtsi32_ss(_mm_setzero_ps(), ms), accm[k]);
         }
     }
     for (int k = 0; k < NT; k++)
-        j->y[(size_t)(t0 + k) * j->w->n_out + r] = _mm_cvtss_f32(_mm_sub_ss(_mm_set_ss(hsum8(acc[k])), accm[k]));
+        j->y[(size_t)(t0 + k) * j->w->n_out + r] = _mm_cvtss_f32(_mm_sub_ss(acc[k], accm[k]));
+}
+
+/* Q4_K on the packed copy (matmul_pack.c): rows row0..row0+7 (one half of a 16-row
+   group), tokens t0..t0+T-1. Lane l is row l. Per sub-block s, 8 steps of "the step's
+   codes (a 32-byte load, low or high nibbles) maddubs the token's 4 activation codes
+   broadcast", summed in int16 (exact: 8 x 2 x 15 x 127 = 30480), then one madd by the
+   rows' scales of s (int16 pairs) into the int32 block sum; the min sum is 4 madds of
+   the rows' min pairs against the token's 32-element sums (int16 pairs, s32 of the
+   activation layout). Then the float sequence of kern_q4_k, lane for lane. */
+#define MM_K_TG 4
+AI void q4k_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int row0, int t0, const int T,
+                 const uint8_t *pf)
+{
+    const size_t ho = (row0 & 8) ? MM_Q4K_HALF : 0, st = j->lay.stride;
+    const size_t od = j->lay.off_d, o32 = j->lay.off_s32;
+    const uint8_t *a0 = j->act + (size_t)t0 * st;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[MM_K_TG], accm[MM_K_TG];
+    for (int k = 0; k < T; k++)
+        acc[k] = accm[k] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *p = grp + (size_t)b * gb + ho;
+        if (pf) /* the same block of the next row group (this half's share of it) */
+            for (size_t o = 0; o < MM_Q4K_HALF; o += 64)
+                _mm_prefetch((const char *)(pf + (size_t)b * gb + ho + o), _MM_HINT_T0);
+        __m256i is[MM_K_TG];
+        for (int k = 0; k < T; k++)
+            is[k] = _mm256_setzero_si256();
+        for (int s2 = 0; s2 < 8; s2++) {
+            const uint8_t *cp = p + (size_t)(s2 / 2) * 256;
+            __m256i w[8];
+#pragma GCC unroll 8
+            for (int q = 0; q < 8; q++) {
+                const __m256i v = _mm256_load_si256((const __m256i *)(cp + 32 * q));
+                w[q] = _mm256_and_si256(s2 & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
+            }
+            const __m256i sc32 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 1024 + 8 * s2)));
+            const __m256i scv = _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16)); /* (sc, sc) per row lane */
+#pragma GCC unroll 4
+            for (int k = 0; k < T; k++) {
+                const uint8_t *xk = a0 + (size_t)k * st + 256 * (size_t)b + 32 * (size_t)s2;
+                __m256i a16 = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(*(const int32_t *)xk));
+#pragma GCC unroll 7
+                for (int q = 1; q < 8; q++)
+                    a16 = _mm256_add_epi16(a16, _mm256_maddubs_epi16(w[q], _mm256_set1_epi32(*(const int32_t *)(xk + 4 * q))));
+                is[k] = _mm256_add_epi32(is[k], _mm256_madd_epi16(a16, scv));
+            }
+        }
+        __m256i mn[4];
+        for (int q = 0; q < 4; q++)
+            mn[q] = _mm256_cvtepu8_epi16(_mm_load_si128((const __m128i *)(p + 1088 + 16 * q)));
+        const __m256 dv = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(p + 1152)));
+        const __m256 dmv = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(p + 1168)));
+#pragma GCC unroll 4
+        for (int k = 0; k < T; k++) {
+            const uint8_t *ak = a0 + (size_t)k * st;
+            const int32_t *sp = (const int32_t *)(ak + o32) + 4 * (size_t)b; /* s32 pairs (2q, 2q+1) */
+            __m256i ms = _mm256_madd_epi16(mn[0], _mm256_set1_epi32(sp[0]));
+            for (int q = 1; q < 4; q++)
+                ms = _mm256_add_epi32(ms, _mm256_madd_epi16(mn[q], _mm256_set1_epi32(sp[q])));
+            const __m256 dx = _mm256_set1_ps(*(const float *)(ak + od + 4 * (size_t)b));
+            acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dv, dx), _mm256_cvtepi32_ps(is[k]), acc[k]);
+            accm[k] = _mm256_fmadd_ps(_mm256_mul_ps(dmv, dx), _mm256_cvtepi32_ps(ms), accm[k]);
+        }
+    }
+    const size_t n_out = (size_t)j->w->n_out;
+    const int live = (int)n_out - row0 < 8 ? (int)n_out - row0 : 8;
+    for (int k = 0; k < T; k++) {
+        float l[8];
+        _mm256_storeu_ps(l, _mm256_sub_ps(acc[k], accm[k]));
+        memcpy(j->y + (size_t)(t0 + k) * n_out + row0, l, sizeof(float) * (size_t)live);
+    }
+}
+
+/* Packed Q4_K rows r0..r1-1 (r0 a multiple of 16): per 8-row half, token groups of
+   MM_K_TG, then the rest. */
+static void q4k_packed_rows(const mm_job *j, int r0, int r1)
+{
+    const mm_packed_geom g = mm_packed_geom_of(j->w);
+    const size_t gb = mm_packed_group_bytes(&g);
+    for (int rb = r0; rb < r1; rb += 16) {
+        const uint8_t *grp = (const uint8_t *)j->w->packed + (size_t)(rb / 16) * g.nb * gb;
+        const uint8_t *nx = rb + 16 < j->w->n_out ? grp + (size_t)g.nb * gb : NULL;
+        for (int row0 = rb; row0 < r1 && row0 < rb + 16; row0 += 8) {
+            const uint8_t *pf = nx;
+            int t = 0;
+            for (; t + MM_K_TG <= j->n_tok; t += MM_K_TG, pf = NULL)
+                q4k_half(j, grp, gb, g.nb, row0, t, MM_K_TG, pf);
+            switch (j->n_tok - t) {
+            case 3: q4k_half(j, grp, gb, g.nb, row0, t, 3, pf); break;
+            case 2: q4k_half(j, grp, gb, g.nb, row0, t, 2, pf); break;
+            case 1: q4k_half(j, grp, gb, g.nb, row0, t, 1, pf); break;
+            default: break;
+            }
+        }
+    }
 }
 
 /* Q6_K x Q8_K: 6-bit codes u (value u - 32), 16 int8 scales per 256-block. The
@@ -913,7 +1010,14 @@ static void rows_q4_1(const mm_job *j, int r0, int r1) { rows_b32(j, r0, r1, 0);
 static void rows_q4_0(const mm_job *j, int r0, int r1) { rows_b32(j, r0, r1, 1); }
 static void rows_q8_0(const mm_job *j, int r0, int r1) { rows_b32(j, r0, r1, 2); }
 static void rows_raw(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_RAW) }
-static void rows_q4_k(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q4_K) }
+static void rows_q4_k(const mm_job *j, int r0, int r1)
+{
+    if (j->w->packed) {
+        q4k_packed_rows(j, r0, r1);
+        return;
+    }
+    ROWS_LOOP(K_Q4_K)
+}
 static void rows_q6_k(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q6_K) }
 
 const mm_impl arb_mm_avx2 = {

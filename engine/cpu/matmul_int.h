@@ -8,6 +8,10 @@
  *     float   fsum[n_in / B]  at off_fsum       d * (sum of q over the block), B = 32 only
  *     int32_t corr[n_in / B]  at off_corr       B = 32 only, for the AVX-512 kernels on packed
  *                             Q4_0/Q8_0 weights: -C * (sum of q over the block), C = 8 / 128
+ *     int16_t s16[n_in / 16]  at off_s16        B = 256 only: isum again as int16 (|sum| <= 2032)
+ *     int16_t s32[n_in / 32]  at off_s32        B = 256 only: sums of q over each 32 elements,
+ *                             int16 (|sum| <= 4064): the row-lane K-quant kernels read pairs of
+ *                             them as one int32 broadcast for a madd against the rows' mins
  * For B = 32, d, isum and fsum are padded with zeros to nb16 = ceil(nb/16)*16 blocks,
  * so a kernel may read a whole vector or pair of blocks past the end.
  * B = 32, G = 32 for Q4_0/Q4_1/Q8_0 weights (the Q8_0 scheme, scale kept in f32);
@@ -32,6 +36,8 @@ typedef struct mm_layout {
     size_t off_isum;
     size_t off_fsum;
     size_t off_corr;
+    size_t off_s16;   /* B = 256 only (0 otherwise) */
+    size_t off_s32;
     size_t stride;    /* bytes per activation row (multiple of 64) */
 } mm_layout;
 
@@ -81,11 +87,11 @@ static inline void mm_q4k_scale_min(int k, const uint8_t *q, uint8_t *sc, uint8_
     }
 }
 
-/* Geometry of a packed matrix (matmul_pack.c, which documents the layout):
-   cb = code bytes of one group (16 rows x one block; 0: no packed form), bsz = GGUF
-   block bytes, nb blocks per row. */
+/* Geometry of a packed matrix (matmul_pack.c, which documents the layouts):
+   cb = code bytes of one group (16 rows x one block; 0: no packed form), gb = all its
+   bytes, bsz = GGUF block bytes, nb blocks per row. */
 typedef struct mm_packed_geom {
-    int cb, bsz, nb;
+    int cb, gb, bsz, nb;
 } mm_packed_geom;
 
 static inline mm_packed_geom mm_packed_geom_of(const arb_qmat *w)
@@ -99,14 +105,22 @@ static inline mm_packed_geom mm_packed_geom_of(const arb_qmat *w)
         g = (mm_packed_geom){.cb = 256, .bsz = 20};
     else if (w->type == ARB_TYPE_Q8_0)
         g = (mm_packed_geom){.cb = 512, .bsz = 34};
-    else
+    else if (w->type == ARB_TYPE_Q4_K && w->n_in % 256 == 0) {
+        /* two 8-row halves of MM_Q4K_HALF bytes: 1024 of codes, 64 of scales, 64 of mins, 32 of d/dmin */
+        g = (mm_packed_geom){.cb = 2048, .gb = 2 * 1184, .bsz = 144, .nb = w->n_in / 256};
         return g;
+    } else
+        return g;
+    g.gb = g.cb + 64; /* 32-blocks: codes, then 64 bytes of scales */
     g.nb = w->n_in / 32;
     return g;
 }
 
-/* Bytes of one group (16 rows x one block): codes, then 64 of scales. */
-static inline size_t mm_packed_group_bytes(const mm_packed_geom *g) { return (size_t)g->cb + 64; }
+/* Q4_K packed: bytes of one 8-row half of a group (matmul_pack.c). */
+#define MM_Q4K_HALF 1184
+
+/* Bytes of one group (16 rows x one block). */
+static inline size_t mm_packed_group_bytes(const mm_packed_geom *g) { return (size_t)g->gb; }
 
 /* Row-block height for batched tiling: rows whose weights stay in L1/L2 while a
    group of tokens streams over them. Changing it never changes results. */

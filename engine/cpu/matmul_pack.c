@@ -16,6 +16,17 @@
  *             the GGUF's packed nibbles (low nibble = element 4q+i, high = 16+4q+i).
  *     scales  16 fp16 d, then 16 fp16 m (Q4_1) or zeros
  * Rows past n_out in the last group are zeros.
+ *
+ * Q4_K (read by the AVX2 row-lane kernel, matmul_avx2.c, in both families): a group
+ * of 16 rows and one 256-block is two 8-row halves of MM_Q4K_HALF = 1184 bytes, the
+ * block's 6-bit scales and mins decoded once here (ggml's get_scale_min_k4):
+ *     codes   1024: for c = 0..3, q = 0..7, 32 bytes at (8c + q) * 32 holding bytes
+ *             32c + 4q .. + 3 of row l's qs in bytes 4l..4l+3 (low nibbles: sub-block
+ *             2c, elements 4q..; high nibbles: sub-block 2c + 1)
+ *     scales  64 at 1024: byte 8s + l = scale of sub-block s of row l
+ *     mins    64 at 1088: byte 16p + 2l + e = min of sub-block 2p + e of row l (pairs,
+ *             so that one widening gives the int16 pairs of a madd)
+ *     d, dmin 8 fp16 each at 1152 and 1168.
  */
 #include <string.h>
 
@@ -38,11 +49,39 @@ static void put_codes(const mm_packed_geom *g, uint32_t type, const uint8_t *blk
             cp[64 * s + 4 * l + i] = type == ARB_TYPE_Q8_0 ? (uint8_t)(q[4 * s + i] ^ 0x80u) : q[4 * s + i];
 }
 
+/* Q4_K: row r's blocks into lane r % 8 of their halves (layout above). */
+static void pack_q4_k(const arb_qmat *w, const mm_packed_geom *g, void *dst)
+{
+    const size_t gb = mm_packed_group_bytes(g);
+    for (int r = 0; r < w->n_out; r++) {
+        const arb_block_q4_k *row = (const arb_block_q4_k *)((const uint8_t *)w->data + (size_t)r * w->row_bytes);
+        const int l = r % 8;
+        for (int b = 0; b < g->nb; b++) {
+            uint8_t *hp = (uint8_t *)dst + ((size_t)(r / 16) * g->nb + b) * gb + (size_t)((r / 8) % 2) * MM_Q4K_HALF;
+            for (int c = 0; c < 4; c++)
+                for (int q = 0; q < 8; q++)
+                    memcpy(hp + (8 * c + q) * 32 + 4 * l, row[b].qs + 32 * c + 4 * q, 4);
+            for (int s = 0; s < 8; s++) {
+                uint8_t sc, mn;
+                mm_q4k_scale_min(s, row[b].scales, &sc, &mn);
+                hp[1024 + 8 * s + l] = sc;
+                hp[1088 + 16 * (s / 2) + 2 * l + s % 2] = mn;
+            }
+            memcpy(hp + 1152 + 2 * l, &row[b].d, 2);
+            memcpy(hp + 1168 + 2 * l, &row[b].dmin, 2);
+        }
+    }
+}
+
 void arb_matmul_pack(const arb_qmat *w, void *dst)
 {
     const mm_packed_geom g = mm_packed_geom_of(w);
     const size_t gb = mm_packed_group_bytes(&g);
     memset(dst, 0, arb_matmul_pack_bytes(w)); /* rows past n_out */
+    if (w->type == ARB_TYPE_Q4_K) {
+        pack_q4_k(w, &g, dst);
+        return;
+    }
     for (int r = 0; r < w->n_out; r++) {
         const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
         const int l = r % 16;
