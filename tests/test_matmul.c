@@ -410,21 +410,24 @@ Test(matmul, unpacked_matrix_uses_avx2_kernel)
     }
     arb_qmat small = {.type = ARB_TYPE_Q4_1, .n_in = 100, .n_out = 2, .row_bytes = 0, .data = NULL};
     cr_assert_eq(arb_matmul_pack_bytes(&small), 0, "n_in not a whole number of blocks: no packed form");
-    small.type = ARB_TYPE_Q6_K;
+    small.type = ARB_TYPE_Q5_K;
     small.n_in = 512;
-    cr_assert_eq(arb_matmul_pack_bytes(&small), 0, "Q6_K: no packed form");
-    small.type = ARB_TYPE_Q4_K; /* two 8-row halves of 1184 bytes per 16 rows and 256-block */
+    cr_assert_eq(arb_matmul_pack_bytes(&small), 0, "Q5_K: no packed form");
+    small.type = ARB_TYPE_Q4_K; /* two 8-row halves of 1184 (Q6_K: 1728) bytes per 16 rows and 256-block */
     small.n_out = 17;
     cr_assert_eq(arb_matmul_pack_bytes(&small), 2 * (512 / 256) * 2 * 1184);
+    small.type = ARB_TYPE_Q6_K;
+    cr_assert_eq(arb_matmul_pack_bytes(&small), 2 * (512 / 256) * 2 * 1728);
     arb_matmul_force_isa("auto");
 }
 
-/* The AVX2 Q4_0/Q4_1/Q4_K kernels read a packed copy when the matrix has one (row
-   lanes, matmul_avx2.c) and the GGUF rows otherwise (pair tiles, token lanes; Q4_K's
-   row-by-row kernel): the same bits for every token count, with 1 and 3 threads, at the
-   int16 limit of the step sums (codes 15 against activation codes +-127: 8 steps x 2 x
-   15 x 127 = 30480; Q4_K also with scales and mins 63) and on random codes, with a
-   partial last row group and rows wider than the token lanes. */
+/* The AVX2 Q4_0/Q4_1/Q4_K/Q6_K kernels read a packed copy when the matrix has one (row
+   lanes, matmul_avx2.c) and the GGUF rows otherwise (pair tiles, token lanes; the
+   K-quants' row-by-row kernels): the same bits for every token count, with 1 and 3
+   threads, at the int16 limits of the step sums (codes 15 against activation codes
+   +-127: 8 steps x 2 x 15 x 127 = 30480; Q4_K also with scales and mins 63; Q6_K codes
+   63 over 2 steps, 32004, scales 127 and -128) and on random codes, with a partial last
+   row group and rows wider than the token lanes. */
 Test(matmul, avx2_packed_equals_gguf_layout)
 {
     rng_state = 9;
@@ -433,24 +436,30 @@ Test(matmul, avx2_packed_equals_gguf_layout)
         cr_skip("no AVX2 on this CPU");
     }
     enum { NT = 40 };
-    static const uint32_t pt[] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1, ARB_TYPE_Q4_K};
+    static const uint32_t pt[] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1, ARB_TYPE_Q4_K, ARB_TYPE_Q6_K};
     static const int shapes[][2] = {{576, 45}, {1536, 19}, {32 * 60, 8}, {512, 45}, {2048, 19}, {256, 8}};
     arb_threadpool *tp3 = NULL;
     cr_assert_eq(arb_threadpool_new(3, &tp3, NULL), ARB_OK);
-    for (int a = 0; a < 3; a++)
-        for (int sh = pt[a] == ARB_TYPE_Q4_K ? 3 : 0; sh < (pt[a] == ARB_TYPE_Q4_K ? 6 : 3); sh++) {
-            const int nin = shapes[sh][0], nout = shapes[sh][1], kq = pt[a] == ARB_TYPE_Q4_K;
-            const int B = kq ? 256 : 32, bsz = kq ? 144 : pt[a] == ARB_TYPE_Q4_1 ? 20 : 18;
+    for (int a = 0; a < 4; a++) {
+        const int kq = pt[a] == ARB_TYPE_Q4_K || pt[a] == ARB_TYPE_Q6_K;
+        for (int sh = kq ? 3 : 0; sh < (kq ? 6 : 3); sh++) {
+            const int nin = shapes[sh][0], nout = shapes[sh][1];
+            const int B = kq ? 256 : 32, bsz = (int)arb_type_block_bytes(pt[a]);
             size_t rb;
             uint8_t *w = random_weights(pt[a], nin, nout, &rb);
             for (int o = 0; o < nout; o += 3) /* every third row: all codes 15 (or 0 for Q4_0: -8);
-                                                 Q4_K: scales and mins 63 too */
+                                                 Q4_K: scales and mins 63; Q6_K: codes 63 (+31),
+                                                 scales 127 or -128 */
                 for (int b = 0; b < nin / B; b++) {
                     uint8_t *blk = w + (size_t)o * rb + (size_t)b * bsz;
-                    if (kq)
+                    if (pt[a] == ARB_TYPE_Q4_K) {
                         memset(blk + 4, 0xFF, 12 + 128);
-                    else
+                    } else if (pt[a] == ARB_TYPE_Q6_K) {
+                        memset(blk, 0xFF, 128 + 64);
+                        memset(blk + 192, o % 2 ? 0x80 : 0x7F, 16);
+                    } else {
                         memset(blk + bsz - 16, o % 2 ? 0x00 : 0xFF, 16);
+                    }
                 }
             arb_qmat m = {.type = pt[a], .n_in = nin, .n_out = nout, .row_bytes = rb, .data = w};
             float *x = malloc(sizeof(float) * (size_t)nin * NT);
@@ -479,6 +488,7 @@ Test(matmul, avx2_packed_equals_gguf_layout)
             }
             free(w); free(x); free(y0); free(y1); free(work);
         }
+    }
     arb_threadpool_free(tp3);
     arb_matmul_force_isa("auto");
 }

@@ -383,7 +383,7 @@ bool arb_matmul_reads_packed(const mm_impl *k, const arb_qmat *w)
     const mm_impl *p = k ? k : impl();
     if (!arb_matmul_pack_bytes(w))
         return false;
-    if (w->type == ARB_TYPE_Q4_K) /* both families run the AVX2 K-quant kernels */
+    if (w->type == ARB_TYPE_Q4_K || w->type == ARB_TYPE_Q6_K) /* both families run the AVX2 K-quant kernels */
         return p == &arb_mm_avx512 || p == &arb_mm_avx2;
     if (p == &arb_mm_avx512)
         return true;

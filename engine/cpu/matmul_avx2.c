@@ -227,40 +227,18 @@ AI void q4k_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int row
     }
 }
 
-/* Packed Q4_K rows r0..r1-1 (r0 a multiple of 16): per 8-row half, token groups of
-   MM_K_TG, then the rest. */
-static void q4k_packed_rows(const mm_job *j, int r0, int r1)
-{
-    const mm_packed_geom g = mm_packed_geom_of(j->w);
-    const size_t gb = mm_packed_group_bytes(&g);
-    for (int rb = r0; rb < r1; rb += 16) {
-        const uint8_t *grp = (const uint8_t *)j->w->packed + (size_t)(rb / 16) * g.nb * gb;
-        const uint8_t *nx = rb + 16 < j->w->n_out ? grp + (size_t)g.nb * gb : NULL;
-        for (int row0 = rb; row0 < r1 && row0 < rb + 16; row0 += 8) {
-            const uint8_t *pf = nx;
-            int t = 0;
-            for (; t + MM_K_TG <= j->n_tok; t += MM_K_TG, pf = NULL)
-                q4k_half(j, grp, gb, g.nb, row0, t, MM_K_TG, pf);
-            switch (j->n_tok - t) {
-            case 3: q4k_half(j, grp, gb, g.nb, row0, t, 3, pf); break;
-            case 2: q4k_half(j, grp, gb, g.nb, row0, t, 2, pf); break;
-            case 1: q4k_half(j, grp, gb, g.nb, row0, t, 1, pf); break;
-            default: break;
-            }
-        }
-    }
-}
-
-/* Q6_K x Q8_K: 6-bit codes u (value u - 32), 16 int8 scales per 256-block. The
-   integer block sum is sum_g sc_g * (u . q)_g - 32 * sum_g sc_g * (sum q)_g; the
-   correction's 16 products are one int32 multiply of two vectors and a lane sum. */
+/* Q6_K x Q8_K: 6-bit codes u (value u - 32), 16 int8 scales per 256-block. The exact
+   int32 block sum is isum = sum_g sc_g * (u . q)_g - 32 * sum_g sc_g * (sum q)_g (the
+   correction's 16 products are one int32 multiply of two vectors and a lane sum), and the
+   float sequence of a (row, token) pair is acc = fma(d * dx, (float)isum, acc) from 0,
+   blocks in order — the packed row-lane kernel's, lane for lane. */
 AI void kern_q6_k(const mm_job *j, int r, int t0, const int NT)
 {
     const arb_block_q6_k *row = (const arb_block_q6_k *)((const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes);
     const int nb = j->w->n_in / 256;
-    __m256 acc[4];
+    __m128 acc[4];
     for (int k = 0; k < NT; k++)
-        acc[k] = _mm256_setzero_ps();
+        acc[k] = _mm_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
     for (int b = 0; b < nb; b++) {
         const float d = f16(row[b].d);
@@ -297,14 +275,124 @@ AI void kern_q6_k(const mm_job *j, int r, int t0, const int NT)
             const int32_t corr = hsum8_epi32(
                 _mm256_add_epi32(_mm256_mullo_epi32(sg0, _mm256_loadu_si256((const __m256i *)gs)),
                                  _mm256_mullo_epi32(sg1, _mm256_loadu_si256((const __m256i *)(gs + 8)))));
-            is = _mm256_sub_epi32(is, _mm256_setr_epi32(32 * corr, 0, 0, 0, 0, 0, 0, 0));
             const float dx = mm_d(j, t0 + k)[b];
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(is), acc[k]);
+            acc[k] = _mm_fmadd_ss(_mm_set_ss(d * dx), _mm_cvtsi32_ss(_mm_setzero_ps(), hsum8_epi32(is) - 32 * corr), acc[k]);
         }
     }
     for (int k = 0; k < NT; k++)
-        j->y[(size_t)(t0 + k) * j->w->n_out + r] = hsum8(acc[k]);
+        j->y[(size_t)(t0 + k) * j->w->n_out + r] = _mm_cvtss_f32(acc[k]);
 }
+
+/* Q6_K on the packed copy (matmul_pack.c): rows row0..row0+7, tokens t0..t0+T-1, lane
+   l = row l. Per 32 elements (part k of half n) the 8 steps' codes are rebuilt from the
+   two planes (low nibble | top 2 bits << 4, 0..63); per 16 elements (one scale) and
+   token, 4 maddubs against the broadcast activation codes, summed two by two in int16
+   (exact: 2 steps x 2 x 63 x 127 = 32004), each pair of steps madd'ed by the rows' scale
+   into the int32 block sum; the correction is 8 madds of the rows' scale pairs against
+   the token's 16-element sums (s16 pairs). Then kern_q6_k's float sequence per lane. */
+AI void q6k_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int row0, int t0, const int T,
+                 const uint8_t *pf)
+{
+    const size_t ho = (row0 & 8) ? MM_Q6K_HALF : 0, st = j->lay.stride;
+    const size_t od = j->lay.off_d, o16 = j->lay.off_s16;
+    const uint8_t *a0 = j->act + (size_t)t0 * st;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    /* per dword (a row): its low int16 in both halves, or its high one (vpshufb indexes
+       within a 128-bit lane, so each dword names its own bytes) */
+    const __m256i lo16 = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                          0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+    const __m256i hi16 = _mm256_setr_epi8(2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15,
+                                          2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+    __m256 acc[MM_K_TG];
+    for (int k = 0; k < T; k++)
+        acc[k] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *p = grp + (size_t)b * gb + ho;
+        if (pf)
+            for (size_t o = 0; o < MM_Q6K_HALF; o += 64)
+                _mm_prefetch((const char *)(pf + (size_t)b * gb + ho + o), _MM_HINT_T0);
+        __m256i is[MM_K_TG];
+        for (int k = 0; k < T; k++)
+            is[k] = _mm256_setzero_si256();
+        for (int n = 0; n < 2; n++)
+            for (int part = 0; part < 4; part++) {
+                __m256i w[8];
+#pragma GCC unroll 8
+                for (int q = 0; q < 8; q++) {
+                    const __m256i l4 = _mm256_load_si256((const __m256i *)(p + (16 * n + 8 * (part & 1) + q) * 32));
+                    const __m256i h2 = _mm256_load_si256((const __m256i *)(p + 1024 + (8 * n + q) * 32));
+                    const __m256i lo = _mm256_and_si256(part >= 2 ? _mm256_srli_epi16(l4, 4) : l4, m4);
+                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(h2, 2 * part), m2);
+                    w[q] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+                }
+                /* the rows' scale pair (8n + 2 part, + 1), then each scale in both int16 halves */
+                const __m256i sp = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 1536 + 16 * (4 * n + part))));
+                const __m256i sa = _mm256_shuffle_epi8(sp, lo16), sb = _mm256_shuffle_epi8(sp, hi16);
+#pragma GCC unroll 4
+                for (int k = 0; k < T; k++) {
+                    const int32_t *x = (const int32_t *)(a0 + (size_t)k * st + 256 * (size_t)b + 128 * (size_t)n + 32 * (size_t)part);
+                    const __m256i p0 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], _mm256_set1_epi32(x[0])),
+                                                        _mm256_maddubs_epi16(w[1], _mm256_set1_epi32(x[1])));
+                    const __m256i p1 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], _mm256_set1_epi32(x[2])),
+                                                        _mm256_maddubs_epi16(w[3], _mm256_set1_epi32(x[3])));
+                    const __m256i p2 = _mm256_add_epi16(_mm256_maddubs_epi16(w[4], _mm256_set1_epi32(x[4])),
+                                                        _mm256_maddubs_epi16(w[5], _mm256_set1_epi32(x[5])));
+                    const __m256i p3 = _mm256_add_epi16(_mm256_maddubs_epi16(w[6], _mm256_set1_epi32(x[6])),
+                                                        _mm256_maddubs_epi16(w[7], _mm256_set1_epi32(x[7])));
+                    is[k] = _mm256_add_epi32(is[k], _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(p0, sa), _mm256_madd_epi16(p1, sa)),
+                                                                     _mm256_add_epi32(_mm256_madd_epi16(p2, sb), _mm256_madd_epi16(p3, sb))));
+                }
+            }
+        __m256i scp[8];
+        for (int q = 0; q < 8; q++)
+            scp[q] = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(p + 1536 + 16 * q)));
+        const __m256 dv = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(p + 1664)));
+#pragma GCC unroll 4
+        for (int k = 0; k < T; k++) {
+            const uint8_t *ak = a0 + (size_t)k * st;
+            const int32_t *gp = (const int32_t *)(ak + o16) + 8 * (size_t)b; /* s16 pairs (2q, 2q+1) */
+            __m256i corr = _mm256_madd_epi16(scp[0], _mm256_set1_epi32(gp[0]));
+            for (int q = 1; q < 8; q++)
+                corr = _mm256_add_epi32(corr, _mm256_madd_epi16(scp[q], _mm256_set1_epi32(gp[q])));
+            const __m256i isum = _mm256_sub_epi32(is[k], _mm256_slli_epi32(corr, 5));
+            const __m256 dx = _mm256_set1_ps(*(const float *)(ak + od + 4 * (size_t)b));
+            acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dv, dx), _mm256_cvtepi32_ps(isum), acc[k]);
+        }
+    }
+    const size_t n_out = (size_t)j->w->n_out;
+    const int live = (int)n_out - row0 < 8 ? (int)n_out - row0 : 8;
+    for (int k = 0; k < T; k++) {
+        float l[8];
+        _mm256_storeu_ps(l, acc[k]);
+        memcpy(j->y + (size_t)(t0 + k) * n_out + row0, l, sizeof(float) * (size_t)live);
+    }
+}
+
+/* Packed K-quant rows r0..r1-1 (r0 a multiple of 16): per 8-row half, token groups of
+   MM_K_TG, then the rest. kind: 0 = Q4_K, 1 = Q6_K. */
+#define KCALL(nt) (kind == 0 ? q4k_half(j, grp, gb, g.nb, row0, t, nt, pf) : q6k_half(j, grp, gb, g.nb, row0, t, nt, pf))
+AI void kquant_packed_rows(const mm_job *j, int r0, int r1, const int kind)
+{
+    const mm_packed_geom g = mm_packed_geom_of(j->w);
+    const size_t gb = mm_packed_group_bytes(&g);
+    for (int rb = r0; rb < r1; rb += 16) {
+        const uint8_t *grp = (const uint8_t *)j->w->packed + (size_t)(rb / 16) * g.nb * gb;
+        const uint8_t *nx = rb + 16 < j->w->n_out ? grp + (size_t)g.nb * gb : NULL;
+        for (int row0 = rb; row0 < r1 && row0 < rb + 16; row0 += 8) {
+            const uint8_t *pf = nx;
+            int t = 0;
+            for (; t + MM_K_TG <= j->n_tok; t += MM_K_TG, pf = NULL)
+                KCALL(MM_K_TG);
+            switch (j->n_tok - t) {
+            case 3: KCALL(3); break;
+            case 2: KCALL(2); break;
+            case 1: KCALL(1); break;
+            default: break;
+            }
+        }
+    }
+}
+#undef KCALL
 
 /* Blocks of 32 (Q4_0/Q4_1/Q8_0 weights) in three passes, so that the divisions run
    8 blocks per instruction instead of two scalar divisions per block: block maxima
@@ -1013,12 +1101,19 @@ static void rows_raw(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_RAW) }
 static void rows_q4_k(const mm_job *j, int r0, int r1)
 {
     if (j->w->packed) {
-        q4k_packed_rows(j, r0, r1);
+        kquant_packed_rows(j, r0, r1, 0);
         return;
     }
     ROWS_LOOP(K_Q4_K)
 }
-static void rows_q6_k(const mm_job *j, int r0, int r1) { ROWS_LOOP(K_Q6_K) }
+static void rows_q6_k(const mm_job *j, int r0, int r1)
+{
+    if (j->w->packed) {
+        kquant_packed_rows(j, r0, r1, 1);
+        return;
+    }
+    ROWS_LOOP(K_Q6_K)
+}
 
 const mm_impl arb_mm_avx2 = {
     .name = "avx2",

@@ -109,6 +109,10 @@ static inline mm_packed_geom mm_packed_geom_of(const arb_qmat *w)
         /* two 8-row halves of MM_Q4K_HALF bytes: 1024 of codes, 64 of scales, 64 of mins, 32 of d/dmin */
         g = (mm_packed_geom){.cb = 2048, .gb = 2 * 1184, .bsz = 144, .nb = w->n_in / 256};
         return g;
+    } else if (w->type == ARB_TYPE_Q6_K && w->n_in % 256 == 0) {
+        /* two 8-row halves of MM_Q6K_HALF bytes: 1024 + 512 of code planes, 128 of scales, 16 of d, padding */
+        g = (mm_packed_geom){.cb = 3072, .gb = 2 * 1728, .bsz = 210, .nb = w->n_in / 256};
+        return g;
     } else
         return g;
     g.gb = g.cb + 64; /* 32-blocks: codes, then 64 bytes of scales */
@@ -116,8 +120,9 @@ static inline mm_packed_geom mm_packed_geom_of(const arb_qmat *w)
     return g;
 }
 
-/* Q4_K packed: bytes of one 8-row half of a group (matmul_pack.c). */
+/* Q4_K / Q6_K packed: bytes of one 8-row half of a group (matmul_pack.c). */
 #define MM_Q4K_HALF 1184
+#define MM_Q6K_HALF 1728
 
 /* Bytes of one group (16 rows x one block). */
 static inline size_t mm_packed_group_bytes(const mm_packed_geom *g) { return (size_t)g->gb; }

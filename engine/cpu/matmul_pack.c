@@ -27,6 +27,17 @@
  *     mins    64 at 1088: byte 16p + 2l + e = min of sub-block 2p + e of row l (pairs,
  *             so that one widening gives the int16 pairs of a madd)
  *     d, dmin 8 fp16 each at 1152 and 1168.
+ *
+ * Q6_K (the same kernels' row lanes): two 8-row halves of MM_Q6K_HALF = 1728 bytes per
+ * 16 rows and block, the GGUF bytes moved (1680 of 1728 used):
+ *     low plane  1024: for n = 0..1, q = 0..15, 32 bytes at (16n + q) * 32 holding bytes
+ *                64n + 4q .. + 3 of row l's ql in bytes 4l..4l+3 (low nibbles: the low 4
+ *                bits of elements 128n + 4q.., high nibbles: of 128n + 64 + 4q..)
+ *     high plane 512 at 1024: for n, q' = 0..7, 32 bytes at 1024 + (8n + q') * 32 holding
+ *                bytes 32n + 4q' .. + 3 of row l's qh (bits 2k..2k+1: the top 2 bits of
+ *                elements 128n + 32k + 4q'..)
+ *     scales     128 at 1536: byte 16p + 2l + e = scale 2p + e of row l (int8, pairs)
+ *     d          8 fp16 at 1664.
  */
 #include <string.h>
 
@@ -73,6 +84,28 @@ static void pack_q4_k(const arb_qmat *w, const mm_packed_geom *g, void *dst)
     }
 }
 
+/* Q6_K: row r's blocks into lane r % 8 of their halves (layout above). */
+static void pack_q6_k(const arb_qmat *w, const mm_packed_geom *g, void *dst)
+{
+    const size_t gb = mm_packed_group_bytes(g);
+    for (int r = 0; r < w->n_out; r++) {
+        const arb_block_q6_k *row = (const arb_block_q6_k *)((const uint8_t *)w->data + (size_t)r * w->row_bytes);
+        const int l = r % 8;
+        for (int b = 0; b < g->nb; b++) {
+            uint8_t *hp = (uint8_t *)dst + ((size_t)(r / 16) * g->nb + b) * gb + (size_t)((r / 8) % 2) * MM_Q6K_HALF;
+            for (int n = 0; n < 2; n++) {
+                for (int q = 0; q < 16; q++)
+                    memcpy(hp + (16 * n + q) * 32 + 4 * l, row[b].ql + 64 * n + 4 * q, 4);
+                for (int q = 0; q < 8; q++)
+                    memcpy(hp + 1024 + (8 * n + q) * 32 + 4 * l, row[b].qh + 32 * n + 4 * q, 4);
+            }
+            for (int gi = 0; gi < 16; gi++)
+                hp[1536 + 16 * (gi / 2) + 2 * l + gi % 2] = (uint8_t)row[b].scales[gi];
+            memcpy(hp + 1664 + 2 * l, &row[b].d, 2);
+        }
+    }
+}
+
 void arb_matmul_pack(const arb_qmat *w, void *dst)
 {
     const mm_packed_geom g = mm_packed_geom_of(w);
@@ -80,6 +113,10 @@ void arb_matmul_pack(const arb_qmat *w, void *dst)
     memset(dst, 0, arb_matmul_pack_bytes(w)); /* rows past n_out */
     if (w->type == ARB_TYPE_Q4_K) {
         pack_q4_k(w, &g, dst);
+        return;
+    }
+    if (w->type == ARB_TYPE_Q6_K) {
+        pack_q6_k(w, &g, dst);
         return;
     }
     for (int r = 0; r < w->n_out; r++) {
