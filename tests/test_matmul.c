@@ -427,8 +427,9 @@ Test(matmul, unpacked_matrix_uses_avx2_kernel)
    threads, at the int16 limits of the step sums (codes 15 against activation codes
    +-127: 8 steps x 2 x 15 x 127 = 30480; Q4_K also with scales and mins 63; Q6_K codes
    63 over 2 steps, 32004, scales 127 and -128) and on random codes, with a partial last
-   row group and rows wider than the token lanes. */
-Test(matmul, avx2_packed_equals_gguf_layout)
+   row group and rows wider than the token lanes. For the K-quants the AVX-512 family
+   (its own Q4_K kernel on the packed copy) must give the same bits as well. */
+Test(matmul, packed_equals_avx2_gguf_layout)
 {
     rng_state = 9;
     if (arb_matmul_force_isa("avx2") != ARB_OK) {
@@ -469,21 +470,29 @@ Test(matmul, avx2_packed_equals_gguf_layout)
             for (int t = 0; t < NT; t++)
                 for (int i = 0; i < nin; i++) /* tokens 0, 3, 6..: every block's codes +-127 */
                     x[(size_t)t * nin + i] = t % 3 ? rndf() * 2.0f : (t % 2 ? -1.0f : 1.0f);
-            for (int n = 1; n <= NT; n += n < 17 ? 1 : 23) {
-                for (int th = 0; th < 2; th++) {
-                    arb_threadpool *tp = th ? tp3 : NULL;
-                    m.packed = NULL;
-                    memset(y0, 0xff, sizeof(float) * (size_t)nout * NT);
-                    arb_matmul(tp, &m, x, n, y0, work);
-                    void *pk = attach_packed(&m);
-                    cr_assert(pk);
-                    memset(y1, 0xff, sizeof(float) * (size_t)nout * NT);
-                    arb_matmul(tp, &m, x, n, y1, work);
-                    free(pk);
-                    m.packed = NULL;
-                    cr_assert(!memcmp(y0, y1, sizeof(float) * (size_t)nout * (size_t)n),
-                              "%s %dx%d, %d tokens, %d threads: packed avx2 differs from the GGUF layout",
-                              arb_type_name(pt[a]), nout, nin, n, th ? 3 : 1);
+            /* K-quants: the AVX-512 family's own Q4_K kernel on the packed copy (and the AVX2
+               kernels it falls back to) must give these bits too: one float sequence */
+            for (int fam = 0; fam < (kq ? 2 : 1); fam++) {
+                if (arb_matmul_force_isa(fam ? "avx512" : "avx2") != ARB_OK)
+                    continue;
+                for (int n = 1; n <= NT; n += n < 17 ? 1 : 23) {
+                    for (int th = 0; th < 2; th++) {
+                        arb_threadpool *tp = th ? tp3 : NULL;
+                        m.packed = NULL;
+                        arb_matmul_force_isa("avx2"); /* the reference: avx2, GGUF layout */
+                        memset(y0, 0xff, sizeof(float) * (size_t)nout * NT);
+                        arb_matmul(tp, &m, x, n, y0, work);
+                        void *pk = attach_packed(&m);
+                        cr_assert(pk);
+                        arb_matmul_force_isa(fam ? "avx512" : "avx2");
+                        memset(y1, 0xff, sizeof(float) * (size_t)nout * NT);
+                        arb_matmul(tp, &m, x, n, y1, work);
+                        free(pk);
+                        m.packed = NULL;
+                        cr_assert(!memcmp(y0, y1, sizeof(float) * (size_t)nout * (size_t)n),
+                                  "%s %dx%d, %d tokens, %d threads: packed %s differs from the avx2 GGUF layout",
+                                  arb_type_name(pt[a]), nout, nin, n, th ? 3 : 1, fam ? "avx512" : "avx2");
+                    }
                 }
             }
             free(w); free(x); free(y0); free(y1); free(work);

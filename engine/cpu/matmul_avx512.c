@@ -114,6 +114,101 @@ AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, 
         _mm512_mask_storeu_ps(j->y + (size_t)(t0 + k) * n_out + rb, live, acc[k]);
 }
 
+/* Q4_K on the AVX2 kernels' packed copy (matmul_pack.c: two 8-row halves per 16 rows and
+   256-block), 16 rows per pass, lane l = row l: a step's 16 rows are the two halves'
+   32-byte vectors side by side. Per sub-block s of 32 elements and token, 8 vpdpbusd of
+   the step's codes (low or high nibbles) against the token's 4 activation bytes leave
+   the exact dot product per row; one vpmulld by the rows' scales adds it to the int32
+   block sum. The min sum is 4 vpdpwssd of the rows' min pairs against the token's
+   32-element sums (int16 pairs). Then the AVX2 kernels' float sequence, lane for lane
+   (matmul_avx2.c, kern_q4_k): the integers are the same, so the bits are too, and a
+   matrix without a packed copy (the AVX2 row-by-row kernel) gives the same results. */
+#define K_TG 4 /* tokens per pass (8 spill: 2.5x slower) */
+AI __m512i load_halves(const uint8_t *h0, const uint8_t *h1)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i *)h0)),
+                              _mm256_load_si256((const __m256i *)h1), 1);
+}
+AI __m256i load_halves128(const uint8_t *h0, const uint8_t *h1)
+{
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_load_si128((const __m128i *)h0)),
+                                   _mm_load_si128((const __m128i *)h1), 1);
+}
+
+AI void q4k_group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, const int T)
+{
+    const size_t n_out = (size_t)j->w->n_out, gb = mm_packed_group_bytes(g), st = j->lay.stride;
+    const uint8_t *base = (const uint8_t *)j->w->packed + (size_t)(rb / 16) * g->nb * gb;
+    const __mmask16 live = (__mmask16)((1u << (re - rb)) - 1u);
+    const uint8_t *a0 = j->act + (size_t)t0 * st;
+    const size_t od = j->lay.off_d, o32 = j->lay.off_s32;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[K_TG], accm[K_TG];
+    for (int k = 0; k < T; k++)
+        acc[k] = accm[k] = _mm512_setzero_ps();
+    for (int b = 0; b < g->nb; b++) {
+        const uint8_t *p0 = base + (size_t)b * gb, *p1 = p0 + MM_Q4K_HALF;
+        if (t0 == 0 && rb + 16 < (int)n_out) /* the same block of the next row group */
+            for (size_t o = 0; o < gb; o += 64)
+                _mm_prefetch((const char *)(p0 + (size_t)g->nb * gb + o), _MM_HINT_T0);
+        __m512i is[K_TG];
+        for (int k = 0; k < T; k++)
+            is[k] = _mm512_setzero_si512();
+        for (int s2 = 0; s2 < 8; s2++) {
+            const size_t co = (size_t)(s2 / 2) * 256;
+            __m512i ds[K_TG];
+            for (int k = 0; k < T; k++)
+                ds[k] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+            for (int q = 0; q < 8; q++) {
+                const __m512i v = load_halves(p0 + co + 32 * q, p1 + co + 32 * q);
+                const __m512i w = _mm512_and_si512(s2 & 1 ? _mm512_srli_epi16(v, 4) : v, m4);
+#pragma GCC unroll 4
+                for (int k = 0; k < T; k++)
+                    ds[k] = dpbusd_bcast(ds[k], w, (const int32_t *)(a0 + (size_t)k * st + 256 * (size_t)b + 32 * (size_t)s2 + 4 * (size_t)q));
+            }
+            const __m512i sc = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(p0 + 1024 + 8 * s2)),
+                                                                       _mm_loadl_epi64((const __m128i *)(p1 + 1024 + 8 * s2))));
+            for (int k = 0; k < T; k++)
+                is[k] = _mm512_add_epi32(is[k], _mm512_mullo_epi32(ds[k], sc));
+        }
+        __m512i mn[4];
+        for (int q = 0; q < 4; q++)
+            mn[q] = _mm512_cvtepu8_epi16(load_halves128(p0 + 1088 + 16 * q, p1 + 1088 + 16 * q));
+        const __m512 dv = _mm512_cvtph_ps(load_halves128(p0 + 1152, p1 + 1152));
+        const __m512 dmv = _mm512_cvtph_ps(load_halves128(p0 + 1168, p1 + 1168));
+        for (int k = 0; k < T; k++) {
+            const uint8_t *ak = a0 + (size_t)k * st;
+            const int32_t *sp = (const int32_t *)(ak + o32) + 4 * (size_t)b; /* s32 pairs (2q, 2q+1) */
+            __m512i ms = _mm512_setzero_si512();
+            for (int q = 0; q < 4; q++)
+                ms = _mm512_dpwssd_epi32(ms, mn[q], _mm512_set1_epi32(sp[q]));
+            const __m512 dx = _mm512_set1_ps(*(const float *)(ak + od + 4 * (size_t)b));
+            acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(dv, dx), _mm512_cvtepi32_ps(is[k]), acc[k]);
+            accm[k] = _mm512_fmadd_ps(_mm512_mul_ps(dmv, dx), _mm512_cvtepi32_ps(ms), accm[k]);
+        }
+    }
+    for (int k = 0; k < T; k++)
+        _mm512_mask_storeu_ps(j->y + (size_t)(t0 + k) * n_out + rb, live, _mm512_sub_ps(acc[k], accm[k]));
+}
+
+static void rows_q4_k(const mm_job *j, int r0, int r1)
+{
+    const mm_packed_geom g = mm_packed_geom_of(j->w);
+    for (int rb = r0; rb < r1; rb += 16) {
+        const int re = rb + 16 < r1 ? rb + 16 : r1;
+        int t = 0;
+        for (; t + K_TG <= j->n_tok; t += K_TG)
+            q4k_group(j, &g, rb, re, t, K_TG);
+        switch (j->n_tok - t) {
+        case 3: q4k_group(j, &g, rb, re, t, 3); break;
+        case 2: q4k_group(j, &g, rb, re, t, 2); break;
+        case 1: q4k_group(j, &g, rb, re, t, 1); break;
+        default: break;
+        }
+    }
+}
+
 /* Row groups x token groups of 8, then one group of 1-7 (8 accumulators stay in
    registers; 16 were spilled and measured 3-7 % slower). */
 #define FOR_TOKEN_GROUPS(CALL)                                                  \
@@ -149,10 +244,10 @@ static void rows_q4_1(const mm_job *j, int r0, int r1) { ROWS_LOOP(0) }
 static void rows_q4_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(1) }
 static void rows_q8_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(2) }
 
-/* Packed Q4_0/Q4_1/Q8_0 only; matmul.c sends everything else to the AVX2 kernels. */
+/* Packed Q4_0/Q4_1/Q8_0/Q4_K only; matmul.c sends everything else to the AVX2 kernels. */
 const mm_impl arb_mm_avx512 = {
     .name = "avx512vnni",
-    .q4_0 = rows_q4_0, .q4_1 = rows_q4_1, .q8_0 = rows_q8_0,
+    .q4_0 = rows_q4_0, .q4_1 = rows_q4_1, .q8_0 = rows_q8_0, .q4_k = rows_q4_k,
 };
 
 #else
