@@ -192,22 +192,97 @@ AI void q4k_group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int 
         _mm512_mask_storeu_ps(j->y + (size_t)(t0 + k) * n_out + rb, live, _mm512_sub_ps(acc[k], accm[k]));
 }
 
-static void rows_q4_k(const mm_job *j, int r0, int r1)
+/* Q6_K on the packed copy (two 8-row halves per 16 rows and block, matmul_pack.c), 16
+   rows per pass: per 32 elements the 8 steps' codes rebuilt from the two bit planes
+   (low nibble | top 2 bits << 4); per 16 elements (one scale) and token, 4 vpdpbusd give
+   the exact dot product per row, one vpmulld by the rows' scale adds it to the block
+   sum; the correction is 8 vpdpwssd of the rows' scale pairs against the token's
+   16-element sums. Then the AVX2 kernels' float sequence (kern_q6_k), lane for lane. */
+AI void q6k_group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, const int T)
+{
+    const size_t n_out = (size_t)j->w->n_out, gb = mm_packed_group_bytes(g), st = j->lay.stride;
+    const uint8_t *base = (const uint8_t *)j->w->packed + (size_t)(rb / 16) * g->nb * gb;
+    const __mmask16 live = (__mmask16)((1u << (re - rb)) - 1u);
+    const uint8_t *a0 = j->act + (size_t)t0 * st;
+    const size_t od = j->lay.off_d, o16 = j->lay.off_s16;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03);
+    __m512 acc[K_TG];
+    for (int k = 0; k < T; k++)
+        acc[k] = _mm512_setzero_ps();
+    for (int b = 0; b < g->nb; b++) {
+        const uint8_t *p0 = base + (size_t)b * gb, *p1 = p0 + MM_Q6K_HALF;
+        if (t0 == 0 && rb + 16 < (int)n_out)
+            for (size_t o = 0; o < gb; o += 64)
+                _mm_prefetch((const char *)(p0 + (size_t)g->nb * gb + o), _MM_HINT_T0);
+        __m512i is[K_TG];
+        for (int k = 0; k < T; k++)
+            is[k] = _mm512_setzero_si512();
+        for (int n = 0; n < 2; n++)
+            for (int part = 0; part < 4; part++) {
+                __m512i w[8];
+#pragma GCC unroll 8
+                for (int q = 0; q < 8; q++) {
+                    const size_t lo_o = (size_t)(16 * n + 8 * (part & 1) + q) * 32, hi_o = 1024 + (size_t)(8 * n + q) * 32;
+                    const __m512i l4 = load_halves(p0 + lo_o, p1 + lo_o), h2 = load_halves(p0 + hi_o, p1 + hi_o);
+                    const __m512i lo = _mm512_and_si512(part >= 2 ? _mm512_srli_epi16(l4, 4) : l4, m4);
+                    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(h2, 2 * part), m2);
+                    w[q] = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+                }
+                /* scales 8n + 2 part (steps 0-3) and + 1 (steps 4-7) of the 16 rows, as int32 */
+                const size_t so = 1536 + 16 * (size_t)(4 * n + part);
+                const __m512i sp = _mm512_cvtepi8_epi16(load_halves128(p0 + so, p1 + so));
+                const __m512i sa = _mm512_srai_epi32(_mm512_slli_epi32(sp, 16), 16), sb = _mm512_srai_epi32(sp, 16);
+#pragma GCC unroll 4
+                for (int k = 0; k < T; k++) {
+                    const int32_t *x = (const int32_t *)(a0 + (size_t)k * st + 256 * (size_t)b + 128 * (size_t)n + 32 * (size_t)part);
+                    __m512i da = _mm512_setzero_si512(), db = _mm512_setzero_si512();
+                    for (int q = 0; q < 4; q++) {
+                        da = dpbusd_bcast(da, w[q], x + q);
+                        db = dpbusd_bcast(db, w[4 + q], x + 4 + q);
+                    }
+                    is[k] = _mm512_add_epi32(is[k], _mm512_add_epi32(_mm512_mullo_epi32(da, sa), _mm512_mullo_epi32(db, sb)));
+                }
+            }
+        __m512i scp[8];
+        for (int q = 0; q < 8; q++)
+            scp[q] = _mm512_cvtepi8_epi16(load_halves128(p0 + 1536 + 16 * q, p1 + 1536 + 16 * q));
+        const __m512 dv = _mm512_cvtph_ps(load_halves128(p0 + 1664, p1 + 1664));
+        for (int k = 0; k < T; k++) {
+            const uint8_t *ak = a0 + (size_t)k * st;
+            const int32_t *gp = (const int32_t *)(ak + o16) + 8 * (size_t)b; /* s16 pairs (2q, 2q+1) */
+            __m512i corr = _mm512_setzero_si512();
+            for (int q = 0; q < 8; q++)
+                corr = _mm512_dpwssd_epi32(corr, scp[q], _mm512_set1_epi32(gp[q]));
+            const __m512i isum = _mm512_sub_epi32(is[k], _mm512_slli_epi32(corr, 5));
+            const __m512 dx = _mm512_set1_ps(*(const float *)(ak + od + 4 * (size_t)b));
+            acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(dv, dx), _mm512_cvtepi32_ps(isum), acc[k]);
+        }
+    }
+    for (int k = 0; k < T; k++)
+        _mm512_mask_storeu_ps(j->y + (size_t)(t0 + k) * n_out + rb, live, acc[k]);
+}
+
+/* K-quant row groups x token groups of K_TG, then the rest. kind: 0 = Q4_K, 1 = Q6_K. */
+#define KG(nt) (kind == 0 ? q4k_group(j, &g, rb, re, t, nt) : q6k_group(j, &g, rb, re, t, nt))
+AI void kquant_rows(const mm_job *j, int r0, int r1, const int kind)
 {
     const mm_packed_geom g = mm_packed_geom_of(j->w);
     for (int rb = r0; rb < r1; rb += 16) {
         const int re = rb + 16 < r1 ? rb + 16 : r1;
         int t = 0;
         for (; t + K_TG <= j->n_tok; t += K_TG)
-            q4k_group(j, &g, rb, re, t, K_TG);
+            KG(K_TG);
         switch (j->n_tok - t) {
-        case 3: q4k_group(j, &g, rb, re, t, 3); break;
-        case 2: q4k_group(j, &g, rb, re, t, 2); break;
-        case 1: q4k_group(j, &g, rb, re, t, 1); break;
+        case 3: KG(3); break;
+        case 2: KG(2); break;
+        case 1: KG(1); break;
         default: break;
         }
     }
 }
+#undef KG
+static void rows_q4_k(const mm_job *j, int r0, int r1) { kquant_rows(j, r0, r1, 0); }
+static void rows_q6_k(const mm_job *j, int r0, int r1) { kquant_rows(j, r0, r1, 1); }
 
 /* Row groups x token groups of 8, then one group of 1-7 (8 accumulators stay in
    registers; 16 were spilled and measured 3-7 % slower). */
@@ -244,10 +319,10 @@ static void rows_q4_1(const mm_job *j, int r0, int r1) { ROWS_LOOP(0) }
 static void rows_q4_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(1) }
 static void rows_q8_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(2) }
 
-/* Packed Q4_0/Q4_1/Q8_0/Q4_K only; matmul.c sends everything else to the AVX2 kernels. */
+/* Packed Q4_0/Q4_1/Q8_0/Q4_K/Q6_K only; matmul.c sends everything else to the AVX2 kernels. */
 const mm_impl arb_mm_avx512 = {
     .name = "avx512vnni",
-    .q4_0 = rows_q4_0, .q4_1 = rows_q4_1, .q8_0 = rows_q8_0, .q4_k = rows_q4_k,
+    .q4_0 = rows_q4_0, .q4_1 = rows_q4_1, .q8_0 = rows_q8_0, .q4_k = rows_q4_k, .q6_k = rows_q6_k,
 };
 
 #else
