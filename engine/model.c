@@ -115,7 +115,7 @@ static const arb_gguf_tensor *find_t(const arb_model *m, const char *name, bool 
 static bool matmul_type(uint32_t t)
 {
     return t == ARB_TYPE_F32 || t == ARB_TYPE_F16 || t == ARB_TYPE_Q4_0 || t == ARB_TYPE_Q4_1 ||
-           t == ARB_TYPE_Q8_0 || t == ARB_TYPE_Q4_K || t == ARB_TYPE_Q6_K ||
+           t == ARB_TYPE_Q8_0 || t == ARB_TYPE_Q4_K || t == ARB_TYPE_Q5_K || t == ARB_TYPE_Q6_K ||
            t == ARB_TYPE_Q5_0; /* widened to Q8_0 at load (widen_q5_0) */
 }
 
@@ -131,7 +131,7 @@ static int bind_mat(const arb_model *m, const char *name, int n_in, int n_out, a
                        n_out);
     if (!matmul_type(t->type))
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
-                       "%s: tensor '%s': type %s not supported for matrices (F32 F16 Q4_0 Q4_1 Q5_0 Q8_0 Q4_K Q6_K)",
+                       "%s: tensor '%s': type %s not supported for matrices (F32 F16 Q4_0 Q4_1 Q5_0 Q8_0 Q4_K Q5_K Q6_K)",
                        m->path, name, arb_type_name(t->type));
     out->type = t->type;
     out->n_in = n_in;

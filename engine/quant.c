@@ -18,6 +18,7 @@ _Static_assert(sizeof(arb_block_q4_0) == 18, "q4_0 block");
 _Static_assert(sizeof(arb_block_q4_1) == 20, "q4_1 block");
 _Static_assert(sizeof(arb_block_q8_0) == 34, "q8_0 block");
 _Static_assert(sizeof(arb_block_q4_k) == 144, "q4_K block");
+_Static_assert(sizeof(arb_block_q5_k) == 176, "q5_K block");
 _Static_assert(sizeof(arb_block_q6_k) == 210, "q6_K block");
 
 typedef struct type_info {
@@ -34,7 +35,7 @@ static const type_info type_table[] = {
     [ARB_TYPE_Q5_0] = {"Q5_0", 32, 22, true},    [ARB_TYPE_Q5_1] = {"Q5_1", 32, 24, false},
     [ARB_TYPE_Q8_0] = {"Q8_0", 32, 34, true},     [ARB_TYPE_Q8_1] = {"Q8_1", 32, 36, true},
     [ARB_TYPE_Q2_K] = {"Q2_K", 256, 84, false},   [ARB_TYPE_Q3_K] = {"Q3_K", 256, 110, false},
-    [ARB_TYPE_Q4_K] = {"Q4_K", 256, 144, true},   [ARB_TYPE_Q5_K] = {"Q5_K", 256, 176, false},
+    [ARB_TYPE_Q4_K] = {"Q4_K", 256, 144, true},   [ARB_TYPE_Q5_K] = {"Q5_K", 256, 176, true},
     [ARB_TYPE_Q6_K] = {"Q6_K", 256, 210, true},   [ARB_TYPE_Q8_K] = {"Q8_K", 256, 292, true},
     [ARB_TYPE_IQ2_XXS] = {"IQ2_XXS", 256, 66, false}, [ARB_TYPE_IQ2_XS] = {"IQ2_XS", 256, 74, false},
     [ARB_TYPE_IQ3_XXS] = {"IQ3_XXS", 256, 98, false}, [ARB_TYPE_IQ1_S] = {"IQ1_S", 256, 50, false},
@@ -253,6 +254,28 @@ static void dq_q4_k(const uint8_t *b, float *y, size_t nb)
     }
 }
 
+/* Q5_K: Q4_K's scales and mins, plus a fifth bit per element: bit s of qh[l] is the
+   16s of element l of sub-block s (ggml's dequantize_row_q5_K: u1 = 1 << 2c for the
+   low nibbles of chunk c, u2 = 2 << 2c for the high ones). */
+static void dq_q5_k(const uint8_t *b, float *y, size_t nb)
+{
+    for (size_t i = 0; i < nb; i++, b += 176) {
+        const float d = rdh(b), min = rdh(b + 2);
+        const uint8_t *sc = b + 4, *qh = b + 16, *q = b + 48;
+        uint8_t s, m;
+        for (int j = 0, is = 0; j < ARB_QK_K; j += 64, is += 2, q += 32) {
+            scale_min_k4(is, sc, &s, &m);
+            const float d1 = d * s, m1 = min * m;
+            scale_min_k4(is + 1, sc, &s, &m);
+            const float d2 = d * s, m2 = min * m;
+            for (int l = 0; l < 32; l++)
+                *y++ = d1 * ((q[l] & 0xf) | ((qh[l] >> is) & 1) << 4) - m1;
+            for (int l = 0; l < 32; l++)
+                *y++ = d2 * ((q[l] >> 4) | ((qh[l] >> (is + 1)) & 1) << 4) - m2;
+        }
+    }
+}
+
 static void dq_q6_k(const uint8_t *b, float *y, size_t nb)
 {
     for (size_t i = 0; i < nb; i++, b += 210) {
@@ -311,6 +334,7 @@ void arb_dequant_row(uint32_t type, const void *src, float *dst, size_t n)
     case ARB_TYPE_Q8_0: dq_q8(b, dst, nb, 34, 2); break;
     case ARB_TYPE_Q8_1: dq_q8(b, dst, nb, 36, 4); break;
     case ARB_TYPE_Q4_K: dq_q4_k(b, dst, nb); break;
+    case ARB_TYPE_Q5_K: dq_q5_k(b, dst, nb); break;
     case ARB_TYPE_Q6_K: dq_q6_k(b, dst, nb); break;
     case ARB_TYPE_Q8_K: dq_q8_k(b, dst, nb); break;
     default: break;

@@ -42,6 +42,7 @@ typedef struct { uint16_t d; uint8_t qs[ARB_QK4_0 / 2]; } arb_block_q4_0;       
 typedef struct { uint16_t d, m; uint8_t qs[ARB_QK4_1 / 2]; } arb_block_q4_1;       /* 20 B */
 typedef struct { uint16_t d; int8_t qs[ARB_QK8_0]; } arb_block_q8_0;               /* 34 B */
 typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[ARB_QK_K / 2]; } arb_block_q4_k; /* 144 B */
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[ARB_QK_K / 8]; uint8_t qs[ARB_QK_K / 2]; } arb_block_q5_k; /* 176 B */
 typedef struct { uint8_t ql[ARB_QK_K / 2]; uint8_t qh[ARB_QK_K / 4]; int8_t scales[ARB_QK_K / 16]; uint16_t d; } arb_block_q6_k; /* 210 B */
 
 bool arb_type_known(uint32_t type);          /* one of the types above */

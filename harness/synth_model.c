@@ -30,7 +30,7 @@ static const shape shapes[] = {
 typedef struct qtype { const char *name; uint32_t id; int blk_elems, blk_bytes; } qtype;
 static const qtype qtypes[] = {
     {"q4_0", 2, 32, 18}, {"q4_1", 3, 32, 20}, {"q8_0", 8, 32, 34},
-    {"q4_k", 12, 256, 144}, {"q6_k", 14, 256, 210}, {"f16", 1, 1, 2},
+    {"q4_k", 12, 256, 144}, {"q5_k", 13, 256, 176}, {"q6_k", 14, 256, 210}, {"f16", 1, 1, 2},
 };
 
 typedef struct wr {
@@ -66,8 +66,11 @@ static uint16_t to_half(float f)
     memcpy(&u, &f, 4);
     const uint32_t sign = (u >> 16) & 0x8000;
     const int e = (int)((u >> 23) & 0xff) - 127 + 15;
-    if (e <= 0)
-        return (uint16_t)sign;
+    if (e <= 0) { /* fp16 subnormal (truncated, like the normal case): Q5_K/Q6_K scales of
+                     wide rows land here; flushing them to zero made those matrices all zero */
+        const int sh = 14 - e;
+        return (uint16_t)(sign | (sh > 24 ? 0u : (((u & 0x7fffffu) | 0x800000u) >> sh)));
+    }
     return (uint16_t)(sign | ((uint32_t)e << 10) | ((u >> 13) & 0x3ff));
 }
 
@@ -121,10 +124,12 @@ static void gen(wr *w, const tensor *t)
                 break;
             case 2: case 8: memcpy(b, &d, 2); break;                       /* Q4_0, Q8_0: d */
             case 3: memcpy(b, &d, 2); memcpy(b + 2, &(uint16_t){to_half(-7.5f * sd / 4.6f)}, 2); break;
-            case 12: memcpy(b, &d, 2); memcpy(b + 2, &d, 2);               /* Q4_K: d, dmin; 6-bit scales */
+            case 12: case 13: /* Q4_K, Q5_K: d, dmin; 6-bit scales (Q5_K codes reach 31: half the d) */
                 for (int k = 4; k < 16; k++) b[k] &= 0x3f; /* small scales and mins */
-                memcpy(b, &(uint16_t){to_half(sd / 300.0f)}, 2);
-                memcpy(b + 2, &(uint16_t){to_half(sd / 600.0f)}, 2);
+                memcpy(b, &(uint16_t){to_half(sd / (q->id == 13 ? 600.0f : 300.0f))}, 2);
+                /* Q5_K: mean code 15.5 x mean scale 31.5 x d against mean min 31.5 x dmin: dmin =
+                   15.5 d keeps the weights centred (Q4_K keeps its earlier, biased values) */
+                memcpy(b + 2, &(uint16_t){to_half(q->id == 13 ? sd * 15.5f / 600.0f : sd / 600.0f)}, 2);
                 break;
             case 14: memcpy(b + 208, &(uint16_t){to_half(sd / 900.0f)}, 2); /* Q6_K: d (scales random int8) */
                 break;

@@ -42,7 +42,7 @@ static void *random_weights(uint32_t type, int n_in, int n_out, size_t *row_byte
         switch (type) {
         case ARB_TYPE_Q4_0: case ARB_TYPE_Q8_0: memcpy(p, &h1, 2); break;
         case ARB_TYPE_Q4_1: memcpy(p, &h1, 2); memcpy(p + 2, &h2, 2); break;
-        case ARB_TYPE_Q4_K: memcpy(p, &h1, 2); memcpy(p + 2, &h1, 2); break;
+        case ARB_TYPE_Q4_K: case ARB_TYPE_Q5_K: memcpy(p, &h1, 2); memcpy(p + 2, &h1, 2); break;
         case ARB_TYPE_Q6_K: memcpy(p + 208, &h1, 2); break;
         case ARB_TYPE_F16:
             for (size_t i = 0; i < be; i++) {
@@ -93,7 +93,7 @@ static void quant_ref(const float *x, int n, int B, double *xq)
 
 static int block_of(uint32_t type)
 {
-    if (type == ARB_TYPE_Q4_K || type == ARB_TYPE_Q6_K)
+    if (type == ARB_TYPE_Q4_K || type == ARB_TYPE_Q5_K || type == ARB_TYPE_Q6_K)
         return 256;
     if (type == ARB_TYPE_F32 || type == ARB_TYPE_F16)
         return 0;
@@ -142,9 +142,9 @@ static void check_accuracy(uint32_t type, int n_in, int n_out, int n_tok)
     free(w); free(pk); free(x); free(y); free(wf); free(xq); free(work);
 }
 
-static const uint32_t types[] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1, ARB_TYPE_Q8_0, ARB_TYPE_Q4_K,
+static const uint32_t types[] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1, ARB_TYPE_Q8_0, ARB_TYPE_Q4_K, ARB_TYPE_Q5_K,
                                  ARB_TYPE_Q6_K, ARB_TYPE_F16, ARB_TYPE_F32};
-#define N_TYPES 7
+#define N_TYPES 8
 
 Test(matmul, accuracy_vs_double_reference)
 {
@@ -410,14 +410,16 @@ Test(matmul, unpacked_matrix_uses_avx2_kernel)
     }
     arb_qmat small = {.type = ARB_TYPE_Q4_1, .n_in = 100, .n_out = 2, .row_bytes = 0, .data = NULL};
     cr_assert_eq(arb_matmul_pack_bytes(&small), 0, "n_in not a whole number of blocks: no packed form");
-    small.type = ARB_TYPE_Q5_K;
+    small.type = ARB_TYPE_Q3_K;
     small.n_in = 512;
-    cr_assert_eq(arb_matmul_pack_bytes(&small), 0, "Q5_K: no packed form");
+    cr_assert_eq(arb_matmul_pack_bytes(&small), 0, "Q3_K: no packed form");
     small.type = ARB_TYPE_Q4_K; /* two 8-row halves of 1184 (Q6_K: 1728) bytes per 16 rows and 256-block */
     small.n_out = 17;
     cr_assert_eq(arb_matmul_pack_bytes(&small), 2 * (512 / 256) * 2 * 1184);
     small.type = ARB_TYPE_Q6_K;
     cr_assert_eq(arb_matmul_pack_bytes(&small), 2 * (512 / 256) * 2 * 1728);
+    small.type = ARB_TYPE_Q5_K;
+    cr_assert_eq(arb_matmul_pack_bytes(&small), 2 * (512 / 256) * 2 * 1440);
     arb_matmul_force_isa("auto");
 }
 
@@ -437,12 +439,12 @@ Test(matmul, packed_equals_avx2_gguf_layout)
         cr_skip("no AVX2 on this CPU");
     }
     enum { NT = 40 };
-    static const uint32_t pt[] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1, ARB_TYPE_Q4_K, ARB_TYPE_Q6_K};
+    static const uint32_t pt[] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1, ARB_TYPE_Q4_K, ARB_TYPE_Q6_K, ARB_TYPE_Q5_K};
     static const int shapes[][2] = {{576, 45}, {1536, 19}, {32 * 60, 8}, {512, 45}, {2048, 19}, {256, 8}};
     arb_threadpool *tp3 = NULL;
     cr_assert_eq(arb_threadpool_new(3, &tp3, NULL), ARB_OK);
-    for (int a = 0; a < 4; a++) {
-        const int kq = pt[a] == ARB_TYPE_Q4_K || pt[a] == ARB_TYPE_Q6_K;
+    for (int a = 0; a < 5; a++) {
+        const int kq = pt[a] == ARB_TYPE_Q4_K || pt[a] == ARB_TYPE_Q6_K || pt[a] == ARB_TYPE_Q5_K;
         for (int sh = kq ? 3 : 0; sh < (kq ? 6 : 3); sh++) {
             const int nin = shapes[sh][0], nout = shapes[sh][1];
             const int B = kq ? 256 : 32, bsz = (int)arb_type_block_bytes(pt[a]);
@@ -453,8 +455,8 @@ Test(matmul, packed_equals_avx2_gguf_layout)
                                                  scales 127 or -128 */
                 for (int b = 0; b < nin / B; b++) {
                     uint8_t *blk = w + (size_t)o * rb + (size_t)b * bsz;
-                    if (pt[a] == ARB_TYPE_Q4_K) {
-                        memset(blk + 4, 0xFF, 12 + 128);
+                    if (pt[a] == ARB_TYPE_Q4_K || pt[a] == ARB_TYPE_Q5_K) { /* Q5_K: codes 31 */
+                        memset(blk + 4, 0xFF, bsz - 4);
                     } else if (pt[a] == ARB_TYPE_Q6_K) {
                         memset(blk, 0xFF, 128 + 64);
                         memset(blk + 192, o % 2 ? 0x80 : 0x7F, 16);

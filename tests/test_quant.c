@@ -34,10 +34,10 @@ Test(quant, sizes_match_ggml)
 
 Test(quant, known_supported_and_names)
 {
-    cr_assert(arb_type_known(ARB_TYPE_Q5_K));
-    cr_assert_not(arb_type_supported(ARB_TYPE_Q5_K));
+    cr_assert(arb_type_known(ARB_TYPE_Q3_K));
+    cr_assert_not(arb_type_supported(ARB_TYPE_Q3_K));
     const uint32_t sup[] = {ARB_TYPE_F32, ARB_TYPE_F16, ARB_TYPE_BF16, ARB_TYPE_Q4_0, ARB_TYPE_Q4_1,
-                            ARB_TYPE_Q8_0, ARB_TYPE_Q4_K, ARB_TYPE_Q6_K, ARB_TYPE_Q5_0};
+                            ARB_TYPE_Q8_0, ARB_TYPE_Q4_K, ARB_TYPE_Q5_K, ARB_TYPE_Q6_K, ARB_TYPE_Q5_0};
     for (size_t i = 0; i < sizeof sup / sizeof sup[0]; i++)
         cr_assert(arb_type_supported(sup[i]), "type %u", sup[i]);
     cr_assert_not(arb_type_known(4), "Q4_2 was removed from ggml");
@@ -278,6 +278,45 @@ Test(quant, q6_k_block)
         cr_assert_eq(y[e], want, "element %d", e);
     }
     cr_assert_eq(y[0], 0.25f * -20 * (11 - 32), "element 0 by hand");
+}
+
+/* Q5_K (ggml's block_q5_K and dequantize_row_q5_K; gguf-py's Q5_K.dequantize_blocks reads
+   it the same way): element e of sub-block s = e / 32 (lane l = e % 32) has its low 4 bits in
+   qs[32 (s / 2) + l] (low nibble for even s, high for odd), its fifth bit at bit s of qh[l],
+   and y = d * sc_s * code - dmin * m_s with Q4_K's 6-bit scales and mins. */
+Test(quant, q5_k_block)
+{
+    arb_block_q5_k b;
+    memset(&b, 0, sizeof b);
+    b.d = 0x3400;    /* 0.25 */
+    b.dmin = 0x3800; /* 0.5 */
+    /* scales 1..8 and mins 9..16 through the 12-byte packing: j < 4 in bytes j / j + 4, j >= 4
+       split (low 4 bits in byte j + 4, top 2 in the spare bits of bytes j - 4 / j) */
+    uint8_t sc[8], mn[8];
+    for (int j = 0; j < 8; j++) {
+        sc[j] = (uint8_t)(j + 1 + (j >= 4 ? 17 * (j - 4) : 0)); /* 5, 22, 39, 56: the top bits in use */
+        mn[j] = (uint8_t)(j + 9 + (j >= 4 ? 8 * (j - 4) : 0));  /* 13, 22, 31, 40 */
+    }
+    for (int j = 0; j < 4; j++) {
+        b.scales[j] = (uint8_t)(sc[j] | ((sc[j + 4] >> 4) << 6));
+        b.scales[j + 4] = (uint8_t)(mn[j] | ((mn[j + 4] >> 4) << 6));
+        b.scales[j + 8] = (uint8_t)((sc[j + 4] & 15) | ((mn[j + 4] & 15) << 4));
+    }
+    int q[256];
+    for (int e = 0; e < 256; e++) {
+        const int s = e / 32, l = e % 32;
+        q[e] = (e * 29 + 7) % 32;
+        b.qs[32 * (s / 2) + l] |= (uint8_t)((q[e] & 15) << (s % 2 ? 4 : 0));
+        b.qh[l] |= (uint8_t)((q[e] >> 4) << s);
+    }
+    float y[256];
+    arb_dequant_row(ARB_TYPE_Q5_K, &b, y, 256);
+    for (int e = 0; e < 256; e++) {
+        const int s = e / 32;
+        const float want = 0.25f * sc[s] * q[e] - 0.5f * mn[s];
+        cr_assert_eq(y[e], want, "element %d: %g, want %g", e, y[e], want);
+    }
+    cr_assert_eq(y[0], 0.25f * 1 * 7 - 0.5f * 9, "element 0 by hand");
 }
 
 Test(quant, q8_k_block)

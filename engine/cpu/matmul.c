@@ -21,7 +21,7 @@
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-static int is_kquant(uint32_t t) { return t == ARB_TYPE_Q4_K || t == ARB_TYPE_Q6_K; }
+static int is_kquant(uint32_t t) { return t == ARB_TYPE_Q4_K || t == ARB_TYPE_Q5_K || t == ARB_TYPE_Q6_K; }
 static int is_raw(uint32_t t) { return t == ARB_TYPE_F32 || t == ARB_TYPE_F16; }
 
 mm_layout arb_mm_layout(uint32_t type, int n_in)
@@ -232,6 +232,35 @@ static float dot_q4_k(const mm_job *j, int r, int t)
     return acc;
 }
 
+/* Q5_K: dot_q4_k with the fifth bit (bit s of qh[i] for sub-block s) on each code. */
+static float dot_q5_k(const mm_job *j, int r, int t)
+{
+    const arb_block_q5_k *w = (const arb_block_q5_k *)wrow(j, r);
+    const int8_t *q = mm_qs(j, t);
+    const float *d = mm_d(j, t);
+    const int32_t *is = mm_isum(j, t);
+    float acc = 0.0f;
+    for (int b = 0; b < j->w->n_in / 256; b++, q += 256, is += 16) {
+        int32_t sumi = 0, summ = 0;
+        for (int c = 0; c < 4; c++) {
+            const uint8_t *qs = w[b].qs + 32 * c;
+            uint8_t sc0, m0, sc1, m1;
+            mm_q4k_scale_min(2 * c, w[b].scales, &sc0, &m0);
+            mm_q4k_scale_min(2 * c + 1, w[b].scales, &sc1, &m1);
+            int s0 = 0, s1 = 0;
+            for (int i = 0; i < 32; i++) {
+                s0 += ((qs[i] & 0xF) | ((w[b].qh[i] >> (2 * c)) & 1) << 4) * q[64 * c + i];
+                s1 += ((qs[i] >> 4) | ((w[b].qh[i] >> (2 * c + 1)) & 1) << 4) * q[64 * c + 32 + i];
+            }
+            sumi += sc0 * s0 + sc1 * s1;
+            summ += m0 * (is[4 * c] + is[4 * c + 1]) + m1 * (is[4 * c + 2] + is[4 * c + 3]);
+        }
+        const float dd = fp16_to_f32(w[b].d) * d[b], dm = fp16_to_f32(w[b].dmin) * d[b];
+        acc += dd * (float)sumi - dm * (float)summ;
+    }
+    return acc;
+}
+
 static float dot_q6_k(const mm_job *j, int r, int t)
 {
     const arb_block_q6_k *w = (const arb_block_q6_k *)wrow(j, r);
@@ -304,13 +333,14 @@ static void rows_q4_0(const mm_job *j, int r0, int r1) { rows_generic(j, r0, r1,
 static void rows_q4_1(const mm_job *j, int r0, int r1) { rows_generic(j, r0, r1, dot_q4_1); }
 static void rows_q8_0(const mm_job *j, int r0, int r1) { rows_generic(j, r0, r1, dot_q8_0); }
 static void rows_q4_k(const mm_job *j, int r0, int r1) { rows_generic(j, r0, r1, dot_q4_k); }
+static void rows_q5_k(const mm_job *j, int r0, int r1) { rows_generic(j, r0, r1, dot_q5_k); }
 static void rows_q6_k(const mm_job *j, int r0, int r1) { rows_generic(j, r0, r1, dot_q6_k); }
 static void rows_raw(const mm_job *j, int r0, int r1) { rows_generic(j, r0, r1, dot_raw); }
 
 const mm_impl arb_mm_scalar = {
     .name = "scalar",
     .q4_0 = rows_q4_0, .q4_1 = rows_q4_1, .q8_0 = rows_q8_0,
-    .q4_k = rows_q4_k, .q6_k = rows_q6_k, .f16 = rows_raw, .f32 = rows_raw,
+    .q4_k = rows_q4_k, .q5_k = rows_q5_k, .q6_k = rows_q6_k, .f16 = rows_raw, .f32 = rows_raw,
 };
 
 /* ---------------------------------------------------------------- dispatch */
@@ -383,7 +413,7 @@ bool arb_matmul_reads_packed(const mm_impl *k, const arb_qmat *w)
     const mm_impl *p = k ? k : impl();
     if (!arb_matmul_pack_bytes(w))
         return false;
-    if (w->type == ARB_TYPE_Q4_K || w->type == ARB_TYPE_Q6_K) /* both families run the AVX2 K-quant kernels */
+    if (is_kquant(w->type)) /* both families run the packed K-quant kernels */
         return p == &arb_mm_avx512 || p == &arb_mm_avx2;
     if (p == &arb_mm_avx512)
         return true;
@@ -408,6 +438,7 @@ static mm_rows_fn rows_of(const mm_impl *p, uint32_t type)
     case ARB_TYPE_Q4_1: return p->q4_1;
     case ARB_TYPE_Q8_0: return p->q8_0;
     case ARB_TYPE_Q4_K: return p->q4_k;
+    case ARB_TYPE_Q5_K: return p->q5_k;
     case ARB_TYPE_Q6_K: return p->q6_k;
     case ARB_TYPE_F16: return p->f16;
     case ARB_TYPE_F32: return p->f32;

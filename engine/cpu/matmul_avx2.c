@@ -155,6 +155,60 @@ AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT)
         j->y[(size_t)(t0 + k) * j->w->n_out + r] = _mm_cvtss_f32(_mm_sub_ss(acc[k], accm[k]));
 }
 
+/* Q5_K x Q8_K: kern_q4_k with a fifth bit per code (bit s of qh[l], element l of
+   sub-block s, worth 16), the same float sequence. Codes reach 31, so a maddubs lane
+   is at most 2 x 31 x 127 = 7874: one maddubs per 32 elements, then the scale madd. */
+AI void kern_q5_k(const mm_job *j, int r, int t0, const int NT)
+{
+    const arb_block_q5_k *row = (const arb_block_q5_k *)((const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes);
+    const int nb = j->w->n_in / 256;
+    __m128 acc[4], accm[4];
+    for (int k = 0; k < NT; k++)
+        acc[k] = accm[k] = _mm_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    for (int b = 0; b < nb; b++) {
+        uint64_t sc8, mn8;
+        q4k_scales_mins(row[b].scales, &sc8, &mn8);
+        const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc8));
+        __m256i scv[8];
+        for (int s2 = 0; s2 < 8; s2++)
+            scv[s2] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(s2 / 2)),
+                                          _mm256_set1_epi16(s2 & 1 ? 0x0302 : 0x0100));
+        const __m256i mn32 = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn8));
+        const __m256i mg0 = _mm256_permutevar8x32_epi32(mn32, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+        const __m256i mg1 = _mm256_permutevar8x32_epi32(mn32, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
+        const float d = f16(row[b].d), dmin = f16(row[b].dmin);
+        const __m256i hb = _mm256_loadu_si256((const __m256i *)row[b].qh);
+        __m256i wl[4], wh[4];
+        for (int c = 0; c < 4; c++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(row[b].qs + 32 * c));
+            const __m256i bl = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * c), one);
+            const __m256i bh = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), one);
+            wl[c] = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_slli_epi16(bl, 4));
+            wh[c] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), _mm256_slli_epi16(bh, 4));
+        }
+        for (int k = 0; k < NT; k++) {
+            const int8_t *x = mm_qs(j, t0 + k) + 256 * b;
+            const int32_t *gs = mm_isum(j, t0 + k) + 16 * b;
+            __m256i is = _mm256_setzero_si256();
+            for (int c = 0; c < 4; c++) {
+                const __m256i pl = _mm256_maddubs_epi16(wl[c], _mm256_loadu_si256((const __m256i *)(x + 64 * c)));
+                const __m256i ph = _mm256_maddubs_epi16(wh[c], _mm256_loadu_si256((const __m256i *)(x + 64 * c + 32)));
+                is = _mm256_add_epi32(is, _mm256_madd_epi16(pl, scv[2 * c]));
+                is = _mm256_add_epi32(is, _mm256_madd_epi16(ph, scv[2 * c + 1]));
+            }
+            const int32_t ms = hsum8_epi32(
+                _mm256_add_epi32(_mm256_mullo_epi32(mg0, _mm256_loadu_si256((const __m256i *)gs)),
+                                 _mm256_mullo_epi32(mg1, _mm256_loadu_si256((const __m256i *)(gs + 8)))));
+            const float dx = mm_d(j, t0 + k)[b];
+            acc[k] = _mm_fmadd_ss(_mm_set_ss(d * dx), _mm_cvtsi32_ss(_mm_setzero_ps(), hsum8_epi32(is)), acc[k]);
+            accm[k] = _mm_fmadd_ss(_mm_set_ss(dmin * dx), _mm_cvtsi32_ss(_mm_setzero_ps(), ms), accm[k]);
+        }
+    }
+    for (int k = 0; k < NT; k++)
+        j->y[(size_t)(t0 + k) * j->w->n_out + r] = _mm_cvtss_f32(_mm_sub_ss(acc[k], accm[k]));
+}
+
 /* Q4_K on the packed copy (matmul_pack.c): rows row0..row0+7 (one half of a 16-row
    group), tokens t0..t0+T-1. Lane l is row l. Per sub-block s, 8 steps of "the step's
    codes (a 32-byte load, low or high nibbles) maddubs the token's 4 activation codes
@@ -164,9 +218,9 @@ AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT)
    activation layout). Then the float sequence of kern_q4_k, lane for lane. */
 #define MM_K_TG 4
 AI void q4k_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int row0, int t0, const int T,
-                 const uint8_t *pf)
+                 const uint8_t *pf, const int q5)
 {
-    const size_t ho = (row0 & 8) ? MM_Q4K_HALF : 0, st = j->lay.stride;
+    const size_t hb = q5 ? MM_Q5K_HALF : MM_Q4K_HALF, ho = (row0 & 8) ? hb : 0, st = j->lay.stride;
     const size_t od = j->lay.off_d, o32 = j->lay.off_s32;
     const uint8_t *a0 = j->act + (size_t)t0 * st;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -176,7 +230,7 @@ AI void q4k_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int row
     for (int b = 0; b < nb; b++) {
         const uint8_t *p = grp + (size_t)b * gb + ho;
         if (pf) /* the same block of the next row group (this half's share of it) */
-            for (size_t o = 0; o < MM_Q4K_HALF; o += 64)
+            for (size_t o = 0; o < hb; o += 64)
                 _mm_prefetch((const char *)(pf + (size_t)b * gb + ho + o), _MM_HINT_T0);
         __m256i is[MM_K_TG];
         for (int k = 0; k < T; k++)
@@ -188,12 +242,27 @@ AI void q4k_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int row
             for (int q = 0; q < 8; q++) {
                 const __m256i v = _mm256_load_si256((const __m256i *)(cp + 32 * q));
                 w[q] = _mm256_and_si256(s2 & 1 ? _mm256_srli_epi16(v, 4) : v, m4);
+                if (q5) { /* Q5_K: bit s2 of the step's qh bytes is 16 */
+                    const __m256i h = _mm256_load_si256((const __m256i *)(p + 1184 + 32 * q));
+                    w[q] = _mm256_or_si256(w[q], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, s2), _mm256_set1_epi8(1)), 4));
+                }
             }
             const __m256i sc32 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 1024 + 8 * s2)));
             const __m256i scv = _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16)); /* (sc, sc) per row lane */
 #pragma GCC unroll 4
             for (int k = 0; k < T; k++) {
                 const uint8_t *xk = a0 + (size_t)k * st + 256 * (size_t)b + 32 * (size_t)s2;
+                if (q5) { /* codes up to 31: 4 steps per int16 sum (31496) */
+                    __m256i a = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(*(const int32_t *)xk));
+                    __m256i c = _mm256_maddubs_epi16(w[4], _mm256_set1_epi32(*(const int32_t *)(xk + 16)));
+#pragma GCC unroll 3
+                    for (int q = 1; q < 4; q++) {
+                        a = _mm256_add_epi16(a, _mm256_maddubs_epi16(w[q], _mm256_set1_epi32(*(const int32_t *)(xk + 4 * q))));
+                        c = _mm256_add_epi16(c, _mm256_maddubs_epi16(w[4 + q], _mm256_set1_epi32(*(const int32_t *)(xk + 16 + 4 * q))));
+                    }
+                    is[k] = _mm256_add_epi32(is[k], _mm256_add_epi32(_mm256_madd_epi16(a, scv), _mm256_madd_epi16(c, scv)));
+                    continue;
+                }
                 __m256i a16 = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(*(const int32_t *)xk));
 #pragma GCC unroll 7
                 for (int q = 1; q < 8; q++)
@@ -369,8 +438,8 @@ AI void q6k_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int row
 }
 
 /* Packed K-quant rows r0..r1-1 (r0 a multiple of 16): per 8-row half, token groups of
-   MM_K_TG, then the rest. kind: 0 = Q4_K, 1 = Q6_K. */
-#define KCALL(nt) (kind == 0 ? q4k_half(j, grp, gb, g.nb, row0, t, nt, pf) : q6k_half(j, grp, gb, g.nb, row0, t, nt, pf))
+   MM_K_TG, then the rest. kind: 0 = Q4_K, 1 = Q6_K, 2 = Q5_K. */
+#define KCALL(nt) (kind == 1 ? q6k_half(j, grp, gb, g.nb, row0, t, nt, pf) : q4k_half(j, grp, gb, g.nb, row0, t, nt, pf, kind == 2))
 AI void kquant_packed_rows(const mm_job *j, int r0, int r1, const int kind)
 {
     const mm_packed_geom g = mm_packed_geom_of(j->w);
@@ -1093,6 +1162,7 @@ AI void rows_b32(const mm_job *j, int r0, int r1, const int kind)
 #define K_RAW(r, t, n) kern_raw(j, r, t, n)
 #define K_Q4_K(r, t, n) kern_q4_k(j, r, t, n)
 #define K_Q6_K(r, t, n) kern_q6_k(j, r, t, n)
+#define K_Q5_K(r, t, n) kern_q5_k(j, r, t, n)
 
 static void rows_q4_1(const mm_job *j, int r0, int r1) { rows_b32(j, r0, r1, 0); }
 static void rows_q4_0(const mm_job *j, int r0, int r1) { rows_b32(j, r0, r1, 1); }
@@ -1114,11 +1184,19 @@ static void rows_q6_k(const mm_job *j, int r0, int r1)
     }
     ROWS_LOOP(K_Q6_K)
 }
+static void rows_q5_k(const mm_job *j, int r0, int r1)
+{
+    if (j->w->packed) {
+        kquant_packed_rows(j, r0, r1, 2);
+        return;
+    }
+    ROWS_LOOP(K_Q5_K)
+}
 
 const mm_impl arb_mm_avx2 = {
     .name = "avx2",
     .q4_0 = rows_q4_0, .q4_1 = rows_q4_1, .q8_0 = rows_q8_0,
-    .q4_k = rows_q4_k, .q6_k = rows_q6_k, .f16 = rows_raw, .f32 = rows_raw,
+    .q4_k = rows_q4_k, .q5_k = rows_q5_k, .q6_k = rows_q6_k, .f16 = rows_raw, .f32 = rows_raw,
 };
 
 #else

@@ -122,7 +122,8 @@ AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, 
    block sum. The min sum is 4 vpdpwssd of the rows' min pairs against the token's
    32-element sums (int16 pairs). Then the AVX2 kernels' float sequence, lane for lane
    (matmul_avx2.c, kern_q4_k): the integers are the same, so the bits are too, and a
-   matrix without a packed copy (the AVX2 row-by-row kernel) gives the same results. */
+   matrix without a packed copy (the AVX2 row-by-row kernel) gives the same results.
+   Q5_K (q5): the same, each step's codes with their fifth bit from the qh plane. */
 #define K_TG 4 /* tokens per pass (8 spill: 2.5x slower) */
 AI __m512i load_halves(const uint8_t *h0, const uint8_t *h1)
 {
@@ -135,7 +136,7 @@ AI __m256i load_halves128(const uint8_t *h0, const uint8_t *h1)
                                    _mm_load_si128((const __m128i *)h1), 1);
 }
 
-AI void q4k_group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, const int T)
+AI void q4k_group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, const int T, const int q5)
 {
     const size_t n_out = (size_t)j->w->n_out, gb = mm_packed_group_bytes(g), st = j->lay.stride;
     const uint8_t *base = (const uint8_t *)j->w->packed + (size_t)(rb / 16) * g->nb * gb;
@@ -147,7 +148,7 @@ AI void q4k_group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int 
     for (int k = 0; k < T; k++)
         acc[k] = accm[k] = _mm512_setzero_ps();
     for (int b = 0; b < g->nb; b++) {
-        const uint8_t *p0 = base + (size_t)b * gb, *p1 = p0 + MM_Q4K_HALF;
+        const uint8_t *p0 = base + (size_t)b * gb, *p1 = p0 + (q5 ? MM_Q5K_HALF : MM_Q4K_HALF);
         if (t0 == 0 && rb + 16 < (int)n_out) /* the same block of the next row group */
             for (size_t o = 0; o < gb; o += 64)
                 _mm_prefetch((const char *)(p0 + (size_t)g->nb * gb + o), _MM_HINT_T0);
@@ -162,7 +163,11 @@ AI void q4k_group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int 
 #pragma GCC unroll 8
             for (int q = 0; q < 8; q++) {
                 const __m512i v = load_halves(p0 + co + 32 * q, p1 + co + 32 * q);
-                const __m512i w = _mm512_and_si512(s2 & 1 ? _mm512_srli_epi16(v, 4) : v, m4);
+                __m512i w = _mm512_and_si512(s2 & 1 ? _mm512_srli_epi16(v, 4) : v, m4);
+                if (q5) { /* Q5_K: bit s2 of the step's qh bytes is 16 */
+                    const __m512i h = load_halves(p0 + 1184 + 32 * q, p1 + 1184 + 32 * q);
+                    w = _mm512_or_si512(w, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, s2), _mm512_set1_epi8(1)), 4));
+                }
 #pragma GCC unroll 4
                 for (int k = 0; k < T; k++)
                     ds[k] = dpbusd_bcast(ds[k], w, (const int32_t *)(a0 + (size_t)k * st + 256 * (size_t)b + 32 * (size_t)s2 + 4 * (size_t)q));
@@ -262,8 +267,8 @@ AI void q6k_group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int 
         _mm512_mask_storeu_ps(j->y + (size_t)(t0 + k) * n_out + rb, live, acc[k]);
 }
 
-/* K-quant row groups x token groups of K_TG, then the rest. kind: 0 = Q4_K, 1 = Q6_K. */
-#define KG(nt) (kind == 0 ? q4k_group(j, &g, rb, re, t, nt) : q6k_group(j, &g, rb, re, t, nt))
+/* K-quant row groups x token groups of K_TG, then the rest. kind: 0 = Q4_K, 1 = Q6_K, 2 = Q5_K. */
+#define KG(nt) (kind == 1 ? q6k_group(j, &g, rb, re, t, nt) : q4k_group(j, &g, rb, re, t, nt, kind == 2))
 AI void kquant_rows(const mm_job *j, int r0, int r1, const int kind)
 {
     const mm_packed_geom g = mm_packed_geom_of(j->w);
@@ -283,6 +288,7 @@ AI void kquant_rows(const mm_job *j, int r0, int r1, const int kind)
 #undef KG
 static void rows_q4_k(const mm_job *j, int r0, int r1) { kquant_rows(j, r0, r1, 0); }
 static void rows_q6_k(const mm_job *j, int r0, int r1) { kquant_rows(j, r0, r1, 1); }
+static void rows_q5_k(const mm_job *j, int r0, int r1) { kquant_rows(j, r0, r1, 2); }
 
 /* Row groups x token groups of 8, then one group of 1-7 (8 accumulators stay in
    registers; 16 were spilled and measured 3-7 % slower). */
@@ -319,10 +325,10 @@ static void rows_q4_1(const mm_job *j, int r0, int r1) { ROWS_LOOP(0) }
 static void rows_q4_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(1) }
 static void rows_q8_0(const mm_job *j, int r0, int r1) { ROWS_LOOP(2) }
 
-/* Packed Q4_0/Q4_1/Q8_0/Q4_K/Q6_K only; matmul.c sends everything else to the AVX2 kernels. */
+/* Packed Q4_0/Q4_1/Q8_0/Q4_K/Q5_K/Q6_K only; matmul.c sends everything else to the AVX2 kernels. */
 const mm_impl arb_mm_avx512 = {
     .name = "avx512vnni",
-    .q4_0 = rows_q4_0, .q4_1 = rows_q4_1, .q8_0 = rows_q8_0, .q4_k = rows_q4_k, .q6_k = rows_q6_k,
+    .q4_0 = rows_q4_0, .q4_1 = rows_q4_1, .q8_0 = rows_q8_0, .q4_k = rows_q4_k, .q5_k = rows_q5_k, .q6_k = rows_q6_k,
 };
 
 #else

@@ -56,7 +56,7 @@ typedef void (*mm_rows_fn)(const mm_job *j, int r0, int r1);
    (a per-type choice, so it never depends on n_tok). */
 typedef struct mm_impl {
     const char *name;
-    mm_rows_fn q4_0, q4_1, q8_0, q4_k, q6_k, f16, f32;
+    mm_rows_fn q4_0, q4_1, q8_0, q4_k, q5_k, q6_k, f16, f32;
 } mm_impl;
 
 extern const mm_impl arb_mm_scalar;
@@ -109,6 +109,10 @@ static inline mm_packed_geom mm_packed_geom_of(const arb_qmat *w)
         /* two 8-row halves of MM_Q4K_HALF bytes: 1024 of codes, 64 of scales, 64 of mins, 32 of d/dmin */
         g = (mm_packed_geom){.cb = 2048, .gb = 2 * 1184, .bsz = 144, .nb = w->n_in / 256};
         return g;
+    } else if (w->type == ARB_TYPE_Q5_K && w->n_in % 256 == 0) {
+        /* Q4_K's half plus a 256-byte plane of fifth bits */
+        g = (mm_packed_geom){.cb = 2048, .gb = 2 * 1440, .bsz = 176, .nb = w->n_in / 256};
+        return g;
     } else if (w->type == ARB_TYPE_Q6_K && w->n_in % 256 == 0) {
         /* two 8-row halves of MM_Q6K_HALF bytes: 1024 + 512 of code planes, 128 of scales, 16 of d, padding */
         g = (mm_packed_geom){.cb = 3072, .gb = 2 * 1728, .bsz = 210, .nb = w->n_in / 256};
@@ -120,8 +124,9 @@ static inline mm_packed_geom mm_packed_geom_of(const arb_qmat *w)
     return g;
 }
 
-/* Q4_K / Q6_K packed: bytes of one 8-row half of a group (matmul_pack.c). */
+/* Q4_K / Q5_K / Q6_K packed: bytes of one 8-row half of a group (matmul_pack.c). */
 #define MM_Q4K_HALF 1184
+#define MM_Q5K_HALF 1440
 #define MM_Q6K_HALF 1728
 
 /* Bytes of one group (16 rows x one block). */

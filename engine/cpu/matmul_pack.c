@@ -27,6 +27,9 @@
  *     mins    64 at 1088: byte 16p + 2l + e = min of sub-block 2p + e of row l (pairs,
  *             so that one widening gives the int16 pairs of a madd)
  *     d, dmin 8 fp16 each at 1152 and 1168.
+ * Q5_K: the same 1184 bytes, then its fifth bits in 256 more (MM_Q5K_HALF = 1440): for
+ *     q = 0..7, 32 bytes at 1184 + 32q holding bytes 4q..4q+3 of row l's qh in bytes
+ *     4l..4l+3 (bit s: the 16 of element 4q.. of sub-block s).
  *
  * Q6_K (the same kernels' row lanes): two 8-row halves of MM_Q6K_HALF = 1728 bytes per
  * 16 rows and block, the GGUF bytes moved (1680 of 1728 used):
@@ -60,26 +63,36 @@ static void put_codes(const mm_packed_geom *g, uint32_t type, const uint8_t *blk
             cp[64 * s + 4 * l + i] = type == ARB_TYPE_Q8_0 ? (uint8_t)(q[4 * s + i] ^ 0x80u) : q[4 * s + i];
 }
 
-/* Q4_K: row r's blocks into lane r % 8 of their halves (layout above). */
+/* Q4_K / Q5_K: row r's blocks into lane r % 8 of their halves (layout above). The two
+   block types share d, dmin, scales and qs; Q5_K adds qh. */
 static void pack_q4_k(const arb_qmat *w, const mm_packed_geom *g, void *dst)
 {
     const size_t gb = mm_packed_group_bytes(g);
+    const int q5 = w->type == ARB_TYPE_Q5_K;
+    const size_t half = q5 ? MM_Q5K_HALF : MM_Q4K_HALF, bsz = q5 ? 176 : 144;
     for (int r = 0; r < w->n_out; r++) {
-        const arb_block_q4_k *row = (const arb_block_q4_k *)((const uint8_t *)w->data + (size_t)r * w->row_bytes);
+        const uint8_t *rowp = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
         const int l = r % 8;
         for (int b = 0; b < g->nb; b++) {
-            uint8_t *hp = (uint8_t *)dst + ((size_t)(r / 16) * g->nb + b) * gb + (size_t)((r / 8) % 2) * MM_Q4K_HALF;
+            const uint8_t *blk = rowp + (size_t)b * bsz;
+            arb_block_q4_k hdr; /* d, dmin, scales (the first 16 bytes of either type) */
+            memcpy(&hdr, blk, 16);
+            const uint8_t *qs = blk + (q5 ? 48 : 16);
+            uint8_t *hp = (uint8_t *)dst + ((size_t)(r / 16) * g->nb + b) * gb + (size_t)((r / 8) % 2) * half;
             for (int c = 0; c < 4; c++)
                 for (int q = 0; q < 8; q++)
-                    memcpy(hp + (8 * c + q) * 32 + 4 * l, row[b].qs + 32 * c + 4 * q, 4);
+                    memcpy(hp + (8 * c + q) * 32 + 4 * l, qs + 32 * c + 4 * q, 4);
+            if (q5)
+                for (int q = 0; q < 8; q++)
+                    memcpy(hp + 1184 + 32 * q + 4 * l, blk + 16 + 4 * q, 4);
             for (int s = 0; s < 8; s++) {
                 uint8_t sc, mn;
-                mm_q4k_scale_min(s, row[b].scales, &sc, &mn);
+                mm_q4k_scale_min(s, hdr.scales, &sc, &mn);
                 hp[1024 + 8 * s + l] = sc;
                 hp[1088 + 16 * (s / 2) + 2 * l + s % 2] = mn;
             }
-            memcpy(hp + 1152 + 2 * l, &row[b].d, 2);
-            memcpy(hp + 1168 + 2 * l, &row[b].dmin, 2);
+            memcpy(hp + 1152 + 2 * l, &hdr.d, 2);
+            memcpy(hp + 1168 + 2 * l, &hdr.dmin, 2);
         }
     }
 }
@@ -111,7 +124,7 @@ void arb_matmul_pack(const arb_qmat *w, void *dst)
     const mm_packed_geom g = mm_packed_geom_of(w);
     const size_t gb = mm_packed_group_bytes(&g);
     memset(dst, 0, arb_matmul_pack_bytes(w)); /* rows past n_out */
-    if (w->type == ARB_TYPE_Q4_K) {
+    if (w->type == ARB_TYPE_Q4_K || w->type == ARB_TYPE_Q5_K) {
         pack_q4_k(w, &g, dst);
         return;
     }
