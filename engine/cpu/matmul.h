@@ -1,7 +1,7 @@
 /* matmul.h — batch-invariant quantized matrix × activations on the CPU.
  *
  * W has n_out rows of n_in elements stored in a ggml block type (Q4_0, Q4_1, Q8_0,
- * Q4_K, Q6_K, F16, F32). Activations x are n_tok rows of n_in floats. Each x row is
+ * Q4_K, Q5_K, Q6_K, F16, F32). Activations x are n_tok rows of n_in floats. Each x row is
  * quantized on the fly (Q8_0 blocks, or Q8_K for K-quant weights) into `work`, and
  *     y[t*n_out + o] = dot(W[o], x[t])
  * is computed with integer block dot products and a float accumulation whose order
