@@ -235,11 +235,14 @@ static void scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
     }
 }
 
-static void dq_q4_k(const uint8_t *b, float *y, size_t nb)
+/* Q4_K, and Q5_K (q5): Q4_K's scales and mins plus a fifth bit per element, bit s of
+   qh[l] worth 16 for element l of sub-block s (ggml's dequantize_row_q5_K: u1 = 1 << 2c
+   for the low nibbles of chunk c, u2 = 2 << 2c for the high ones), qh before qs. */
+static void dq_q4_k(const uint8_t *b, float *y, size_t nb, int q5)
 {
-    for (size_t i = 0; i < nb; i++, b += 144) {
+    for (size_t i = 0; i < nb; i++, b += q5 ? 176 : 144) {
         const float d = rdh(b), min = rdh(b + 2);
-        const uint8_t *sc = b + 4, *q = b + 16;
+        const uint8_t *sc = b + 4, *qh = b + 16, *q = b + (q5 ? 48 : 16);
         uint8_t s, m;
         for (int j = 0, is = 0; j < ARB_QK_K; j += 64, is += 2, q += 32) {
             scale_min_k4(is, sc, &s, &m);
@@ -247,31 +250,9 @@ static void dq_q4_k(const uint8_t *b, float *y, size_t nb)
             scale_min_k4(is + 1, sc, &s, &m);
             const float d2 = d * s, m2 = min * m;
             for (int l = 0; l < 32; l++)
-                *y++ = d1 * (q[l] & 0xf) - m1;
+                *y++ = d1 * ((q[l] & 0xf) | (q5 ? ((qh[l] >> is) & 1) << 4 : 0)) - m1;
             for (int l = 0; l < 32; l++)
-                *y++ = d2 * (q[l] >> 4) - m2;
-        }
-    }
-}
-
-/* Q5_K: Q4_K's scales and mins, plus a fifth bit per element: bit s of qh[l] is the
-   16s of element l of sub-block s (ggml's dequantize_row_q5_K: u1 = 1 << 2c for the
-   low nibbles of chunk c, u2 = 2 << 2c for the high ones). */
-static void dq_q5_k(const uint8_t *b, float *y, size_t nb)
-{
-    for (size_t i = 0; i < nb; i++, b += 176) {
-        const float d = rdh(b), min = rdh(b + 2);
-        const uint8_t *sc = b + 4, *qh = b + 16, *q = b + 48;
-        uint8_t s, m;
-        for (int j = 0, is = 0; j < ARB_QK_K; j += 64, is += 2, q += 32) {
-            scale_min_k4(is, sc, &s, &m);
-            const float d1 = d * s, m1 = min * m;
-            scale_min_k4(is + 1, sc, &s, &m);
-            const float d2 = d * s, m2 = min * m;
-            for (int l = 0; l < 32; l++)
-                *y++ = d1 * ((q[l] & 0xf) | ((qh[l] >> is) & 1) << 4) - m1;
-            for (int l = 0; l < 32; l++)
-                *y++ = d2 * ((q[l] >> 4) | ((qh[l] >> (is + 1)) & 1) << 4) - m2;
+                *y++ = d2 * ((q[l] >> 4) | (q5 ? ((qh[l] >> (is + 1)) & 1) << 4 : 0)) - m2;
         }
     }
 }
@@ -333,8 +314,8 @@ void arb_dequant_row(uint32_t type, const void *src, float *dst, size_t n)
     case ARB_TYPE_Q5_0: dq_q5_0(b, dst, nb); break;
     case ARB_TYPE_Q8_0: dq_q8(b, dst, nb, 34, 2); break;
     case ARB_TYPE_Q8_1: dq_q8(b, dst, nb, 36, 4); break;
-    case ARB_TYPE_Q4_K: dq_q4_k(b, dst, nb); break;
-    case ARB_TYPE_Q5_K: dq_q5_k(b, dst, nb); break;
+    case ARB_TYPE_Q4_K: dq_q4_k(b, dst, nb, 0); break;
+    case ARB_TYPE_Q5_K: dq_q4_k(b, dst, nb, 1); break;
     case ARB_TYPE_Q6_K: dq_q6_k(b, dst, nb); break;
     case ARB_TYPE_Q8_K: dq_q8_k(b, dst, nb); break;
     default: break;

@@ -204,62 +204,42 @@ static float dot_q8_0(const mm_job *j, int r, int t)
     return acc;
 }
 
-static float dot_q4_k(const mm_job *j, int r, int t)
+/* Q4_K, and Q5_K (q5: a fifth bit per code, bit s of qh[i] for element i of sub-block s,
+   worth 16; its qh sits between the scales and qs). */
+static float dot_q4_k_or_q5(const mm_job *j, int r, int t, int q5)
 {
-    const arb_block_q4_k *w = (const arb_block_q4_k *)wrow(j, r);
+    const size_t bsz = q5 ? 176 : 144;
+    const uint8_t *row = (const uint8_t *)wrow(j, r);
     const int8_t *q = mm_qs(j, t);
     const float *d = mm_d(j, t);
     const int32_t *is = mm_isum(j, t);
     float acc = 0.0f;
     for (int b = 0; b < j->w->n_in / 256; b++, q += 256, is += 16) {
+        const uint8_t *blk = row + (size_t)b * bsz, *qh = blk + 16;
         int32_t sumi = 0, summ = 0;
         for (int c = 0; c < 4; c++) { /* 64-element chunks: low nibbles then high */
-            const uint8_t *qs = w[b].qs + 32 * c;
+            const uint8_t *qs = blk + (q5 ? 48 : 16) + 32 * c;
             uint8_t sc0, m0, sc1, m1;
-            mm_q4k_scale_min(2 * c, w[b].scales, &sc0, &m0);
-            mm_q4k_scale_min(2 * c + 1, w[b].scales, &sc1, &m1);
+            mm_q4k_scale_min(2 * c, blk + 4, &sc0, &m0);
+            mm_q4k_scale_min(2 * c + 1, blk + 4, &sc1, &m1);
             int s0 = 0, s1 = 0;
             for (int i = 0; i < 32; i++) {
-                s0 += (qs[i] & 0xF) * q[64 * c + i];
-                s1 += (qs[i] >> 4) * q[64 * c + 32 + i];
+                const int h0 = q5 ? ((qh[i] >> (2 * c)) & 1) << 4 : 0, h1 = q5 ? ((qh[i] >> (2 * c + 1)) & 1) << 4 : 0;
+                s0 += ((qs[i] & 0xF) | h0) * q[64 * c + i];
+                s1 += ((qs[i] >> 4) | h1) * q[64 * c + 32 + i];
             }
             sumi += sc0 * s0 + sc1 * s1;
             summ += m0 * (is[4 * c] + is[4 * c + 1]) + m1 * (is[4 * c + 2] + is[4 * c + 3]);
         }
-        const float dd = fp16_to_f32(w[b].d) * d[b], dm = fp16_to_f32(w[b].dmin) * d[b];
+        uint16_t dh[2];
+        memcpy(dh, blk, 4);
+        const float dd = fp16_to_f32(dh[0]) * d[b], dm = fp16_to_f32(dh[1]) * d[b];
         acc += dd * (float)sumi - dm * (float)summ;
     }
     return acc;
 }
-
-/* Q5_K: dot_q4_k with the fifth bit (bit s of qh[i] for sub-block s) on each code. */
-static float dot_q5_k(const mm_job *j, int r, int t)
-{
-    const arb_block_q5_k *w = (const arb_block_q5_k *)wrow(j, r);
-    const int8_t *q = mm_qs(j, t);
-    const float *d = mm_d(j, t);
-    const int32_t *is = mm_isum(j, t);
-    float acc = 0.0f;
-    for (int b = 0; b < j->w->n_in / 256; b++, q += 256, is += 16) {
-        int32_t sumi = 0, summ = 0;
-        for (int c = 0; c < 4; c++) {
-            const uint8_t *qs = w[b].qs + 32 * c;
-            uint8_t sc0, m0, sc1, m1;
-            mm_q4k_scale_min(2 * c, w[b].scales, &sc0, &m0);
-            mm_q4k_scale_min(2 * c + 1, w[b].scales, &sc1, &m1);
-            int s0 = 0, s1 = 0;
-            for (int i = 0; i < 32; i++) {
-                s0 += ((qs[i] & 0xF) | ((w[b].qh[i] >> (2 * c)) & 1) << 4) * q[64 * c + i];
-                s1 += ((qs[i] >> 4) | ((w[b].qh[i] >> (2 * c + 1)) & 1) << 4) * q[64 * c + 32 + i];
-            }
-            sumi += sc0 * s0 + sc1 * s1;
-            summ += m0 * (is[4 * c] + is[4 * c + 1]) + m1 * (is[4 * c + 2] + is[4 * c + 3]);
-        }
-        const float dd = fp16_to_f32(w[b].d) * d[b], dm = fp16_to_f32(w[b].dmin) * d[b];
-        acc += dd * (float)sumi - dm * (float)summ;
-    }
-    return acc;
-}
+static float dot_q4_k(const mm_job *j, int r, int t) { return dot_q4_k_or_q5(j, r, t, 0); }
+static float dot_q5_k(const mm_job *j, int r, int t) { return dot_q4_k_or_q5(j, r, t, 1); }
 
 static float dot_q6_k(const mm_job *j, int r, int t)
 {

@@ -105,10 +105,13 @@ AI void q4k_scales_mins(const uint8_t *q, uint64_t *sc, uint64_t *mn)
    for lane, so a model gives the same bits with or without its packed copy. Per row
    and block the scales are decoded once for the token group (12 bytes, bit moves) and
    kept as the 8 madd multipliers; the min sum is one int32 multiply of 16 lanes (mins
-   against the 16 group sums) and a lane sum. */
-AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT)
+   against the 16 group sums) and a lane sum. Q5_K (q5) is the same with a fifth bit on
+   each code (bit s of qh[l] for element l of sub-block s). */
+AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT, const int q5)
 {
-    const arb_block_q4_k *row = (const arb_block_q4_k *)((const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes);
+    /* Q4_K (144 B) and Q5_K (176 B) share d, dmin and the scales; Q5_K's qh sits before qs */
+    const size_t bsz = q5 ? 176 : 144, oqs = q5 ? 48 : 16;
+    const uint8_t *rowp = (const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes;
     const int nb = j->w->n_in / 256;
     __m128 acc[4], accm[4];
     for (int k = 0; k < NT; k++)
@@ -116,7 +119,8 @@ AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT)
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int b = 0; b < nb; b++) {
         uint64_t sc8, mn8;
-        q4k_scales_mins(row[b].scales, &sc8, &mn8);
+        const uint8_t *blk = rowp + (size_t)b * bsz;
+        q4k_scales_mins(blk + 4, &sc8, &mn8);
         const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc8));
         __m256i scv[8];
         for (int s2 = 0; s2 < 8; s2++) /* scale of sub-block s2 in every int16 lane: its dword, then its half */
@@ -126,12 +130,20 @@ AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT)
         const __m256i mn32 = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn8));
         const __m256i mg0 = _mm256_permutevar8x32_epi32(mn32, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
         const __m256i mg1 = _mm256_permutevar8x32_epi32(mn32, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
-        const float d = f16(row[b].d), dmin = f16(row[b].dmin);
+        uint16_t dh[2];
+        memcpy(dh, blk, 4);
+        const float d = f16(dh[0]), dmin = f16(dh[1]);
         __m256i wl[4], wh[4];
         for (int c = 0; c < 4; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(row[b].qs + 32 * c));
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(blk + oqs + 32 * c));
             wl[c] = _mm256_and_si256(q, m4);
             wh[c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (q5) { /* the fifth bits: bit 2c (low nibbles) and 2c + 1 (high) of qh, worth 16;
+                         codes reach 31, a maddubs lane 2 x 31 x 127 = 7874 */
+                const __m256i hb = _mm256_loadu_si256((const __m256i *)(blk + 16)), one = _mm256_set1_epi8(1);
+                wl[c] = _mm256_or_si256(wl[c], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c), one), 4));
+                wh[c] = _mm256_or_si256(wh[c], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), one), 4));
+            }
         }
         for (int k = 0; k < NT; k++) {
             const int8_t *x = mm_qs(j, t0 + k) + 256 * b;
@@ -155,58 +167,14 @@ AI void kern_q4_k(const mm_job *j, int r, int t0, const int NT)
         j->y[(size_t)(t0 + k) * j->w->n_out + r] = _mm_cvtss_f32(_mm_sub_ss(acc[k], accm[k]));
 }
 
-/* Q5_K x Q8_K: kern_q4_k with a fifth bit per code (bit s of qh[l], element l of
-   sub-block s, worth 16), the same float sequence. Codes reach 31, so a maddubs lane
-   is at most 2 x 31 x 127 = 7874: one maddubs per 32 elements, then the scale madd. */
-AI void kern_q5_k(const mm_job *j, int r, int t0, const int NT)
+/* sum over q < n of madd(v[q], the int16 pair pairs[q] broadcast): a row-lane K-quant
+   kernel's min sum (Q4_K, Q5_K) or correction (Q6_K), exact in int32. */
+AI __m256i madd_pairs(const __m256i *v, const int32_t *pairs, const int n)
 {
-    const arb_block_q5_k *row = (const arb_block_q5_k *)((const uint8_t *)j->w->data + (size_t)r * j->w->row_bytes);
-    const int nb = j->w->n_in / 256;
-    __m128 acc[4], accm[4];
-    for (int k = 0; k < NT; k++)
-        acc[k] = accm[k] = _mm_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-    for (int b = 0; b < nb; b++) {
-        uint64_t sc8, mn8;
-        q4k_scales_mins(row[b].scales, &sc8, &mn8);
-        const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc8));
-        __m256i scv[8];
-        for (int s2 = 0; s2 < 8; s2++)
-            scv[s2] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(s2 / 2)),
-                                          _mm256_set1_epi16(s2 & 1 ? 0x0302 : 0x0100));
-        const __m256i mn32 = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn8));
-        const __m256i mg0 = _mm256_permutevar8x32_epi32(mn32, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
-        const __m256i mg1 = _mm256_permutevar8x32_epi32(mn32, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
-        const float d = f16(row[b].d), dmin = f16(row[b].dmin);
-        const __m256i hb = _mm256_loadu_si256((const __m256i *)row[b].qh);
-        __m256i wl[4], wh[4];
-        for (int c = 0; c < 4; c++) {
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(row[b].qs + 32 * c));
-            const __m256i bl = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * c), one);
-            const __m256i bh = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), one);
-            wl[c] = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_slli_epi16(bl, 4));
-            wh[c] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), _mm256_slli_epi16(bh, 4));
-        }
-        for (int k = 0; k < NT; k++) {
-            const int8_t *x = mm_qs(j, t0 + k) + 256 * b;
-            const int32_t *gs = mm_isum(j, t0 + k) + 16 * b;
-            __m256i is = _mm256_setzero_si256();
-            for (int c = 0; c < 4; c++) {
-                const __m256i pl = _mm256_maddubs_epi16(wl[c], _mm256_loadu_si256((const __m256i *)(x + 64 * c)));
-                const __m256i ph = _mm256_maddubs_epi16(wh[c], _mm256_loadu_si256((const __m256i *)(x + 64 * c + 32)));
-                is = _mm256_add_epi32(is, _mm256_madd_epi16(pl, scv[2 * c]));
-                is = _mm256_add_epi32(is, _mm256_madd_epi16(ph, scv[2 * c + 1]));
-            }
-            const int32_t ms = hsum8_epi32(
-                _mm256_add_epi32(_mm256_mullo_epi32(mg0, _mm256_loadu_si256((const __m256i *)gs)),
-                                 _mm256_mullo_epi32(mg1, _mm256_loadu_si256((const __m256i *)(gs + 8)))));
-            const float dx = mm_d(j, t0 + k)[b];
-            acc[k] = _mm_fmadd_ss(_mm_set_ss(d * dx), _mm_cvtsi32_ss(_mm_setzero_ps(), hsum8_epi32(is)), acc[k]);
-            accm[k] = _mm_fmadd_ss(_mm_set_ss(dmin * dx), _mm_cvtsi32_ss(_mm_setzero_ps(), ms), accm[k]);
-        }
-    }
-    for (int k = 0; k < NT; k++)
-        j->y[(size_t)(t0 + k) * j->w->n_out + r] = _mm_cvtss_f32(_mm_sub_ss(acc[k], accm[k]));
+    __m256i acc = _mm256_madd_epi16(v[0], _mm256_set1_epi32(pairs[0]));
+    for (int q = 1; q < n; q++)
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(v[q], _mm256_set1_epi32(pairs[q])));
+    return acc;
 }
 
 /* Q4_K on the packed copy (matmul_pack.c): rows row0..row0+7 (one half of a 16-row
@@ -278,10 +246,7 @@ AI void q4k_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int row
 #pragma GCC unroll 4
         for (int k = 0; k < T; k++) {
             const uint8_t *ak = a0 + (size_t)k * st;
-            const int32_t *sp = (const int32_t *)(ak + o32) + 4 * (size_t)b; /* s32 pairs (2q, 2q+1) */
-            __m256i ms = _mm256_madd_epi16(mn[0], _mm256_set1_epi32(sp[0]));
-            for (int q = 1; q < 4; q++)
-                ms = _mm256_add_epi32(ms, _mm256_madd_epi16(mn[q], _mm256_set1_epi32(sp[q])));
+            const __m256i ms = madd_pairs(mn, (const int32_t *)(ak + o32) + 4 * (size_t)b, 4); /* s32 pairs */
             const __m256 dx = _mm256_set1_ps(*(const float *)(ak + od + 4 * (size_t)b));
             acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dv, dx), _mm256_cvtepi32_ps(is[k]), acc[k]);
             accm[k] = _mm256_fmadd_ps(_mm256_mul_ps(dmv, dx), _mm256_cvtepi32_ps(ms), accm[k]);
@@ -419,10 +384,7 @@ AI void q6k_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int row
 #pragma GCC unroll 4
         for (int k = 0; k < T; k++) {
             const uint8_t *ak = a0 + (size_t)k * st;
-            const int32_t *gp = (const int32_t *)(ak + o16) + 8 * (size_t)b; /* s16 pairs (2q, 2q+1) */
-            __m256i corr = _mm256_madd_epi16(scp[0], _mm256_set1_epi32(gp[0]));
-            for (int q = 1; q < 8; q++)
-                corr = _mm256_add_epi32(corr, _mm256_madd_epi16(scp[q], _mm256_set1_epi32(gp[q])));
+            const __m256i corr = madd_pairs(scp, (const int32_t *)(ak + o16) + 8 * (size_t)b, 8); /* s16 pairs */
             const __m256i isum = _mm256_sub_epi32(is[k], _mm256_slli_epi32(corr, 5));
             const __m256 dx = _mm256_set1_ps(*(const float *)(ak + od + 4 * (size_t)b));
             acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dv, dx), _mm256_cvtepi32_ps(isum), acc[k]);
@@ -1160,9 +1122,9 @@ AI void rows_b32(const mm_job *j, int r0, int r1, const int kind)
     }
 
 #define K_RAW(r, t, n) kern_raw(j, r, t, n)
-#define K_Q4_K(r, t, n) kern_q4_k(j, r, t, n)
+#define K_Q4_K(r, t, n) kern_q4_k(j, r, t, n, 0)
 #define K_Q6_K(r, t, n) kern_q6_k(j, r, t, n)
-#define K_Q5_K(r, t, n) kern_q5_k(j, r, t, n)
+#define K_Q5_K(r, t, n) kern_q4_k(j, r, t, n, 1)
 
 static void rows_q4_1(const mm_job *j, int r0, int r1) { rows_b32(j, r0, r1, 0); }
 static void rows_q4_0(const mm_job *j, int r0, int r1) { rows_b32(j, r0, r1, 1); }
