@@ -413,11 +413,11 @@ static void drop_pages(const void *data, size_t bytes)
 }
 
 /* On the CPU backend, repack once every matrix the model's kernel family reads packed
-   (engine/cpu/matmul_pack.c; AVX-512: Q4_0/Q4_1/Q8_0, AVX2: Q4_0/Q4_1): a step then
-   reads a row group's block with aligned loads, rows already in vector lanes, instead
-   of a transposition. opts.no_pack keeps the GGUF layout: the AVX2 family's results are
-   the same bits either way (tests compare); the AVX-512 family then runs the AVX2
-   kernels, whose Q4_1 float sequence differs. */
+   (engine/cpu/matmul_pack.c; AVX-512: Q4_0/Q4_1/Q8_0 and the K-quants, AVX2: the same
+   but Q8_0): a step then reads a row group's block with aligned loads, rows already in
+   vector lanes, instead of a transposition. opts.no_pack keeps the GGUF layout: the
+   results are the same bits either way (tests compare), except the AVX-512 family's
+   32-block matrices, which then run the AVX2 kernels (another Q4_1 float sequence). */
 static int pack_weights(arb_model *m, arb_err *err)
 {
     if (m->opts.backend != ARB_BACKEND_CPU || m->opts.no_pack)

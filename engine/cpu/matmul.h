@@ -72,14 +72,14 @@ void arb_matmul_ex(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_
                    const arb_mm_pre *pre, float *residual);
 
 /* Load-time repacking (matmul_pack.c): bytes needed for w's packed copy, 0 when the
-   type or shape has none (only Q4_0/Q4_1/Q8_0 rows of >= 512 elements do). Fill a
-   64-byte aligned buffer of that size with arb_matmul_pack, then point w->packed at
-   it; the AVX-512 family and the AVX2 Q4_0/Q4_1 kernels read it, the rest keep reading
-   w->data (arb_matmul_reads_packed). */
+   type or shape has none (Q4_0/Q4_1/Q8_0 rows of whole 32-blocks and Q4_K/Q5_K/Q6_K rows
+   of whole 256-blocks have one). Fill a 64-byte aligned buffer of that size with
+   arb_matmul_pack, then point w->packed at it; which kernels read it:
+   arb_matmul_reads_packed. */
 size_t arb_matmul_pack_bytes(const arb_qmat *w);
 void arb_matmul_pack(const arb_qmat *w, void *dst);
 /* Whether family k (NULL = the process default) reads w's packed copy: the AVX-512
-   family for every packable type, the AVX2 family for Q4_0/Q4_1 (its Q8_0 kernels keep
+   family for every packable type, the AVX2 family for all but Q8_0 (its Q8_0 kernels keep
    the GGUF layout). A loader packs only these; others would never be read. */
 bool arb_matmul_reads_packed(const struct mm_impl *k, const arb_qmat *w);
 

@@ -60,9 +60,10 @@ typedef struct arb_load_opts {
     bool attn_scalar;         /* CPU: the scalar attention/norm/SwiGLU kernels instead of the
                                  SIMD family that follows isa (bit-identical; for tests that
                                  compare them) */
-    bool no_pack;             /* CPU: keep the GGUF layout instead of repacking Q4_0/Q4_1(/Q8_0)
-                                 for the AVX2 (AVX-512) kernels; AVX2: the same bits, slower;
-                                 AVX-512: its matrices then run the AVX2 kernels */
+    bool no_pack;             /* CPU: keep the GGUF layout instead of repacking Q4_0/Q4_1 and
+                                 the K-quants (and Q8_0 for AVX-512) for the SIMD kernels: the
+                                 same bits, slower, except AVX-512's 32-block matrices, which
+                                 then run the AVX2 kernels */
 } arb_load_opts;
 /* "cpu", "cuda" (fast mode) or "cuda-exact" into o->backend / o->gpu_exact;
    ARB_E_INVAL naming the accepted spellings otherwise. */
