@@ -183,7 +183,10 @@ AI __m256i madd_pairs(const __m256i *v, const int32_t *pairs, const int n)
    broadcast", summed in int16 (exact: 8 x 2 x 15 x 127 = 30480), then one madd by the
    rows' scales of s (int16 pairs) into the int32 block sum; the min sum is 4 madds of
    the rows' min pairs against the token's 32-element sums (int16 pairs, s32 of the
-   activation layout). Then the float sequence of kern_q4_k, lane for lane. */
+   activation layout). Then the float sequence of kern_q4_k, lane for lane. Q5_K (q5):
+   each step's codes get their fifth bit from the qh plane (bit s of a byte, worth 16),
+   and with codes up to 31 the int16 sums take 4 steps (31496), so two madds per
+   sub-block. */
 #define MM_K_TG 4
 AI void q4k_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int row0, int t0, const int T,
                  const uint8_t *pf, const int q5)
