@@ -354,6 +354,14 @@ static int widen_q5_0(arb_model *m, arb_err *err)
 /* opts.dequant_f32: replace the selected matrices by F32 copies (exact: every quantized value
    is a float), so the matmul reads float weights and float activations. Before packing, which
    then finds no quantized matrix to pack among them. */
+/* The block type a matrix has in the file: widen_q5_0 has already turned Q5_0 ones into
+   Q8_0 (on the heap, in m->widened), which "all-but-Q5_0" must still recognize. */
+static uint32_t file_type(const arb_model *m, const arb_qmat *q)
+{
+    const uint8_t *d = q->data, *w = m->widened;
+    return w && d >= w && d < w + m->widened_bytes ? ARB_TYPE_Q5_0 : q->type;
+}
+
 static int dequant_weights(arb_model *m, arb_err *err)
 {
     const char *sel = m->opts.dequant_f32;
@@ -377,7 +385,7 @@ static int dequant_weights(arb_model *m, arb_err *err)
     const int n = model_mats(m, mats);
     size_t total = 0;
     for (int i = 0; i < n; i++)
-        if (mats[i]->type != ARB_TYPE_F32 && mats[i]->type != keep)
+        if (mats[i]->type != ARB_TYPE_F32 && file_type(m, mats[i]) != keep)
             total += (size_t)mats[i]->n_in * (size_t)mats[i]->n_out;
     if (total && !(m->dequant = malloc(total * sizeof(float)))) {
         free(mats);
@@ -387,7 +395,7 @@ static int dequant_weights(arb_model *m, arb_err *err)
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         arb_qmat *q = mats[i];
-        if (q->type == ARB_TYPE_F32 || q->type == keep)
+        if (q->type == ARB_TYPE_F32 || file_type(m, q) == keep)
             continue;
         float *dst = m->dequant + off;
         for (int r = 0; r < q->n_out; r++)

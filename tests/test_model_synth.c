@@ -670,6 +670,12 @@ Test(model_synth, dequant_f32_reference)
     cr_assert_lt(dq, 0.05 * scale, "quantized vs dequantized: max |dlogit| %g of %g", dq, scale);
     cr_assert_gt(dh, 0.0, "Q8_0 matrices left quantized must differ from all-F32");
     cr_assert_geq(same, N - 2, "argmax agrees on %d of %d nodes", same, N);
+    /* Q5_0 matrices are widened to Q8_0 at load; "all-but-Q5_0" must still find them by their
+       file type and leave them quantized (it had dequantized everything) */
+    synth_opts og = {.arch = "gemma3", .seed = 5};
+    eval_with(&og, "all", f, N, tok, par);
+    eval_with(&og, "all-but-Q5_0", h, N, tok, par);
+    cr_assert(memcmp(f, h, sizeof(float) * S_VOCAB * N), "Q5_0 matrices left quantized must differ from all-F32");
     /* a file with only F32 matrices: nothing to dequantize, bit-identical */
     synth_opts o32 = {.arch = "llama", .seed = 5, .all_f32 = true};
     eval_with(&o32, NULL, q, N, tok, par);
