@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "chat.h"
+#include "cpu/threadpool.h"
 #include "cuda/cuda.h"
 #include "model.h"
 #include "quant.h"
@@ -426,40 +427,79 @@ static void drop_pages(const void *data, size_t bytes)
    vector lanes, instead of a transposition. opts.no_pack keeps the GGUF layout: the
    results are the same bits either way (tests compare), except the AVX-512 family's
    32-block matrices, which then run the AVX2 kernels (another Q4_1 float sequence). */
+/* The packing of several matrices split into chunks of 16-row groups for a thread pool:
+   group ranges are disjoint, so threads never write the same bytes. */
+typedef struct pack_run {
+    arb_qmat *const *mats;
+    uint8_t *const *dst;
+    const int *first; /* first[i]: matrix i's first group in the concatenation; first[n] = all */
+    int n;
+} pack_run;
+
+static void pack_task(void *ud, int ith, int nth)
+{
+    const pack_run *pr = ud;
+    const int total = pr->first[pr->n];
+    const int u0 = arb_tp_part(total, ith, nth), u1 = arb_tp_part(total, ith + 1, nth);
+    for (int i = 0; i < pr->n; i++) {
+        const int a = u0 > pr->first[i] ? u0 : pr->first[i], b = u1 < pr->first[i + 1] ? u1 : pr->first[i + 1];
+        if (a < b)
+            arb_matmul_pack_groups(pr->mats[i], pr->dst[i], a - pr->first[i], b - pr->first[i]);
+    }
+}
+
 static int pack_weights(arb_model *m, arb_err *err)
 {
     if (m->opts.backend != ARB_BACKEND_CPU || m->opts.no_pack)
         return ARB_OK;
-    arb_qmat **mats = malloc(sizeof *mats * (size_t)(7 * m->n_layer + 1));
-    if (!mats)
+    const int cap = 7 * m->n_layer + 1;
+    arb_qmat **mats = malloc(sizeof *mats * (size_t)cap);
+    uint8_t **dst = malloc(sizeof *dst * (size_t)cap);
+    int *first = malloc(sizeof *first * (size_t)(cap + 1));
+    if (!mats || !dst || !first) {
+        free(mats), free(dst), free(first);
         return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", m->path);
-    const int n = model_mats(m, mats);
+    }
+    int n = model_mats(m, mats), k = 0;
     size_t total = 0;
     for (int i = 0; i < n; i++)
-        if (arb_matmul_reads_packed(m->kern, mats[i]))
+        if (arb_matmul_reads_packed(m->kern, mats[i])) {
+            mats[k++] = mats[i];
             total += (arb_matmul_pack_bytes(mats[i]) + 63) & ~(size_t)63;
+        }
+    n = k;
     if (total && posix_memalign(&m->packed, 64, total)) {
         m->packed = NULL;
-        free(mats);
+        free(mats), free(dst), free(first);
         return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory for %zu bytes of packed weights", m->path, total);
     }
     size_t off = 0;
+    first[0] = 0;
     for (int i = 0; i < n; i++) {
-        const size_t b = arb_matmul_reads_packed(m->kern, mats[i]) ? arb_matmul_pack_bytes(mats[i]) : 0;
-        if (!b)
-            continue;
-        uint8_t *dst = (uint8_t *)m->packed + off;
-        arb_matmul_pack(mats[i], dst);
-        mats[i]->packed = dst;
-        /* a tied head is also the embedding table; widened Q5_0 matrices live on the heap,
-           not in the file mapping, and are freed with the model instead */
-        const uint8_t *d = mats[i]->data, *w = m->widened;
-        if (d != m->tok_embd.data && !(w && d >= w && d < w + m->widened_bytes))
-            drop_pages(mats[i]->data, b);
-        off += (b + 63) & ~(size_t)63;
+        dst[i] = (uint8_t *)m->packed + off;
+        off += (arb_matmul_pack_bytes(mats[i]) + 63) & ~(size_t)63;
+        first[i + 1] = first[i] + (mats[i]->n_out + 15) / 16;
     }
-    free(mats);
-    return ARB_OK;
+    /* on the model's threads (reading the file's pages and writing the copy: mostly page
+       faults, which the cores take in parallel); the bytes do not depend on who packs */
+    arb_threadpool *tp = NULL;
+    int rc = n ? arb_threadpool_new(m->opts.n_threads, &tp, err) : ARB_OK;
+    if (rc == ARB_OK && n) {
+        const pack_run pr = {.mats = mats, .dst = dst, .first = first, .n = n};
+        const int nth = m->opts.n_threads;
+        arb_threadpool_run_chunks(tp, pack_task, (void *)&pr, first[n] < 4 * nth ? first[n] : 4 * nth);
+        arb_threadpool_free(tp);
+        for (int i = 0; i < n; i++) {
+            mats[i]->packed = dst[i];
+            /* a tied head is also the embedding table; widened Q5_0 matrices live on the
+               heap, not in the file mapping, and are freed with the model instead */
+            const uint8_t *d = mats[i]->data, *w = m->widened;
+            if (d != m->tok_embd.data && !(w && d >= w && d < w + m->widened_bytes))
+                drop_pages(mats[i]->data, (size_t)mats[i]->n_out * mats[i]->row_bytes);
+        }
+    }
+    free(mats), free(dst), free(first);
+    return rc;
 }
 
 static arb_cuda_mat_desc cuda_mat(const arb_qmat *q)

@@ -504,6 +504,31 @@ Test(matmul, packed_equals_avx2_gguf_layout)
     arb_matmul_force_isa("auto");
 }
 
+/* Packing by ranges of 16-row groups (what the model loader's threads do) gives the bytes
+   of packing the whole matrix, padding rows of the last group included. */
+Test(matmul, pack_groups_equal_whole_pack)
+{
+    rng_state = 11;
+    static const uint32_t pt[] = {ARB_TYPE_Q4_0, ARB_TYPE_Q4_1, ARB_TYPE_Q8_0, ARB_TYPE_Q4_K, ARB_TYPE_Q5_K, ARB_TYPE_Q6_K};
+    for (int a = 0; a < 6; a++) {
+        const int nin = pt[a] == ARB_TYPE_Q4_K || pt[a] == ARB_TYPE_Q5_K || pt[a] == ARB_TYPE_Q6_K ? 512 : 576, nout = 45;
+        size_t rb;
+        void *w = random_weights(pt[a], nin, nout, &rb);
+        arb_qmat m = {.type = pt[a], .n_in = nin, .n_out = nout, .row_bytes = rb, .data = w};
+        const size_t pb = arb_matmul_pack_bytes(&m);
+        cr_assert(pb > 0);
+        uint8_t *whole = aligned_alloc(64, (pb + 63) & ~(size_t)63), *parts = aligned_alloc(64, (pb + 63) & ~(size_t)63);
+        cr_assert(whole && parts);
+        memset(parts, 0xAB, pb);
+        arb_matmul_pack(&m, whole);
+        arb_matmul_pack_groups(&m, parts, 2, 3); /* out of order, the partial last group first */
+        arb_matmul_pack_groups(&m, parts, 0, 1);
+        arb_matmul_pack_groups(&m, parts, 1, 2);
+        cr_assert(!memcmp(whole, parts, pb), "%s: packed by groups differs from the whole pack", arb_type_name(pt[a]));
+        free(w), free(whole), free(parts);
+    }
+}
+
 /* Several matrices on one input (Q/K/V, gate/up): bit-identical to separate calls
    in every family, with 1 and 3 threads, and when the types differ (no sharing). */
 Test(matmul, multi_equals_separate_calls)

@@ -78,6 +78,9 @@ void arb_matmul_ex(arb_threadpool *tp, const arb_qmat *w, const float *x, int n_
    arb_matmul_reads_packed. */
 size_t arb_matmul_pack_bytes(const arb_qmat *w);
 void arb_matmul_pack(const arb_qmat *w, void *dst);
+/* The same for the 16-row groups g0..g1-1 only (rows 16 g0 .. 16 g1 - 1): disjoint group
+   ranges may be packed by different threads into one dst. */
+void arb_matmul_pack_groups(const arb_qmat *w, void *dst, int g0, int g1);
 /* Whether family k (NULL = the process default) reads w's packed copy: the AVX-512
    family for every packable type, the AVX2 family for all but Q8_0 (its Q8_0 kernels keep
    the GGUF layout). A loader packs only these; others would never be read. */

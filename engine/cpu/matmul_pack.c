@@ -65,12 +65,12 @@ static void put_codes(const mm_packed_geom *g, uint32_t type, const uint8_t *blk
 
 /* Q4_K / Q5_K: row r's blocks into lane r % 8 of their halves (layout above). The two
    block types share d, dmin, scales and qs; Q5_K adds qh. */
-static void pack_q4_k(const arb_qmat *w, const mm_packed_geom *g, void *dst)
+static void pack_q4_k(const arb_qmat *w, const mm_packed_geom *g, void *dst, int r0, int r1)
 {
     const size_t gb = mm_packed_group_bytes(g);
     const int q5 = w->type == ARB_TYPE_Q5_K;
     const size_t half = q5 ? MM_Q5K_HALF : MM_Q4K_HALF, bsz = q5 ? 176 : 144;
-    for (int r = 0; r < w->n_out; r++) {
+    for (int r = r0; r < r1; r++) {
         const uint8_t *rowp = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
         const int l = r % 8;
         for (int b = 0; b < g->nb; b++) {
@@ -98,10 +98,10 @@ static void pack_q4_k(const arb_qmat *w, const mm_packed_geom *g, void *dst)
 }
 
 /* Q6_K: row r's blocks into lane r % 8 of their halves (layout above). */
-static void pack_q6_k(const arb_qmat *w, const mm_packed_geom *g, void *dst)
+static void pack_q6_k(const arb_qmat *w, const mm_packed_geom *g, void *dst, int r0, int r1)
 {
     const size_t gb = mm_packed_group_bytes(g);
-    for (int r = 0; r < w->n_out; r++) {
+    for (int r = r0; r < r1; r++) {
         const arb_block_q6_k *row = (const arb_block_q6_k *)((const uint8_t *)w->data + (size_t)r * w->row_bytes);
         const int l = r % 8;
         for (int b = 0; b < g->nb; b++) {
@@ -119,20 +119,22 @@ static void pack_q6_k(const arb_qmat *w, const mm_packed_geom *g, void *dst)
     }
 }
 
-void arb_matmul_pack(const arb_qmat *w, void *dst)
+void arb_matmul_pack_groups(const arb_qmat *w, void *dst, int g0, int g1)
 {
     const mm_packed_geom g = mm_packed_geom_of(w);
     const size_t gb = mm_packed_group_bytes(&g);
-    memset(dst, 0, arb_matmul_pack_bytes(w)); /* rows past n_out */
+    const int r0 = 16 * g0, r1 = 16 * g1 < w->n_out ? 16 * g1 : w->n_out;
+    /* the groups' bytes first: rows past n_out in the last group stay zero */
+    memset((uint8_t *)dst + (size_t)g0 * g.nb * gb, 0, (size_t)(g1 - g0) * g.nb * gb);
     if (w->type == ARB_TYPE_Q4_K || w->type == ARB_TYPE_Q5_K) {
-        pack_q4_k(w, &g, dst);
+        pack_q4_k(w, &g, dst, r0, r1);
         return;
     }
     if (w->type == ARB_TYPE_Q6_K) {
-        pack_q6_k(w, &g, dst);
+        pack_q6_k(w, &g, dst, r0, r1);
         return;
     }
-    for (int r = 0; r < w->n_out; r++) {
+    for (int r = r0; r < r1; r++) {
         const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
         const int l = r % 16;
         for (int b = 0; b < g.nb; b++) {
@@ -145,3 +147,5 @@ void arb_matmul_pack(const arb_qmat *w, void *dst)
         }
     }
 }
+
+void arb_matmul_pack(const arb_qmat *w, void *dst) { arb_matmul_pack_groups(w, dst, 0, (w->n_out + 15) / 16); }
