@@ -474,11 +474,7 @@ __attribute__((target("avx2,fma"))) static void quant_b32_avx2(const float *x, i
         }
         const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
         _mm256_storeu_si256((__m256i *)(qs + (size_t)b * 32), _mm256_permutevar8x32_epi32(p, perm));
-        const __m256i s8 = _mm256_add_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3]));
-        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
-        isum[b] = _mm_cvtsi128_si32(s4);
+        isum[b] = hsum8_epi32(_mm256_add_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3])));
     }
     for (b = 0; b + 8 <= nb; b += 8)
         _mm256_storeu_ps(fsum + b, _mm256_mul_ps(_mm256_loadu_ps(d + b),
@@ -525,17 +521,13 @@ void arb_mm_quant_avx2(const float *x, int n_in, const mm_layout *l, uint8_t *ds
             }
             const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
             _mm256_storeu_si256((__m256i *)(qs + (size_t)b * B + i), _mm256_permutevar8x32_epi32(p, perm));
-            int32_t s8[8];
             if (G == 32) {
-                _mm256_storeu_si256((__m256i *)s8, _mm256_add_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3])));
-                const int s = s8[0] + s8[1] + s8[2] + s8[3] + s8[4] + s8[5] + s8[6] + s8[7];
+                const int s = hsum8_epi32(_mm256_add_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3])));
                 isum[(b * B + i) / 32] = s;
                 sb += s;
             } else { /* G == 16: elements i..i+15 are v[0], v[1]; i+16..i+31 are v[2], v[3] */
-                _mm256_storeu_si256((__m256i *)s8, _mm256_add_epi32(v[0], v[1]));
-                const int s0 = s8[0] + s8[1] + s8[2] + s8[3] + s8[4] + s8[5] + s8[6] + s8[7];
-                _mm256_storeu_si256((__m256i *)s8, _mm256_add_epi32(v[2], v[3]));
-                const int s1 = s8[0] + s8[1] + s8[2] + s8[3] + s8[4] + s8[5] + s8[6] + s8[7];
+                const int s0 = hsum8_epi32(_mm256_add_epi32(v[0], v[1]));
+                const int s1 = hsum8_epi32(_mm256_add_epi32(v[2], v[3]));
                 isum[(b * B + i) / 16] = s0;
                 isum[(b * B + i) / 16 + 1] = s1;
                 sb += s0 + s1;
