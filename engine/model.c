@@ -112,12 +112,23 @@ static const arb_gguf_tensor *find_t(const arb_model *m, const char *name, bool 
     return t;
 }
 
+/* The type widen_matrices turns a matrix of type t into (t itself: none). */
+static uint32_t widened_type(uint32_t t)
+{
+    switch (t) {
+    case ARB_TYPE_Q5_0: case ARB_TYPE_IQ4_NL: case ARB_TYPE_IQ4_XS: return ARB_TYPE_Q8_0;
+    case ARB_TYPE_Q3_K: return ARB_TYPE_Q6_K;
+    case ARB_TYPE_Q5_1: case ARB_TYPE_Q2_K: return ARB_TYPE_F32;
+    default: return t;
+    }
+}
+
 /* The weight types engine/cpu/matmul.h takes. */
 static bool matmul_type(uint32_t t)
 {
     return t == ARB_TYPE_F32 || t == ARB_TYPE_F16 || t == ARB_TYPE_Q4_0 || t == ARB_TYPE_Q4_1 ||
            t == ARB_TYPE_Q8_0 || t == ARB_TYPE_Q4_K || t == ARB_TYPE_Q5_K || t == ARB_TYPE_Q6_K ||
-           t == ARB_TYPE_Q5_0; /* widened to Q8_0 at load (widen_q5_0) */
+           widened_type(t) != t; /* widened at load (widen_matrices) */
 }
 
 /* A matrix of n_out rows x n_in, in a type the matmul supports. */
@@ -132,7 +143,8 @@ static int bind_mat(const arb_model *m, const char *name, int n_in, int n_out, a
                        n_out);
     if (!matmul_type(t->type))
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
-                       "%s: tensor '%s': type %s not supported for matrices (F32 F16 Q4_0 Q4_1 Q5_0 Q8_0 Q4_K Q5_K Q6_K)",
+                       "%s: tensor '%s': type %s not supported for matrices (F32 F16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K "
+                       "Q5_K Q6_K IQ4_NL IQ4_XS)",
                        m->path, name, arb_type_name(t->type));
     out->type = t->type;
     out->n_in = n_in;
@@ -314,39 +326,65 @@ static int model_mats(arb_model *m, arb_qmat **out)
     return n;
 }
 
-/* Q5_0 matrices (llama.cpp's fallback for k-quant rows that are not a multiple of 256,
-   e.g. Gemma-3 270M's 640-wide q/k/gate/up) rewritten as Q8_0: the same scale and the
-   same integers (q - 16), so every weight is unchanged and the Q8_0 kernels of every ISA
-   family serve them (llama.cpp also multiplies Q5_0 with Q8_0 activations). */
-static int widen_q5_0(arb_model *m, arb_err *err)
+/* Matrices in a block type without a matmul kernel, rewritten at load (on the heap, in
+   m->widened) into one that has kernels in every family:
+   - Q5_0 (llama.cpp's fallback for k-quant rows that are not a multiple of 256, e.g. Gemma-3
+     270M's 640-wide q/k/gate/up) -> Q8_0: the same scale and integers (q - 16);
+   - IQ4_NL (the IQ mixes' fallback for such rows) -> Q8_0: the same scale, the table's int8s;
+   - Q3_K -> Q6_K: the same d and 16-element scales, codes q + 32;
+   - IQ4_XS -> Q8_0: the table's int8s, each 32-block scale d * (ls - 32) rounded to fp16
+     (<= 2^-11 relative; the count is in m->widen_rounded);
+   - Q5_1 and Q2_K -> F32 (exact; 4 bytes a weight: their per-block mins have no int8
+     kernel here yet).
+   Every value but IQ4_XS's scales is unchanged. llama.cpp multiplies these types with
+   8-bit activations too. A tied head widens the embedding table with it (one copy). */
+static size_t widen_row(uint32_t from, const void *src, void *dst, int n_in)
+{
+    const size_t nb = (size_t)n_in / arb_type_block_elems(from);
+    switch (from) {
+    case ARB_TYPE_Q5_0: arb_q5_0_to_q8_0(src, dst, nb); return 0;
+    case ARB_TYPE_IQ4_NL: arb_iq4_nl_to_q8_0(src, dst, nb); return 0;
+    case ARB_TYPE_IQ4_XS: return arb_iq4_xs_to_q8_0(src, dst, nb);
+    case ARB_TYPE_Q3_K: arb_q3_k_to_q6_k(src, dst, nb); return 0;
+    default: arb_dequant_row(from, src, dst, (size_t)n_in); return 0;
+    }
+}
+
+static int widen_matrices(arb_model *m, arb_err *err)
 {
     arb_qmat **mats = malloc(sizeof *mats * (size_t)(7 * m->n_layer + 1));
     if (!mats)
         return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", m->path);
     const int n = model_mats(m, mats);
     size_t total = 0;
-    for (int i = 0; i < n; i++)
-        if (mats[i]->type == ARB_TYPE_Q5_0)
-            total += arb_type_row_bytes(ARB_TYPE_Q8_0, (uint64_t)mats[i]->n_in) * (size_t)mats[i]->n_out;
+    for (int i = 0; i < n; i++) {
+        const uint32_t to = widened_type(mats[i]->type);
+        if (to != mats[i]->type)
+            total += (arb_type_row_bytes(to, (uint64_t)mats[i]->n_in) * (size_t)mats[i]->n_out + 63) & ~(size_t)63;
+    }
     m->widened_bytes = total;
     if (total && !(m->widened = malloc(total))) {
         free(mats);
-        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory for %zu MB of Q8_0 weights", m->path, total >> 20);
+        return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory for %zu MB of widened weights", m->path, total >> 20);
     }
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         arb_qmat *q = mats[i];
-        if (q->type != ARB_TYPE_Q5_0)
+        const uint32_t to = widened_type(q->type);
+        if (to == q->type)
             continue;
-        const size_t rb = arb_type_row_bytes(ARB_TYPE_Q8_0, (uint64_t)q->n_in);
+        const bool tied = q == &m->output && q->data == m->tok_embd.data;
+        const size_t rb = arb_type_row_bytes(to, (uint64_t)q->n_in);
         uint8_t *dst = (uint8_t *)m->widened + off;
         for (int r = 0; r < q->n_out; r++)
-            arb_q5_0_to_q8_0((const uint8_t *)q->data + (size_t)r * q->row_bytes, dst + (size_t)r * rb,
-                             (size_t)q->n_in / ARB_QK8_0);
-        q->type = ARB_TYPE_Q8_0;
+            m->widen_rounded += widen_row(q->type, (const uint8_t *)q->data + (size_t)r * q->row_bytes,
+                                          dst + (size_t)r * rb, q->n_in);
+        q->type = to;
         q->row_bytes = rb;
         q->data = dst;
-        off += rb * (size_t)q->n_out;
+        if (tied)
+            m->tok_embd = *q; /* the same values for the gather, and still one table */
+        off += (rb * (size_t)q->n_out + 63) & ~(size_t)63;
     }
     free(mats);
     return ARB_OK;
@@ -354,15 +392,9 @@ static int widen_q5_0(arb_model *m, arb_err *err)
 
 /* opts.dequant_f32: replace the selected matrices by F32 copies (exact: every quantized value
    is a float), so the matmul reads float weights and float activations. Before packing, which
-   then finds no quantized matrix to pack among them. */
-/* The block type a matrix has in the file: widen_q5_0 has already turned Q5_0 ones into
-   Q8_0 (on the heap, in m->widened), which "all-but-Q5_0" must still recognize. */
-static uint32_t file_type(const arb_model *m, const arb_qmat *q)
-{
-    const uint8_t *d = q->data, *w = m->widened;
-    return w && d >= w && d < w + m->widened_bytes ? ARB_TYPE_Q5_0 : q->type;
-}
-
+   then finds no quantized matrix to pack among them, and before widen_matrices: the types are
+   the file's ("all-but-Q5_0" keeps the Q5_0 matrices, which are widened after), and the copies
+   are of the file's values (IQ4_XS's scales unrounded). */
 static int dequant_weights(arb_model *m, arb_err *err)
 {
     const char *sel = m->opts.dequant_f32;
@@ -386,7 +418,7 @@ static int dequant_weights(arb_model *m, arb_err *err)
     const int n = model_mats(m, mats);
     size_t total = 0;
     for (int i = 0; i < n; i++)
-        if (mats[i]->type != ARB_TYPE_F32 && file_type(m, mats[i]) != keep)
+        if (mats[i]->type != ARB_TYPE_F32 && mats[i]->type != keep)
             total += (size_t)mats[i]->n_in * (size_t)mats[i]->n_out;
     if (total && !(m->dequant = malloc(total * sizeof(float)))) {
         free(mats);
@@ -396,7 +428,7 @@ static int dequant_weights(arb_model *m, arb_err *err)
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         arb_qmat *q = mats[i];
-        if (q->type == ARB_TYPE_F32 || file_type(m, q) == keep)
+        if (q->type == ARB_TYPE_F32 || q->type == keep)
             continue;
         float *dst = m->dequant + off;
         for (int r = 0; r < q->n_out; r++)
@@ -491,7 +523,7 @@ static int pack_weights(arb_model *m, arb_err *err)
         arb_threadpool_free(tp);
         for (int i = 0; i < n; i++) {
             mats[i]->packed = dst[i];
-            /* a tied head is also the embedding table; widened Q5_0 matrices live on the
+            /* a tied head is also the embedding table; widened matrices live on the
                heap, not in the file mapping, and are freed with the model instead */
             const uint8_t *d = mats[i]->data, *w = m->widened;
             if (d != m->tok_embd.data && !(w && d >= w && d < w + m->widened_bytes))
@@ -602,8 +634,8 @@ int arb_model_load(const char *path, const arb_load_opts *o, arb_model **out, ar
     }
     m->arch = ar->arch;
     m->rope_neox = ar->neox;
-    if ((rc = load_hparams(m, err)) || (rc = load_tensors(m, ar, err)) || (rc = widen_q5_0(m, err)) ||
-        (rc = dequant_weights(m, err)) ||
+    if ((rc = load_hparams(m, err)) || (rc = load_tensors(m, ar, err)) || (rc = dequant_weights(m, err)) ||
+        (rc = widen_matrices(m, err)) ||
         (rc = pack_weights(m, err)) ||
         (rc = cuda_upload(m, err)))
         goto fail;

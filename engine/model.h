@@ -73,8 +73,10 @@ struct arb_model {
     arb_qmat output;        /* n_vocab rows of n_embd (= tok_embd when tied) */
     arb_layer *layers;      /* n_layer */
     void *packed;           /* owned: repacked weights for the AVX-512 kernels, or NULL */
-    void *widened;          /* owned: Q5_0 matrices rewritten as Q8_0 (same values), or NULL */
+    void *widened;          /* owned: matrices widened at load (Q5_0/IQ4_NL/IQ4_XS -> Q8_0, Q3_K ->
+                               Q6_K, Q5_1/Q2_K -> F32; model.c widen_matrices), or NULL */
     size_t widened_bytes;
+    size_t widen_rounded;   /* IQ4_XS block scales rounded to fp16 by the widening */
     float *dequant;         /* owned: F32 copies of the matrices opts.dequant_f32 selected, or NULL */
     struct arb_cuda_model *cuda; /* owned: the weights on the GPU (backend cuda), or NULL */
     uint64_t n_params, weight_bytes;

@@ -32,15 +32,15 @@ typedef struct type_info {
 static const type_info type_table[] = {
     [ARB_TYPE_F32] = {"F32", 1, 4, true},         [ARB_TYPE_F16] = {"F16", 1, 2, true},
     [ARB_TYPE_Q4_0] = {"Q4_0", 32, 18, true},     [ARB_TYPE_Q4_1] = {"Q4_1", 32, 20, true},
-    [ARB_TYPE_Q5_0] = {"Q5_0", 32, 22, true},    [ARB_TYPE_Q5_1] = {"Q5_1", 32, 24, false},
+    [ARB_TYPE_Q5_0] = {"Q5_0", 32, 22, true},    [ARB_TYPE_Q5_1] = {"Q5_1", 32, 24, true},
     [ARB_TYPE_Q8_0] = {"Q8_0", 32, 34, true},     [ARB_TYPE_Q8_1] = {"Q8_1", 32, 36, true},
-    [ARB_TYPE_Q2_K] = {"Q2_K", 256, 84, false},   [ARB_TYPE_Q3_K] = {"Q3_K", 256, 110, false},
+    [ARB_TYPE_Q2_K] = {"Q2_K", 256, 84, true},    [ARB_TYPE_Q3_K] = {"Q3_K", 256, 110, true},
     [ARB_TYPE_Q4_K] = {"Q4_K", 256, 144, true},   [ARB_TYPE_Q5_K] = {"Q5_K", 256, 176, true},
     [ARB_TYPE_Q6_K] = {"Q6_K", 256, 210, true},   [ARB_TYPE_Q8_K] = {"Q8_K", 256, 292, true},
     [ARB_TYPE_IQ2_XXS] = {"IQ2_XXS", 256, 66, false}, [ARB_TYPE_IQ2_XS] = {"IQ2_XS", 256, 74, false},
     [ARB_TYPE_IQ3_XXS] = {"IQ3_XXS", 256, 98, false}, [ARB_TYPE_IQ1_S] = {"IQ1_S", 256, 50, false},
-    [ARB_TYPE_IQ4_NL] = {"IQ4_NL", 32, 18, false}, [ARB_TYPE_IQ3_S] = {"IQ3_S", 256, 110, false},
-    [ARB_TYPE_IQ2_S] = {"IQ2_S", 256, 82, false}, [ARB_TYPE_IQ4_XS] = {"IQ4_XS", 256, 136, false},
+    [ARB_TYPE_IQ4_NL] = {"IQ4_NL", 32, 18, true}, [ARB_TYPE_IQ3_S] = {"IQ3_S", 256, 110, false},
+    [ARB_TYPE_IQ2_S] = {"IQ2_S", 256, 82, false}, [ARB_TYPE_IQ4_XS] = {"IQ4_XS", 256, 136, true},
     [ARB_TYPE_I8] = {"I8", 1, 1, false},          [ARB_TYPE_I16] = {"I16", 1, 2, false},
     [ARB_TYPE_I32] = {"I32", 1, 4, false},        [ARB_TYPE_I64] = {"I64", 1, 8, false},
     [ARB_TYPE_F64] = {"F64", 1, 8, false},        [ARB_TYPE_IQ1_M] = {"IQ1_M", 256, 56, false},
@@ -211,6 +211,157 @@ void arb_q5_0_to_q8_0(const void *src, void *dst, size_t nb)
     }
 }
 
+/* Q5_1 (24 B: d, m, qh[4], qs[16]): Q5_0's codes without the -16, plus the min m. */
+static void dq_q5_1(const uint8_t *b, float *y, size_t nb)
+{
+    for (size_t i = 0; i < nb; i++, b += 24, y += 32) {
+        const float d = rdh(b), m = rdh(b + 2);
+        for (int j = 0; j < 32; j++)
+            y[j] = (q5_0_elem(b + 2, j) + 16) * d + m; /* b + 2: Q5_0's qh/qs offsets */
+    }
+}
+
+/* IQ4_NL / IQ4_XS: 4-bit indices into ggml's fixed non-linear table (kvalues_iq4nl). */
+static const int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* Element j of an IQ4_NL block's 16 bytes of indices: low nibbles first, then high. */
+static int iq4_elem(const uint8_t *qs, int j) { return iq4nl_values[j < 16 ? qs[j] & 0x0f : qs[j - 16] >> 4]; }
+
+static void dq_iq4_nl(const uint8_t *b, float *y, size_t nb)
+{
+    for (size_t i = 0; i < nb; i++, b += 18, y += 32) {
+        const float d = rdh(b);
+        for (int j = 0; j < 32; j++)
+            y[j] = d * iq4_elem(b + 2, j);
+    }
+}
+
+void arb_iq4_nl_to_q8_0(const void *src, void *dst, size_t nb)
+{
+    const uint8_t *b = src;
+    uint8_t *o = dst;
+    for (size_t i = 0; i < nb; i++, b += 18, o += 34) {
+        o[0] = b[0], o[1] = b[1];
+        for (int j = 0; j < 32; j++)
+            o[2 + j] = (uint8_t)(int8_t)iq4_elem(b + 2, j);
+    }
+}
+
+/* IQ4_XS (136 B: d, scales_h (2 B), scales_l[4], qs[128]): eight 32-element sub-blocks of
+   IQ4_NL indices, sub-block s scaled by d * (ls - 32), ls 6 bits: the low 4 in nibble s % 2
+   of scales_l[s / 2], the top 2 in bits 2s..2s+1 of scales_h. */
+static int iq4_xs_scale(const uint8_t *b, int s)
+{
+    const int lo = (b[4 + s / 2] >> 4 * (s % 2)) & 0x0f, hi = (rd16(b + 2) >> 2 * s) & 3;
+    return (lo | hi << 4) - 32;
+}
+
+static void dq_iq4_xs(const uint8_t *b, float *y, size_t nb)
+{
+    for (size_t i = 0; i < nb; i++, b += 136) {
+        const float d = rdh(b);
+        for (int s = 0; s < 8; s++, y += 32) {
+            const float dl = d * (float)iq4_xs_scale(b, s);
+            for (int j = 0; j < 32; j++)
+                y[j] = dl * iq4_elem(b + 8 + 16 * s, j);
+        }
+    }
+}
+
+size_t arb_iq4_xs_to_q8_0(const void *src, void *dst, size_t nb)
+{
+    const uint8_t *b = src;
+    uint8_t *o = dst;
+    size_t inexact = 0;
+    for (size_t i = 0; i < nb; i++, b += 136) {
+        const float d = rdh(b);
+        for (int s = 0; s < 8; s++, o += 34) {
+            const float dl = d * (float)iq4_xs_scale(b, s); /* exact in f32: 11 x 6 bits */
+            const uint16_t h = arb_f32_to_fp16(dl);
+            inexact += arb_fp16_to_f32(h) != dl;
+            o[0] = (uint8_t)(h & 0xff), o[1] = (uint8_t)(h >> 8);
+            for (int j = 0; j < 32; j++)
+                o[2 + j] = (uint8_t)(int8_t)iq4_elem(b + 8 + 16 * s, j);
+        }
+    }
+    return inexact;
+}
+
+/* Q2_K (84 B: scales[16], qs[64], d, dmin): sixteen 16-element sub-blocks; element
+   e = 128h + 32j + 16k + l is 2 bits at shift 2j of qs[32h + 16k + l], sub-block
+   e / 16 = 8h + 2j + k with scale byte (low nibble: scale, high: min). */
+static void dq_q2_k(const uint8_t *b, float *y, size_t nb)
+{
+    for (size_t i = 0; i < nb; i++, b += 84) {
+        const float d = rdh(b + 80), dmin = rdh(b + 82);
+        for (int e = 0; e < ARB_QK_K; e++) {
+            const int h = e / 128, j = e / 32 % 4, k = e / 16 % 2, l = e % 16, sc = b[e / 16];
+            const int q = (b[16 + 32 * h + 16 * k + l] >> 2 * j) & 3;
+            /* ggml's order: dl = d * scale and ml = dmin * min first */
+            const float dl = d * (float)(sc & 0x0f), ml = dmin * (float)(sc >> 4);
+            *y++ = dl * (float)q - ml;
+        }
+    }
+}
+
+/* Q3_K (110 B: hmask[32], qs[64], scales[12], d): sixteen 16-element sub-blocks, the same
+   element order as Q2_K; each element 2 low bits in qs, its third bit in hmask[16k + l] bit
+   4h + j (clear: minus 4), so q in -4..3; 6-bit scales minus 32, unpacked by q3_k_scales. */
+static void q3_k_scales(const uint8_t *s, int8_t out[16])
+{
+    for (int i = 0; i < 16; i++) {
+        const int g = i / 4, c = i % 4;
+        const int lo = g == 0 ? s[c] & 0x0f : g == 1 ? s[4 + c] & 0x0f : g == 2 ? s[c] >> 4 : s[4 + c] >> 4;
+        out[i] = (int8_t)((lo | ((s[8 + c] >> 2 * g) & 3) << 4) - 32);
+    }
+}
+
+static int q3_k_elem(const uint8_t *b, int e)
+{
+    const int h = e / 128, j = e / 32 % 4, k = e / 16 % 2, l = e % 16;
+    const int q = (b[32 + 32 * h + 16 * k + l] >> 2 * j) & 3;
+    return q - ((b[16 * k + l] >> (4 * h + j)) & 1 ? 0 : 4);
+}
+
+static void dq_q3_k(const uint8_t *b, float *y, size_t nb)
+{
+    for (size_t i = 0; i < nb; i++, b += 110) {
+        const float d = rdh(b + 108);
+        int8_t sc[16];
+        q3_k_scales(b + 96, sc);
+        for (int e = 0; e < ARB_QK_K; e++)
+            *y++ = d * (float)sc[e / 16] * (float)q3_k_elem(b, e);
+    }
+}
+
+/* Q6_K from 256 codes q in -32..31, 16 int8 scales and d: element e = 128h + 32c + l goes
+   to the low or high nibble (c >= 2) of ql[64h + 32(c % 2) + l], its top 2 bits to bits
+   2c..2c+1 of qh[32h + l]; scale e / 16 (dq_q6_k's order). */
+static void put_q6_k(uint8_t *o, const int8_t q[ARB_QK_K], const int8_t sc[16], uint16_t d)
+{
+    memset(o, 0, 192);
+    for (int e = 0; e < ARB_QK_K; e++) {
+        const int h = e / 128, c = e / 32 % 4, l = e % 32, u = q[e] + 32;
+        o[64 * h + 32 * (c % 2) + l] |= (uint8_t)((u & 0x0f) << (c >= 2 ? 4 : 0));
+        o[128 + 32 * h + l] |= (uint8_t)((u >> 4) << 2 * c);
+    }
+    memcpy(o + 192, sc, 16);
+    o[208] = (uint8_t)(d & 0xff), o[209] = (uint8_t)(d >> 8);
+}
+
+void arb_q3_k_to_q6_k(const void *src, void *dst, size_t nb)
+{
+    const uint8_t *b = src;
+    uint8_t *o = dst;
+    for (size_t i = 0; i < nb; i++, b += 110, o += 210) {
+        int8_t q[ARB_QK_K], sc[16];
+        q3_k_scales(b + 96, sc);
+        for (int e = 0; e < ARB_QK_K; e++)
+            q[e] = (int8_t)q3_k_elem(b, e);
+        put_q6_k(o, q, sc, rd16(b + 108));
+    }
+}
+
 /* Q8_0 (34 B: d, qs[32]) and Q8_1 (36 B: d, s, qs[32]; s = d * sum(qs) is unused here). */
 static void dq_q8(const uint8_t *b, float *y, size_t nb, size_t bytes, size_t qs_off)
 {
@@ -312,6 +463,11 @@ void arb_dequant_row(uint32_t type, const void *src, float *dst, size_t n)
     case ARB_TYPE_Q4_0: dq_q4_0(b, dst, nb); break;
     case ARB_TYPE_Q4_1: dq_q4_1(b, dst, nb); break;
     case ARB_TYPE_Q5_0: dq_q5_0(b, dst, nb); break;
+    case ARB_TYPE_Q5_1: dq_q5_1(b, dst, nb); break;
+    case ARB_TYPE_Q2_K: dq_q2_k(b, dst, nb); break;
+    case ARB_TYPE_Q3_K: dq_q3_k(b, dst, nb); break;
+    case ARB_TYPE_IQ4_NL: dq_iq4_nl(b, dst, nb); break;
+    case ARB_TYPE_IQ4_XS: dq_iq4_xs(b, dst, nb); break;
     case ARB_TYPE_Q8_0: dq_q8(b, dst, nb, 34, 2); break;
     case ARB_TYPE_Q8_1: dq_q8(b, dst, nb, 36, 4); break;
     case ARB_TYPE_Q4_K: dq_q4_k(b, dst, nb, 0); break;

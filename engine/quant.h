@@ -21,13 +21,19 @@
 typedef enum arb_type {
     ARB_TYPE_F32 = 0, ARB_TYPE_F16 = 1, ARB_TYPE_Q4_0 = 2, ARB_TYPE_Q4_1 = 3,
     ARB_TYPE_Q8_0 = 8, ARB_TYPE_Q8_1 = 9, ARB_TYPE_Q4_K = 12, ARB_TYPE_Q6_K = 14,
-    ARB_TYPE_Q8_K = 15, ARB_TYPE_BF16 = 30, ARB_TYPE_Q5_0 = 6, /* Q5_0: dequantised, and widened to Q8_0 for matmuls */
+    ARB_TYPE_Q8_K = 15, ARB_TYPE_BF16 = 30, ARB_TYPE_Q5_K = 13,
+    /* Dequantised here; the loader widens their matrices at load into a type the matmul
+       kernels take (engine/model.c, widen_matrices): */
+    ARB_TYPE_Q5_0 = 6,    /* -> Q8_0, every value kept */
+    ARB_TYPE_Q3_K = 11,   /* -> Q6_K, every value kept */
+    ARB_TYPE_IQ4_NL = 20, /* -> Q8_0, every value kept */
+    ARB_TYPE_IQ4_XS = 23, /* -> Q8_0, each 32-block's scale rounded to fp16 */
+    ARB_TYPE_Q5_1 = 7, ARB_TYPE_Q2_K = 10, /* -> F32 (no int8 kernel for their mins yet) */
     /* Known to the reader (sizes only, so any ggml file can be opened and inspected);
        arb_type_supported() is false for these: no dequantisation. */
-    ARB_TYPE_Q5_1 = 7, ARB_TYPE_Q2_K = 10, ARB_TYPE_Q3_K = 11,
-    ARB_TYPE_Q5_K = 13, ARB_TYPE_IQ2_XXS = 16, ARB_TYPE_IQ2_XS = 17, ARB_TYPE_IQ3_XXS = 18,
-    ARB_TYPE_IQ1_S = 19, ARB_TYPE_IQ4_NL = 20, ARB_TYPE_IQ3_S = 21, ARB_TYPE_IQ2_S = 22,
-    ARB_TYPE_IQ4_XS = 23, ARB_TYPE_I8 = 24, ARB_TYPE_I16 = 25, ARB_TYPE_I32 = 26,
+    ARB_TYPE_IQ2_XXS = 16, ARB_TYPE_IQ2_XS = 17, ARB_TYPE_IQ3_XXS = 18,
+    ARB_TYPE_IQ1_S = 19, ARB_TYPE_IQ3_S = 21, ARB_TYPE_IQ2_S = 22,
+    ARB_TYPE_I8 = 24, ARB_TYPE_I16 = 25, ARB_TYPE_I32 = 26,
     ARB_TYPE_I64 = 27, ARB_TYPE_F64 = 28, ARB_TYPE_IQ1_M = 29, ARB_TYPE_TQ1_0 = 34,
     ARB_TYPE_TQ2_0 = 35,
 } arb_type;
@@ -61,6 +67,18 @@ float arb_bf16_to_f32(uint16_t h);
    value is unchanged, so the Q8_0 matmul kernels serve Q5_0 matrices (model.c, load time).
    nb blocks: src 22 * nb bytes, dst 34 * nb. */
 void arb_q5_0_to_q8_0(const void *src, void *dst, size_t nb);
+
+/* IQ4_NL blocks (d, 4-bit indices into ggml's table kvalues_iq4nl) rewritten as Q8_0 blocks
+   (the same d, the table's int8 values): every value unchanged. src 18 * nb, dst 34 * nb. */
+void arb_iq4_nl_to_q8_0(const void *src, void *dst, size_t nb);
+/* IQ4_XS super-blocks (nb of 136 B) as 8 * nb Q8_0 blocks: the table's int8 values, each
+   32-block's scale d * (ls - 32) rounded to the nearest fp16 (relative error <= 2^-11; exact
+   when it fits 11 significant bits). Returns how many block scales were rounded. */
+size_t arb_iq4_xs_to_q8_0(const void *src, void *dst, size_t nb);
+/* Q3_K super-blocks (nb of 110 B) rewritten as Q6_K (210 B): the same d, the same 16 scales
+   (6-bit minus 32, as int8), each 3-bit code q in -4..3 as the 6-bit code q + 32; every value
+   unchanged, so the Q6_K kernels of every family serve Q3_K matrices. */
+void arb_q3_k_to_q6_k(const void *src, void *dst, size_t nb);
 
 /* Reference dequantisation of n elements (n a multiple of the block size). */
 void arb_dequant_row(uint32_t type, const void *src, float *dst, size_t n);

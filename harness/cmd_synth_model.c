@@ -20,7 +20,7 @@ int arb_cmd_synth_model(int argc, char **argv)
         {.name = "--shape", .kind = ARB_OPT_KIND_STR, .dst = &shape_name, .metavar = "S", .required = true,
          .help = "llama-1b (Llama-3.2-1B), llama-3b (Llama-3.2-3B), llama-8b (Llama-3.1-8B), "
                  "qwen2-7b (Qwen2.5-7B, with q/k/v biases), smollm2-135m"},
-        ARB_OPT_STR("--type", "T", &type_name, "q4_0 q4_1 q8_0 q4_k q5_k q6_k f16 (default q4_0)"),
+        ARB_OPT_STR("--type", "T", &type_name, ARB_SYNTH_TYPES " (default q4_0)"),
         {.name = "--out", .kind = ARB_OPT_KIND_STR, .dst = &out, .metavar = "PATH", .required = true,
          .help = "the GGUF to write"},
         ARB_OPT_U64("--seed", "N", &seed, "weight seed (default 1)"),

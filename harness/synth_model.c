@@ -31,6 +31,9 @@ typedef struct qtype { const char *name; uint32_t id; int blk_elems, blk_bytes; 
 static const qtype qtypes[] = {
     {"q4_0", 2, 32, 18}, {"q4_1", 3, 32, 20}, {"q8_0", 8, 32, 34},
     {"q4_k", 12, 256, 144}, {"q5_k", 13, 256, 176}, {"q6_k", 14, 256, 210}, {"f16", 1, 1, 2},
+    /* widened at load (engine/model.c): Q5_1/Q2_K to F32, Q3_K to Q6_K, IQ4_NL/IQ4_XS to Q8_0 */
+    {"q5_1", 7, 32, 24}, {"q2_k", 10, 256, 84}, {"q3_k", 11, 256, 110}, {"iq4_nl", 20, 32, 18},
+    {"iq4_xs", 23, 256, 136},
 };
 
 typedef struct wr {
@@ -93,7 +96,7 @@ static void gen(wr *w, const tensor *t)
 {
     const float sd = 1.0f / sqrtf((float)t->ne0);
     uint8_t buf[4096];
-    float deq[8192]; /* 4096 bytes of blocks hold at most 4096 * 32 / 18 elements */
+    float deq[4096 / 84 * 256]; /* the densest type (Q2_K: 256 elements in 84 bytes), 48 KiB */
     if (t->gen == 0) {
         const bool norm = strstr(t->name, "norm") != NULL;
         for (uint64_t i = 0; i < t->ne0 * t->ne1; i++) {
@@ -133,6 +136,17 @@ static void gen(wr *w, const tensor *t)
                 break;
             case 14: memcpy(b + 208, &(uint16_t){to_half(sd / 900.0f)}, 2); /* Q6_K: d (scales random int8) */
                 break;
+            case 7: /* Q5_1: d, m (codes 0..31 centred by m = -15.5 d) */
+                memcpy(b, &(uint16_t){to_half(sd / 9.2f)}, 2);
+                memcpy(b + 2, &(uint16_t){to_half(-15.5f * sd / 9.2f)}, 2);
+                break;
+            case 10: /* Q2_K: d, dmin (scale and min nibbles random: mean 7.5 x code 1.5 against 7.5 dmin) */
+                memcpy(b + 80, &(uint16_t){to_half(sd / 20.0f)}, 2);
+                memcpy(b + 82, &(uint16_t){to_half(1.5f * sd / 20.0f)}, 2);
+                break;
+            case 11: memcpy(b + 108, &(uint16_t){to_half(sd / 60.0f)}, 2); break; /* Q3_K: d (scales -32..31) */
+            case 20: memcpy(b, &(uint16_t){to_half(sd / 73.0f)}, 2); break;       /* IQ4_NL: d (values to 127) */
+            case 23: memcpy(b, &(uint16_t){to_half(sd / 1260.0f)}, 2); break;     /* IQ4_XS: d (scales -32..31) */
             }
             n += bb;
         }

@@ -17,7 +17,7 @@
 #include "engine.h"
 
 #define ARB_SYNTH_SHAPES "tiny llama-1b llama-3b llama-8b qwen2-7b smollm2-135m"
-#define ARB_SYNTH_TYPES "q4_0 q4_1 q8_0 q4_k q6_k f16"
+#define ARB_SYNTH_TYPES "q4_0 q4_1 q8_0 q4_k q5_k q6_k f16 q5_1 q2_k q3_k iq4_nl iq4_xs"
 
 /* layers: keep the first N blocks (0 = all). progress: a line (a counter on a terminal)
    on stderr. f32_reference: the same random blocks (same shape, type and seed),

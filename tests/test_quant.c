@@ -3,6 +3,8 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "quant.h"
@@ -34,10 +36,11 @@ Test(quant, sizes_match_ggml)
 
 Test(quant, known_supported_and_names)
 {
-    cr_assert(arb_type_known(ARB_TYPE_Q3_K));
-    cr_assert_not(arb_type_supported(ARB_TYPE_Q3_K));
-    const uint32_t sup[] = {ARB_TYPE_F32, ARB_TYPE_F16, ARB_TYPE_BF16, ARB_TYPE_Q4_0, ARB_TYPE_Q4_1,
-                            ARB_TYPE_Q8_0, ARB_TYPE_Q4_K, ARB_TYPE_Q5_K, ARB_TYPE_Q6_K, ARB_TYPE_Q5_0};
+    cr_assert(arb_type_known(ARB_TYPE_IQ2_XXS));
+    cr_assert_not(arb_type_supported(ARB_TYPE_IQ2_XXS));
+    const uint32_t sup[] = {ARB_TYPE_F32,  ARB_TYPE_F16,  ARB_TYPE_BF16, ARB_TYPE_Q4_0,   ARB_TYPE_Q4_1,
+                            ARB_TYPE_Q8_0, ARB_TYPE_Q4_K, ARB_TYPE_Q5_K, ARB_TYPE_Q6_K,   ARB_TYPE_Q5_0,
+                            ARB_TYPE_Q5_1, ARB_TYPE_Q2_K, ARB_TYPE_Q3_K, ARB_TYPE_IQ4_NL, ARB_TYPE_IQ4_XS};
     for (size_t i = 0; i < sizeof sup / sizeof sup[0]; i++)
         cr_assert(arb_type_supported(sup[i]), "type %u", sup[i]);
     cr_assert_not(arb_type_known(4), "Q4_2 was removed from ggml");
@@ -330,4 +333,130 @@ Test(quant, q8_k_block)
     arb_dequant_row(ARB_TYPE_Q8_K, b, y, 256);
     for (int j = 0; j < 256; j++)
         cr_assert_eq(y[j], (j - 128) * -0.125f);
+}
+
+/* ggml's own dequantization of random blocks (tests/fixtures/ggml_dequant.tsv: a small program
+   calling ggml_get_type_traits(t)->to_float, ggml 0.9.x of llama-cpp-python 0.3.36; fp16
+   scales set to random halves in [2^-10, 2^-6) of either sign, every other byte random): each
+   type's dequantizer gives ggml's floats bit for bit. */
+Test(quant, ggml_dequant_fixture)
+{
+    const char *root = getenv("ARBOR_SOURCE_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/ggml_dequant.tsv", root ? root : ".");
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot open %s", path);
+    static const struct { const char *name; uint32_t type; } names[] = {
+        {"q5_1", ARB_TYPE_Q5_1}, {"q2_K", ARB_TYPE_Q2_K}, {"q3_K", ARB_TYPE_Q3_K},
+        {"iq4_nl", ARB_TYPE_IQ4_NL}, {"iq4_xs", ARB_TYPE_IQ4_XS}};
+    static char line[16384];
+    int seen[5] = {0};
+    while (fgets(line, sizeof line, f)) {
+        char *tab = strchr(line, '\t');
+        cr_assert_not_null(tab);
+        *tab = 0;
+        int k = -1;
+        for (int i = 0; i < 5; i++)
+            k = !strcmp(line, names[i].name) ? i : k;
+        cr_assert_geq(k, 0, "fixture type %s", line);
+        const uint32_t t = names[k].type;
+        const size_t nb = arb_type_block_bytes(t), ne = arb_type_block_elems(t);
+        uint8_t blk[256];
+        char *p = tab + 1;
+        for (size_t i = 0; i < nb; i++, p += 2) {
+            unsigned v;
+            cr_assert_eq(sscanf(p, "%2x", &v), 1);
+            blk[i] = (uint8_t)v;
+        }
+        cr_assert_eq(*p, '\t');
+        float y[256];
+        arb_dequant_row(t, blk, y, ne);
+        for (size_t i = 0; i < ne; i++) {
+            const float want = strtof(p + 1, &p);
+            cr_assert_eq(bits(y[i]), bits(want), "%s block %d element %zu: %a, ggml %a", names[k].name, seen[k], i,
+                         y[i], want);
+        }
+        seen[k]++;
+    }
+    fclose(f);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(seen[i], 3, "%s: %d blocks in the fixture", names[i].name, seen[i]);
+}
+
+/* Q3_K by hand: d = 0.5, scale j = j + 1 (stored as j + 33 through the 12-byte packing: low
+   nibbles of bytes 0..7 for j < 8, their high nibbles for j >= 8, top 2 bits in bytes 8..11
+   at bits 2 (j / 4)), element e = 128h + 32j' + 16k + l with code q = (e * 5 + 3) % 8 - 4
+   (2 bits at shift 2j' of qs[32h + 16k + l], third bit in hmask[16k + l] bit 4h + j', clear
+   meaning minus 4). */
+Test(quant, q3_k_block)
+{
+    uint8_t b[110] = {0};
+    const uint16_t d = 0x3800;
+    memcpy(b + 108, &d, 2);
+    for (int j = 0; j < 16; j++) {
+        const int v = j + 1 + 32, g = j / 4, c = j % 4;
+        b[96 + (g % 2 ? 4 : 0) + c] |= (uint8_t)((v & 15) << (g >= 2 ? 4 : 0));
+        b[96 + 8 + c] |= (uint8_t)((v >> 4) << 2 * g);
+    }
+    int q[256];
+    for (int e = 0; e < 256; e++) {
+        const int h = e / 128, jj = e / 32 % 4, k = e / 16 % 2, l = e % 16, u = (e * 5 + 3) % 8;
+        q[e] = u - 4;
+        b[32 + 32 * h + 16 * k + l] |= (uint8_t)((u & 3) << 2 * jj);
+        b[16 * k + l] |= (uint8_t)((u >> 2) << (4 * h + jj));
+    }
+    float y[256];
+    arb_dequant_row(ARB_TYPE_Q3_K, b, y, 256);
+    for (int e = 0; e < 256; e++)
+        cr_assert_eq(y[e], 0.5f * (float)(e / 16 + 1) * (float)q[e], "element %d: %g", e, y[e]);
+}
+
+/* The load-time widenings (engine/model.c): Q3_K -> Q6_K and IQ4_NL -> Q8_0 keep every value
+   bit for bit; IQ4_XS -> Q8_0 moves each value by its 32-block scale's fp16 rounding only
+   (<= 2^-11 relative), and counts the rounded scales exactly. Random blocks (any bytes are a
+   valid block once the fp16 scales are finite). */
+Test(quant, widenings_keep_the_values)
+{
+    uint64_t s = 0x2545f4914f6cdd1dull;
+#define RND() (s ^= s << 13, s ^= s >> 7, s ^= s << 17, s)
+    enum { NB = 64 };
+    static uint8_t src[NB * 136], dst[NB * 8 * 34];
+    static float a[NB * 256], w[NB * 256];
+    for (size_t i = 0; i < sizeof src; i++)
+        src[i] = (uint8_t)RND();
+    /* Q3_K: d at byte 108 of each 110 */
+    for (int i = 0; i < NB; i++)
+        memcpy(src + 110 * i + 108, &(uint16_t){(uint16_t)(0x1400 + RND() % 0x1000)}, 2);
+    arb_q3_k_to_q6_k(src, dst, NB);
+    arb_dequant_row(ARB_TYPE_Q3_K, src, a, NB * 256);
+    arb_dequant_row(ARB_TYPE_Q6_K, dst, w, NB * 256);
+    cr_assert(!memcmp(a, w, sizeof(float) * NB * 256), "Q3_K -> Q6_K");
+    /* IQ4_NL: d at byte 0 of each 18 */
+    for (int i = 0; i < NB * 8; i++)
+        memcpy(src + 18 * i, &(uint16_t){(uint16_t)(0x1400 + RND() % 0x1000)}, 2);
+    arb_iq4_nl_to_q8_0(src, dst, NB * 8);
+    arb_dequant_row(ARB_TYPE_IQ4_NL, src, a, NB * 256);
+    arb_dequant_row(ARB_TYPE_Q8_0, dst, w, NB * 256);
+    cr_assert(!memcmp(a, w, sizeof(float) * NB * 256), "IQ4_NL -> Q8_0");
+    /* IQ4_XS: d at byte 0 of each 136; the first super-block with d = 1 (every scale exact) */
+    for (int i = 0; i < NB; i++)
+        memcpy(src + 136 * i, &(uint16_t){i ? (uint16_t)(0x1400 + RND() % 0x1000) : 0x3c00}, 2);
+    const size_t rounded = arb_iq4_xs_to_q8_0(src, dst, NB);
+    arb_dequant_row(ARB_TYPE_IQ4_XS, src, a, NB * 256);
+    arb_dequant_row(ARB_TYPE_Q8_0, dst, w, NB * 256);
+    size_t differ = 0;
+    for (int blk = 0; blk < NB * 8; blk++) {
+        bool same = true;
+        for (int j = 0; j < 32; j++) {
+            const float x = a[32 * blk + j], y = w[32 * blk + j];
+            cr_assert_leq(fabsf(y - x), fabsf(x) * 0x1p-11f, "block %d element %d: %a vs %a", blk, j, y, x);
+            same &= x == y;
+        }
+        differ += !same;
+        if (blk < 8)
+            cr_assert(same, "d = 1: block %d exact", blk);
+    }
+    cr_assert_eq(rounded, differ, "rounded scales counted %zu, blocks that differ %zu", rounded, differ);
+    cr_assert_gt(rounded, (size_t)NB * 8 / 2, "most random scales need more than 11 bits");
+#undef RND
 }
