@@ -117,8 +117,8 @@ static uint32_t widened_type(uint32_t t)
 {
     switch (t) {
     case ARB_TYPE_Q5_0: case ARB_TYPE_IQ4_NL: case ARB_TYPE_IQ4_XS: return ARB_TYPE_Q8_0;
-    case ARB_TYPE_Q3_K: return ARB_TYPE_Q6_K;
-    case ARB_TYPE_Q5_1: case ARB_TYPE_Q2_K: return ARB_TYPE_F32;
+    case ARB_TYPE_Q3_K: case ARB_TYPE_Q2_K: return ARB_TYPE_Q6_K;
+    case ARB_TYPE_Q5_1: return ARB_TYPE_Q8_0;
     default: return t;
     }
 }
@@ -334,20 +334,37 @@ static int model_mats(arb_model *m, arb_qmat **out)
    - Q3_K -> Q6_K: the same d and 16-element scales, codes q + 32;
    - IQ4_XS -> Q8_0: the table's int8s, each 32-block scale d * (ls - 32) rounded to fp16
      (<= 2^-11 relative; the count is in m->widen_rounded);
-   - Q5_1 and Q2_K -> F32 (exact; 4 bytes a weight: their per-block mins have no int8
-     kernel here yet).
-   Every value but IQ4_XS's scales is unchanged. llama.cpp multiplies these types with
+   - Q5_1 -> Q8_0 (d, q - 16) and Q2_K -> Q6_K (d, low-nibble scales, codes q + 32), each with
+     one float per block (Q5_1: 32 elements, 16 d + m; Q2_K: 16, -dmin * min) that the matmul
+     adds times the block's sum of x (arb_qmat.bconst, stored block-major after the rows).
+   Every value but IQ4_XS's scales is unchanged (Q5_1's 16 d + m rounded to f32). llama.cpp multiplies these types with
    8-bit activations too. A tied head widens the embedding table with it (one copy). */
-static size_t widen_row(uint32_t from, const void *src, void *dst, int n_in)
+/* Elements per block constant of a widened type (0: none). */
+static int bconst_elems(uint32_t from) { return from == ARB_TYPE_Q5_1 ? 32 : from == ARB_TYPE_Q2_K ? 16 : 0; }
+
+/* One row; c receives its block constants (n_in / bconst_elems of them). Returns the IQ4_XS
+   scales rounded. */
+static size_t widen_row(uint32_t from, const void *src, void *dst, float *c, int n_in)
 {
     const size_t nb = (size_t)n_in / arb_type_block_elems(from);
     switch (from) {
     case ARB_TYPE_Q5_0: arb_q5_0_to_q8_0(src, dst, nb); return 0;
+    case ARB_TYPE_Q5_1: arb_q5_1_to_q8_0(src, dst, c, nb); return 0;
     case ARB_TYPE_IQ4_NL: arb_iq4_nl_to_q8_0(src, dst, nb); return 0;
     case ARB_TYPE_IQ4_XS: return arb_iq4_xs_to_q8_0(src, dst, nb);
     case ARB_TYPE_Q3_K: arb_q3_k_to_q6_k(src, dst, nb); return 0;
-    default: arb_dequant_row(from, src, dst, (size_t)n_in); return 0;
+    case ARB_TYPE_Q2_K: arb_q2_k_to_q6_k(src, dst, c, nb); return 0;
+    default: ARB_ASSERT(!"widen_row: no widening for this type"); return 0;
     }
+}
+
+/* Bytes of a widened matrix in m->widened: its rows, then its block constants (64-aligned). */
+static size_t widened_bytes(const arb_qmat *q, uint32_t to, size_t *rows_bytes)
+{
+    const size_t rb = (arb_type_row_bytes(to, (uint64_t)q->n_in) * (size_t)q->n_out + 63) & ~(size_t)63;
+    const int bn = bconst_elems(q->type);
+    *rows_bytes = rb;
+    return rb + (bn ? ((size_t)q->n_in / (size_t)bn * (size_t)q->n_out * sizeof(float) + 63) & ~(size_t)63 : 0);
 }
 
 static int widen_matrices(arb_model *m, arb_err *err)
@@ -356,15 +373,18 @@ static int widen_matrices(arb_model *m, arb_err *err)
     if (!mats)
         return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", m->path);
     const int n = model_mats(m, mats);
-    size_t total = 0;
+    size_t total = 0, rows_bytes;
+    int max_in = 0;
     for (int i = 0; i < n; i++) {
         const uint32_t to = widened_type(mats[i]->type);
         if (to != mats[i]->type)
-            total += (arb_type_row_bytes(to, (uint64_t)mats[i]->n_in) * (size_t)mats[i]->n_out + 63) & ~(size_t)63;
+            total += widened_bytes(mats[i], to, &rows_bytes);
+        max_in = mats[i]->n_in > max_in ? mats[i]->n_in : max_in;
     }
     m->widened_bytes = total;
-    if (total && !(m->widened = malloc(total))) {
-        free(mats);
+    float *c = total ? malloc(sizeof(float) * (size_t)(max_in / 16)) : NULL;
+    if (total && (!c || !(m->widened = malloc(total)))) {
+        free(mats), free(c);
         return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory for %zu MB of widened weights", m->path, total >> 20);
     }
     size_t off = 0;
@@ -374,19 +394,27 @@ static int widen_matrices(arb_model *m, arb_err *err)
         if (to == q->type)
             continue;
         const bool tied = q == &m->output && q->data == m->tok_embd.data;
-        const size_t rb = arb_type_row_bytes(to, (uint64_t)q->n_in);
+        const size_t rb = arb_type_row_bytes(to, (uint64_t)q->n_in), bytes = widened_bytes(q, to, &rows_bytes);
+        const int bn = bconst_elems(q->type), nb = bn ? q->n_in / bn : 0;
         uint8_t *dst = (uint8_t *)m->widened + off;
-        for (int r = 0; r < q->n_out; r++)
+        float *bconst = bn ? (float *)(dst + rows_bytes) : NULL;
+        for (int r = 0; r < q->n_out; r++) {
             m->widen_rounded += widen_row(q->type, (const uint8_t *)q->data + (size_t)r * q->row_bytes,
-                                          dst + (size_t)r * rb, q->n_in);
+                                          dst + (size_t)r * rb, c, q->n_in);
+            for (int b = 0; b < nb; b++) /* block-major: the matmul adds them a block at a time */
+                bconst[(size_t)b * (size_t)q->n_out + (size_t)r] = c[b];
+        }
         q->type = to;
         q->row_bytes = rb;
         q->data = dst;
-        if (tied)
-            m->tok_embd = *q; /* the same values for the gather, and still one table */
-        off += (rb * (size_t)q->n_out + 63) & ~(size_t)63;
+        q->bconst = bconst;
+        q->bconst_n = bn;
+        if (tied && !bn)
+            m->tok_embd = *q; /* the same values for the gather, and still one table (a table
+                                 with block constants keeps its own rows: the gather reads rows) */
+        off += bytes;
     }
-    free(mats);
+    free(mats), free(c);
     return ARB_OK;
 }
 
@@ -547,6 +575,16 @@ static int cuda_upload(arb_model *m, arb_err *err)
         return ARB_OK;
     if (m->arch == ARB_ARCH_GEMMA3) /* engine/cuda has no GeGLU, extra norms or windows */
         return ARB_ERR(err, ARB_E_UNSUPPORTED, "%s: architecture gemma3 runs on the CPU backend only", m->path);
+    bool bconst = m->output.bconst != NULL; /* engine/cuda has no block-constant pass */
+    for (int l = 0; l < m->n_layer; l++) {
+        const arb_layer *L = &m->layers[l];
+        const arb_qmat *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+            bconst |= ws[i]->bconst != NULL;
+    }
+    if (bconst)
+        return ARB_ERR(err, ARB_E_UNSUPPORTED,
+                       "%s: Q5_1 and Q2_K matrices (weights with per-block mins) run on the CPU backend only", m->path);
     arb_cuda_layer_desc *ls = calloc((size_t)m->n_layer, sizeof *ls);
     if (!ls)
         return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory", m->path);

@@ -221,6 +221,18 @@ static void dq_q5_1(const uint8_t *b, float *y, size_t nb)
     }
 }
 
+void arb_q5_1_to_q8_0(const void *src, void *dst, float *c, size_t nb)
+{
+    const uint8_t *b = src;
+    uint8_t *o = dst;
+    for (size_t i = 0; i < nb; i++, b += 24, o += 34) {
+        o[0] = b[0], o[1] = b[1]; /* d: d * q + m = d * (q - 16) + (16 d + m) */
+        for (int j = 0; j < 32; j++)
+            o[2 + j] = (uint8_t)(int8_t)q5_0_elem(b + 2, j);
+        c[i] = 16.0f * rdh(b) + rdh(b + 2);
+    }
+}
+
 /* IQ4_NL / IQ4_XS: 4-bit indices into ggml's fixed non-linear table (kvalues_iq4nl). */
 static const int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
@@ -347,6 +359,25 @@ static void put_q6_k(uint8_t *o, const int8_t q[ARB_QK_K], const int8_t sc[16], 
     }
     memcpy(o + 192, sc, 16);
     o[208] = (uint8_t)(d & 0xff), o[209] = (uint8_t)(d >> 8);
+}
+
+void arb_q2_k_to_q6_k(const void *src, void *dst, float *c, size_t nb)
+{
+    const uint8_t *b = src;
+    uint8_t *o = dst;
+    for (size_t i = 0; i < nb; i++, b += 84, o += 210) {
+        int8_t q[ARB_QK_K], sc[16];
+        const float dmin = rdh(b + 82);
+        for (int e = 0; e < ARB_QK_K; e++) {
+            const int h = e / 128, j = e / 32 % 4, k = e / 16 % 2, l = e % 16;
+            q[e] = (int8_t)((b[16 + 32 * h + 16 * k + l] >> 2 * j) & 3);
+        }
+        for (int s = 0; s < 16; s++) {
+            sc[s] = (int8_t)(b[s] & 0x0f);
+            c[16 * i + (size_t)s] = -(dmin * (float)(b[s] >> 4));
+        }
+        put_q6_k(o, q, sc, rd16(b + 80));
+    }
 }
 
 void arb_q3_k_to_q6_k(const void *src, void *dst, size_t nb)

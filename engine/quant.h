@@ -28,7 +28,8 @@ typedef enum arb_type {
     ARB_TYPE_Q3_K = 11,   /* -> Q6_K, every value kept */
     ARB_TYPE_IQ4_NL = 20, /* -> Q8_0, every value kept */
     ARB_TYPE_IQ4_XS = 23, /* -> Q8_0, each 32-block's scale rounded to fp16 */
-    ARB_TYPE_Q5_1 = 7, ARB_TYPE_Q2_K = 10, /* -> F32 (no int8 kernel for their mins yet) */
+    ARB_TYPE_Q5_1 = 7,    /* -> Q8_0 + a constant per 32-block (arb_qmat.bconst) */
+    ARB_TYPE_Q2_K = 10,   /* -> Q6_K + a constant per 16-block */
     /* Known to the reader (sizes only, so any ggml file can be opened and inspected);
        arb_type_supported() is false for these: no dequantisation. */
     ARB_TYPE_IQ2_XXS = 16, ARB_TYPE_IQ2_XS = 17, ARB_TYPE_IQ3_XXS = 18,
@@ -75,6 +76,13 @@ void arb_iq4_nl_to_q8_0(const void *src, void *dst, size_t nb);
    32-block's scale d * (ls - 32) rounded to the nearest fp16 (relative error <= 2^-11; exact
    when it fits 11 significant bits). Returns how many block scales were rounded. */
 size_t arb_iq4_xs_to_q8_0(const void *src, void *dst, size_t nb);
+/* Weights with a per-block min (w = code part + c of the block) as a kernel type plus one
+   float c per block, which the matmul adds as c * (sum of x over the block) (arb_qmat.bconst):
+   Q5_1 (nb blocks of 24 B) -> Q8_0 (the same d, q - 16) and c = 16 d + m, one per block;
+   Q2_K (nb of 84 B) -> Q6_K (the same d, scales the low nibbles, codes q + 32) and
+   c = -dmin * min, 16 per super-block. d * code + c is each value (c rounded to f32). */
+void arb_q5_1_to_q8_0(const void *src, void *dst, float *c, size_t nb);
+void arb_q2_k_to_q6_k(const void *src, void *dst, float *c, size_t nb);
 /* Q3_K super-blocks (nb of 110 B) rewritten as Q6_K (210 B): the same d, the same 16 scales
    (6-bit minus 32, as int8), each 3-bit code q in -4..3 as the 6-bit code q + 32; every value
    unchanged, so the Q6_K kernels of every family serve Q3_K matrices. */

@@ -413,7 +413,8 @@ Test(quant, q3_k_block)
 
 /* The load-time widenings (engine/model.c): Q3_K -> Q6_K and IQ4_NL -> Q8_0 keep every value
    bit for bit; IQ4_XS -> Q8_0 moves each value by its 32-block scale's fp16 rounding only
-   (<= 2^-11 relative), and counts the rounded scales exactly. Random blocks (any bytes are a
+   (<= 2^-11 relative), and counts the rounded scales exactly; Q5_1 -> Q8_0 and Q2_K -> Q6_K
+   plus their block constants give each value back. Random blocks (any bytes are a
    valid block once the fp16 scales are finite). */
 Test(quant, widenings_keep_the_values)
 {
@@ -458,5 +459,27 @@ Test(quant, widenings_keep_the_values)
     }
     cr_assert_eq(rounded, differ, "rounded scales counted %zu, blocks that differ %zu", rounded, differ);
     cr_assert_gt(rounded, (size_t)NB * 8 / 2, "most random scales need more than 11 bits");
+    /* Q5_1 (d, m at bytes 0, 2 of 24) and Q2_K (d, dmin at 80, 82 of 84): the kernel type's
+       value plus the block constant is the value, to f32 rounding (Q5_1's 16 d + m) */
+    static float cst[NB * 16];
+    for (int i = 0; i < NB * 8; i++) {
+        memcpy(src + 24 * i, &(uint16_t){(uint16_t)(0x1400 + RND() % 0x1000)}, 2);
+        memcpy(src + 24 * i + 2, &(uint16_t){(uint16_t)(0x9400 + RND() % 0x1000)}, 2);
+    }
+    arb_q5_1_to_q8_0(src, dst, cst, NB * 8);
+    arb_dequant_row(ARB_TYPE_Q5_1, src, a, NB * 256);
+    arb_dequant_row(ARB_TYPE_Q8_0, dst, w, NB * 256);
+    for (int e = 0; e < NB * 256; e++)
+        cr_assert_leq(fabsf(w[e] + cst[e / 32] - a[e]), (fabsf(w[e]) + fabsf(cst[e / 32])) * 0x1p-23f,
+                      "Q5_1 element %d: %a + %a vs %a", e, w[e], cst[e / 32], a[e]);
+    for (int i = 0; i < NB; i++) {
+        memcpy(src + 84 * i + 80, &(uint16_t){(uint16_t)(0x1400 + RND() % 0x1000)}, 2);
+        memcpy(src + 84 * i + 82, &(uint16_t){(uint16_t)(0x1400 + RND() % 0x1000)}, 2);
+    }
+    arb_q2_k_to_q6_k(src, dst, cst, NB);
+    arb_dequant_row(ARB_TYPE_Q2_K, src, a, NB * 256);
+    arb_dequant_row(ARB_TYPE_Q6_K, dst, w, NB * 256);
+    for (int e = 0; e < NB * 256; e++)
+        cr_assert_eq(w[e] + cst[e / 16], a[e], "Q2_K element %d: %a + %a vs %a", e, w[e], cst[e / 16], a[e]);
 #undef RND
 }

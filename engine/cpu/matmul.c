@@ -475,6 +475,34 @@ static void quant_slice(void *ud, int s, int n)
     quant_rows(m, t0, t1);
 }
 
+/* Rows r0..r1 of every token: y += the block constants' share (arb_qmat.bconst). Per (row,
+   token) the additions run in block order with the block's sum of x (in element order), so a
+   row's result does not depend on the rows, tokens or threads it runs with; the AVX2 and
+   scalar loops give the same bits (a product and an add per row, never fused). */
+static void add_bconst(const mm_run *m, const mm_job *j, int r0, int r1)
+{
+    const arb_qmat *w = j->w;
+    const int bn = w->bconst_n, nb = w->n_in / bn;
+    for (int t = 0; t < j->n_tok; t++) {
+        const float *x = j->x + (size_t)t * w->n_in;
+        float *y = j->y + (size_t)t * w->n_out;
+        for (int b = 0; b < nb; b++) {
+            float s = 0.0f;
+            for (int i = 0; i < bn; i++)
+                s += x[b * bn + i];
+            const float *c = w->bconst + (size_t)b * w->n_out;
+            if (m->simd_quant) {
+                arb_mm_axpy_avx2(y, c, s, r0, r1);
+            } else {
+                for (int r = r0; r < r1; r++) {
+                    const float p = c[r] * s;
+                    y[r] += p;
+                }
+            }
+        }
+    }
+}
+
 /* Chunk c of nth: a fixed range of 16-row units (y cache lines are not shared).
    Any thread may run any chunk; a row's result never depends on which. */
 static void rows_task(void *ud, int ith, int nth)
@@ -489,6 +517,8 @@ static void rows_task(void *ud, int ith, int nth)
     if (r0 >= r1)
         return;
     m->rows(&m->job, r0, r1);
+    if (m->job.w->bconst)
+        add_bconst(m, &m->job, r0, r1);
     if (m->residual) {
         const size_t n_out = (size_t)m->job.w->n_out;
         for (int t = 0; t < m->job.n_tok; t++) {
@@ -580,6 +610,8 @@ static void rows_multi_task(void *ud, int ith, int nth)
         if (r1 > m->job.w->n_out)
             r1 = m->job.w->n_out;
         m->rows(&m->job, r0, r1);
+        if (m->job.w->bconst)
+            add_bconst(m, &m->job, r0, r1);
     }
 }
 

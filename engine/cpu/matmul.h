@@ -34,6 +34,11 @@ typedef struct arb_qmat {
                            layouts (AVX2 Q4_0/Q4_1) the results are the same bits */
     const struct mm_impl *kern; /* kernel family: the model's (arb_load_opts.isa, set at
                                    bind time); NULL = the process default, arb_matmul_isa() */
+    const float *bconst; /* NULL, or per-block constants of weights with a min (Q5_1 and Q2_K
+                            widened at load, quant.h): after the kernel, y[t][r] += bconst[b *
+                            n_out + r] * (sum of x[t] over block b), for b in order, x as given
+                            (unquantized); one product and one add each, the same in every family */
+    int bconst_n;        /* elements per constant block (32 or 16) */
 } arb_qmat;
 
 size_t arb_matmul_work_bytes(uint32_t type, int n_in, int n_tok);

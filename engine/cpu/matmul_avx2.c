@@ -486,6 +486,18 @@ __attribute__((target("avx2,fma"))) static void quant_b32_avx2(const float *x, i
 /* Activation quantisation, bit-identical to arb_mm_quant_scalar (matmul.c): the
    block max is exact, d = amax / 127 and 1/d are the same scalar operations, and
    cvtps rounds x * (1/d) half-to-even as the scalar magic-number rounding does. */
+void arb_mm_axpy_avx2(float *y, const float *c, float s, int r0, int r1)
+{
+    const __m256 vs = _mm256_set1_ps(s);
+    int r = r0;
+    for (; r + 8 <= r1; r += 8) /* mul then add: the scalar loop's two roundings */
+        _mm256_storeu_ps(y + r, _mm256_add_ps(_mm256_loadu_ps(y + r), _mm256_mul_ps(_mm256_loadu_ps(c + r), vs)));
+    for (; r < r1; r++) {
+        const float p = c[r] * s;
+        y[r] += p;
+    }
+}
+
 void arb_mm_quant_avx2(const float *x, int n_in, const mm_layout *l, uint8_t *dst)
 {
     if (l->B == 32 && l->G == 32) {
@@ -1159,4 +1171,5 @@ const mm_impl arb_mm_avx2 = {
 #else
 const mm_impl arb_mm_avx2 = {.name = "avx2"}; /* not x86-64: never selected */
 void arb_mm_quant_avx2(const float *x, int n_in, const mm_layout *l, uint8_t *dst) { (void)x, (void)n_in, (void)l, (void)dst; }
+void arb_mm_axpy_avx2(float *y, const float *c, float s, int r0, int r1) { (void)y, (void)c, (void)s, (void)r0, (void)r1; }
 #endif

@@ -67,6 +67,9 @@ extern const mm_impl arb_mm_avx512;
    the real blocks (padding and corr are added by matmul.c). */
 void arb_mm_quant_avx2(const float *x, int n_in, const mm_layout *l, uint8_t *dst);
 void arb_mm_quant_scalar(const float *x, int n_in, const mm_layout *l, uint8_t *dst);
+/* y[r0..r1) += c[r0..r1) * s, one product and one add per row (never fused): the same bits
+   on every path. For arb_qmat.bconst (matmul.c). */
+void arb_mm_axpy_avx2(float *y, const float *c, float s, int r0, int r1);
 mm_layout arb_mm_layout(uint32_t type, int n_in); /* the layout arb_matmul uses */
 
 /* Rows of the activation for token t. */
