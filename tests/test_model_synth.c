@@ -627,6 +627,15 @@ Test(model_synth, ctx_parallel_for_runs_each_index_once)
 /* arb_load_opts.dequant_f32 (the fidelity benchmark's reference): the dequantized model stays
    close to the quantized one (only activation quantization separates them), an all-F32 file
    is untouched bit for bit, and a bad selector is an error naming it. */
+/* The first index of a row's largest value. */
+static int row_argmax(const float *l, int n)
+{
+    int b = 0;
+    for (int v = 1; v < n; v++)
+        b = l[v] > l[b] ? v : b;
+    return b;
+}
+
 static void eval_with(const synth_opts *o, const char *dequant, float *out, int n, const int32_t *tok,
                       const int32_t *par)
 {
@@ -659,14 +668,8 @@ Test(model_synth, dequant_f32_reference)
         dh = fmax(dh, fabs((double)h[i] - f[i]));
         scale = fmax(scale, fabs((double)f[i]));
     }
-    for (int i = 0; i < N; i++) {
-        int a = 0, b = 0;
-        for (int v = 1; v < S_VOCAB; v++) {
-            a = q[i * S_VOCAB + v] > q[i * S_VOCAB + a] ? v : a;
-            b = f[i * S_VOCAB + v] > f[i * S_VOCAB + b] ? v : b;
-        }
-        same += a == b;
-    }
+    for (int i = 0; i < N; i++)
+        same += row_argmax(q + i * S_VOCAB, S_VOCAB) == row_argmax(f + i * S_VOCAB, S_VOCAB);
     cr_assert_gt(dq, 0.0, "the quantized path must differ somewhere (activation quantization)");
     cr_assert_lt(dq, 0.05 * scale, "quantized vs dequantized: max |dlogit| %g of %g", dq, scale);
     cr_assert_gt(dh, 0.0, "Q8_0 matrices left quantized must differ from all-F32");
@@ -751,11 +754,7 @@ Test(model_synth, widened_types_match_their_f32_reference)
             scale = fmax(scale, fabs((double)r[i]));
         }
         for (int i = 0; i < N; i++) {
-            int a = 0, b = 0;
-            for (int v = 1; v < V; v++) {
-                a = q[i * V + v] > q[i * V + a] ? v : a;
-                b = r[i * V + v] > r[i * V + b] ? v : b;
-            }
+            const int a = row_argmax(q + i * V, V), b = row_argmax(r + i * V, V);
             same += a == b;
             /* a different argmax only where the reference's own margin is within the error */
             cr_assert_leq((double)r[i * V + b] - r[i * V + a], 2 * dq, "%s node %d: argmax %d vs %d", types[k], i, a, b);
