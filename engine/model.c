@@ -143,8 +143,8 @@ static int bind_mat(const arb_model *m, const char *name, int n_in, int n_out, a
                        n_out);
     if (!matmul_type(t->type))
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
-                       "%s: tensor '%s': type %s not supported for matrices (F32 F16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K "
-                       "Q5_K Q6_K IQ4_NL IQ4_XS)",
+                       "%s: tensor '%s': type %s not supported for matrices (F32 F16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 "
+                       "Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS)",
                        m->path, name, arb_type_name(t->type));
     out->type = t->type;
     out->n_in = n_in;
@@ -326,19 +326,6 @@ static int model_mats(arb_model *m, arb_qmat **out)
     return n;
 }
 
-/* Matrices in a block type without a matmul kernel, rewritten at load (on the heap, in
-   m->widened) into one that has kernels in every family:
-   - Q5_0 (llama.cpp's fallback for k-quant rows that are not a multiple of 256, e.g. Gemma-3
-     270M's 640-wide q/k/gate/up) -> Q8_0: the same scale and integers (q - 16);
-   - IQ4_NL (the IQ mixes' fallback for such rows) -> Q8_0: the same scale, the table's int8s;
-   - Q3_K -> Q6_K: the same d and 16-element scales, codes q + 32;
-   - IQ4_XS -> Q8_0: the table's int8s, each 32-block scale d * (ls - 32) rounded to fp16
-     (<= 2^-11 relative; the count is in m->widen_rounded);
-   - Q5_1 -> Q8_0 (d, q - 16) and Q2_K -> Q6_K (d, low-nibble scales, codes q + 32), each with
-     one float per block (Q5_1: 32 elements, 16 d + m; Q2_K: 16, -dmin * min) that the matmul
-     adds times the block's sum of x (arb_qmat.bconst, stored block-major after the rows).
-   Every value but IQ4_XS's scales is unchanged (Q5_1's 16 d + m rounded to f32). llama.cpp multiplies these types with
-   8-bit activations too. A tied head widens the embedding table with it (one copy). */
 /* Elements per block constant of a widened type (0: none). */
 static int bconst_elems(uint32_t from) { return from == ARB_TYPE_Q5_1 ? 32 : from == ARB_TYPE_Q2_K ? 16 : 0; }
 
@@ -367,6 +354,20 @@ static size_t widened_bytes(const arb_qmat *q, uint32_t to, size_t *rows_bytes)
     return rb + (bn ? ((size_t)q->n_in / (size_t)bn * (size_t)q->n_out * sizeof(float) + 63) & ~(size_t)63 : 0);
 }
 
+/* Matrices in a block type without a matmul kernel, rewritten at load (on the heap, in
+   m->widened) into one that has kernels in every family:
+   - Q5_0 (llama.cpp's fallback for k-quant rows that are not a multiple of 256, e.g. Gemma-3
+     270M's 640-wide q/k/gate/up) -> Q8_0: the same scale and integers (q - 16);
+   - IQ4_NL (the IQ mixes' fallback for such rows) -> Q8_0: the same scale, the table's int8s;
+   - Q3_K -> Q6_K: the same d and 16-element scales, codes q + 32;
+   - IQ4_XS -> Q8_0: the table's int8s, each 32-block scale d * (ls - 32) rounded to fp16
+     (<= 2^-11 relative; the count is in m->widen_rounded);
+   - Q5_1 -> Q8_0 (d, q - 16) and Q2_K -> Q6_K (d, low-nibble scales, codes q + 32), each with
+     one float per block (Q5_1: 32 elements, 16 d + m; Q2_K: 16, -dmin * min) that the matmul
+     adds times the block's sum of x (arb_qmat.bconst, stored block-major after the rows).
+   Every value but IQ4_XS's scales is unchanged (Q5_1's 16 d + m rounded to f32). llama.cpp
+   multiplies these types with 8-bit activations too. A tied head widens the embedding table
+   with it (one copy) unless it has block constants (the gather reads rows only). */
 static int widen_matrices(arb_model *m, arb_err *err)
 {
     arb_qmat **mats = malloc(sizeof *mats * (size_t)(7 * m->n_layer + 1));
@@ -410,8 +411,8 @@ static int widen_matrices(arb_model *m, arb_err *err)
         q->bconst = bconst;
         q->bconst_n = bn;
         if (tied && !bn)
-            m->tok_embd = *q; /* the same values for the gather, and still one table (a table
-                                 with block constants keeps its own rows: the gather reads rows) */
+            m->tok_embd = *q; /* one table: the gather reads the head's values (IQ4_XS: its
+                                 rounded scales) */
         off += bytes;
     }
     free(mats), free(c);

@@ -757,7 +757,8 @@ Test(model_synth, widened_types_match_their_f32_reference)
             const int a = row_argmax(q + i * V, V), b = row_argmax(r + i * V, V);
             same += a == b;
             /* a different argmax only where the reference's own margin is within the error */
-            cr_assert_leq((double)r[i * V + b] - r[i * V + a], 2 * dq, "%s node %d: argmax %d vs %d", types[k], i, a, b);
+            cr_assert_leq((double)r[i * V + b] - r[i * V + a], 2 * dq, "%s node %d: argmax %d vs %d", types[k], i, a,
+                          b);
         }
         cr_log_info("%s: max |dlogit| %g of %g, argmax %d/%d", types[k], dq, scale, same, N);
         cr_assert_gt(dq, 0.0, "%s: 8-bit activations must show somewhere", types[k]);
