@@ -421,7 +421,7 @@ Test(quant, widenings_keep_the_values)
     uint64_t s = 0x2545f4914f6cdd1dull;
 #define RND() (s ^= s << 13, s ^= s >> 7, s ^= s << 17, s)
     enum { NB = 64 };
-    static uint8_t src[NB * 136], dst[NB * 8 * 34];
+    static uint8_t src[NB * 8 * 24], dst[NB * 8 * 34]; /* the largest: 8 NB Q5_1 blocks / Q8_0 blocks */
     static float a[NB * 256], w[NB * 256];
     for (size_t i = 0; i < sizeof src; i++)
         src[i] = (uint8_t)RND();
