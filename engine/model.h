@@ -76,7 +76,6 @@ struct arb_model {
     void *widened;          /* owned: matrices widened at load (Q5_0/IQ4_NL/IQ4_XS -> Q8_0, Q3_K ->
                                Q6_K, Q5_1/Q2_K -> F32; model.c widen_matrices), or NULL */
     size_t widened_bytes;
-    size_t widen_rounded;   /* IQ4_XS block scales rounded to fp16 by the widening */
     float *dequant;         /* owned: F32 copies of the matrices opts.dequant_f32 selected, or NULL */
     struct arb_cuda_model *cuda; /* owned: the weights on the GPU (backend cuda), or NULL */
     uint64_t n_params, weight_bytes;
