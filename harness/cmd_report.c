@@ -24,6 +24,9 @@ static const char description[] =
     "           Wilson 95% interval per method and pooled, and the sequoia_p list to paste\n"
     "  entmtp1  EntMTP Table 1: tok/s, speedup, tau per call and per step, lossless share per\n"
     "           dataset x method, the paper's numbers beside (configs/entmtp/table1.json)\n"
+    "  cost     tau, measured speedup, the speedup the eval cost model t(n, L) predicts (fitted on\n"
+    "           the database's other runs; with --profile also from a bench profile) and GPU\n"
+    "           roofline projections, per greedy method x dataset\n"
     "  auto     dte when every speculative run uses a draft model, else table3 (default)\n"
     "Pivot keys (--rows, --cols): model method base_method dataset drafter topology sweep seed\n"
     "temperature top_p sampling config (sampling: the whole setting, e.g. 'T=1 p=0.9').\n";
@@ -43,6 +46,8 @@ static int parse_args(int argc, char **argv, arb_report_opts *o, const char **db
                     "pivot metric: tau tps speedup p_s p_t spine_share acc_len lossless n_prompts"),
         ARB_OPT_STR("--method", "ID", &o->method, "sequoia-p: only this method"),
         ARB_OPT_STR("--dataset", "NAME", &o->dataset, "sequoia-p: only this dataset"),
+        ARB_OPT_STR("--profile", "FILE", &o->profile,
+                    "cost: also predict from this cost profile (arbor bench engine --save-profile)"),
         ARB_OPT_STR("--model", "ID", &o->model, "only this model (table2: the model to show; default the first)"),
         ARB_OPT_STR("--paper", "MODEL", &o->paper_model, "add the published value of this paper model beside ours "
                     "(Vicuna-7B Llama-3-8B Qwen3-8B Vicuna-13B Vicuna-33B)"),

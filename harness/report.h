@@ -14,7 +14,8 @@
  *   sequoia-p  Sequoia's positional acceptance p[k] from the logged ranks, with counts, Wilson
  *           95% intervals and the `sequoia_p` list (report_sequoia.c)
  *   cost    τ, measured speedup, speedup predicted by the eval cost model t(n, L) fitted on
- *           the other runs' steps (costmodel.h), the error, and GPU roofline projections
+ *           the other runs' steps (costmodel.h), the error, and GPU roofline projections; with
+ *           profile set, also the speedup predicted from that bench profile and its error
  *   auto    (the default) dte when every speculative run is a draft-model run, else table3
  * With paper_model set, each value column gets a neighbour with the published figure for that
  * paper model (results/paper/goose.tsv).
@@ -51,6 +52,8 @@ typedef struct arb_report_opts {
     bool ci;                  /* print intervals in table cells (summary always has them) */
     const char *method;       /* sequoia-p: only this method id (NULL: every ranked method) */
     const char *dataset;      /* sequoia-p: only this dataset (NULL: all) */
+    const char *profile;      /* cost: a cost profile (`arbor bench engine --save-profile`) to
+                                 predict from as well (NULL: the leave-one-run-out fit only) */
 } arb_report_opts;
 
 arb_report_opts arb_report_default_opts(void);

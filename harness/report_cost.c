@@ -8,7 +8,11 @@
  *                       / Σ_prompts [prefill + Σ_steps (t̂(n_s, L_s) + harness_s)]
  * i.e. what AR would cost over the method's own step trace, both from the fit. Prefill
  * and the harness's own work (draft, verify, update, commit) come from the run's rows.
- * Measured speedup is the paired per-prompt figure of the summary table. The GPU columns
+ * Measured speedup is the paired per-prompt figure of the summary table. With a bench
+ * profile (`--profile FILE`, what `arbor bench engine --save-profile` wrote: wide trees
+ * timed on their own, no run's steps at all) the same prediction is made from it too, in two
+ * more columns: the independent check of the model, and the only prediction a database with
+ * a lone method and its AR gets. The GPU columns
  * are projections, not measurements of this run: Σ n_gen / Σ_steps c(n_s) with c(n) the
  * relative cost of an n-node eval (harness, prefill and attention growth ignored), from
  *   - a 7B FP16 target's roofline on an A100-80GB (arb_cost_gpu_rel; A40 and H100 give the
@@ -175,11 +179,21 @@ static void predict(const cost_rows *r, int i, const arb_cost_model *cm, const a
 int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
 {
     static const char *const rh[] = {"Model", "Dataset", "Method"};
-    if (arb_grid_init(g, 3, rh, 6))
+    /* Columns: τ, speedup, predicted, error, [profile's predicted, error,] A100, H100. */
+    arb_cost_model prof;
+    const bool have_prof = c->o->profile != NULL;
+    if (have_prof) {
+        const int lrc = arb_cost_load(c->o->profile, &prof, err);
+        if (lrc)
+            return lrc;
+    }
+    const int nc = have_prof ? 8 : 6, c_gpu = have_prof ? 6 : 4;
+    if (arb_grid_init(g, 3, rh, nc))
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
-    const char *cn[6] = {"τ", "speedup", "predicted", "error", "A100 7B FP16 roofline", "H100 arbor CUDA (8B)"};
-    for (int j = 0; j < 6; j++)
-        arb_grid_set_col(g, j, j < 4 ? "this machine" : "GPU projection", cn[j]);
+    const char *cn[8] = {"τ", "speedup", "predicted", "error", "from profile", "profile error", "", ""};
+    cn[c_gpu] = "A100 7B FP16 roofline", cn[c_gpu + 1] = "H100 arbor CUDA (8B)";
+    for (int j = 0; j < nc; j++)
+        arb_grid_set_col(g, j, j < c_gpu ? "this machine" : "GPU projection", cn[j]);
     char hpath[4096];
     snprintf(hpath, sizeof hpath, "%s/" H100_PROFILE,
              getenv("ARBOR_SOURCE_ROOT") ? getenv("ARBOR_SOURCE_ROOT") : ARB_SOURCE_ROOT);
@@ -196,19 +210,28 @@ int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
         rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
         goto out;
     }
-    double worst = 0;
-    int n_rows = 0;
+    double worst[2] = {0, 0};
+    int n_rows[2] = {0, 0};
     for (int i = 0; i < c->n && !rc; i++) {
         if (!arb_report_model_ok(c, i) || c->runs[i].temperature > 0 || !strcmp(c->runs[i].drafter, "none"))
             continue;
         if (arb_metrics_find_ar(c->runs, c->n, i) < 0)
             continue;
+        /* pred[0]: the leave-one-run-out fit; none without another tree run to fit on (a lone
+           method and its AR: one knot, n = 1, and a tree would cost one node, so the
+           "prediction" was about τ); pred[1]: the bench profile. */
         arb_cost_model cm;
         arb_err fe = {0};
-        if (fit_without(c, &r, i, i, n, L, t, &cm, &fe))
-            continue; /* no other run to fit on (a lone method and its AR only with n = 1) */
-        double pred, proj[2];
-        predict(&r, i, &cm, have_h100 ? &h100 : NULL, &pred, proj);
+        const bool have_fit = fit_without(c, &r, i, i, n, L, t, &cm, &fe) == ARB_OK && cm.n_knots >= 2;
+        if (!have_fit && !have_prof)
+            continue;
+        double pred[2] = {NAN, NAN}, proj[2] = {NAN, NAN}, proj_p[2];
+        if (have_fit)
+            predict(&r, i, &cm, have_h100 ? &h100 : NULL, &pred[0], proj);
+        if (have_prof)
+            predict(&r, i, &prof, have_h100 ? &h100 : NULL, &pred[1], proj_p);
+        if (!have_fit)
+            proj[0] = proj_p[0], proj[1] = proj_p[1]; /* the projections use no fit */
         const char *lab[3] = {c->runs[i].model, arb_report_ds_title(c->runs[i].dataset), c->runs[i].method};
         const int row = arb_grid_add_row(g, lab);
         if (row < 0) {
@@ -218,18 +241,22 @@ int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
         if ((rc = arb_report_cell(c, i, ARB_METRIC_TAU, arb_grid_at(g, row, 0), err)) ||
             (rc = arb_report_cell(c, i, ARB_METRIC_SPEEDUP, arb_grid_at(g, row, 1), err)))
             break;
-        *arb_grid_at(g, row, 2) = (arb_rcell){.has = isfinite(pred), .v = pred, .lo = NAN, .hi = NAN, .paper = NAN};
         const arb_rcell *m = arb_grid_at(g, row, 1);
-        if (m->has && isfinite(pred) && m->v > 0) {
-            const double e = pred / m->v - 1.0;
-            *arb_grid_at(g, row, 3) = (arb_rcell){.has = true, .v = e, .lo = NAN, .hi = NAN, .paper = NAN,
-                                                  .pct = true};
-            worst = fabs(e) > worst ? fabs(e) : worst;
-            n_rows++;
+        for (int p = 0; p < (have_prof ? 2 : 1); p++) {
+            const int col = 2 + 2 * p;
+            *arb_grid_at(g, row, col) = (arb_rcell){.has = isfinite(pred[p]), .v = pred[p], .lo = NAN, .hi = NAN,
+                                                    .paper = NAN};
+            if (m->has && isfinite(pred[p]) && m->v > 0) {
+                const double e = pred[p] / m->v - 1.0;
+                *arb_grid_at(g, row, col + 1) = (arb_rcell){.has = true, .v = e, .lo = NAN, .hi = NAN, .paper = NAN,
+                                                            .pct = true};
+                worst[p] = fabs(e) > worst[p] ? fabs(e) : worst[p];
+                n_rows[p]++;
+            }
         }
         for (int k = 0; k < 2; k++)
-            *arb_grid_at(g, row, 4 + k) = (arb_rcell){.has = isfinite(proj[k]), .v = proj[k], .lo = NAN,
-                                                      .hi = NAN, .paper = NAN};
+            *arb_grid_at(g, row, c_gpu + k) = (arb_rcell){.has = isfinite(proj[k]), .v = proj[k], .lo = NAN,
+                                                          .hi = NAN, .paper = NAN};
     }
     if (!rc) {
         arb_cost_model all;
@@ -238,16 +265,26 @@ int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
         for (int i = 0; i < c->n && first < 0; i++)
             if (arb_report_model_ok(c, i))
                 first = i;
+        char fit[256] = "no fit (no other runs to fit on)", pro[512] = "";
         if (first >= 0 && !fit_without(c, &r, -1, first, n, L, t, &all, &fe))
-            snprintf(g->caption, sizeof g->caption,
-                     "Predicted speedup: eval cost t(n, L) = w(n) + (b + a n) L fitted on every other run's steps "
-                     "(leave-one-run-out; all steps: %d samples, %d knots up to %d nodes, a = %.4f us, b = %.4f us, rms "
-                     "relative residual %.1f%%); largest |error| %.1f%% over %d rows. GPU columns are "
-                     "projections of these step traces, not measurements: a 7B FP16 roofline (A100; A40/H100 "
-                     "give the same below 215 nodes) and %s.",
-                     all.n_samples, all.n_knots, all.knot[all.n_knots - 1], all.ctx_us, all.ctx0_us, 100.0 * all.rms_rel,
-                     100.0 * worst, n_rows, have_h100 ? "arbor's measured H100 tree costs (" H100_PROFILE ")"
-                                                      : "no H100 profile (" H100_PROFILE " missing)");
+            snprintf(fit, sizeof fit,
+                     "fitted on every other run's steps (leave-one-run-out; all steps: %d samples, %d knots up to %d "
+                     "nodes, a = %.4f us, b = %.4f us, rms relative residual %.1f%%); largest |error| %.1f%% over %d rows",
+                     all.n_samples, all.n_knots, all.knot[all.n_knots - 1], all.ctx_us, all.ctx0_us,
+                     100.0 * all.rms_rel, 100.0 * worst[0], n_rows[0]);
+        if (have_prof)
+            snprintf(pro, sizeof pro,
+                     " From profile: %s (%s; %d samples, one node %.2f ms at 0 cached tokens, a = %.4f us, b = %.4f "
+                     "us, rms %.1f%%); largest |error| %.1f%% over %d rows.",
+                     c->o->profile, prof.fingerprint, prof.n_samples, arb_cost_us(&prof, 1, 0) / 1e3, prof.ctx_us,
+                     prof.ctx0_us, 100.0 * prof.rms_rel, 100.0 * worst[1], n_rows[1]);
+        snprintf(g->caption, sizeof g->caption,
+                 "Predicted speedup: eval cost t(n, L) = w(n) + (b + a n) L %s.%s GPU columns are projections of "
+                 "these step traces, not measurements: a 7B FP16 roofline (A100; A40/H100 give the same below 215 "
+                 "nodes) and %s.",
+                 fit, pro,
+                 have_h100 ? "arbor's measured H100 tree costs (" H100_PROFILE ")"
+                           : "no H100 profile (" H100_PROFILE " missing)");
     }
 out:
     free(n), free(L), free(t);

@@ -144,12 +144,12 @@ static double lin_cost(int n, int L) { return 9000.0 + 1500.0 * (n - 1) + 0.5 * 
    prefill + the eval times + 30 us of harness per step, exactly. turn_gap > 0: a second turn
    (MT-Bench) half way, whose own prompt of turn_gap tokens is prefilled (another 500 us) before
    the rest of the generation, so the contexts jump by turn_gap there. */
-static void build_cost_db(arb_store *st, int turn_gap)
+static void build_cost_db(arb_store *st, int turn_gap, int n_methods)
 {
     static const char *const meth[] = {"AR", "T8", "T16", "T32"};
     static const int nodes[] = {1, 8, 16, 32}, k_acc[] = {0, 2, 3, 4};
     arb_err err = {0};
-    for (int m = 0; m < 4; m++) {
+    for (int m = 0; m < n_methods; m++) {
         char key[17];
         snprintf(key, sizeof key, "c%015d", m);
         arb_store_run r = {.run_key = key, .config_name = "cost", .method = meth[m], .base_method = meth[m],
@@ -196,7 +196,7 @@ static void check_exact_predictions(int turn_gap)
     arb_store *st = NULL;
     arb_err err = {0};
     cr_assert_eq(arb_store_open(path, &st, &err), ARB_OK, "%s", err.msg);
-    build_cost_db(st, turn_gap);
+    build_cost_db(st, turn_gap, 4);
     arb_report_opts o = arb_report_default_opts();
     o.table = "cost";
     o.fmt = ARB_FMT_JSON;
@@ -231,6 +231,101 @@ Test(costmodel, report_table_predicts_an_exact_surface) { check_exact_prediction
    (the step contexts), not n_prompt + j, or every multi-turn row is predicted too fast (MT-Bench
    was +15-18 % before). */
 Test(costmodel, report_table_follows_a_second_turn) { check_exact_predictions(200); }
+
+/* Write a profile fitted on `cost` at the bench's shapes (wide trees 1..64 nodes at 64 and
+   512 cached tokens). */
+static void write_profile(const char *path, double (*cost)(int, int))
+{
+    int n[14], L[14];
+    double t[14];
+    int m = 0;
+    for (int k = 1; k <= 64; k *= 2)
+        n[m] = k, L[m] = 64, t[m] = cost(k, 64), m++;
+    for (int k = 1; k <= 64; k *= 4)
+        n[m] = k, L[m] = 512, t[m] = cost(k, 512), m++;
+    arb_cost_model cm;
+    arb_err err = {0};
+    cr_assert_eq(arb_cost_fit(n, L, t, m, &cm, &err), ARB_OK, "%s", err.msg);
+    snprintf(cm.fingerprint, sizeof cm.fingerprint, "unit test cpu | avx2 | 1 threads | tiny 1MB");
+    cr_assert_eq(arb_cost_save(&cm, path, &err), ARB_OK, "%s", err.msg);
+}
+
+static double twice_the_tree_cost(int n, int L) { return 9000.0 + 3000.0 * (n - 1) + 0.5 * n * L; }
+
+/* Row `method`'s numeric cell `col` of a JSON report (NAN when empty). */
+static double json_cell(const cJSON *rows, const char *method, const char *col)
+{
+    const cJSON *row;
+    cJSON_ArrayForEach(row, rows) {
+        const cJSON *mm = cJSON_GetObjectItem(row, "Method");
+        if (cJSON_IsString(mm) && !strcmp(mm->valuestring, method)) {
+            const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(row, col), "value");
+            return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+        }
+    }
+    return NAN;
+}
+
+/* `report --table cost --profile FILE`: the bench profile's prediction is the measured
+   speedup when the profile holds the surface the runs were timed on, moves when it does not,
+   is the only prediction a database with one method and its AR gets, and a bad file is an
+   error naming it. */
+Test(costmodel, report_table_predicts_from_a_bench_profile)
+{
+    char dir[] = "/tmp/arb_costpXXXXXX", db[64], prof[64], prof2[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(db, sizeof db, "%s/c.db", dir);
+    snprintf(prof, sizeof prof, "%s/p.json", dir);
+    snprintf(prof2, sizeof prof2, "%s/p2.json", dir);
+    write_profile(prof, lin_cost);
+    write_profile(prof2, twice_the_tree_cost);
+    for (int n_methods = 4; n_methods >= 2; n_methods -= 2) {
+        unlink(db);
+        arb_store *st = NULL;
+        arb_err err = {0};
+        cr_assert_eq(arb_store_open(db, &st, &err), ARB_OK, "%s", err.msg);
+        build_cost_db(st, 0, n_methods);
+        arb_report_opts o = arb_report_default_opts();
+        o.table = "cost", o.fmt = ARB_FMT_JSON, o.n_boot = 0, o.profile = prof;
+        int rc;
+        char *out = report_capture(st, &o, &rc);
+        cr_assert_eq(rc, ARB_OK, "%s", out);
+        cJSON *j = cJSON_Parse(out);
+        cr_assert(cJSON_IsArray(j), "%s", out);
+        cr_assert_eq(cJSON_GetArraySize(j), n_methods - 1, "%s", out);
+        const double meas = json_cell(j, "T8", "this machine speedup"),
+                     loo = json_cell(j, "T8", "this machine predicted"),
+                     fromp = json_cell(j, "T8", "this machine from profile");
+        cr_assert(meas > 1.0, "%s", out);
+        cr_assert_float_eq(fromp, meas, 2e-3 * meas, "%s", out);
+        if (n_methods == 4)
+            cr_assert_float_eq(loo, meas, 2e-3 * meas, "%s", out);
+        else /* AR and T8 alone: no other tree run to fit on, the profile still predicts */
+            cr_assert(isnan(loo), "%s", out);
+        cJSON_Delete(j);
+        free(out);
+        /* a profile whose trees cost twice as much per node predicts less */
+        o.profile = prof2;
+        out = report_capture(st, &o, &rc);
+        cr_assert_eq(rc, ARB_OK, "%s", out);
+        j = cJSON_Parse(out);
+        const double slow = json_cell(j, "T8", "this machine from profile");
+        cr_assert(slow < 0.9 * meas, "%g vs %g: %s", slow, meas, out);
+        cJSON_Delete(j);
+        free(out);
+        /* a missing profile: an error naming the file */
+        char missing[80];
+        snprintf(missing, sizeof missing, "%s/none.json", dir);
+        o.profile = missing;
+        out = report_capture(st, &o, &rc);
+        cr_assert_neq(rc, ARB_OK);
+        cr_assert(strstr(out, missing), "%s", out);
+        free(out);
+        arb_store_close(st);
+    }
+    unlink(db), unlink(prof), unlink(prof2);
+    cr_assert_eq(rmdir(dir), 0);
+}
 
 /* The committed H100 profile the cost table projects with parses and says what docs/gpu.md
    measured (64-node wide tree = 1.49x one node, 128 = 1.79x). */
