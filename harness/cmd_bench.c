@@ -85,6 +85,7 @@ typedef struct bench {
     int n_max;
     bool argmax_only; /* evals return argmax ids, not logits rows (GPU) */
     bool cpu_time;    /* tree timings in process CPU time, not wall time (--cpu-time) */
+    bool cold;        /* time each tree right after a tree of another size (--cold) */
 } bench;
 
 /* The clock of the tree timings: wall time, or with --cpu-time the process's CPU time,
@@ -120,13 +121,21 @@ static double run_decode(bench *b, int steps, arb_err *err)
     return steps / (now_s() - t0);
 }
 
-/* Chain of n pseudo-random tokens on top of the current prefix; seconds or < 0. */
+/* Chain (or, wide, a root and n - 1 children) of n pseudo-random tokens on top of the current
+   prefix; seconds or < 0. The timed eval follows an untimed one of the same tree, as a run's
+   step follows a step like it (AR: one node after one node), unless b->cold: then it follows
+   whatever the caller evaluated last, in the rotations below a tree of another size. That
+   matters on the CPU: measured on the AMD EPYC build machine (docs/cost-model.md), a one-node
+   eval right after a 64-node one costs ~10 % more than in a decode loop, trees of 2-64 nodes
+   ~1-4 %, and a profile timed cold over-predicted every speedup by 5-15 %. */
 static double run_eval(bench *b, int n, int wide, arb_err *err)
 {
     for (int i = 0; i < n; i++) {
         b->tok[i] = (int32_t)((7919u * (unsigned)(i + 11)) % (unsigned)b->mi.n_vocab);
         b->par[i] = wide ? (i == 0 ? -1 : 0) : i - 1;
     }
+    if (!b->cold && bench_eval(b, b->tok, b->par, n, err))
+        return -1;
     const double t0 = bench_now(b);
     if (bench_eval(b, b->tok, b->par, n, err))
         return -1;
@@ -317,7 +326,7 @@ static int bench_engine(int argc, char **argv)
 {
     const char *model = "default", *llama = NULL, *backend = "cpu", *isa = NULL;
     int threads = 0, steps = 128, prefill = 512, reps = 5, rounds = 2, llama_reps = 2, context = 0;
-    bool quick = false, save_profile = false, trees_only = false, cpu_time = false;
+    bool quick = false, save_profile = false, trees_only = false, cpu_time = false, cold = false;
     const arb_opt opts[] = {
         ARB_OPT_STR("--model", "M", &model, "default (the cached SmolLM2-135M) or a GGUF path"),
         ARB_OPT_INT("--threads", "N", &threads, 0, 1024, "kernel threads (default 0 = all cores)"),
@@ -334,6 +343,8 @@ static int bench_engine(int argc, char **argv)
         ARB_OPT_INT("--context", "L", &context, 0, 1 << 20, "long context of the tree timings (default 0 = the longest)"),
         ARB_OPT_FLAG("--trees-only", &trees_only, "only the tree timings and the cost model"),
         ARB_OPT_FLAG("--cpu-time", &cpu_time, "time trees in process CPU time (meaningful with --threads 1)"),
+        ARB_OPT_FLAG("--cold", &cold, "time each tree right after one of another size (before 2026-11-26: the "
+                                      "default), not after one like it"),
         ARB_OPT_END};
     const arb_cmd_spec cmd = {"bench engine", NULL, engine_description, opts, 0, 0};
     const int prc = arb_opts_parse(&cmd, argc, argv, NULL);
@@ -371,7 +382,7 @@ static int bench_engine(int argc, char **argv)
     const bool gpu = lo.backend == ARB_BACKEND_CUDA;
     const int max_tree = gpu ? 128 : 64;
     arb_model *m = NULL;
-    bench b = {.argmax_only = gpu, .cpu_time = cpu_time};
+    bench b = {.argmax_only = gpu, .cpu_time = cpu_time, .cold = cold};
     int rc = 1;
     const double tl0 = now_s();
     if (arb_model_load(path, &lo, &m, &err))
