@@ -19,12 +19,14 @@ scripts/setup.sh build >/dev/null
 arbor=build/harness/arbor
 $arbor fetch-model --quiet
 # the cost profile the -auto rows' budget "auto" reads (docs/cost-model.md); ~10-20 s
-$arbor bench engine --quick --save-profile | grep -A3 '^cost'
+bench_out=$($arbor bench engine --quick --save-profile)
+grep -A3 '^cost' <<<"$bench_out"
+profile=$(sed -n 's/^ *saved to //p' <<<"$bench_out")
 name=$(basename "$config" .json)
 mkdir -p results
 $arbor run "$config" --db "results/$name.db"
 echo
 $arbor report --db "results/$name.db" --table table3 --format md
 echo
-# predicted (cost model) beside measured speedup, per method
-$arbor report --db "results/$name.db" --table cost --format md
+# predicted (cost model: fitted on the other runs, and from the bench profile) beside measured speedup
+$arbor report --db "results/$name.db" --table cost --format md ${profile:+--profile "$profile"}
