@@ -129,7 +129,7 @@ int arb_cmd_check_lossless(int argc, char **argv)
     }
     arb_decoder *dec[32] = {0};
     for (int i = 0; i < n_m && !rc; i++) /* budget "auto" (the *-auto presets): this machine's pick */
-        if (!(rc = arb_autobudget_resolve(m, threads, &specs[i], stderr, &err)))
+        if (!(rc = arb_autobudget_resolve(c, threads, &specs[i], stderr, &err)))
             rc = arb_decoder_new(c, &specs[i], &dec[i], &err);
     agg tot[32][16];
     memset(tot, 0, sizeof tot);

@@ -326,6 +326,8 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
         {"pld-auto", "pld", "PLD-auto"}, {"tr-auto", "tr", "TR-auto"}, {"goose-auto", "goose", "GOOSE-auto"},
         {"iso3-auto", "goose", "Iso3-auto"}, {"iso5-auto", "goose", "Iso5-auto"},
         {"sequoia-auto", "goose", "Sequoia-auto"},
+        /* the heads' tree grown from their rank accuracies, its budget from them and the profile */
+        {"medusa-auto", "medusa", "Medusa-auto"}, {"hydra-auto", "hydra", "Hydra-auto"},
         {"eagle-dte", "eagle-dte", "EAGLE-DTE"}, /* the EAGLE head as a sampling draft (docs/sampling.md) */
     };
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
@@ -366,6 +368,8 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
             snprintf(s->tree_sched, sizeof s->tree_sched, "%s",
                      !strcmp(n, "entmtp") ? "static" : !strcmp(n, "entmtp-tau") ? "entmtp_tau" : "ladder");
             snprintf(s->feature, sizeof s->feature, "gD"); /* the feature the bank's tau was calibrated on */
+        } else if (s->budget_auto && (!strcmp(n, "medusa") || !strcmp(n, "hydra"))) {
+            snprintf(s->tree, sizeof s->tree, "auto");
         } else if (!strcmp(n, "lookahead-small")) { /* [CHOICE] CPU: the reference README's (7, 5, 7) */
             s->la_window = 7;
             s->la_guess = 7;
@@ -376,7 +380,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
                    "method: unknown '%s' (ar pld tr goose iso3 iso5 sequoia goose-nospinebr goose-unigram "
                    "goose-nobypass goose-nospine goose-control draft eagle2 medusa hydra rest rest-code rest-chat entmtp entmtp-tau entmtp-ll "
                    "lookahead lookahead-small eagle2-head pld-auto tr-auto goose-auto iso3-auto iso5-auto sequoia-auto "
-                   "eagle-dte)", name);
+                   "medusa-auto hydra-auto eagle-dte)", name);
 }
 
 int arb_method_max_nodes(const arb_method_spec *s)

@@ -419,7 +419,7 @@ static int run_group(runner *R, const arb_model *m, arb_ctx *ctx, const char *mo
         spec.temperature = sp->temperature, spec.top_p = sp->top_p, spec.top_k = sp->top_k;
         spec.seed = (uint64_t)c->seeds[ei];
         /* budget "auto": chosen here, once per run, so params_json records the number */
-        if ((rc = arb_autobudget_resolve(m, R->o->threads > 0 ? R->o->threads : c->models[mi].threads, &spec,
+        if ((rc = arb_autobudget_resolve(ctx, R->o->threads > 0 ? R->o->threads : c->models[mi].threads, &spec,
                                          stderr, err))) {
             arb_err_prefix(err, "%s: methods[%d]", c->path, k);
             break;

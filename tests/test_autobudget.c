@@ -9,7 +9,9 @@
 
 #include "autobudget.h"
 #include "drafters/tr.h"
+#include "heads_file.h"
 #include "method.h"
+#include "sha256.h"
 #include "tiny_models.h"
 
 static const double p_default[] = {0.6, 0.2, 0.1, 0.05, 0};
@@ -82,11 +84,13 @@ Test(autobudget, resolve_finds_the_profile_or_names_the_command)
     setenv("ARBOR_CACHE", dir, 1);
     synth_opts so = {.arch = "llama", .seed = 3};
     arb_model *m = load_synth(&so, 1);
+    arb_ctx *c = NULL;
     arb_method_spec s;
     arb_err err = {0};
+    cr_assert_eq(arb_ctx_new(m, &(arb_ctx_opts){.n_ctx = 64}, &c, &err), ARB_OK, "%s", err.msg);
     cr_assert_eq(arb_method_spec_preset("goose", &s, &err), ARB_OK);
     s.budget_auto = true;
-    cr_assert_eq(arb_autobudget_resolve(m, 1, &s, NULL, &err), ARB_E_NOTFOUND);
+    cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_E_NOTFOUND);
     cr_assert(strstr(err.msg, "--save-profile") && strstr(err.msg, dir), "%s", err.msg);
     /* write the profile where the bench would, for this machine, model and thread count */
     arb_machine mach;
@@ -98,9 +102,10 @@ Test(autobudget, resolve_finds_the_profile_or_names_the_command)
     cr_assert_eq(arb_cost_profile_path(fp, true, path, sizeof path, &err), ARB_OK, "%s", err.msg);
     arb_cost_model cm = curve(1000.0);
     cr_assert_eq(arb_cost_save(&cm, path, &err), ARB_OK, "%s", err.msg);
-    cr_assert_eq(arb_autobudget_resolve(m, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
     cr_assert(!s.budget_auto);
     cr_assert_eq(s.budget, 2);
+    arb_ctx_free(c);
     arb_model_free(m);
     unlink(path);
     char cmd[300];
@@ -178,6 +183,8 @@ Test(autobudget, auto_presets_and_what_resolve_sets)
     setenv("ARBOR_CACHE", dir, 1);
     synth_opts so = {.arch = "llama", .seed = 3};
     arb_model *m = load_synth(&so, 1);
+    arb_ctx *c = NULL;
+    cr_assert_eq(arb_ctx_new(m, &(arb_ctx_opts){.n_ctx = 64}, &c, &(arb_err){0}), ARB_OK);
     arb_machine mach;
     arb_machine_get(&mach);
     arb_model_info mi;
@@ -194,29 +201,152 @@ Test(autobudget, auto_presets_and_what_resolve_sets)
     /* PLD: the chain length per step (the cost table set, the budget = the longest chain) */
     cr_assert_eq(arb_method_spec_preset("pld-auto", &s, &err), ARB_OK, "%s", err.msg);
     cr_assert(s.budget_auto && !strcmp(s.id, "PLD-auto") && s.pld_earliest);
-    cr_assert_eq(arb_autobudget_resolve(m, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
     cr_assert(!s.budget_auto);
     cr_assert_eq(s.budget, 1 + s.max_draft);
     cr_assert_eq(s.chain_cost.n_max, 1 + s.max_draft);
     cr_assert_float_eq(arb_chain_cost_us(&s.chain_cost, 5, 100), arb_cost_us(&cm, 5, 100), 1e-9);
     /* GOOSE: a tree budget per run, bypass chains per step */
     cr_assert_eq(arb_method_spec_preset("goose-auto", &s, &err), ARB_OK, "%s", err.msg);
-    cr_assert_eq(arb_autobudget_resolve(m, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
     cr_assert(s.budget >= 2 && s.budget <= 64, "B %d", s.budget);
     cr_assert_eq(s.bypass_max, 63);
     cr_assert_eq(s.chain_cost.n_max, 64);
     /* Iso(3): the tree budget only (no context match, no chains); TR: the template cut */
     cr_assert_eq(arb_method_spec_preset("iso3-auto", &s, &err), ARB_OK, "%s", err.msg);
     cr_assert(!strcmp(s.topology, "iso") && s.iso_k == 3);
-    cr_assert_eq(arb_autobudget_resolve(m, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
     cr_assert_eq(s.chain_cost.n_max, 0);
     cr_assert_eq(arb_method_spec_preset("tr-auto", &s, &err), ARB_OK, "%s", err.msg);
-    cr_assert_eq(arb_autobudget_resolve(m, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
     cr_assert(s.budget >= 2 && s.budget < 81, "B %d", s.budget);
     cr_assert_eq(arb_method_max_nodes(&s), s.budget);
     cr_assert_eq(arb_method_spec_validate(&s, &err), ARB_OK, "%s", err.msg);
+    arb_ctx_free(c);
     arb_model_free(m);
     unlink(path);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Medusa / Hydra with tree "auto": τ̂ is the grown tree's sum of path products; a flat (GPU-like)
+   cost takes the largest tree, a steep one the smallest; Hydra's drafting passes (one per tree
+   level) keep its tree shallower than Medusa's (one pass) on the same accuracies and cost. */
+Test(autobudget, heads_budget_from_rank_accuracies)
+{
+    float acc[ARB_HEADS_MAX][ARB_HEADS_RANKS] = {{0}};
+    for (int k = 0; k < 4; k++)
+        for (int r = 0; r < ARB_HEADS_RANKS; r++)
+            acc[k][r] = (float)((r == 0 ? 0.5 : 0.2 / r) * (k == 0 ? 1.0 : 0.8));
+    arb_err err = {0};
+    int B;
+    double sp, tau;
+    /* 3 nodes: the root (1), [0] (0.5), then [0,0] (0.5 x 0.4 = 0.2) ties [1] (0.2): 1.7 */
+    const arb_cost_model flat = {.n_knots = 2, .knot = {1, 64}, .w_us = {1000, 1000}};
+    cr_assert_eq(arb_autobudget_pick_heads(&flat, (const float(*)[ARB_HEADS_RANKS])acc, 4, false, 0, 0, 3, 3, &B, &sp,
+                                           &tau, &err),
+                 ARB_OK, "%s", err.msg);
+    cr_assert_eq(B, 3);
+    cr_assert_float_eq(tau, 1.7, 1e-6);
+    cr_assert_float_eq(sp, 1.7, 1e-6);
+    cr_assert_eq(arb_autobudget_pick_heads(&flat, (const float(*)[ARB_HEADS_RANKS])acc, 4, false, 0, 0, 2, 64, &B, &sp,
+                                           &tau, &err),
+                 ARB_OK);
+    cr_assert_eq(B, 64);
+    /* one node 1 ms, each further node 0.5 ms: a 2-node tree (1.5 tokens for 1.5 ms) wins */
+    const arb_cost_model steep = {.n_knots = 2, .knot = {1, 64}, .w_us = {1000, 1000 + 500 * 63}};
+    cr_assert_eq(arb_autobudget_pick_heads(&steep, (const float(*)[ARB_HEADS_RANKS])acc, 4, false, 0, 0, 2, 64, &B,
+                                           &sp, &tau, &err),
+                 ARB_OK);
+    cr_assert_eq(B, 2);
+    cr_assert_float_eq(tau, 1.5, 1e-6);
+    /* a CPU-like cost (flat to 4 nodes, then steep): Medusa pays one pass, Hydra one per level */
+    const arb_cost_model cpu = {.n_knots = 4, .knot = {1, 4, 16, 64}, .w_us = {3000, 3100, 7000, 30000}};
+    int bm, bh;
+    cr_assert_eq(arb_autobudget_pick_heads(&cpu, (const float(*)[ARB_HEADS_RANKS])acc, 4, false, 800, 0, 2, 64, &bm,
+                                           &sp, &tau, &err),
+                 ARB_OK);
+    cr_assert_eq(arb_autobudget_pick_heads(&cpu, (const float(*)[ARB_HEADS_RANKS])acc, 4, true, 800, 0, 2, 64, &bh,
+                                           &sp, &tau, &err),
+                 ARB_OK);
+    cr_assert(bh < bm, "hydra %d, medusa %d", bh, bm);
+    /* refused: no accuracies, a range outside [2, 64] */
+    float none[ARB_HEADS_MAX][ARB_HEADS_RANKS] = {{0}};
+    cr_assert_eq(arb_autobudget_pick_heads(&flat, (const float(*)[ARB_HEADS_RANKS])none, 4, false, 0, 0, 2, 8, &B, &sp,
+                                           &tau, &err),
+                 ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "rank accuracies"), "%s", err.msg);
+    cr_assert_eq(arb_autobudget_pick_heads(&flat, (const float(*)[ARB_HEADS_RANKS])acc, 4, false, 0, 0, 1, 8, &B, &sp,
+                                           &tau, &err),
+                 ARB_E_INVAL);
+}
+
+/* resolve for medusa/hydra with tree "auto": reads the heads file the method names (its rank
+   accuracies) and times a drafting pass on the context; a missing heads file is an error naming
+   it. */
+Test(autobudget, resolve_reads_the_heads_file)
+{
+    char dir[] = "/tmp/arb_autohXXXXXX";
+    cr_assert(mkdtemp(dir));
+    setenv("ARBOR_CACHE", dir, 1);
+    synth_opts so = {.arch = "llama", .seed = 5};
+    char *mpath = write_synth(&so);
+    arb_model *m = NULL;
+    arb_ctx *c = NULL;
+    arb_err err = {0};
+    arb_load_opts lo = arb_load_default_opts();
+    lo.n_threads = 1;
+    cr_assert_eq(arb_model_load(mpath, &lo, &m, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_ctx_new(m, &(arb_ctx_opts){.n_ctx = 64}, &c, &err), ARB_OK, "%s", err.msg);
+    arb_machine mach;
+    arb_machine_get(&mach);
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    char fp[200], path[4400];
+    arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_cpu_kernels(NULL), 1, mi.name, (double)mi.weight_bytes);
+    cr_assert_eq(arb_cost_profile_path(fp, true, path, sizeof path, &err), ARB_OK, "%s", err.msg);
+    const arb_cost_model flat = {.n_knots = 2, .knot = {1, 64}, .w_us = {1e6, 1e6}};
+    cr_assert_eq(arb_cost_save(&flat, path, &err), ARB_OK, "%s", err.msg);
+    /* heads for this model with made-up held-out accuracies */
+    char sha[65], hpath[200];
+    cr_assert_eq(arb_sha256_file(mpath, sha, &err), ARB_OK, "%s", err.msg);
+    snprintf(hpath, sizeof hpath, "%s/medusa.gguf", dir);
+    arb_heads *h = NULL;
+    cr_assert_eq(arb_heads_new(ARB_HEADS_MEDUSA, 3, mi.n_embd, mi.n_vocab, &h, &err), ARB_OK, "%s", err.msg);
+    arb_heads_init(h, 1);
+    arb_heads_meta meta = {0};
+    snprintf(meta.base_sha256, sizeof meta.base_sha256, "%s", sha);
+    for (int k = 0; k < 3; k++)
+        for (int r = 0; r < ARB_HEADS_RANKS; r++)
+            meta.rank_acc[k][r] = r == 0 ? 0.6f : 0.02f;
+    cr_assert_eq(arb_heads_save(hpath, h, &meta, &err), ARB_OK, "%s", err.msg);
+    arb_heads_free(h);
+    arb_method_spec s;
+    cr_assert_eq(arb_method_spec_preset("medusa", &s, &err), ARB_OK, "%s", err.msg);
+    snprintf(s.tree, sizeof s.tree, "auto");
+    snprintf(s.heads, sizeof s.heads, "%s", hpath);
+    s.budget_auto = true;
+    /* a one-second node: the drafting pass is free beside it, so the largest tree the
+       accuracies grow wins (3 heads: depth <= 3) */
+    cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert(!s.budget_auto);
+    int B;
+    double sp, tau;
+    cr_assert_eq(arb_autobudget_pick_heads(&flat, (const float(*)[ARB_HEADS_RANKS])meta.rank_acc, 3, false, 0,
+                                           ARB_AUTOBUDGET_L, 2, 64, &B, &sp, &tau, &err),
+                 ARB_OK);
+    cr_assert_eq(s.budget, B);
+    cr_assert_eq(arb_method_max_nodes(&s), s.budget);
+    /* the heads file missing: the error names it */
+    unlink(hpath);
+    s.budget_auto = true;
+    cr_assert_neq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_OK);
+    cr_assert(strstr(err.msg, hpath) && strstr(err.msg, "auto"), "%s", err.msg);
+    arb_ctx_free(c);
+    arb_model_free(m);
+    unlink(mpath);
+    free(mpath);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
