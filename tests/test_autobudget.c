@@ -77,6 +77,27 @@ Test(autobudget, auto_parses_and_numbers_override_it)
     cr_assert(strstr(err.msg, "empty acceptance"), "%s", err.msg);
 }
 
+/* rm -rf of a test's temporary directory. */
+static void remove_dir(const char *dir)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* Where the bench saves a one-thread profile for model m on this machine (directories made). */
+static void profile_path_for(const arb_model *m, char *path, size_t cap)
+{
+    arb_machine mach;
+    arb_machine_get(&mach);
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    char fp[200];
+    arb_err err = {0};
+    arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_cpu_kernels(NULL), 1, mi.name, (double)mi.weight_bytes);
+    cr_assert_eq(arb_cost_profile_path(fp, true, path, cap, &err), ARB_OK, "%s", err.msg);
+}
+
 Test(autobudget, resolve_finds_the_profile_or_names_the_command)
 {
     char dir[] = "/tmp/arb_autoXXXXXX";
@@ -93,13 +114,8 @@ Test(autobudget, resolve_finds_the_profile_or_names_the_command)
     cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_E_NOTFOUND);
     cr_assert(strstr(err.msg, "--save-profile") && strstr(err.msg, dir), "%s", err.msg);
     /* write the profile where the bench would, for this machine, model and thread count */
-    arb_machine mach;
-    arb_machine_get(&mach);
-    arb_model_info mi;
-    arb_model_get_info(m, &mi);
-    char fp[200], path[4400];
-    arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_cpu_kernels(NULL), 1, mi.name, (double)mi.weight_bytes);
-    cr_assert_eq(arb_cost_profile_path(fp, true, path, sizeof path, &err), ARB_OK, "%s", err.msg);
+    char path[4400];
+    profile_path_for(m, path, sizeof path);
     arb_cost_model cm = curve(1000.0);
     cr_assert_eq(arb_cost_save(&cm, path, &err), ARB_OK, "%s", err.msg);
     cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
@@ -108,9 +124,7 @@ Test(autobudget, resolve_finds_the_profile_or_names_the_command)
     arb_ctx_free(c);
     arb_model_free(m);
     unlink(path);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
+    remove_dir(dir);
 }
 
 /* TR "auto": template 2.2.2 cut to its likeliest nodes under sequoia_p. */
@@ -185,14 +199,9 @@ Test(autobudget, auto_presets_and_what_resolve_sets)
     arb_model *m = load_synth(&so, 1);
     arb_ctx *c = NULL;
     cr_assert_eq(arb_ctx_new(m, &(arb_ctx_opts){.n_ctx = 64}, &c, &(arb_err){0}), ARB_OK);
-    arb_machine mach;
-    arb_machine_get(&mach);
-    arb_model_info mi;
-    arb_model_get_info(m, &mi);
-    char fp[200], path[4400];
     arb_err err = {0};
-    arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_cpu_kernels(NULL), 1, mi.name, (double)mi.weight_bytes);
-    cr_assert_eq(arb_cost_profile_path(fp, true, path, sizeof path, &err), ARB_OK, "%s", err.msg);
+    char path[4400];
+    profile_path_for(m, path, sizeof path);
     /* this CPU's shape: w(1) 3.2 ms, +0.13 ms a node up to 64 nodes */
     arb_cost_model cm = {.n_knots = 2, .knot = {1, 64}, .w_us = {3200, 3200 + 130 * 63}, .ctx_us = 0.78,
                          .ctx0_us = 3.6};
@@ -225,9 +234,7 @@ Test(autobudget, auto_presets_and_what_resolve_sets)
     arb_ctx_free(c);
     arb_model_free(m);
     unlink(path);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
+    remove_dir(dir);
 }
 
 /* Medusa / Hydra with tree "auto": τ̂ is the grown tree's sum of path products; a flat (GPU-like)
@@ -299,13 +306,10 @@ Test(autobudget, resolve_reads_the_heads_file)
     lo.n_threads = 1;
     cr_assert_eq(arb_model_load(mpath, &lo, &m, &err), ARB_OK, "%s", err.msg);
     cr_assert_eq(arb_ctx_new(m, &(arb_ctx_opts){.n_ctx = 64}, &c, &err), ARB_OK, "%s", err.msg);
-    arb_machine mach;
-    arb_machine_get(&mach);
+    char path[4400];
+    profile_path_for(m, path, sizeof path);
     arb_model_info mi;
     arb_model_get_info(m, &mi);
-    char fp[200], path[4400];
-    arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_cpu_kernels(NULL), 1, mi.name, (double)mi.weight_bytes);
-    cr_assert_eq(arb_cost_profile_path(fp, true, path, sizeof path, &err), ARB_OK, "%s", err.msg);
     const arb_cost_model flat = {.n_knots = 2, .knot = {1, 64}, .w_us = {1e6, 1e6}};
     cr_assert_eq(arb_cost_save(&flat, path, &err), ARB_OK, "%s", err.msg);
     /* heads for this model with made-up held-out accuracies */
@@ -347,7 +351,5 @@ Test(autobudget, resolve_reads_the_heads_file)
     arb_model_free(m);
     unlink(mpath);
     free(mpath);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
+    remove_dir(dir);
 }
