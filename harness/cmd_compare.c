@@ -89,7 +89,7 @@ static int value(side *s, int i, const arb_run_stats *other_stats, arb_metric m,
     if (!buf)
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
     arb_run_stats view = common(mine, other_stats, buf), ar = {0}, arv;
-    int a = m == ARB_METRIC_SPEEDUP ? arb_metrics_find_ar(s->runs, s->n, i) : -1, rc = 0;
+    int a = arb_metric_paired(m) ? arb_metrics_find_ar(s->runs, s->n, i) : -1, rc = 0;
     if (a >= 0 && !(rc = arb_metrics_load(arb_store_db(s->st), &s->runs[a], &ar, err)) &&
         (abuf = malloc(sizeof *abuf * (size_t)(ar.n ? ar.n : 1))))
         arv = common(&ar, &view, abuf);
@@ -110,7 +110,7 @@ static int parse_args(int argc, char **argv, const char *paths[2], arb_metric *m
     const char *metric = "tau", *drop = "2%";
     const arb_opt opts[] = {
         ARB_OPT_STR("--metric", "M", &metric,
-                    "tau tps speedup p_s p_t spine_share acc_len lossless (higher is better; default tau)"),
+                    "tau tps speedup p_s p_t spine_share acc_len lossless tps_cpu speedup_cpu (higher is better; default tau)"),
         ARB_OPT_STR("--max-drop", "D", &drop, "allowed relative drop: 2% or 0.02 (default 2%)"),
         ARB_OPT_FLAG("--allow-missing", allow_missing, "a BASE run missing from NEW is not a failure"),
         ARB_OPT_END};

@@ -66,6 +66,13 @@ static double now_us(void)
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+static double cpu_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
 uint64_t arb_decode_hash(const int32_t *ids, int n)
 {
     uint64_t h = 1469598103934665603ull;
@@ -444,7 +451,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
     if (rc)
         return ARB_ERR(err, rc, "generate: cannot reset the context");
     res->n_prompt = n_prompt;
-    double t_start = now_us();
+    double t_start = now_us(), cpu_start = cpu_now_us();
     /* Prefill: one target call producing one token (docs/spec/drafting.md §1.1). */
     if ((rc = prefill(d, prompt, n_prompt, o->full_rows, err)))
         return rc;
@@ -570,6 +577,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
             done = true;
     }
     res->wall_us = now_us() - t_start;
+    res->cpu_us = cpu_now_us() - cpu_start;
     res->ids = d->gen;
     res->hash = arb_decode_hash(d->gen, res->n_generated);
     return ARB_OK;

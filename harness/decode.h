@@ -84,6 +84,8 @@ typedef struct arb_prompt_result {
     int n_target_calls;     /* arb_eval calls incl. prefill; tau = n_generated / n_target_calls */
     int n_steps;            /* decode steps after prefill */
     double wall_us;         /* whole generation incl. prefill */
+    double cpu_us;          /* the process's CPU time over the same span (every thread: idle pool
+                               workers' spinning too; with one thread, the compute) */
     double prefill_us;      /* prefill eval + first token */
     double harness_us;      /* Σ draft + verify + update + commit over steps */
     double eval_us;         /* Σ eval over steps (prefill excluded) */

@@ -16,6 +16,7 @@
 #ifndef ARB_METRICS_H
 #define ARB_METRICS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sqlite3.h>
 
@@ -27,6 +28,10 @@
 typedef enum arb_metric {
     ARB_METRIC_TAU, ARB_METRIC_TPS, ARB_METRIC_SPEEDUP, ARB_METRIC_P_S, ARB_METRIC_P_T,
     ARB_METRIC_SPINE_SHARE, ARB_METRIC_ACC_LEN, ARB_METRIC_LOSSLESS, ARB_METRIC_N_PROMPTS,
+    ARB_METRIC_TPS_CPU,     /* tokens per second of the process's CPU time (prompts.cpu_us) */
+    ARB_METRIC_SPEEDUP_CPU, /* the speedup in CPU time, paired per prompt like speedup: a measure a
+                               shared machine's load changes less (one thread; NAN when a prompt
+                               has no cpu_us, i.e. a database from before schema 3) */
     ARB_METRIC_COUNT
 } arb_metric;
 
@@ -41,6 +46,7 @@ typedef struct arb_run_info {     /* one row of `runs` (strings owned by the arr
 typedef struct arb_prompt_stat {  /* per-prompt sums over its steps */
     char *prompt_id;
     int64_t n_gen, n_calls, wall_us, steps, accepted;
+    int64_t cpu_us;               /* -1: not measured */
     int64_t acc_src[ARB_STORE_NSRC], prop_src[ARB_STORE_NSRC];
     int64_t n_spine, acc_spine, acc_spine_cont;
     int lossless;                 /* 1, 0, -1 unknown */
@@ -58,6 +64,7 @@ typedef struct arb_run_stats {
 typedef struct arb_ci { double v, lo, hi; } arb_ci; /* NAN when undefined */
 
 const char *arb_metric_name(arb_metric m);       /* "tau", "tps", "speedup", ... */
+bool arb_metric_paired(arb_metric m);            /* speedup, speedup_cpu: against the AR run */
 int arb_metric_parse(const char *name, arb_metric *out, arb_err *err);
 
 int arb_metrics_list_runs(sqlite3 *db, arb_run_info **out, int *n, arb_err *err);

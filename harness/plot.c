@@ -94,7 +94,7 @@ static int run_of(const pctx *c, const char *model, const char *ds, const char *
 static double metric(const pctx *c, int i, arb_metric m, int n_boot, arb_ci *ci, arb_err *err)
 {
     arb_run_stats s = {0}, ar = {0};
-    int a = m == ARB_METRIC_SPEEDUP ? arb_metrics_find_ar(c->runs, c->n, i) : -1;
+    int a = arb_metric_paired(m) ? arb_metrics_find_ar(c->runs, c->n, i) : -1;
     ci->v = ci->lo = ci->hi = NAN;
     if (arb_metrics_load(c->db, &c->runs[i], &s, err))
         return NAN;

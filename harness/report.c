@@ -71,7 +71,7 @@ int arb_report_cell(rctx *c, int i, arb_metric m, arb_rcell *out, arb_err *err)
     const arb_run_stats *s = stats(c, i, err), *ar = NULL;
     if (!s)
         return err ? err->code : ARB_E_DB;
-    if (m == ARB_METRIC_SPEEDUP) {
+    if (arb_metric_paired(m)) {
         int a = arb_metrics_find_ar(c->runs, c->n, i);
         if (a >= 0 && !(ar = stats(c, a, err)))
             return err->code;

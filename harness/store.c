@@ -38,7 +38,7 @@ static const char schema_sql[] =
     " run_key TEXT NOT NULL, prompt_id TEXT NOT NULL, prompt_idx INTEGER, session TEXT,"
     " n_prompt INTEGER, n_gen INTEGER, n_calls INTEGER, wall_us INTEGER, prefill_us INTEGER,"
     " n_repeats INTEGER, stop TEXT, lossless INTEGER, gen_sha256 TEXT,"
-    " finished_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
+    " finished_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')), cpu_us INTEGER,"
     " PRIMARY KEY(run_key, prompt_id));"
     "CREATE TABLE IF NOT EXISTS steps("
     " run_key TEXT NOT NULL, prompt_id TEXT NOT NULL, step INTEGER NOT NULL, l_cache INTEGER,"
@@ -123,8 +123,8 @@ static int prepare_inserts(arb_store *s, arb_err *err)
     if (!rc)
         rc = prepare(s,
                      "INSERT INTO prompts(run_key,prompt_id,prompt_idx,session,n_prompt,n_gen,"
-                     "n_calls,wall_us,prefill_us,n_repeats,stop,lossless,gen_sha256)"
-                     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                     "n_calls,wall_us,prefill_us,n_repeats,stop,lossless,gen_sha256,cpu_us)"
+                     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                      &s->ins_prompt, err);
     if (!rc)
         rc = prepare(s, "INSERT INTO tokens(run_key,prompt_id,ids) VALUES(?,?,?)", &s->ins_tokens,
@@ -179,12 +179,14 @@ int arb_store_open(const char *path, arb_store **out, arb_err *err)
             goto fail;
         }
     }
-    if (version == 1) { /* v2 added steps.stop_fanout; older rows keep NULL (unknown) */
-        char sql[256];
+    if (version == 1 || version == 2) { /* v2 added steps.stop_fanout, v3 prompts.cpu_us; older rows
+                                           keep NULL (unknown) */
+        char sql[384];
         snprintf(sql, sizeof sql,
-                 "BEGIN IMMEDIATE; ALTER TABLE steps ADD COLUMN stop_fanout INTEGER;"
+                 "BEGIN IMMEDIATE; %s ALTER TABLE prompts ADD COLUMN cpu_us INTEGER;"
                  " INSERT OR REPLACE INTO meta VALUES('schema_version','%d'); PRAGMA user_version=%d; COMMIT;",
-                 ARB_STORE_SCHEMA_VERSION, ARB_STORE_SCHEMA_VERSION);
+                 version == 1 ? "ALTER TABLE steps ADD COLUMN stop_fanout INTEGER;" : "", ARB_STORE_SCHEMA_VERSION,
+                 ARB_STORE_SCHEMA_VERSION);
         if ((rc = exec(s, sql, err))) {
             exec(s, "ROLLBACK", NULL);
             goto fail;
@@ -360,6 +362,10 @@ int arb_store_prompt_put(arb_store *s, const char *run_key, const arb_store_prom
         else
             sqlite3_bind_int(st, 12, p->lossless);
         sqlite3_bind_text(st, 13, hex, -1, SQLITE_STATIC);
+        if (p->cpu_us <= 0) /* not measured (a zero-initialised struct included) */
+            sqlite3_bind_null(st, 14);
+        else
+            sqlite3_bind_int64(st, 14, p->cpu_us);
         rc = step_write(s, st, err, "prompts");
     }
     if (!rc && !(rc = fault(s, err, "commit")))
@@ -435,6 +441,29 @@ int arb_store_model_sha256(arb_store *s, const char *path, char hex[65], arb_err
     return rc;
 }
 
+/* "c1,c2,..." of main.<table>, in its order. */
+static int column_list(arb_store *s, const char *table, char *buf, size_t cap, arb_err *err)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "PRAGMA main.table_info(%s)", table);
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(s, sql, &st, err);
+    size_t n = 0;
+    buf[0] = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        const char *c = (const char *)sqlite3_column_text(st, 1);
+        const int w = snprintf(buf + n, cap - n, "%s%s", n ? "," : "", c ? c : "");
+        if (w < 0 || (size_t)w >= cap - n)
+            rc = ARB_ERR(err, ARB_E_RANGE, "merge: table %s has too many columns", table);
+        else
+            n += (size_t)w;
+    }
+    sqlite3_finalize(st);
+    if (!rc && n == 0)
+        rc = ARB_ERR(err, ARB_E_DB, "%s: no table %s", s->path, table);
+    return rc;
+}
+
 int arb_store_merge_from(arb_store *s, const char *src_path, int *n_prompts, arb_err *err)
 {
     *n_prompts = 0;
@@ -468,16 +497,31 @@ int arb_store_merge_from(arb_store *s, const char *src_path, int *n_prompts, arb
                          (const char *)sqlite3_column_text(st, 1), s->path);
         sqlite3_finalize(st);
     }
-    static const char merge_sql[] =
-        "BEGIN IMMEDIATE;"
-        "INSERT OR IGNORE INTO main.runs SELECT * FROM src.runs;"
-        "INSERT OR IGNORE INTO main.sessions SELECT * FROM src.sessions;"
-        "INSERT OR IGNORE INTO main.model_hashes SELECT * FROM src.model_hashes;"
-        "INSERT OR IGNORE INTO main.steps SELECT x.* FROM src.steps x WHERE NOT EXISTS"
-        " (SELECT 1 FROM main.prompts p WHERE p.run_key=x.run_key AND p.prompt_id=x.prompt_id);"
-        "INSERT OR IGNORE INTO main.tokens SELECT x.* FROM src.tokens x WHERE NOT EXISTS"
-        " (SELECT 1 FROM main.prompts p WHERE p.run_key=x.run_key AND p.prompt_id=x.prompt_id);"
-        "INSERT OR IGNORE INTO main.prompts SELECT * FROM src.prompts;";
+    /* By column name, not position: a migrated database has its added columns at the end
+       (ALTER TABLE appends) where a new one has them where schema_sql puts them. */
+    static const struct { const char *table, *where; } part[] = {
+        {"runs", ""}, {"sessions", ""}, {"model_hashes", ""},
+        {"steps", " WHERE NOT EXISTS (SELECT 1 FROM main.prompts p WHERE p.run_key=x.run_key AND"
+                  " p.prompt_id=x.prompt_id)"},
+        {"tokens", " WHERE NOT EXISTS (SELECT 1 FROM main.prompts p WHERE p.run_key=x.run_key AND"
+                   " p.prompt_id=x.prompt_id)"},
+        {"prompts", ""}, /* last: sqlite3_changes then counts the prompts added */
+    };
+    char *merge_sql = NULL;
+    size_t len = 0;
+    FILE *ms = open_memstream(&merge_sql, &len);
+    if (!rc && !ms)
+        rc = ARB_ERR(err, ARB_E_NOMEM, "merge: out of memory");
+    if (!rc)
+        fputs("BEGIN IMMEDIATE;", ms);
+    for (size_t i = 0; !rc && i < sizeof part / sizeof part[0]; i++) {
+        char cols[1024];
+        if (!(rc = column_list(s, part[i].table, cols, sizeof cols, err)))
+            fprintf(ms, "INSERT OR IGNORE INTO main.%s(%s) SELECT %s FROM src.%s x%s;", part[i].table, cols, cols,
+                    part[i].table, part[i].where);
+    }
+    if (ms && fclose(ms) && !rc)
+        rc = ARB_ERR(err, ARB_E_NOMEM, "merge: out of memory");
     if (!rc) {
         rc = exec(s, merge_sql, err);
         if (!rc) {
@@ -487,6 +531,7 @@ int arb_store_merge_from(arb_store *s, const char *src_path, int *n_prompts, arb
         if (rc)
             exec(s, "ROLLBACK", NULL);
     }
+    free(merge_sql);
     exec(s, "DETACH DATABASE src", NULL);
     return rc;
 }

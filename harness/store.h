@@ -24,7 +24,7 @@
 
 #include "error.h"
 
-#define ARB_STORE_SCHEMA_VERSION 2 /* 2: steps.stop_fanout */
+#define ARB_STORE_SCHEMA_VERSION 3 /* 2: steps.stop_fanout; 3: prompts.cpu_us */
 #define ARB_STORE_NSRC 8 /* source columns, indexed like arb_src in tree.h (0 = root, unused) */
 
 typedef struct arb_store arb_store;
@@ -71,6 +71,9 @@ typedef struct arb_store_prompt {
     const char *session;
     int n_prompt, n_gen, n_calls; /* n_calls counts the prefill */
     int64_t wall_us, prefill_us;  /* median over repeats, prefill included */
+    int64_t cpu_us;               /* process CPU time, median over repeats, prefill included (every
+                                     thread of the process, idle pool workers' spinning too: one
+                                     thread is where it means compute); <= 0: not measured */
     int n_repeats;
     const char *stop;            /* "eos" | "limit" */
     int lossless;                /* 1/0 vs the AR run's ids, -1 unknown */

@@ -77,6 +77,7 @@ static inline int fx_build(arb_store *st, int shard_i, int shard_n, arb_err *err
                     arb_store_prompt pr = {.prompt_id = pid, .prompt_idx = p, .n_prompt = 50,
                                            .n_gen = gen, .n_calls = n + 1,
                                            .wall_us = (n + 1) * fx_call_us(mdl, m, p),
+                                           .cpu_us = (n + 1) * fx_call_us(mdl, m, p) * (m ? 9 : 10) / 10,
                                            .n_repeats = 1, .stop = "limit", .lossless = 1, .ids = ids};
                     rc = arb_store_prompt_put(st, key, &pr, steps, n, err);
                 }

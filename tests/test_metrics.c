@@ -184,6 +184,36 @@ Test(metrics, speedup_pairs_prompts_with_ar, .init = setup, .fini = teardown)
     arb_run_stats_release(&ar);
 }
 
+/* speedup_cpu: the same pairing over prompts.cpu_us (the fixture's methods spend 90 % of their
+   wall time on the CPU, AR 100 %: 1/0.9 x the wall speedup); a prompt without cpu_us (a database
+   from before schema 3) makes it undefined, not a number from the others. */
+Test(metrics, speedup_cpu_pairs_cpu_time, .init = setup, .fini = teardown)
+{
+    arb_err err = {0};
+    int i = run_index(0, 1, 2), a = run_index(0, 1, 0);
+    arb_run_stats s, ar;
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[i], &s, &err), ARB_OK);
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[a], &ar, &err), ARB_OK);
+    double g = 0, c = 0, ga = 0, ca = 0;
+    for (int p = 0; p < FX_N_PROMPTS; p++) {
+        cr_assert_gt(s.p[p].cpu_us, 0);
+        g += (double)s.p[p].n_gen, c += (double)s.p[p].cpu_us;
+        ga += (double)ar.p[p].n_gen, ca += (double)ar.p[p].cpu_us;
+    }
+    arb_ci v, w;
+    arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP_CPU, 0, 0, &v);
+    arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP, 0, 0, &w);
+    cr_assert_float_eq(v.v, (g / c) / (ga / ca), 1e-12);
+    cr_assert_float_eq(v.v, w.v / 0.9, 1e-3 * w.v);
+    arb_metrics_ci(&s, NULL, ARB_METRIC_TPS_CPU, 0, 0, &v);
+    cr_assert_float_eq(v.v, g / (c / 1e6), 1e-9 * v.v);
+    s.p[3].cpu_us = -1;
+    arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP_CPU, 0, 0, &v);
+    cr_assert(isnan(v.v));
+    arb_run_stats_release(&s);
+    arb_run_stats_release(&ar);
+}
+
 Test(metrics, synergy_is_tau_over_best_baseline, .init = setup, .fini = teardown)
 {
     arb_err err = {0};

@@ -78,8 +78,8 @@ static int put_prompt(arb_store *s, const char *key, const char *pid, int seed, 
     for (int i = 0; i < gen && i < 64; i++)
         ids[i] = seed * 1000 + i;
     arb_store_prompt p = {.prompt_id = pid, .prompt_idx = seed, .n_prompt = 20, .n_gen = gen,
-                          .n_calls = n + 1, .wall_us = 5000, .n_repeats = 1, .stop = "eos",
-                          .lossless = -1, .ids = ids};
+                          .n_calls = n + 1, .wall_us = 5000, .cpu_us = 4000 + seed, .n_repeats = 1,
+                          .stop = "eos", .lossless = -1, .ids = ids};
     return arb_store_prompt_put(s, key, &p, st, n, err);
 }
 
@@ -274,7 +274,9 @@ Test(store, v1_database_gains_stop_fanout_and_keeps_its_rows, .init = mkdir_tmp,
     cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps WHERE stop_fanout IS NULL"), 1);
     cr_assert_eq(count(s, "SELECT SUM(stop_fanout) FROM steps"), 1 + 2 + 0 + 1);
     /* turn it into what arbor wrote before schema v2 */
-    cr_assert_eq(sqlite3_exec(arb_store_db(s), "ALTER TABLE steps DROP COLUMN stop_fanout; PRAGMA user_version=1;",
+    cr_assert_eq(sqlite3_exec(arb_store_db(s),
+                              "ALTER TABLE steps DROP COLUMN stop_fanout; ALTER TABLE prompts DROP COLUMN cpu_us;"
+                              " PRAGMA user_version=1;",
                               NULL, NULL, NULL), SQLITE_OK);
     arb_store_close(s);
     s = open_db("old.db");
@@ -284,4 +286,55 @@ Test(store, v1_database_gains_stop_fanout_and_keeps_its_rows, .init = mkdir_tmp,
     cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps"), 10);
     cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps WHERE stop_fanout IS NOT NULL"), 4);
     arb_store_close(s);
+}
+
+Test(store, v2_database_gains_cpu_us_and_keeps_its_rows, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    arb_store *s = open_db("old2.db");
+    put_run(s, "k1");
+    arb_err err = {0};
+    cr_assert_eq(put_prompt(s, "k1", "p0", 3, 5, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(count(s, "SELECT cpu_us FROM prompts"), 4003);
+    /* what arbor wrote before schema v3 */
+    cr_assert_eq(sqlite3_exec(arb_store_db(s), "ALTER TABLE prompts DROP COLUMN cpu_us; PRAGMA user_version=2;", NULL,
+                              NULL, NULL), SQLITE_OK);
+    arb_store_close(s);
+    s = open_db("old2.db");
+    cr_assert_eq(count(s, "PRAGMA user_version"), ARB_STORE_SCHEMA_VERSION);
+    cr_assert_eq(count(s, "SELECT COUNT(*) FROM prompts WHERE cpu_us IS NULL AND wall_us = 5000"), 1);
+    cr_assert_eq(put_prompt(s, "k1", "p1", 4, 5, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(count(s, "SELECT cpu_us FROM prompts WHERE prompt_id = 'p1'"), 4004);
+    arb_store_close(s);
+}
+
+/* A migrated database has its added columns last (ALTER TABLE appends), a new one where the
+   schema puts them: merging one into the other matches columns by name. */
+Test(store, merge_matches_columns_by_name, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    arb_store *a = open_db("v1.db");
+    put_run(a, "k1");
+    arb_err err = {0};
+    cr_assert_eq(put_prompt(a, "k1", "p0", 2, 5, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(sqlite3_exec(arb_store_db(a),
+                              "ALTER TABLE steps DROP COLUMN stop_fanout; ALTER TABLE prompts DROP COLUMN cpu_us;"
+                              " PRAGMA user_version=1;",
+                              NULL, NULL, NULL), SQLITE_OK);
+    arb_store_close(a);
+    a = open_db("v1.db"); /* migrated: steps.stop_fanout is now its last column */
+    cr_assert_eq(put_prompt(a, "k1", "p1", 3, 4, &err), ARB_OK, "%s", err.msg);
+    char pa[512];
+    snprintf(pa, sizeof pa, "%s/v1.db", dir);
+    const int64_t acc = count(a, "SELECT SUM(accepted) FROM steps"), fan = count(a, "SELECT SUM(stop_fanout) FROM steps"),
+                  nodes = count(a, "SELECT SUM(n_nodes) FROM steps");
+    arb_store_close(a);
+    arb_store *m = open_db("new.db");
+    int n = 0;
+    cr_assert_eq(arb_store_merge_from(m, pa, &n, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(count(m, "SELECT SUM(accepted) FROM steps"), acc);
+    cr_assert_eq(count(m, "SELECT SUM(stop_fanout) FROM steps"), fan);
+    cr_assert_eq(count(m, "SELECT SUM(n_nodes) FROM steps"), nodes);
+    cr_assert_eq(count(m, "SELECT COUNT(*) FROM prompts WHERE cpu_us IS NULL"), 1); /* p0, before v3 */
+    cr_assert_eq(count(m, "SELECT cpu_us FROM prompts WHERE prompt_id = 'p1'"), 4003);
+    arb_store_close(m);
 }
