@@ -38,6 +38,14 @@ static int run_index(int mdl, int d, int m)
     return -1;
 }
 
+/* The stats of runs i and a (a method and its AR). */
+static void load_pair(int i, int a, arb_run_stats *s, arb_run_stats *ar)
+{
+    arb_err err = {0};
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[i], s, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[a], ar, &err), ARB_OK, "%s", err.msg);
+}
+
 /* Expected sums for (mdl, d, m) straight from the fixture formulas. */
 typedef struct sums { double gen, calls, wall, acc, steps, ap, pp, at, pt, cont; } sums;
 
@@ -136,11 +144,9 @@ Test(metrics, acceptance_by_depth_and_histogram, .init = setup, .fini = teardown
 
 Test(metrics, bootstrap_interval_brackets_and_is_deterministic, .init = setup, .fini = teardown)
 {
-    arb_err err = {0};
     int i = run_index(0, 0, 3), a = run_index(0, 0, 0);
     arb_run_stats s, ar;
-    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[i], &s, &err), ARB_OK);
-    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[a], &ar, &err), ARB_OK);
+    load_pair(i, a, &s, &ar);
     for (int m = 0; m < ARB_METRIC_N_PROMPTS; m++) {
         arb_ci x, y;
         arb_metrics_ci(&s, &ar, (arb_metric)m, 500, 42, &x);
@@ -164,11 +170,9 @@ Test(metrics, bootstrap_interval_brackets_and_is_deterministic, .init = setup, .
 
 Test(metrics, speedup_pairs_prompts_with_ar, .init = setup, .fini = teardown)
 {
-    arb_err err = {0};
     int i = run_index(0, 1, 2), a = run_index(0, 1, 0);
     arb_run_stats s, ar;
-    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[i], &s, &err), ARB_OK);
-    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[a], &ar, &err), ARB_OK);
+    load_pair(i, a, &s, &ar);
     /* drop half of AR's prompts: speedup must use only the prompts both have */
     ar.n = 6;
     double g = 0, w = 0, ga = 0, wa = 0;
@@ -189,11 +193,9 @@ Test(metrics, speedup_pairs_prompts_with_ar, .init = setup, .fini = teardown)
    from before schema 3) makes it undefined, not a number from the others. */
 Test(metrics, speedup_cpu_pairs_cpu_time, .init = setup, .fini = teardown)
 {
-    arb_err err = {0};
     int i = run_index(0, 1, 2), a = run_index(0, 1, 0);
     arb_run_stats s, ar;
-    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[i], &s, &err), ARB_OK);
-    cr_assert_eq(arb_metrics_load(arb_store_db(st), &runs[a], &ar, &err), ARB_OK);
+    load_pair(i, a, &s, &ar);
     double g = 0, c = 0, ga = 0, ca = 0;
     for (int p = 0; p < FX_N_PROMPTS; p++) {
         cr_assert_gt(s.p[p].cpu_us, 0);

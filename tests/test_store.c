@@ -265,62 +265,47 @@ Test(store, model_sha256_is_cached, .init = mkdir_tmp, .fini = rm_tmp)
     arb_store_close(s);
 }
 
-Test(store, v1_database_gains_stop_fanout_and_keeps_its_rows, .init = mkdir_tmp, .fini = rm_tmp)
+/* SQL that turns a database into what arbor wrote before schema v2 / v3. */
+#define BEFORE_V2 "ALTER TABLE steps DROP COLUMN stop_fanout; ALTER TABLE prompts DROP COLUMN cpu_us; PRAGMA user_version=1;"
+#define BEFORE_V3 "ALTER TABLE prompts DROP COLUMN cpu_us; PRAGMA user_version=2;"
+
+/* Run k1 with prompt p0 (seed, 5 steps) written, `downgrade` applied, then reopened (so migrated). */
+static arb_store *migrated_db(const char *name, int seed, const char *downgrade)
 {
-    arb_store *s = open_db("old.db");
+    arb_store *s = open_db(name);
     put_run(s, "k1");
     arb_err err = {0};
-    cr_assert_eq(put_prompt(s, "k1", "p0", 3, 5, &err), ARB_OK, "%s", err.msg);
-    cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps WHERE stop_fanout IS NULL"), 1);
-    cr_assert_eq(count(s, "SELECT SUM(stop_fanout) FROM steps"), 1 + 2 + 0 + 1);
-    /* turn it into what arbor wrote before schema v2 */
-    cr_assert_eq(sqlite3_exec(arb_store_db(s),
-                              "ALTER TABLE steps DROP COLUMN stop_fanout; ALTER TABLE prompts DROP COLUMN cpu_us;"
-                              " PRAGMA user_version=1;",
-                              NULL, NULL, NULL), SQLITE_OK);
+    cr_assert_eq(put_prompt(s, "k1", "p0", seed, 5, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(sqlite3_exec(arb_store_db(s), downgrade, NULL, NULL, NULL), SQLITE_OK);
     arb_store_close(s);
-    s = open_db("old.db");
+    s = open_db(name);
     cr_assert_eq(count(s, "PRAGMA user_version"), ARB_STORE_SCHEMA_VERSION);
-    cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps WHERE run_key='k1' AND stop_fanout IS NULL"), 5);
-    cr_assert_eq(put_prompt(s, "k1", "p1", 4, 5, &err), ARB_OK, "%s", err.msg);
-    cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps"), 10);
-    cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps WHERE stop_fanout IS NOT NULL"), 4);
-    arb_store_close(s);
+    return s;
 }
 
-Test(store, v2_database_gains_cpu_us_and_keeps_its_rows, .init = mkdir_tmp, .fini = rm_tmp)
+/* A v1 database gains steps.stop_fanout and prompts.cpu_us, a v2 one prompts.cpu_us; the old
+   rows keep NULL there, new rows fill them. */
+Test(store, older_databases_migrate_and_keep_their_rows, .init = mkdir_tmp, .fini = rm_tmp)
 {
-    arb_store *s = open_db("old2.db");
-    put_run(s, "k1");
-    arb_err err = {0};
-    cr_assert_eq(put_prompt(s, "k1", "p0", 3, 5, &err), ARB_OK, "%s", err.msg);
-    cr_assert_eq(count(s, "SELECT cpu_us FROM prompts"), 4003);
-    /* what arbor wrote before schema v3 */
-    cr_assert_eq(sqlite3_exec(arb_store_db(s), "ALTER TABLE prompts DROP COLUMN cpu_us; PRAGMA user_version=2;", NULL,
-                              NULL, NULL), SQLITE_OK);
-    arb_store_close(s);
-    s = open_db("old2.db");
-    cr_assert_eq(count(s, "PRAGMA user_version"), ARB_STORE_SCHEMA_VERSION);
-    cr_assert_eq(count(s, "SELECT COUNT(*) FROM prompts WHERE cpu_us IS NULL AND wall_us = 5000"), 1);
-    cr_assert_eq(put_prompt(s, "k1", "p1", 4, 5, &err), ARB_OK, "%s", err.msg);
-    cr_assert_eq(count(s, "SELECT cpu_us FROM prompts WHERE prompt_id = 'p1'"), 4004);
-    arb_store_close(s);
+    for (int v = 1; v <= 2; v++) {
+        arb_store *s = migrated_db(v == 1 ? "old1.db" : "old2.db", 3, v == 1 ? BEFORE_V2 : BEFORE_V3);
+        arb_err err = {0};
+        cr_assert_eq(count(s, "SELECT COUNT(*) FROM prompts WHERE cpu_us IS NULL AND wall_us = 5000"), 1);
+        cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps WHERE stop_fanout IS NULL"), v == 1 ? 5 : 1);
+        cr_assert_eq(put_prompt(s, "k1", "p1", 4, 5, &err), ARB_OK, "%s", err.msg);
+        cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps"), 10);
+        cr_assert_eq(count(s, "SELECT SUM(stop_fanout) FROM steps WHERE prompt_id = 'p1'"), 1 + 2 + 0 + 1);
+        cr_assert_eq(count(s, "SELECT cpu_us FROM prompts WHERE prompt_id = 'p1'"), 4004);
+        arb_store_close(s);
+    }
 }
 
 /* A migrated database has its added columns last (ALTER TABLE appends), a new one where the
    schema puts them: merging one into the other matches columns by name. */
 Test(store, merge_matches_columns_by_name, .init = mkdir_tmp, .fini = rm_tmp)
 {
-    arb_store *a = open_db("v1.db");
-    put_run(a, "k1");
+    arb_store *a = migrated_db("v1.db", 2, BEFORE_V2); /* steps.stop_fanout is now its last column */
     arb_err err = {0};
-    cr_assert_eq(put_prompt(a, "k1", "p0", 2, 5, &err), ARB_OK, "%s", err.msg);
-    cr_assert_eq(sqlite3_exec(arb_store_db(a),
-                              "ALTER TABLE steps DROP COLUMN stop_fanout; ALTER TABLE prompts DROP COLUMN cpu_us;"
-                              " PRAGMA user_version=1;",
-                              NULL, NULL, NULL), SQLITE_OK);
-    arb_store_close(a);
-    a = open_db("v1.db"); /* migrated: steps.stop_fanout is now its last column */
     cr_assert_eq(put_prompt(a, "k1", "p1", 3, 4, &err), ARB_OK, "%s", err.msg);
     char pa[512];
     snprintf(pa, sizeof pa, "%s/v1.db", dir);
