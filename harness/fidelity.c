@@ -168,6 +168,118 @@ out:
     return rc;
 }
 
+/* Rate, mean |Δlogit| (NAN when sum_abs is), gaps and the bootstrap interval of v, whose
+   per-prompt counts are filled; gaps[0..n_gaps) are sorted here. */
+static void finish_variant(const fid *f, arb_fidelity_variant *v, double *gaps, int n_gaps, double sum_abs,
+                           int n_boot, FILE *progress)
+{
+    v->rate = v->n_pos ? (double)v->n_agree / v->n_pos : NAN;
+    v->mean_abs_dlogit = v->n_pos ? sum_abs / v->n_pos : NAN;
+    qsort(gaps, (size_t)n_gaps, sizeof *gaps, arb_cmp_double);
+    v->gap_median = n_gaps ? arb_quantile_sorted(gaps, n_gaps, 0.5) : NAN;
+    v->gap_max = n_gaps ? gaps[n_gaps - 1] : NAN;
+    /* percentile bootstrap over prompts of the pooled rate */
+    double *bs = malloc(sizeof(double) * (size_t)(n_boot > 0 ? n_boot : 1));
+    uint64_t s = 0x5eedULL;
+    for (int b = 0; bs && b < n_boot; b++) {
+        long a = 0, t = 0;
+        for (int k = 0; k < f->n; k++) {
+            const int j = (int)(arb_splitmix64(&s) % (uint64_t)f->n);
+            a += v->agree_p[j], t += v->pos_p[j];
+        }
+        bs[b] = t ? (double)a / t : NAN;
+    }
+    if (bs && n_boot > 0) {
+        qsort(bs, (size_t)n_boot, sizeof *bs, arb_cmp_double);
+        v->lo = arb_quantile_sorted(bs, n_boot, 0.025), v->hi = arb_quantile_sorted(bs, n_boot, 0.975);
+    } else {
+        v->lo = v->hi = NAN;
+    }
+    free(bs);
+    if (progress)
+        fprintf(progress, "fidelity: %s: %d/%d positions agree\n", v->name, v->n_agree, v->n_pos);
+}
+
+/* The reference sequences as TSV (fidelity.h). */
+static int dump_reference(const fid *f, const arb_fidelity_opts *o, const char *model, arb_err *err)
+{
+    FILE *out = fopen(o->dump_ref, "w");
+    if (!out)
+        return ARB_ERR(err, ARB_E_IO, "%s: cannot write the reference", o->dump_ref);
+    fprintf(out, "# arbor bench fidelity reference: %s dequantized to F32, greedy; dataset %s, %d prompts, "
+                 "max_new %d\n# i\tn_prompt\tn_gen\tids (prompt, then continuation)\n",
+            model, o->dataset, f->n, o->max_new);
+    for (int i = 0; i < f->n; i++) {
+        const ref_prompt *p = &f->p[i];
+        fprintf(out, "%d\t%d\t%d\t", i, p->n_prompt, p->n_gen);
+        for (int k = 0; k < p->n_prompt + p->n_gen; k++)
+            fprintf(out, "%s%d", k ? "," : "", p->seq[k]);
+        fputc('\n', out);
+    }
+    if (fclose(out))
+        return ARB_ERR(err, ARB_E_IO, "%s: write failed", o->dump_ref);
+    return ARB_OK;
+}
+
+/* Another engine's argmax per position (fidelity.h) as variant v. */
+static int score_external(fid *f, const char *path, arb_fidelity_variant *v, int n_boot, FILE *progress, arb_err *err)
+{
+    const char *b = strrchr(path, '/');
+    snprintf(v->name, sizeof v->name, "external: %.29s", b ? b + 1 : path);
+    FILE *in = fopen(path, "r");
+    if (!in)
+        return ARB_ERR(err, ARB_E_NOTFOUND, "%s: cannot open the scores", path);
+    int total = 0;
+    for (int i = 0; i < f->n; i++)
+        total += f->p[i].n_gen;
+    int32_t *got = malloc(sizeof(int32_t) * (size_t)(total ? total : 1));
+    double *gaps = malloc(sizeof(double) * (size_t)(total + 1));
+    int *base = malloc(sizeof(int) * (size_t)(f->n + 1));
+    int rc = got && gaps && base ? ARB_OK : ARB_ERR(err, ARB_E_NOMEM, "fidelity: out of memory");
+    for (int i = 0, at = 0; !rc && i <= f->n; at += i < f->n ? f->p[i].n_gen : 0, i++)
+        base[i] = at;
+    for (int k = 0; !rc && k < total; k++)
+        got[k] = -1;
+    char line[256];
+    for (int ln = 1; !rc && fgets(line, sizeof line, in); ln++) {
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        int i, j, id, used = 0;
+        if (sscanf(line, "%d\t%d\t%d%n", &i, &j, &id, &used) != 3 || (line[used] != '\n' && line[used] != 0))
+            rc = ARB_ERR(err, ARB_E_FORMAT, "%s:%d: expected 'prompt<TAB>position<TAB>argmax'", path, ln);
+        else if (i < 0 || i >= f->n || j < 0 || j >= f->p[i].n_gen || id < 0 || id >= f->V)
+            rc = ARB_ERR(err, ARB_E_RANGE, "%s:%d: prompt %d position %d id %d outside the reference (%d prompts)",
+                         path, ln, i, j, id, f->n);
+        else if (got[base[i] + j] >= 0)
+            rc = ARB_ERR(err, ARB_E_FORMAT, "%s:%d: prompt %d position %d scored twice", path, ln, i, j);
+        else
+            got[base[i] + j] = id;
+    }
+    fclose(in);
+    for (int k = 0; !rc && k < total; k++)
+        if (got[k] < 0) {
+            int i = 0;
+            while (base[i + 1] <= k)
+                i++;
+            rc = ARB_ERR(err, ARB_E_FORMAT, "%s: prompt %d position %d not scored", path, i, k - base[i]);
+        }
+    int n_gaps = 0;
+    for (int i = 0; !rc && i < f->n; i++) {
+        const ref_prompt *p = &f->p[i];
+        v->agree_p[i] = v->pos_p[i] = p->n_gen;
+        for (int j = 0; j < p->n_gen; j++) {
+            const int32_t want = p->seq[p->n_prompt + j], g = got[base[i] + j];
+            if (g != want)
+                v->agree_p[i]--, gaps[n_gaps++] = (double)p->rows[(size_t)j * f->V + want] - p->rows[(size_t)j * f->V + g];
+        }
+        v->n_pos += v->pos_p[i], v->n_agree += v->agree_p[i];
+    }
+    if (!rc)
+        finish_variant(f, v, gaps, n_gaps, NAN, n_boot, progress);
+    free(got), free(gaps), free(base);
+    return rc;
+}
+
 /* One variant against the reference, prompt by prompt. */
 static int variant(fid *f, const char *path, const char *dequant, arb_fidelity_variant *v, int n_boot, FILE *progress,
                    arb_err *err)
@@ -199,33 +311,8 @@ static int variant(fid *f, const char *path, const char *dequant, arb_fidelity_v
         }
         v->n_pos += v->pos_p[i], v->n_agree += v->agree_p[i];
     }
-    if (!rc) {
-        v->rate = v->n_pos ? (double)v->n_agree / v->n_pos : NAN;
-        v->mean_abs_dlogit = v->n_pos ? sum_abs / v->n_pos : NAN;
-        qsort(gaps, (size_t)n_gaps, sizeof *gaps, arb_cmp_double);
-        v->gap_median = n_gaps ? arb_quantile_sorted(gaps, n_gaps, 0.5) : NAN;
-        v->gap_max = n_gaps ? gaps[n_gaps - 1] : NAN;
-        /* percentile bootstrap over prompts of the pooled rate */
-        double *bs = malloc(sizeof(double) * (size_t)(n_boot > 0 ? n_boot : 1));
-        uint64_t s = 0x5eedULL;
-        for (int b = 0; bs && b < n_boot; b++) {
-            long a = 0, t = 0;
-            for (int k = 0; k < f->n; k++) {
-                const int j = (int)(arb_splitmix64(&s) % (uint64_t)f->n);
-                a += v->agree_p[j], t += v->pos_p[j];
-            }
-            bs[b] = t ? (double)a / t : NAN;
-        }
-        if (bs && n_boot > 0) {
-            qsort(bs, (size_t)n_boot, sizeof *bs, arb_cmp_double);
-            v->lo = arb_quantile_sorted(bs, n_boot, 0.025), v->hi = arb_quantile_sorted(bs, n_boot, 0.975);
-        } else {
-            v->lo = v->hi = NAN;
-        }
-        free(bs);
-        if (progress)
-            fprintf(progress, "fidelity: %s: %d/%d positions agree\n", v->name, v->n_agree, v->n_pos);
-    }
+    if (!rc)
+        finish_variant(f, v, gaps, n_gaps, sum_abs, n_boot, progress);
     free(gaps);
     arb_ctx_free(c);
     arb_model_free(m);
@@ -269,6 +356,23 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
         }
         rc = variant(&f, path, k < 0 ? NULL : dq, v, o->n_boot > 0 ? o->n_boot : 1000, progress, err);
     }
+    if (!rc && o->dump_ref)
+        rc = dump_reference(&f, o, r->model_name, err);
+    for (const char *sc = o->score; !rc && sc && *sc;) { /* a comma-separated list of files */
+        const char *e = strchr(sc, ',');
+        const size_t len = e ? (size_t)(e - sc) : strlen(sc);
+        char file[4096];
+        if (len >= sizeof file)
+            rc = ARB_ERR(err, ARB_E_RANGE, "fidelity: --score path too long");
+        else if (r->n_variants >= ARB_FIDELITY_MAX_VARIANTS)
+            rc = ARB_ERR(err, ARB_E_RANGE, "fidelity: at most %d variants (the file's types and the --score files)",
+                         ARB_FIDELITY_MAX_VARIANTS);
+        if (rc)
+            break;
+        memcpy(file, sc, len), file[len] = 0;
+        rc = score_external(&f, file, &r->v[r->n_variants++], o->n_boot > 0 ? o->n_boot : 1000, progress, err);
+        sc = e ? e + 1 : NULL;
+    }
     for (int i = 0; i < f.n; i++)
         free(f.p[i].seq), free(f.p[i].rows);
     free(f.p);
@@ -284,8 +388,11 @@ void arb_fidelity_print(const arb_fidelity_result *r, FILE *f)
     fprintf(f, "|---|---:|---:|---|---:|---|\n");
     for (int i = 0; i < r->n_variants; i++) {
         const arb_fidelity_variant *v = &r->v[i];
-        fprintf(f, "| %s | %d | %d | %.4f [%.4f, %.4f] | %.4f | ", v->name, v->n_pos, v->n_agree, v->rate, v->lo, v->hi,
-                v->mean_abs_dlogit);
+        fprintf(f, "| %s | %d | %d | %.4f [%.4f, %.4f] | ", v->name, v->n_pos, v->n_agree, v->rate, v->lo, v->hi);
+        if (isnan(v->mean_abs_dlogit))
+            fprintf(f, "n/a | ");
+        else
+            fprintf(f, "%.4f | ", v->mean_abs_dlogit);
         if (isnan(v->gap_median))
             fprintf(f, "none |\n");
         else

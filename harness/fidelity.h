@@ -35,7 +35,19 @@ typedef struct arb_fidelity_opts {
     int max_new;           /* generated positions per prompt */
     int threads;           /* 0 = all cores */
     int n_boot;            /* bootstrap resamples (1000) */
+    const char *dump_ref;  /* write the reference sequences here (TSV, below), or NULL */
+    const char *score;     /* score other engines' teacher-forced argmax from these TSVs (comma-
+                              separated), or NULL */
 } arb_fidelity_opts;
+
+/* The files that let another engine (llama.cpp, a GPU backend) be scored on the same reference:
+ *   dump_ref, one line per prompt:  i <TAB> n_prompt <TAB> n_gen <TAB> id,id,...   (prompt, then
+ *     the reference's continuation; "#" lines are comments naming model, dataset and options);
+ *   score, one line per position:   i <TAB> j <TAB> argmax   (prompt i, 0 <= j < n_gen: the
+ *     engine's argmax of the row that predicts token n_prompt + j, given ids[0 .. n_prompt + j)).
+ * Every position must be scored once; a missing, repeated or malformed line is an error naming
+ * the file and line. The scored engine is one more variant ("external: <file name>") with
+ * agreement, interval and gaps (under the reference's rows); its logit error is not known. */
 
 typedef struct arb_fidelity_variant {
     char name[40];                               /* "as stored", "only Q4_1 quantized" */

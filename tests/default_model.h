@@ -23,4 +23,14 @@ static inline bool arb_test_default_model(char *path, size_t cap)
     return stat(path, &st) == 0;
 }
 
+/* In a Criterion test or fixture: skip unless the default model and $ARBOR_DATA are there. */
+#define ARB_TEST_NEED_MODEL_AND_DATA()                                                        \
+    do {                                                                                   \
+        char need_path_[2048];                                                             \
+        if (!arb_test_default_model(need_path_, sizeof need_path_))                        \
+            cr_skip("default model not found (%s): run `arbor fetch-model`", need_path_);  \
+        if (!getenv("ARBOR_DATA"))                                                         \
+            cr_skip("ARBOR_DATA not set: no prompts to run");                              \
+    } while (0)
+
 #endif

@@ -18,11 +18,7 @@ static char dir[256], bin[1024];
 
 static void setup(void)
 {
-    char path[2048];
-    if (!arb_test_default_model(path, sizeof path))
-        cr_skip("default model not found (%s): run `arbor fetch-model`", path);
-    if (!getenv("ARBOR_DATA"))
-        cr_skip("ARBOR_DATA not set: no prompts to run");
+    ARB_TEST_NEED_MODEL_AND_DATA();
     cr_assert(getenv("ARBOR_BUILD_ROOT") && getenv("ARBOR_SOURCE_ROOT"), "run through meson test");
     snprintf(bin, sizeof bin, "%s/harness/arbor", getenv("ARBOR_BUILD_ROOT"));
     snprintf(dir, sizeof dir, "/tmp/arb_test_reproduce_XXXXXX");

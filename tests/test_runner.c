@@ -21,11 +21,7 @@ static char dir[256], bin[1024], cfg[512];
 
 static void need_model_and_data(void)
 {
-    char path[2048];
-    if (!arb_test_default_model(path, sizeof path))
-        cr_skip("default model not found (%s): run `arbor fetch-model`", path);
-    if (!getenv("ARBOR_DATA"))
-        cr_skip("ARBOR_DATA not set: no prompts to run");
+    ARB_TEST_NEED_MODEL_AND_DATA();
     const char *b = getenv("ARBOR_BUILD_ROOT");
     cr_assert(b, "ARBOR_BUILD_ROOT not set (run through meson test)");
     snprintf(bin, sizeof bin, "%s/harness/arbor", b);

@@ -1,0 +1,133 @@
+/* test_fidelity.c — `arbor bench fidelity`'s files for scoring another engine (model suite; skips
+ * without the default model or $ARBOR_DATA): the dumped reference is the prompt and the
+ * reference's continuation; a score file that repeats the reference agrees everywhere, one
+ * changed token costs exactly one position with a non-negative gap, and a missing, repeated or
+ * malformed line is an error naming the file (and line). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "default_model.h"
+#include "fidelity.h"
+
+#define N_PROMPTS 2
+#define MAX_NEW 6
+
+typedef struct ref_line { int n_prompt, n_gen, n; int32_t ids[1024]; } ref_line;
+
+static char dir[] = "/tmp/arb_fidXXXXXX";
+
+static void setup(void)
+{
+    ARB_TEST_NEED_MODEL_AND_DATA();
+    cr_assert(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+static int run(const char *dump, const char *score, arb_fidelity_result *r, arb_err *err)
+{
+    const arb_fidelity_opts o = {.model = "default", .dataset = "humaneval", .limit = N_PROMPTS,
+                                 .max_new = MAX_NEW, .threads = 1, .n_boot = 50, .dump_ref = dump, .score = score};
+    return arb_fidelity_run(&o, r, NULL, err);
+}
+
+static int read_ref(const char *path, ref_line *out)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "%s", path);
+    static char line[1 << 16];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#')
+            continue;
+        char *p = line;
+        cr_assert_eq(strtol(p, &p, 10), n);
+        ref_line *l = &out[n++];
+        l->n_prompt = (int)strtol(p, &p, 10), l->n_gen = (int)strtol(p, &p, 10), l->n = 0;
+        while (*p && *p != '\n') {
+            if (*p == ',' || *p == '\t') {
+                p++;
+                continue;
+            }
+            l->ids[l->n++] = (int32_t)strtol(p, &p, 10);
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+/* The reference's own tokens as scores, with position (wrong_i, wrong_j) changed (-1: none) and
+   position (skip_i, skip_j) left out (-1: none). */
+static void write_scores(const char *path, const ref_line *ref, int n, int wrong_i, int wrong_j, int skip_i,
+                         int skip_j)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fprintf(f, "# test scores\n");
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < ref[i].n_gen; j++) {
+            if (i == skip_i && j == skip_j)
+                continue;
+            int32_t id = ref[i].ids[ref[i].n_prompt + j];
+            if (i == wrong_i && j == wrong_j)
+                id = id == 7 ? 8 : 7;
+            fprintf(f, "%d\t%d\t%d\n", i, j, id);
+        }
+    fclose(f);
+}
+
+Test(fidelity, another_engine_is_scored_on_the_dumped_reference, .init = setup, .fini = teardown)
+{
+    char dump[300], sc[300], sc2[600];
+    snprintf(dump, sizeof dump, "%s/ref.tsv", dir);
+    snprintf(sc, sizeof sc, "%s/same.tsv", dir);
+    arb_fidelity_result r;
+    arb_err err = {0};
+    cr_assert_eq(run(dump, NULL, &r, &err), ARB_OK, "%s", err.msg);
+    static ref_line ref[N_PROMPTS];
+    cr_assert_eq(read_ref(dump, ref), N_PROMPTS);
+    int total = 0;
+    for (int i = 0; i < N_PROMPTS; i++) {
+        cr_assert(ref[i].n_prompt > 0 && ref[i].n_gen >= 1 && ref[i].n_gen <= MAX_NEW);
+        cr_assert_eq(ref[i].n, ref[i].n_prompt + ref[i].n_gen);
+        total += ref[i].n_gen;
+    }
+    cr_assert_eq(r.v[0].n_pos, total); /* "as stored" compared the same positions */
+    /* the reference itself, and then with one token changed */
+    write_scores(sc, ref, N_PROMPTS, -1, -1, -1, -1);
+    snprintf(sc2, sizeof sc2, "%s,%s/one_off.tsv", sc, dir);
+    write_scores(sc2 + strlen(sc) + 1, ref, N_PROMPTS, 1, 0, -1, -1);
+    cr_assert_eq(run(NULL, sc2, &r, &err), ARB_OK, "%s", err.msg);
+    const arb_fidelity_variant *same = &r.v[r.n_variants - 2], *off = &r.v[r.n_variants - 1];
+    cr_assert(strstr(same->name, "same.tsv") && strstr(off->name, "one_off.tsv"), "%s / %s", same->name, off->name);
+    cr_assert_eq(same->n_pos, total);
+    cr_assert_eq(same->n_agree, total);
+    cr_assert_float_eq(same->rate, 1.0, 1e-12);
+    cr_assert(isnan(same->mean_abs_dlogit) && isnan(same->gap_median));
+    cr_assert_eq(off->n_agree, total - 1);
+    cr_assert_eq(off->agree_p[1], off->pos_p[1] - 1);
+    cr_assert(off->gap_max >= 0.0, "gap %g: the reference's own token is its argmax", off->gap_max);
+    /* a position missing, a position twice, a malformed line: errors naming the file */
+    write_scores(sc, ref, N_PROMPTS, -1, -1, 0, 1);
+    cr_assert_neq(run(NULL, sc, &r, &err), ARB_OK);
+    cr_assert(strstr(err.msg, sc) && strstr(err.msg, "prompt 0 position 1 not scored"), "%s", err.msg);
+    FILE *f = fopen(sc, "a");
+    fprintf(f, "0\t1\t5\n0\t1\t5\n");
+    fclose(f);
+    cr_assert_neq(run(NULL, sc, &r, &err), ARB_OK);
+    cr_assert(strstr(err.msg, sc) && strstr(err.msg, "twice"), "%s", err.msg);
+    f = fopen(sc, "w");
+    fprintf(f, "0\tx\t5\n");
+    fclose(f);
+    cr_assert_neq(run(NULL, sc, &r, &err), ARB_OK);
+    cr_assert(strstr(err.msg, ":1:"), "%s", err.msg);
+}
