@@ -402,29 +402,34 @@ AI void q6k_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int row
     }
 }
 
-/* Packed K-quant rows r0..r1-1 (r0 a multiple of 16): per 8-row half, token groups of
-   MM_K_TG, then the rest. kind: 0 = Q4_K, 1 = Q6_K, 2 = Q5_K. */
-#define KCALL(nt) (kind == 1 ? q6k_half(j, grp, gb, g.nb, row0, t, nt, pf) : q4k_half(j, grp, gb, g.nb, row0, t, nt, pf, kind == 2))
+/* BODY once per 8-row half of the packed copy's 16-row groups that cover rows r0..r1-1 (r0 a
+   multiple of 16), with grp (the group's blocks), gb, g.nb, rb (the group's first row), row0
+   (the half's) and nx (the next group's blocks to prefetch; NULL after the last group). */
+#define FOR_PACKED_HALVES(j, r0, r1, ...)                                                            \
+    do {                                                                                             \
+        const mm_packed_geom g = mm_packed_geom_of(j->w);                                            \
+        const size_t gb = mm_packed_group_bytes(&g);                                                 \
+        for (int rb = (r0); rb < (r1); rb += 16) {                                                   \
+            const uint8_t *grp = (const uint8_t *)j->w->packed + (size_t)(rb / 16) * g.nb * gb;      \
+            const uint8_t *nx = rb + 16 < j->w->n_out ? grp + (size_t)g.nb * gb : NULL;              \
+            for (int row0 = rb; row0 < (r1) && row0 < rb + 16; row0 += 8)                            \
+                __VA_ARGS__                                                                          \
+        }                                                                                            \
+    } while (0)
+
+/* Packed K-quant rows r0..r1-1: per 8-row half, token groups of MM_K_TG, then the rest; the
+   next group is prefetched during each half's first token group. kind: 0 = Q4_K, 1 = Q6_K,
+   2 = Q5_K. */
+#define KCALL(t, nt)                                                                                 \
+    ((kind == 1 ? q6k_half(j, grp, gb, g.nb, row0, t, nt, pf) : q4k_half(j, grp, gb, g.nb, row0, t, nt, pf, kind == 2)), \
+     pf = NULL)
 AI void kquant_packed_rows(const mm_job *j, int r0, int r1, const int kind)
 {
-    const mm_packed_geom g = mm_packed_geom_of(j->w);
-    const size_t gb = mm_packed_group_bytes(&g);
-    for (int rb = r0; rb < r1; rb += 16) {
-        const uint8_t *grp = (const uint8_t *)j->w->packed + (size_t)(rb / 16) * g.nb * gb;
-        const uint8_t *nx = rb + 16 < j->w->n_out ? grp + (size_t)g.nb * gb : NULL;
-        for (int row0 = rb; row0 < r1 && row0 < rb + 16; row0 += 8) {
-            const uint8_t *pf = nx;
-            int t = 0;
-            for (; t + MM_K_TG <= j->n_tok; t += MM_K_TG, pf = NULL)
-                KCALL(MM_K_TG);
-            switch (j->n_tok - t) {
-            case 3: KCALL(3); break;
-            case 2: KCALL(2); break;
-            case 1: KCALL(1); break;
-            default: break;
-            }
-        }
-    }
+    _Static_assert(MM_K_TG == 4, "MM_TOKENS_BY_4");
+    FOR_PACKED_HALVES(j, r0, r1, {
+        const uint8_t *pf = nx;
+        MM_TOKENS_BY_4(j->n_tok, KCALL);
+    });
 }
 #undef KCALL
 
@@ -1024,32 +1029,18 @@ AI void packed_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int 
 }
 
 /* Rows r0..r1-1 (r0 a multiple of 16), every token: per 8-row half, token groups of
-   MM_PK_TG, then one group of the rest. */
+   MM_PK_TG, then one group of the rest; the next group is prefetched during the first half's
+   first token group. */
+#define PCALL(t, nt) (packed_half(j, grp, gb, g.nb, row0, t, nt, kind, pf), pf = NULL)
 AI void packed_rows(const mm_job *j, int r0, int r1, const int kind)
 {
-    const mm_packed_geom g = mm_packed_geom_of(j->w);
-    const size_t gb = mm_packed_group_bytes(&g);
-    for (int rb = r0; rb < r1; rb += 16) {
-        const uint8_t *grp = (const uint8_t *)j->w->packed + (size_t)(rb / 16) * g.nb * gb;
-        const uint8_t *nx = rb + 16 < j->w->n_out ? grp + (size_t)g.nb * gb : NULL;
-        for (int row0 = rb; row0 < r1 && row0 < rb + 16; row0 += 8) {
-            const uint8_t *pf = row0 == rb ? nx : NULL;
-            int t = 0;
-            for (; t + MM_PK_TG <= j->n_tok; t += MM_PK_TG, pf = NULL)
-                packed_half(j, grp, gb, g.nb, row0, t, MM_PK_TG, kind, pf);
-            switch (j->n_tok - t) {
-            case 7: packed_half(j, grp, gb, g.nb, row0, t, 7, kind, pf); break;
-            case 6: packed_half(j, grp, gb, g.nb, row0, t, 6, kind, pf); break;
-            case 5: packed_half(j, grp, gb, g.nb, row0, t, 5, kind, pf); break;
-            case 4: packed_half(j, grp, gb, g.nb, row0, t, 4, kind, pf); break;
-            case 3: packed_half(j, grp, gb, g.nb, row0, t, 3, kind, pf); break;
-            case 2: packed_half(j, grp, gb, g.nb, row0, t, 2, kind, pf); break;
-            case 1: packed_half(j, grp, gb, g.nb, row0, t, 1, kind, pf); break;
-            default: break;
-            }
-        }
-    }
+    _Static_assert(MM_PK_TG == 8, "MM_TOKENS_BY_8");
+    FOR_PACKED_HALVES(j, r0, r1, {
+        const uint8_t *pf = row0 == rb ? nx : NULL;
+        MM_TOKENS_BY_8(j->n_tok, PCALL);
+    });
 }
+#undef PCALL
 
 /* Token groups of 2-8 (16: two groups per pass) run as token lanes (whole row range
    per group), one token and rows wider than MM_XI_NBC blocks as pair tiles: row blocks

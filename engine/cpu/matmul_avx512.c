@@ -268,21 +268,14 @@ AI void q6k_group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int 
 }
 
 /* K-quant row groups x token groups of K_TG, then the rest. kind: 0 = Q4_K, 1 = Q6_K, 2 = Q5_K. */
-#define KG(nt) (kind == 1 ? q6k_group(j, &g, rb, re, t, nt) : q4k_group(j, &g, rb, re, t, nt, kind == 2))
+#define KG(t, nt) (kind == 1 ? q6k_group(j, &g, rb, re, t, nt) : q4k_group(j, &g, rb, re, t, nt, kind == 2))
 AI void kquant_rows(const mm_job *j, int r0, int r1, const int kind)
 {
+    _Static_assert(K_TG == 4, "MM_TOKENS_BY_4");
     const mm_packed_geom g = mm_packed_geom_of(j->w);
     for (int rb = r0; rb < r1; rb += 16) {
         const int re = rb + 16 < r1 ? rb + 16 : r1;
-        int t = 0;
-        for (; t + K_TG <= j->n_tok; t += K_TG)
-            KG(K_TG);
-        switch (j->n_tok - t) {
-        case 3: KG(3); break;
-        case 2: KG(2); break;
-        case 1: KG(1); break;
-        default: break;
-        }
+        MM_TOKENS_BY_4(j->n_tok, KG);
     }
 }
 #undef KG
@@ -292,29 +285,12 @@ static void rows_q5_k(const mm_job *j, int r0, int r1) { kquant_rows(j, r0, r1, 
 
 /* Row groups x token groups of 8, then one group of 1-7 (8 accumulators stay in
    registers; 16 were spilled and measured 3-7 % slower). */
-#define FOR_TOKEN_GROUPS(CALL)                                                  \
-    do {                                                                        \
-        int t = 0;                                                              \
-        for (; t + 8 <= j->n_tok; t += 8)                                       \
-            CALL(t, 8);                                                         \
-        switch (j->n_tok - t) {                                                 \
-        case 7: CALL(t, 7); break;                                              \
-        case 6: CALL(t, 6); break;                                              \
-        case 5: CALL(t, 5); break;                                              \
-        case 4: CALL(t, 4); break;                                              \
-        case 3: CALL(t, 3); break;                                              \
-        case 2: CALL(t, 2); break;                                              \
-        case 1: CALL(t, 1); break;                                              \
-        default: break;                                                         \
-        }                                                                       \
-    } while (0)
-
 #define ROWS_LOOP(KIND)                                                         \
     const mm_packed_geom g = mm_packed_geom_of(j->w);                           \
     for (int rb = r0; rb < r1; rb += MM_ROW_BLOCK) {                            \
         const int re = rb + MM_ROW_BLOCK < r1 ? rb + MM_ROW_BLOCK : r1;         \
         _Static_assert(MM_ROW_BLOCK == 16, "weights are packed per 16 rows");   \
-        FOR_TOKEN_GROUPS(GCALL_##KIND);                                         \
+        MM_TOKENS_BY_8(j->n_tok, GCALL_##KIND);                                 \
     }
 
 #define GCALL_0(t, n) group(j, &g, rb, re, t, n, 0)

@@ -139,4 +139,30 @@ static inline size_t mm_packed_group_bytes(const mm_packed_geom *g) { return (si
    group of tokens streams over them. Changing it never changes results. */
 #define MM_ROW_BLOCK 16
 
+/* CALL(t, nt) over tokens 0..n_tok-1: groups of 8 (or 4), then one group of the rest, nt a
+   constant in every call so an always-inline kernel unrolls its token loops. Which group a
+   token falls in never changes its result (the batch-invariance rule above). */
+#define MM_TOKEN_GROUPS_(n_tok, G, CALL, TAIL)                                         \
+    do {                                                                               \
+        int t_ = 0;                                                                    \
+        for (; t_ + (G) <= (n_tok); t_ += (G))                                         \
+            CALL(t_, G);                                                               \
+        switch ((n_tok) - t_) {                                                        \
+            TAIL(CALL)                                                                 \
+        default: break;                                                                \
+        }                                                                              \
+    } while (0)
+#define MM_TAIL_3_(CALL)                                                               \
+    case 3: CALL(t_, 3); break;                                                        \
+    case 2: CALL(t_, 2); break;                                                        \
+    case 1: CALL(t_, 1); break;
+#define MM_TAIL_7_(CALL)                                                               \
+    case 7: CALL(t_, 7); break;                                                        \
+    case 6: CALL(t_, 6); break;                                                        \
+    case 5: CALL(t_, 5); break;                                                        \
+    case 4: CALL(t_, 4); break;                                                        \
+    MM_TAIL_3_(CALL)
+#define MM_TOKENS_BY_8(n_tok, CALL) MM_TOKEN_GROUPS_(n_tok, 8, CALL, MM_TAIL_7_)
+#define MM_TOKENS_BY_4(n_tok, CALL) MM_TOKEN_GROUPS_(n_tok, 4, CALL, MM_TAIL_3_)
+
 #endif
