@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend.h"
 #include "cuda/cuda.h"
@@ -531,5 +532,102 @@ int arb_ctx_parallel_for(arb_ctx *c, int n, void (*fn)(void *ud, int i, int n), 
 {
     if (n > 0)
         arb_backend_parallel_for(&c->be, n, fn, ud);
+    return ARB_OK;
+}
+
+/* ---- arb_probe_matmul_us: the eval's matrix products with the weights in cache ---- */
+
+/* One class of matrices the kernels treat alike: type, width and layout (the family is the
+   model's). Rows of every matrix of the class add up in `rows`. */
+typedef struct mm_class {
+    const arb_qmat *w; /* the first matrix of the class (its leading rows are timed) */
+    double rows;
+    double us_per_row;
+} mm_class;
+
+#define MM_PROBE_CLASSES 32
+
+static void class_add(mm_class *cl, int *ncl, const arb_qmat *w)
+{
+    for (int i = 0; i < *ncl; i++)
+        if (cl[i].w->type == w->type && cl[i].w->n_in == w->n_in && !cl[i].w->packed == !w->packed) {
+            cl[i].rows += w->n_out;
+            return;
+        }
+    if (*ncl < MM_PROBE_CLASSES)
+        cl[(*ncl)++] = (mm_class){.w = w, .rows = w->n_out};
+}
+
+static double probe_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e6 * (double)ts.tv_sec + 1e-3 * (double)ts.tv_nsec;
+}
+
+int arb_probe_matmul_us(arb_ctx *c, int n, double seconds, double *us, arb_err *err)
+{
+    *us = 0;
+    if (c->cuda)
+        return ARB_ERR(err, ARB_E_UNSUPPORTED, "probe matmul: CPU contexts only");
+    if (n < 1 || n > c->n_batch_max)
+        return ARB_ERR(err, ARB_E_INVAL, "probe matmul: %d nodes (1..%d)", n, c->n_batch_max);
+    const arb_model *m = c->m;
+    mm_class cl[MM_PROBE_CLASSES];
+    int ncl = 0;
+    for (int l = 0; l < c->n_layer; l++) {
+        const arb_layer *L = &m->layers[l];
+        const arb_qmat *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int i = 0; i < 7; i++)
+            class_add(cl, &ncl, ws[i]);
+    }
+    class_add(cl, &ncl, &m->output);
+    /* Leading rows of each class's first matrix, about 192 KB of weights per thread: in L2
+       on the cores this runs on, and large enough that one pool run is not mostly dispatch. */
+    const int nt = arb_backend_n_threads(&c->be);
+    int rows_max = 0, in_max = 0;
+    size_t work_max = 0;
+    int rows[MM_PROBE_CLASSES];
+    for (int i = 0; i < ncl; i++) {
+        const arb_qmat *w = cl[i].w;
+        int r = (int)((size_t)192 * 1024 * (size_t)(nt < 1 ? 1 : nt) / (w->row_bytes ? w->row_bytes : 1)) / 16 * 16;
+        r = r < 16 ? 16 : r > w->n_out ? w->n_out : r;
+        rows[i] = r;
+        rows_max = r > rows_max ? r : rows_max;
+        in_max = w->n_in > in_max ? w->n_in : in_max;
+        arb_qmat v = *w;
+        v.n_out = r;
+        const size_t wb = arb_backend_matmul_work_bytes(&c->be, &v, n);
+        work_max = wb > work_max ? wb : work_max;
+    }
+    float *x = malloc((size_t)n * in_max * sizeof *x), *y = malloc((size_t)n * rows_max * sizeof *y);
+    void *work = malloc(work_max ? work_max : 1);
+    if (!x || !y || !work) {
+        free(x), free(y), free(work);
+        return ARB_ERR(err, ARB_E_NOMEM, "probe matmul: %d x %d activations", n, in_max);
+    }
+    uint32_t s = 12345u; /* activations of a realistic spread: uniform in [-1, 1) */
+    for (size_t i = 0; i < (size_t)n * in_max; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)(s >> 8) / 8388608.0f - 1.0f;
+    }
+    const double budget = 1e6 * (seconds > 0 ? seconds : 0.2) / ncl;
+    for (int i = 0; i < ncl; i++) {
+        arb_qmat v = *cl[i].w;
+        v.n_out = rows[i];
+        arb_backend_matmul(&c->be, &v, x, n, y, work); /* brings the rows into cache */
+        double best = 1e30;
+        const double t_end = probe_now_us() + budget;
+        for (int it = 0; it < 3 || probe_now_us() < t_end; it++) { /* best of groups of 4 calls */
+            const double t0 = probe_now_us();
+            for (int k = 0; k < 4; k++)
+                arb_backend_matmul(&c->be, &v, x, n, y, work);
+            const double dt = (probe_now_us() - t0) / 4;
+            best = dt < best ? dt : best;
+        }
+        cl[i].us_per_row = best / rows[i];
+        *us += cl[i].us_per_row * cl[i].rows;
+    }
+    free(x), free(y), free(work);
     return ARB_OK;
 }

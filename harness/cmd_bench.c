@@ -31,7 +31,9 @@ static const char engine_description[] =
     "  trees     time of 1,2,4,...,64-node chains and wide trees (all children of the\n"
     "            root) on a 64-token prefix, as ratios to one node (best of --reps, default 5)\n"
     "  roofline  measured read bandwidth / weight bytes (batch-1 tok/s bound) and the\n"
-    "            int8 dot rate (compute bound for 64 nodes)\n"
+    "            int8 dot rate of the kernel family's instruction (compute bound for 64 nodes)\n"
+    "  kernels   the same evals' matrix products with the weights already in cache: what the\n"
+    "            kernels themselves cost at 1, 8, 16, 64 nodes, as ratios to the measured 1-node eval\n"
     "  memory    RSS and KV-cache bytes per token\n"
     "--llama-bench PATH runs `PATH -m M -p 0 -n STEPS -t N -r R` (R = --llama-reps, default 2)\n"
     "right after arbor's decode, --rounds times (default 2), and prints both rates and their ratio.\n"
@@ -430,7 +432,7 @@ static int bench_engine(int argc, char **argv)
         goto trees;
     /* Roofline. */
     const double bw = arb_probe_read_bw((size_t)256 << 20, threads, quick ? 0.3 : 1.0);
-    const double macs = arb_probe_int8_macs(threads, quick ? 0.2 : 0.5);
+    const double macs = arb_probe_int8_macs(lo.isa, threads, quick ? 0.2 : 0.5);
     const double fmas = arb_probe_fma_flops(threads, quick ? 0.2 : 0.5);
     const double roof_tok = bw > 0 ? bw / (double)b.mi.weight_bytes : 0;
     const double roof1 = bw > 0 ? (double)b.mi.weight_bytes / bw : 0;
@@ -515,6 +517,18 @@ trees:
         printf("          16 nodes = %.2fx one node (goal <= 3);  64 nodes = %.2fx the int8 roofline, %.2fx the fp32 FMA\n"
                "          roofline (goal <= 1.5)\n",
                tt[1][4] / tt[1][0], roof64 > 0 ? tt[1][6] / roof64 : 0.0, roof64f > 0 ? tt[1][6] / roof64f : 0.0);
+    { /* the kernels' own compute bound: the same matrix products with the weights in cache */
+        static const int kn[] = {1, 8, 16, 64};
+        double kus[4];
+        for (int k = 0; k < 4; k++)
+            if (arb_probe_matmul_us(b.c, kn[k], quick ? 0.1 : 0.3, &kus[k], &err))
+                goto fail;
+        printf("kernels   matmuls of an eval with the weights in cache (compute bound of these kernels):\n"
+               "          1 node %.2f ms, 8 nodes %.2f, 16 nodes %.2f, 64 nodes %.2f = %.2f / %.2f / %.2f x the\n"
+               "          measured 1-node eval (the least an 8 / 16 / 64-node eval can cost here, before attention)\n",
+               kus[0] / 1e3, kus[1] / 1e3, kus[2] / 1e3, kus[3] / 1e3, kus[1] / 1e6 / tt[1][0], kus[2] / 1e6 / tt[1][0],
+               kus[3] / 1e6 / tt[1][0]);
+    }
 
     {
         char fp[200], kl[32];

@@ -587,11 +587,16 @@ Test(matmul, roofline_probes_report_rates)
 {
     arb_cpuinfo ci;
     arb_cpuinfo_get(&ci);
-    const double macs = arb_probe_int8_macs(1, 0.01), fmas = arb_probe_fma_flops(1, 0.01);
+    const double macs = arb_probe_int8_macs(NULL, 1, 0.01), fmas = arb_probe_fma_flops(1, 0.01);
     if (strcmp(arb_matmul_isa(), "scalar"))
         cr_assert(macs > 0 && isfinite(macs), "int8 dot rate %g", macs);
     else
         cr_assert_eq(macs, 0.0);
+    /* a named family measures its own instruction: the AVX2 one wherever AVX2 runs */
+    if (ci.avx2 && ci.fma)
+        cr_assert(arb_probe_int8_macs("avx2", 1, 0.01) > 0);
+    cr_assert_eq(arb_probe_int8_macs("scalar", 1, 0.01), 0.0);
+    cr_assert(arb_probe_int8_macs("sse9", 1, 0.01) < 0);
     if (ci.avx2 && ci.fma)
         cr_assert(fmas > 0 && isfinite(fmas), "fp32 FMA rate %g", fmas);
 }

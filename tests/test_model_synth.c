@@ -319,6 +319,43 @@ Test(model_synth, eval_topk_equals_host_topk)
     arb_model_free(m);
 }
 
+/* arb_probe_matmul_us (`arbor bench engine`, "kernels" line): a rate for every node count the
+   context takes, an error for one it does not, and the context left as it was: the eval after
+   the probe gives the logits of the eval before it, bit for bit (the probe has its own
+   activations and output rows). No timing is asserted. */
+Test(model_synth, matmul_probe_leaves_the_context_alone)
+{
+    synth_opts o = {.arch = "llama", .seed = 71};
+    arb_model *m = load_synth(&o, 2);
+    uint64_t s = 29;
+    arb_ctx *c = check_ctx(m, 256, 16, 0, false);
+    int32_t tok[16], par[16];
+    float *lg = malloc(sizeof(float) * S_VOCAB * 16), *lg2 = malloc(sizeof(float) * S_VOCAB * 16);
+    for (int i = 0; i < 12; i++)
+        tok[i] = rnd(&s, S_VOCAB);
+    check_prefill(c, tok, 12, lg);
+    random_tree(&s, 9, S_VOCAB, tok, par);
+    arb_err err = {0};
+    cr_assert_eq(arb_eval(c, tok, par, 9, lg, NULL, &err), ARB_OK, "%s", err.msg);
+    const int past = arb_ctx_n_past(c);
+    for (int n = 1; n <= 16; n *= 2) {
+        double us = -1;
+        cr_assert_eq(arb_probe_matmul_us(c, n, 0.01, &us, &err), ARB_OK, "%s", err.msg);
+        cr_assert(us > 0 && isfinite(us), "%d nodes: %g us", n, us);
+    }
+    double us = 0;
+    cr_assert_eq(arb_probe_matmul_us(c, 17, 0.01, &us, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "17 nodes"), "%s", err.msg);
+    cr_assert_eq(arb_probe_matmul_us(c, 0, 0.01, &us, &err), ARB_E_INVAL);
+    cr_assert_eq(arb_ctx_n_past(c), past);
+    cr_assert_eq(arb_eval(c, tok, par, 9, lg2, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(memcmp(lg, lg2, sizeof(float) * S_VOCAB * 9), 0, "the probe changed the next eval");
+    free(lg);
+    free(lg2);
+    arb_ctx_free(c);
+    arb_model_free(m);
+}
+
 /* arb_eval_logits_row: one node's row after an argmax or top-K eval (and after a commit)
    is the row a logits eval gives, bit for bit; it refuses nodes outside the last eval and
    after a prefill. */

@@ -238,9 +238,11 @@ static double probe_rate(dot_job *j, int n_threads, double seconds)
     return best;
 }
 
-double arb_probe_int8_macs(int n_threads, double seconds)
+double arb_probe_int8_macs(const char *kernels, int n_threads, double seconds)
 {
-    const char *isa = arb_matmul_isa();
+    const char *isa = arb_cpu_kernels(kernels);
+    if (!isa)
+        return -1.0;
     dot_job j = {.kind = !strcmp(isa, "avx512vnni") ? DOT_VNNI : !strcmp(isa, "avx2") ? DOT_AVX2 : DOT_NONE};
     return j.kind == DOT_NONE ? 0.0 : probe_rate(&j, n_threads, seconds);
 }

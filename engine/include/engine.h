@@ -229,9 +229,19 @@ const char *arb_cpu_kernels(const char *isa);
 /* Best read bandwidth (bytes/s) summing a `bytes` buffer (make it larger than the
    last-level cache) on n_threads threads for about `seconds`; < 0 if out of memory. */
 double arb_probe_read_bw(size_t bytes, int n_threads, double seconds);
-/* Peak int8 multiply-accumulates per second of the kernel family's dot instruction
-   on n_threads threads (0 for the scalar family); < 0 on failure. */
-double arb_probe_int8_macs(int n_threads, double seconds);
+/* Peak int8 multiply-accumulates per second of the dot instruction of the kernel family
+   that arb_load_opts.isa = kernels selects (NULL = the best here: vpdpbusd zmm for
+   avx512vnni, maddubs + madd ymm for avx2) on n_threads threads; 0 for the scalar family,
+   < 0 on failure or an unknown name. */
+double arb_probe_int8_macs(const char *kernels, int n_threads, double seconds);
+/* Microseconds the matrix products of one n-node eval on context c take when the weights are
+   already in cache: the kernels' compute bound at n nodes, against which an eval that streams
+   its weights from memory is measured (`arbor bench engine`, "kernels" line). Each class of the
+   model's matrices (block type, width, packed or not) is timed on the leading rows of one of
+   them (~192 KB of weights per thread), best of repeated calls over about `seconds` in all,
+   and scaled to the class's rows. CPU contexts only (ARB_E_UNSUPPORTED on a GPU); allocates
+   its own activations and leaves the context's state (KV, last eval) untouched. */
+int arb_probe_matmul_us(arb_ctx *c, int n, double seconds, double *us, arb_err *err);
 /* Peak fp32 fused multiply-adds per second (vector lanes x instructions) on
    n_threads threads (0 without AVX2+FMA); < 0 on failure. */
 double arb_probe_fma_flops(int n_threads, double seconds);
