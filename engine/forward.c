@@ -547,15 +547,18 @@ typedef struct mm_class {
 
 #define MM_PROBE_CLASSES 32
 
-static void class_add(mm_class *cl, int *ncl, const arb_qmat *w)
+/* false when the table is full (the probe then refuses rather than leave rows out) */
+static bool class_add(mm_class *cl, int *ncl, const arb_qmat *w)
 {
     for (int i = 0; i < *ncl; i++)
         if (cl[i].w->type == w->type && cl[i].w->n_in == w->n_in && !cl[i].w->packed == !w->packed) {
             cl[i].rows += w->n_out;
-            return;
+            return true;
         }
-    if (*ncl < MM_PROBE_CLASSES)
-        cl[(*ncl)++] = (mm_class){.w = w, .rows = w->n_out};
+    if (*ncl == MM_PROBE_CLASSES)
+        return false;
+    cl[(*ncl)++] = (mm_class){.w = w, .rows = w->n_out};
+    return true;
 }
 
 static double probe_now_us(void)
@@ -575,13 +578,15 @@ int arb_probe_matmul_us(arb_ctx *c, int n, double seconds, double *us, arb_err *
     const arb_model *m = c->m;
     mm_class cl[MM_PROBE_CLASSES];
     int ncl = 0;
+    bool fits = class_add(cl, &ncl, &m->output);
     for (int l = 0; l < c->n_layer; l++) {
         const arb_layer *L = &m->layers[l];
         const arb_qmat *ws[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         for (int i = 0; i < 7; i++)
-            class_add(cl, &ncl, ws[i]);
+            fits = fits && class_add(cl, &ncl, ws[i]);
     }
-    class_add(cl, &ncl, &m->output);
+    if (!fits)
+        return ARB_ERR(err, ARB_E_UNSUPPORTED, "probe matmul: more than %d kinds of matrices", MM_PROBE_CLASSES);
     /* Leading rows of each class's first matrix, about 192 KB of weights per thread: in L2
        on the cores this runs on, and large enough that one pool run is not mostly dispatch. */
     const int nt = arb_backend_n_threads(&c->be);
