@@ -107,6 +107,11 @@ typedef struct arb_decode_opts {
                                after verification (arb_eval_logits_row) on a CPU context too;
                                by default only on a device, where it saves copying every row.
                                Same tokens and records; for tests */
+    bool fetch_p_rows;      /* speculative sampling: step evals return no logits rows and each
+                               target law a verifier reads is made from its row fetched alone
+                               (arb_eval_logits_row); by default only on a device, where it saves
+                               copying every row (a CPU computes them anyway and fetching one
+                               recomputes a head row). Same tokens and records; for tests */
 } arb_decode_opts;
 arb_decode_opts arb_decode_default_opts(void);
 

@@ -110,6 +110,11 @@ Test(draft_model, q_rows_equal_ar_recomputation, .init = setup, .fini = teardown
     arb_draft_model_free(dm);
 }
 
+/* How the step evals hand the target laws over (gen's rows_mode): 0 the default (rows back,
+   each law processed when its verifier reads it), 1 fetch_p_rows (no rows back, each read
+   law's row fetched alone: the GPU path), 2 full_rows. */
+static int rows_mode;
+
 static int gen(const char *verifier, double T, const char *draft_model, int k, int l, int b, uint64_t seed,
                int max_new, int32_t *out, int *acc_all, int *n_steps)
 {
@@ -136,6 +141,8 @@ static int gen(const char *verifier, double T, const char *draft_model, int k, i
     arb_decode_opts o = arb_decode_default_opts();
     o.max_new = max_new;
     o.stop_at_eos = false;
+    o.fetch_p_rows = rows_mode == 1;
+    o.full_rows = rows_mode == 2;
     arb_prompt_result r;
     cr_assert_eq(arb_decoder_generate(d, ids, n, &o, NULL, &r, &err), 0, "%s: %s", verifier, err.msg);
     memcpy(out, r.ids, sizeof(int32_t) * (size_t)r.n_generated);
@@ -181,4 +188,28 @@ Test(draft_model, identical_draft_accepts_everything_and_seeds_reproduce, .init 
     int n2 = gen("traversal", 1.0, "self", 2, 0, 3, 11, 24, a2, &all, &st);
     cr_assert_eq(n1, n2);
     cr_assert_arr_eq(a1, a2, sizeof(int32_t) * (size_t)n1, "same seed, same tokens");
+}
+
+/* The target laws reach the verifier three ways (rows_mode above): all give the same tokens and
+   steps for every sampling verifier at T = 1 (the laws are the same bits, the coins the same). */
+Test(draft_model, laws_fetched_alone_equal_every_row, .init = setup, .fini = teardown, .timeout = 1500)
+{
+    if (!M)
+        cr_skip_test("default model not available (arbor fetch-model)");
+    for (int i = 0; i < 8; i++) {
+        const int k = strcmp(SAMPLERS[i], "naive") && strcmp(SAMPLERS[i], "bv") ? 3 : 1;
+        int32_t toks[3][64];
+        int n[3], steps[3], all;
+        for (rows_mode = 0; rows_mode < 3; rows_mode++)
+            n[rows_mode] = gen(SAMPLERS[i], 1.0, "self", k, 1, 2, 17, 32, toks[rows_mode], &all, &steps[rows_mode]);
+        rows_mode = 0;
+        for (int m = 1; m < 3; m++) {
+            cr_assert_eq(n[m], n[0], "%s mode %d: %d vs %d tokens", SAMPLERS[i], m, n[m], n[0]);
+            cr_assert_eq(steps[m], steps[0], "%s mode %d: %d vs %d steps", SAMPLERS[i], m, steps[m], steps[0]);
+            cr_assert_arr_eq(toks[m], toks[0], sizeof(int32_t) * (size_t)n[0], "%s mode %d: the same tokens",
+                             SAMPLERS[i], m);
+        }
+        cr_log_info("%s: %d tokens in %d steps, the same with rows on demand, fetched alone and all rows",
+                    SAMPLERS[i], n[0], steps[0]);
+    }
 }

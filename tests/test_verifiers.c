@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "method.h"
 #include "verifiers/greedy.h"
@@ -229,6 +230,82 @@ Test(verifiers, wor_and_det, .timeout = 200)
     }
     mc_cfg c = {.verifier = "nss", .g = {.kind = ARB_REGIME_DET, .k = 2, .L = 2}, .id = 410};
     check(&m, "H3", &c);
+    vm_free(&m);
+}
+
+/* Laws on demand (arb_verify_in.p_row, the decoder's lazy PROCESS): every verifier gives the
+   same draws reading rows through the callback as from the full n x V array, with the same
+   verification coins; the top-down ones (everything but BV and Traversal, which say so with
+   p_all_rows) read exactly the rows of the accepted path, root to the accepted node. */
+typedef struct row_counter {
+    const double *P;
+    int V, n_reads, n_rows;
+    uint8_t seen[VM_NMAX];
+} row_counter;
+
+static const double *count_row(void *ud, int v)
+{
+    row_counter *rc = ud;
+    rc->n_reads++;
+    if (!rc->seen[v]) {
+        rc->seen[v] = 1;
+        rc->n_rows++;
+    }
+    return rc->P + (size_t)v * (size_t)rc->V;
+}
+
+Test(verifiers, laws_on_demand_give_the_same_draws, .timeout = 120)
+{
+    vm_model m;
+    vm_random(&m, 4, 4, 16);
+    static vm_draft d;
+    arb_err err = {0};
+    cr_assert_eq(arb_tree_init_seq(&d.t, VM_NMAX, 4 * VM_NMAX, &err), 0, "%s", err.msg);
+    const vm_regime regs[] = {{.kind = ARB_REGIME_SINGLE, .L = 3},
+                              {.kind = ARB_REGIME_IID, .k = 4, .L = 3},
+                              {.kind = ARB_REGIME_DELAYED, .l = 2, .k = 3, .L = 2}};
+    for (int i = 0; i < 9; i++) {
+        const char *name = i < 8 ? ALL8[i] : "typical";
+        arb_verifier_opts o = arb_verifier_default_opts();
+        o.V = m.V;
+        o.n_nodes_max = VM_NMAX;
+        arb_verifier *vf;
+        cr_assert_eq(arb_verifier_new(name, &o, &vf, &err), 0, "%s", err.msg);
+        long rows = 0, path_rows = 0, nodes = 0, trees = 0;
+        for (int g = 0; g < 3; g++) {
+            if (arb_verifier_check(name, (arb_regime)regs[g].kind, &err) == ARB_E_INVAL)
+                continue;
+            for (uint32_t k = 0; k < 2000; k++) {
+                arb_rng dr, v1, v2;
+                arb_rng_init(&dr, 7, 900 + (uint32_t)g, k, ARB_STREAM_DRAFT);
+                arb_rng_init(&v1, 7, 900 + (uint32_t)g, k, ARB_STREAM_VERIFY);
+                v2 = v1;
+                vm_draw(&d, &m, &regs[g], &dr);
+                arb_verify_in a = {.tree = &d.t, .p = d.P, .q = d.Q, .V = m.V, .rng = &v1};
+                row_counter rc = {.P = d.P, .V = m.V};
+                arb_verify_in b = {.tree = &d.t, .p_row = count_row, .p_ud = &rc, .q = d.Q, .V = m.V, .rng = &v2};
+                arb_verify_out oa, ob;
+                cr_assert_eq(arb_verifier_verify(vf, &a, &oa), 0);
+                cr_assert_eq(arb_verifier_verify(vf, &b, &ob), 0, "%s: p_row alone is accepted", name);
+                cr_assert(oa.node == ob.node && oa.depth == ob.depth && oa.extra == ob.extra &&
+                              oa.extra_is_bonus == ob.extra_is_bonus && oa.n_fallback == ob.n_fallback,
+                          "%s draw %u: node %d/%d extra %d/%d", name, k, oa.node, ob.node, oa.extra, ob.extra);
+                cr_assert(!memcmp(&v1, &v2, sizeof v1), "%s: the same coins were drawn", name);
+                if (!vf->iface->p_all_rows && strcmp(name, "typical"))
+                    cr_assert_eq(rc.n_rows, ob.depth + 1, "%s draw %u: %d rows read, accepted depth %d", name, k,
+                                 rc.n_rows, ob.depth);
+                rows += rc.n_rows;
+                path_rows += ob.depth + 1;
+                nodes += d.t.n;
+                trees++;
+            }
+        }
+        cr_assert_gt(trees, 0, "%s ran on no regime", name);
+        cr_log_info("%-9s rows read %.2f per tree of %.2f nodes (accepted path %.2f)", name,
+                    (double)rows / (double)trees, (double)nodes / (double)trees, (double)path_rows / (double)trees);
+        arb_verifier_free(vf);
+    }
+    arb_tree_release(&d.t);
     vm_free(&m);
 }
 

@@ -28,12 +28,12 @@ static int bv_prepare(bv_state *st, const arb_verify_in *in)
     st->wt[0] = 1;
     st->h[0] = 1;
     for (int i = 1; i <= L; i++) {
-        const double *p = in->p + (size_t)st->path[i - 1] * V, *q = in->q + (size_t)st->path[i - 1] * V;
+        const double *p = arb_vf_p(in, st->path[i - 1]), *q = in->q + (size_t)st->path[i - 1] * V;
         int x = t->tok[st->path[i]];
         double r = q[x] > 0 ? st->wt[i - 1] * p[x] / q[x] : 0.0;
         st->wt[i] = r < 1 ? r : 1;
         if (i < L) {
-            const double *pi = in->p + (size_t)st->path[i] * V, *qi = in->q + (size_t)st->path[i] * V;
+            const double *pi = arb_vf_p(in, st->path[i]), *qi = in->q + (size_t)st->path[i] * V;
             double S = 0;
             for (int y = 0; y < V; y++) {
                 double d = st->wt[i] * pi[y] - qi[y];
@@ -60,7 +60,7 @@ static int bv_verify(void *state, const arb_verify_in *in, arb_verify_out *out)
         if (arb_rng_bern(in->rng, st->h[i]))
             tau = i;
     int v = st->path[tau];
-    const double *p = in->p + (size_t)v * V;
+    const double *p = arb_vf_p(in, v);
     out->node = v;
     out->depth = in->tree->depth[v];
     if (tau == L) {
@@ -86,10 +86,10 @@ int arb_bv_sequence(void *state, const arb_verify_in *in, int32_t *node, double 
         prob[n] = surv * st->h[i];
         surv *= 1 - st->h[i];
         if (i == L) {
-            law[n] = in->p + (size_t)v * V;
+            law[n] = arb_vf_p(in, v);
         } else {
             double *r = st->law + (size_t)i * V;
-            arb_vf_residual(in->p + (size_t)v * V, st->wt[i], in->q + (size_t)v * V, V, r);
+            arb_vf_residual(arb_vf_p(in, v), st->wt[i], in->q + (size_t)v * V, V, r);
             law[n] = r;
         }
         n++;
@@ -128,7 +128,7 @@ static int bv_create(const arb_verifier_opts *o, void **state, arb_err *err)
 }
 
 const arb_verifier_i arb_verifier_bv = {
-    .name = "bv", .needs_q = true, .needs_logits = false, .sampling = true,
+    .name = "bv", .needs_q = true, .needs_logits = false, .sampling = true, .p_all_rows = true,
     .valid = {ARB_VALID_YES, ARB_VALID_FIRST_PATH, ARB_VALID_FIRST_PATH, ARB_VALID_FIRST_PATH,
               ARB_VALID_NO},
     .create = bv_create, .destroy = bv_destroy, .verify = bv_verify,

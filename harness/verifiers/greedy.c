@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "engine.h" /* arb_topk_softmax, ARB_TOPK_K_MAX */
+#include "vf_int.h"  /* arb_vf_p */
 
 int32_t arb_greedy_argmax(const float *row, int V)
 {
@@ -147,7 +148,7 @@ static int greedy_verify(void *state, const arb_verify_in *in, arb_verify_out *o
 {
     greedy_state *g = state;
     const arb_tree *t = in->tree;
-    if (t->n > g->n_max || (!in->argmax && !in->logits && !in->p))
+    if (t->n > g->n_max || (!in->argmax && !in->logits && !in->p && !in->p_row))
         return ARB_E_INVAL;
     if (in->argmax) { /* the first column of the decoder's top-K rows */
         for (int i = 0; i < t->n; i++)
@@ -161,7 +162,7 @@ static int greedy_verify(void *state, const arb_verify_in *in, arb_verify_out *o
                 argmax_row(&j, i, t->n);
     } else {
         for (int i = 0; i < t->n; i++) { /* p at T = 0 is one-hot: argmax of the law */
-            const double *r = in->p + (size_t)i * in->V;
+            const double *r = arb_vf_p(in, i);
             int32_t b = 0;
             for (int x = 1; x < in->V; x++)
                 if (r[x] > r[b])

@@ -14,7 +14,7 @@ static int naive_verify(void *state, const arb_verify_in *in, arb_verify_out *ou
     const int V = in->V;
     int v = 0;
     for (;;) {
-        const double *p = in->p + (size_t)v * V;
+        const double *p = arb_vf_p(in, v);
         int n = arb_vf_children(t, v, w->cnode);
         out->node = v;
         out->depth = t->depth[v];

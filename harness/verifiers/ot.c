@@ -52,7 +52,7 @@ int arb_ot_run(arb_ot_work *w, const arb_verify_in *in, arb_ot_solve_fn solve, b
     const int V = in->V;
     int v = 0;
     for (;;) {
-        const double *p = in->p + (size_t)v * V;
+        const double *p = arb_vf_p(in, v);
         int n = arb_vf_children(t, v, w->cnode);
         if (n == 0) {
             out->node = v;

@@ -4,7 +4,8 @@
  * target law becomes the weighted residual, the parent's draft law loses the rejected
  * token (renormalized), and the weights below the parent are recomputed.
  *
- * State per node: P[v] (pointer to p_v until the first update, then a pool row), Q[v]
+ * State per node: P[v] (NULL until first read, then a pointer to p_v until the first
+ * update, then a pool row), Q[v]
  * as the original q_v times a scale with the dead children's tokens removed, w[v].
  * On a chain this is exactly block verification (§8.4).
  */
@@ -41,6 +42,14 @@ static double qval(const trav_state *st, const arb_verify_in *in, int v, int x)
     return in->q[(size_t)v * in->V + x] * st->qscale[v];
 }
 
+/* P[v], taking p_v on first use (a caller with p_row processes only the rows read). */
+static const double *cur_p(trav_state *st, const arb_verify_in *in, int v)
+{
+    if (!st->P[v])
+        st->P[v] = arb_vf_p(in, v);
+    return st->P[v];
+}
+
 static void recompute(trav_state *st, const arb_verify_in *in, int v0)
 {
     int sp = 0;
@@ -52,7 +61,7 @@ static void recompute(trav_state *st, const arb_verify_in *in, int v0)
             if (!st->alive[c])
                 continue;
             int x = in->tree->tok[c];
-            double Q = qval(st, in, v, x), r = Q > 0 ? st->wt[v] * st->P[v][x] / Q : 0.0;
+            double Q = qval(st, in, v, x), r = Q > 0 ? st->wt[v] * cur_p(st, in, v)[x] / Q : 0.0;
             st->wt[c] = r < 1 ? r : 1;
             st->stack[sp++] = c;
         }
@@ -96,7 +105,7 @@ static void setup(trav_state *st, const arb_verify_in *in)
         st->alive[v] = 1;
         st->qzero[v] = 0;
         st->qscale[v] = 1;
-        st->P[v] = in->p + (size_t)v * in->V;
+        st->P[v] = NULL; /* p_v on first use (cur_p) */
     }
     st->wt[0] = 1;
     recompute(st, in, 0);
@@ -116,7 +125,7 @@ static void reject(trav_state *st, const arb_verify_in *in, int l, int32_t *n_fa
         if (!st->alive[c])
             Qv[in->tree->tok[c]] = st->broken == ARB_VF_BROKEN_TRAV_NO_RENORM ? in->q[(size_t)v * V + in->tree->tok[c]] : 0;
     }
-    double S = arb_vf_residual(st->P[v], om, Qv, V, r);
+    double S = arb_vf_residual(cur_p(st, in, v), om, Qv, V, r);
     if (S > 0) {
         double *dst = st->pool + (size_t)v * V, inv = 1.0 / S;
         for (int y = 0; y < V; y++)
@@ -154,7 +163,7 @@ static int trav_verify(void *state, const arb_verify_in *in, arb_verify_out *out
         if (l == 0 || arb_rng_bern(in->rng, st->wt[l])) {
             out->node = l;
             out->depth = in->tree->depth[l];
-            out->extra = arb_vf_sample_or(in->rng, st->P[l], in->p + (size_t)l * in->V, in->V,
+            out->extra = arb_vf_sample_or(in->rng, cur_p(st, in, l), arb_vf_p(in, l), in->V,
                                           &out->n_fallback);
             out->extra_is_bonus = st->dlen[l] == 0;
             return ARB_OK;
@@ -175,7 +184,7 @@ int arb_traversal_sequence(void *state, const arb_verify_in *in, int32_t *node, 
         double om = l == 0 ? 1.0 : st->wt[l];
         node[n] = l;
         prob[n] = surv * om;
-        law[n] = st->P[l];
+        law[n] = cur_p(st, in, l);
         surv *= 1 - om;
         if (l == 0)
             return n + 1;
@@ -222,7 +231,7 @@ static int trav_create(const arb_verifier_opts *o, void **state, arb_err *err)
 }
 
 const arb_verifier_i arb_verifier_traversal = {
-    .name = "traversal", .needs_q = true, .needs_logits = false, .sampling = true,
+    .name = "traversal", .needs_q = true, .needs_logits = false, .sampling = true, .p_all_rows = true,
     .valid = {ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_YES, ARB_VALID_NO},
     .create = trav_create, .destroy = trav_destroy, .verify = trav_verify,
 };

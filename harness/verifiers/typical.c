@@ -98,7 +98,7 @@ static int typical_verify(void *state, const arb_verify_in *in, arb_verify_out *
         s->ok[v] = 0;
         if (!s->ok[u] || (t->flags[v] & ARB_NODE_NOACCEPT))
             continue;
-        const double *pu = in->p + (size_t)u * V;
+        const double *pu = arb_vf_p(in, u);
         if (isnan(s->theta[u]))
             s->theta[u] = arb_typical_threshold(pu, V, s->eps, s->alpha);
         double pi = pu[t->tok[v]];
@@ -113,7 +113,7 @@ static int typical_verify(void *state, const arb_verify_in *in, arb_verify_out *
     out->node = best;
     out->depth = t->depth[best];
     out->extra = in->logits ? arb_greedy_argmax(in->logits + (size_t)best * V, V)
-                            : (int32_t)arb_sample_argmax_d(in->p + (size_t)best * V, V);
+                            : (int32_t)arb_sample_argmax_d(arb_vf_p(in, best), V);
     out->extra_is_bonus = arb_tree_n_children(t, best) == 0;
     out->n_fallback = 0;
     return ARB_OK;

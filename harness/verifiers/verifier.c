@@ -152,7 +152,7 @@ int arb_vf_distinct(const arb_tree *t, int v, int32_t *tmp, int32_t *out)
 
 int arb_vf_check_in(const arb_verify_in *in, int V_max, int n_max, bool needs_q)
 {
-    if (!in || !in->tree || !in->p || !in->rng || in->V <= 0 || in->V > V_max || in->tree->n > n_max ||
+    if (!in || !in->tree || (!in->p && !in->p_row) || !in->rng || in->V <= 0 || in->V > V_max || in->tree->n > n_max ||
         in->tree->n < 1)
         return ARB_E_INVAL;
     if (needs_q && !in->q && in->tree->n > 1)

@@ -40,7 +40,13 @@ typedef enum arb_validity { /* one cell of the §0.6 matrix */
 
 typedef struct arb_verify_in {
     const arb_tree *tree;   /* finalized; child_seq = C(v) in sampled order (empty -> child list) */
-    const double *p;        /* n x V target laws, processed; row v = p_v (leaves included) */
+    const double *p;        /* n x V target laws, processed; row v = p_v (leaves included);
+                               may be NULL when p_row is set */
+    /* optional: row v of p is p_row(p_ud, v) instead (never NULL; the decoder processes a
+       row on first use, so a verifier that walks two nodes of a 60-node tree pays for two
+       rows — and on a GPU copies two). Verifiers read p only through arb_vf_p (vf_int.h). */
+    const double *(*p_row)(void *p_ud, int v);
+    void *p_ud;
     const double *q;        /* n x V draft laws of internal nodes; NULL for greedy/nss */
     const float *logits;    /* n x V raw target logits (greedy, typical); may be NULL otherwise */
     int V;
@@ -81,6 +87,10 @@ typedef struct arb_verifier_i {
     bool needs_q, needs_logits;
     bool sampling;                      /* false: T = 0 only (greedy) */
     bool approximate;                   /* true: NOT lossless (typical); reports mark its runs */
+    bool p_all_rows;                    /* reads p at (almost) every node whatever it accepts (BV:
+                                           the whole path; Traversal: every internal node): a
+                                           caller with p_row processes all rows up front, in
+                                           parallel, instead of one by one as they are read */
     uint8_t valid[ARB_REGIME_COUNT];    /* arb_validity per regime (§0.6) */
     int (*create)(const arb_verifier_opts *o, void **state, arb_err *err);
     void (*destroy)(void *state);       /* NULL-safe */

@@ -11,6 +11,13 @@
 
 #include "verifier.h"
 
+/* Row v of the target laws p: from in->p_row when the caller supplies rows on demand,
+   else row v of in->p. Every read of p goes through here. */
+static inline const double *arb_vf_p(const arb_verify_in *in, int v)
+{
+    return in->p_row ? in->p_row(in->p_ud, v) : in->p + (size_t)v * (size_t)in->V;
+}
+
 /* C(v) as node indices into out (capacity >= tree->n); returns n = |C(v)|. */
 int arb_vf_children(const arb_tree *t, int v, int32_t *out);
 /* D(v) as node indices (first-appearance order) into out; tmp: scratch >= tree->n. */
