@@ -17,7 +17,10 @@
  */
 #include <sys/stat.h>
 
+#include "decode.h"
 #include "default_model.h"
+#include "genutil.h"
+#include "method.h"
 #include "arb_config.h"
 #include "cuda/cuda.h"
 #include "synth_model.h"
@@ -495,6 +498,62 @@ Test(gpu, smollm2_greedy_vs_cpu_exact_packed)
     setenv("ARBOR_CUDA_GEMV", "packed", 1);
     smollm2_greedy(true);
 }
+
+/* Speculative sampling on the device (docs/sampling.md, "Target laws on demand"): by default
+   the step evals return no rows and each law a verifier reads is fetched alone; with full_rows
+   every row comes back. The same laws, the same coins: the same tokens and steps, for a
+   top-down verifier (NSS) and one that reads every internal node (Traversal). */
+static void smollm2_laws_on_demand(bool exact)
+{
+    need_gpu();
+    char path[1024];
+    if (!arb_test_default_model(path, sizeof path))
+        cr_skip_test("default model not found: %s (set ARBOR_MODEL or run arbor fetch-model)", path);
+    arb_load_opts lg = gpu_opts(exact);
+    arb_model *gpu = load_path(path, &lg);
+    arb_ctx *c = check_ctx(gpu, 1024, 64, 0, false);
+    arb_err err = {0};
+    int32_t *ids;
+    int n_ids;
+    cr_assert_eq(arb_gen_prompt(gpu, "Write a function that reverses a string.", true, &ids, &n_ids, &err), ARB_OK,
+                 "%s", err.msg);
+    static const char *const vfs[] = {"nss", "traversal"};
+    for (int v = 0; v < 2; v++) {
+        int32_t toks[2][48];
+        int n[2], steps[2];
+        for (int full = 0; full < 2; full++) {
+            arb_method_spec s;
+            cr_assert_eq(arb_method_spec_preset("draft", &s, &err), ARB_OK, "%s", err.msg);
+            snprintf(s.verifier, sizeof s.verifier, "%s", vfs[v]);
+            s.dte_k = 3;
+            s.dte_b = 3;
+            s.temperature = 1.0;
+            s.seed = 5;
+            arb_decoder *d;
+            cr_assert_eq(arb_decoder_new(c, &s, &d, &err), ARB_OK, "%s", err.msg);
+            arb_decode_opts o = arb_decode_default_opts();
+            o.max_new = 48;
+            o.stop_at_eos = false;
+            o.full_rows = full;
+            arb_prompt_result r;
+            cr_assert_eq(arb_decoder_generate(d, ids, n_ids, &o, NULL, &r, &err), ARB_OK, "%s", err.msg);
+            n[full] = r.n_generated;
+            steps[full] = r.n_steps;
+            memcpy(toks[full], r.ids, sizeof(int32_t) * (size_t)(r.n_generated < 48 ? r.n_generated : 48));
+            arb_decoder_free(d);
+        }
+        cr_assert_eq(n[0], n[1]);
+        cr_assert_eq(steps[0], steps[1], "%s: %d vs %d steps", vfs[v], steps[0], steps[1]);
+        cr_assert_arr_eq(toks[0], toks[1], sizeof(int32_t) * (size_t)(n[0] < 48 ? n[0] : 48), "%s", vfs[v]);
+        cr_log_info("smollm2 %s %s T=1: %d tokens in %d steps, laws fetched alone = every row", exact ? "cuda-exact" : "cuda",
+                    vfs[v], n[0], steps[0]);
+    }
+    free(ids);
+    arb_ctx_free(c);
+    arb_model_free(gpu);
+}
+Test(gpu, smollm2_laws_on_demand_fast) { smollm2_laws_on_demand(false); }
+Test(gpu, smollm2_laws_on_demand_exact) { smollm2_laws_on_demand(true); }
 
 /* Exact mode on the default model: every node of random trees bit-identical to its AR
    chain; gemv: ARBOR_CUDA_GEMV to force (NULL: exact mode's default). */
