@@ -7,11 +7,11 @@
  */
 #include "sample.h"
 
-#include "vexp.h"
-
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "process_simd.h"
 
 arb_sampling arb_sampling_default(void)
 {
@@ -235,17 +235,19 @@ void arb_sample_order_desc_all(const double *v, int n, int32_t *out, uint64_t *k
 
 int arb_sample_process(const float *z, int V, const arb_sampling *s, double *pi, int32_t *idx)
 {
+    return arb_sample_process_isa(arb_proc_isa_best(), z, V, s, pi, idx);
+}
+
+int arb_sample_process_isa(int isa, const float *z, int V, const arb_sampling *s, double *pi, int32_t *idx)
+{
+    if (!arb_proc_isa_ok(isa))
+        return -1;
     if (s->temperature <= 0) {
         memset(pi, 0, sizeof(double) * (size_t)V);
         pi[arb_sample_argmax_f(z, V)] = 1.0;
         return 1;
     }
-    double invT = 1.0 / s->temperature;
-    double m = -INFINITY;
-    for (int x = 0; x < V; x++) {
-        pi[x] = (double)z[x] * invT;
-        m = pi[x] > m ? pi[x] : m;
-    }
+    const double m = arb_proc_scale_max(isa, z, V, 1.0 / s->temperature, pi);
     if (s->top_k > 0 && s->top_k < V && idx) {
         for (int x = 0; x < V; x++)
             idx[x] = x;
@@ -253,22 +255,12 @@ int arb_sample_process(const float *z, int V, const arb_sampling *s, double *pi,
         for (int i = s->top_k; i < V; i++)
             pi[idx[i]] = -INFINITY;
     }
-    /* exp of the whole row at once (vexp.h: within an ulp of libm, the same bits on every
-       CPU; -inf, top-k's cut, gives 0); the sum in 8 interleaved partial sums combined in a
-       fixed tree (eight independent chains instead of one V-long one), then the division */
-    for (int x = 0; x < V; x++)
-        pi[x] -= m;
-    arb_vexp_inplace(pi, V);
-    double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int x8 = 0;
-    for (; x8 + 8 <= V; x8 += 8)
-        for (int k = 0; k < 8; k++)
-            part[k] += pi[x8 + k];
-    for (; x8 < V; x8++)
-        part[x8 % 8] += pi[x8];
-    const double S = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-    for (int x = 0; x < V; x++)
-        pi[x] /= S;
+    /* exp(pi - m) of the whole row (vexp.h: within an ulp of libm, the same bits on every
+       CPU; -inf, top-k's cut, gives 0), summed in 8 interleaved partial sums combined in a
+       fixed tree (eight independent chains instead of one V-long one), then the division:
+       process_simd.h, the same bits at every vector width */
+    const double S = arb_proc_exp_sum(isa, pi, V, m);
+    arb_proc_div(isa, pi, V, S);
     if (s->top_p < 1 && idx) {
         /* Only tokens above some threshold t can be kept: lower t geometrically until the
            candidates carry at least top_p (with margin), then sort just those. */

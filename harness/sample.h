@@ -33,6 +33,9 @@ arb_sampling arb_sampling_default(void); /* T = 1, top_k = 0, top_p = 1 */
    idx: V int32 scratch (used by top-k/top-p only; may be NULL when both are off).
    Returns the number of tokens with pi > 0. Allocates nothing. */
 int arb_sample_process(const float *z, int V, const arb_sampling *s, double *pi, int32_t *idx);
+/* The same on one vector width (process_simd.h: 0 scalar, 1 AVX2, 2 AVX-512), the same bits
+   on each; -1 when this CPU lacks it. arb_sample_process takes the widest. For tests. */
+int arb_sample_process_isa(int isa, const float *z, int V, const arb_sampling *s, double *pi, int32_t *idx);
 
 /* Argmax with ties -> smallest id (float logits or double laws). */
 int arb_sample_argmax_f(const float *z, int V);

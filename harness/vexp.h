@@ -3,8 +3,8 @@
  * Sampling turns a 49 152-logit row into a law with one exp per token; glibc's scalar exp
  * costs ~10 ns, so a row took ~0.5 ms on the host — as long as a GPU decode step, and paid
  * per draft token and per verified node (docs/gpu.md, sampling). This computes exp in
- * double precision (within 1 ulp of libm's, tested), four values at a time with AVX2+FMA
- * when the CPU has them. The AVX2 and the scalar path run the same sequence of correctly
+ * double precision (within 1 ulp of libm's, tested), eight values at a time with AVX-512F,
+ * four with AVX2+FMA, when the CPU has them. Every path runs the same sequence of correctly
  * rounded operations, so the bits never depend on the CPU or on where a value sits in the
  * array (tested).
  *
@@ -26,5 +26,7 @@ double arb_vexp1(double x);
 
 /* The AVX2 path alone: false (nothing done) when the CPU lacks AVX2+FMA. For tests. */
 bool arb_vexp_inplace_avx2(double *x, int n);
+/* The AVX-512 path (8 lanes, the same operations): false when the CPU lacks AVX-512F. */
+bool arb_vexp_inplace_avx512(double *x, int n);
 
 #endif

@@ -235,6 +235,75 @@ Test(sample, vexp_paths_agree_bit_for_bit)
     }
 }
 
+/* PROCESS on each vector width (process_simd.h) gives the scalar path's law bit for bit:
+   rows of several lengths (tails of every size), logit spreads from tight to ones whose
+   exp underflows into the subnormals and to 0 (the scalar fallback inside a vector), exact
+   ties, +-0, a -inf logit, with temperature, top-k and top-p, and the vexp paths alone. */
+Test(sample, process_paths_agree_bit_for_bit)
+{
+    enum { VMAX = 49152 + 7 };
+    static float z[VMAX];
+    static double ref[VMAX], got[VMAX];
+    static int32_t idx[VMAX];
+    const int Vs[] = {1, 7, 8, 9, 15, 1031, 49152, VMAX};
+    const arb_sampling ss[] = {{1.0, 0, 1.0}, {0.6, 0, 1.0}, {1.7, 50, 1.0}, {1.0, 0, 0.9}, {0.8, 40, 0.95}};
+    uint64_t r = 77;
+    int compared = 0, isas = 0;
+    for (int isa = 1; isa <= 2; isa++)
+        isas += arb_sample_process_isa(isa, z, 1, &ss[0], got, idx) >= 0;
+    if (!isas)
+        cr_skip_test("no AVX2 or AVX-512 here: the scalar path is the only one");
+    for (size_t vi = 0; vi < sizeof Vs / sizeof Vs[0]; vi++)
+        for (int spread = 0; spread < 4; spread++) {
+            const int V = Vs[vi];
+            const double w = spread == 0 ? 2.0 : spread == 1 ? 12.0 : spread == 2 ? 900.0 : 3000.0;
+            for (int i = 0; i < V; i++) {
+                r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+                z[i] = (float)(((double)(r >> 11) * 0x1.0p-53 - 0.5) * w);
+                if (i % 37 == 5)
+                    z[i] = z[i - 1]; /* exact ties */
+            }
+            if (V > 20)
+                z[3] = 0.0f, z[4] = -0.0f, z[11] = -INFINITY;
+            for (size_t k = 0; k < sizeof ss / sizeof ss[0]; k++) {
+                const int nz = arb_sample_process_isa(0, z, V, &ss[k], ref, idx);
+                cr_assert_geq(nz, 1);
+                for (int isa = 1; isa <= 2; isa++) {
+                    const int n2 = arb_sample_process_isa(isa, z, V, &ss[k], got, idx);
+                    if (n2 < 0)
+                        continue;
+                    cr_assert_eq(n2, nz, "isa %d V %d spread %d setting %zu: %d vs %d tokens kept", isa, V, spread,
+                                 k, n2, nz);
+                    for (int x = 0; x < V; x++)
+                        cr_assert(!memcmp(&got[x], &ref[x], sizeof ref[x]),
+                                  "isa %d V %d spread %d setting %zu token %d: %.17g vs %.17g", isa, V, spread, k, x,
+                                  got[x], ref[x]);
+                    compared++;
+                }
+            }
+        }
+    /* vexp alone, the AVX-512 path */
+    enum { N = 1031 };
+    double a[N], b[N];
+    for (int i = 0; i < N; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        a[i] = -(double)(r >> 11) * 0x1.0p-53 * (i % 97 == 0 ? 800.0 : 40.0);
+    }
+    a[5] = -INFINITY, a[6] = 0.0, a[7] = -707.9, a[8] = -708.1, a[9] = NAN;
+    for (int off = 0; off < 8; off++) {
+        const int n = N - off;
+        memcpy(b, a + off, sizeof(double) * n);
+        if (!arb_vexp_inplace_avx512(b, n))
+            break;
+        for (int i = 0; i < n; i++) {
+            const double want = arb_vexp1(a[off + i]);
+            cr_assert(memcmp(&b[i], &want, sizeof want) == 0 || (isnan(want) && isnan(b[i])),
+                      "offset %d element %d: avx512 %.17g scalar %.17g", off, i, b[i], want);
+        }
+    }
+    cr_log_info("PROCESS: %d rows equal bit for bit on %d vector widths", compared, isas);
+}
+
 /* arb_sample_order_desc_all (radix) gives arb_sample_order_desc's permutation: random values
    with many exact ties, negatives, +0.0 and -0.0 (equal under ==, so ordered by id), tiny
    and huge magnitudes, n from 1 to a vocabulary. */

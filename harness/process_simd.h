@@ -1,0 +1,32 @@
+/* process_simd.h — the pointwise passes of PROCESS (sample.c) for each x86 vector width.
+ *
+ * PROCESS's law must not depend on the CPU (a seed gives the same draws everywhere), so
+ * every path here performs, per element, the same correctly rounded IEEE operations as
+ * the scalar path, and the normalizing sum keeps its eight interleaved partial sums (lane
+ * k of the 8-wide accumulator is the scalar path's part[k]) and their fixed combination.
+ * Only the number of elements per instruction differs. Tested bit for bit against the
+ * scalar path (tests/test_sample.c, process_paths_agree_bit_for_bit).
+ *
+ *     const int isa = arb_proc_isa_best();
+ *     double m = arb_proc_scale_max(isa, z, V, 1.0 / T, pi);   // pi = z / T, m = max
+ *     double S = arb_proc_exp_sum(isa, pi, V, m);               // pi = exp(pi - m), S = sum
+ *     arb_proc_div(isa, pi, V, S);                              // pi /= S
+ */
+#ifndef ARB_PROCESS_SIMD_H
+#define ARB_PROCESS_SIMD_H
+
+#include <stdbool.h>
+
+enum { ARB_PROC_SCALAR = 0, ARB_PROC_AVX2 = 1, ARB_PROC_AVX512 = 2 };
+
+int arb_proc_isa_best(void);          /* the widest path this CPU runs */
+bool arb_proc_isa_ok(int isa);        /* false: the CPU lacks it */
+/* pi[x] = (double)z[x] * invT for x < V; returns the largest (the first operand kept on ties
+   and NaN, as `pi[x] > m ? pi[x] : m` from -inf does) */
+double arb_proc_scale_max(int isa, const float *z, int V, double invT, double *pi);
+/* pi[x] = exp(pi[x] - m) (vexp.h); returns the sum in the fixed order described above */
+double arb_proc_exp_sum(int isa, double *pi, int V, double m);
+/* pi[x] /= S */
+void arb_proc_div(int isa, double *pi, int V, double S);
+
+#endif
