@@ -170,7 +170,161 @@ __attribute__((target("avx512f"))) static void div_avx512(double *pi, int V, dou
         pi[x] /= S;
 }
 
+/* ---- top-p's passes ---- */
+
+static double max_scalar(const double *pi, int x0, int V, double m)
+{
+    for (int x = x0; x < V; x++)
+        if (pi[x] > m)
+            m = pi[x];
+    return m;
+}
+
+static int collect_scalar(const double *pi, int x0, int V, double t, int32_t *idx, int n)
+{
+    for (int x = x0; x < V; x++)
+        if (pi[x] >= t && pi[x] > 0)
+            idx[n++] = x;
+    return n;
+}
+
+static void keep_scalar(double *pi, int x0, int V, double S)
+{
+    for (int x = x0; x < V; x++)
+        pi[x] = pi[x] < 0 ? -pi[x] / S : 0.0;
+}
+
+static int count_pos_scalar(const double *pi, int x0, int V, int n)
+{
+    for (int x = x0; x < V; x++)
+        n += pi[x] > 0;
+    return n;
+}
+
+__attribute__((target("avx2,fma"))) static double max_avx2(const double *pi, int V)
+{
+    __m256d mv = _mm256_setzero_pd();
+    int x = 0;
+    for (; x + 4 <= V; x += 4)
+        mv = _mm256_max_pd(_mm256_loadu_pd(pi + x), mv);
+    double l[4];
+    _mm256_storeu_pd(l, mv);
+    return max_scalar(pi, x, V, max_scalar(l, 0, 4, 0.0));
+}
+
+__attribute__((target("avx2,fma"))) static int collect_avx2(const double *pi, int V, double t, int32_t *idx)
+{
+    const __m256d tv = _mm256_set1_pd(t), z = _mm256_setzero_pd();
+    int n = 0, x = 0;
+    for (; x + 4 <= V; x += 4) {
+        const __m256d v = _mm256_loadu_pd(pi + x);
+        int bits = _mm256_movemask_pd(_mm256_and_pd(_mm256_cmp_pd(v, tv, _CMP_GE_OQ), _mm256_cmp_pd(v, z, _CMP_GT_OQ)));
+        for (; bits; bits &= bits - 1)
+            idx[n++] = x + __builtin_ctz((unsigned)bits);
+    }
+    return collect_scalar(pi, x, V, t, idx, n);
+}
+
+__attribute__((target("avx2,fma"))) static void keep_avx2(double *pi, int V, double S)
+{
+    const __m256d sv = _mm256_set1_pd(S), z = _mm256_setzero_pd();
+    int x = 0;
+    for (; x + 4 <= V; x += 4) {
+        const __m256d v = _mm256_loadu_pd(pi + x);
+        const __m256d q = _mm256_div_pd(_mm256_sub_pd(z, v), sv); /* -v / S (0 - v = -v for v < 0) */
+        _mm256_storeu_pd(pi + x, _mm256_and_pd(_mm256_cmp_pd(v, z, _CMP_LT_OQ), q));
+    }
+    keep_scalar(pi, x, V, S);
+}
+
+__attribute__((target("avx2,fma"))) static int count_pos_avx2(const double *pi, int V)
+{
+    const __m256d z = _mm256_setzero_pd();
+    int n = 0, x = 0;
+    for (; x + 4 <= V; x += 4)
+        n += __builtin_popcount((unsigned)_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(pi + x), z, _CMP_GT_OQ)));
+    return count_pos_scalar(pi, x, V, n);
+}
+
+__attribute__((target("avx512f"))) static double max_avx512(const double *pi, int V)
+{
+    __m512d mv = _mm512_setzero_pd();
+    int x = 0;
+    for (; x + 8 <= V; x += 8)
+        mv = _mm512_max_pd(_mm512_loadu_pd(pi + x), mv);
+    double l[8];
+    _mm512_storeu_pd(l, mv);
+    return max_scalar(pi, x, V, max_scalar(l, 0, 8, 0.0));
+}
+
+__attribute__((target("avx512f"))) static int collect_avx512(const double *pi, int V, double t, int32_t *idx)
+{
+    const __m512d tv = _mm512_set1_pd(t), z = _mm512_setzero_pd();
+    const __m256i step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    int n = 0, x = 0;
+    for (; x + 8 <= V; x += 8) {
+        const __m512d v = _mm512_loadu_pd(pi + x);
+        const __mmask8 k = _mm512_cmp_pd_mask(v, tv, _CMP_GE_OQ) & _mm512_cmp_pd_mask(v, z, _CMP_GT_OQ);
+        if (k) {
+            const __m512i ids = _mm512_castsi256_si512(_mm256_add_epi32(_mm256_set1_epi32(x), step));
+            _mm512_mask_compressstoreu_epi32(idx + n, (__mmask16)k, ids);
+            n += __builtin_popcount((unsigned)k);
+        }
+    }
+    return collect_scalar(pi, x, V, t, idx, n);
+}
+
+__attribute__((target("avx512f"))) static void keep_avx512(double *pi, int V, double S)
+{
+    const __m512d sv = _mm512_set1_pd(S), z = _mm512_setzero_pd();
+    int x = 0;
+    for (; x + 8 <= V; x += 8) {
+        const __m512d v = _mm512_loadu_pd(pi + x);
+        const __mmask8 neg = _mm512_cmp_pd_mask(v, z, _CMP_LT_OQ);
+        _mm512_storeu_pd(pi + x, _mm512_maskz_div_pd(neg, _mm512_sub_pd(z, v), sv));
+    }
+    keep_scalar(pi, x, V, S);
+}
+
+__attribute__((target("avx512f"))) static int count_pos_avx512(const double *pi, int V)
+{
+    const __m512d z = _mm512_setzero_pd();
+    int n = 0, x = 0;
+    for (; x + 8 <= V; x += 8)
+        n += __builtin_popcount((unsigned)_mm512_cmp_pd_mask(_mm512_loadu_pd(pi + x), z, _CMP_GT_OQ));
+    return count_pos_scalar(pi, x, V, n);
+}
+
 /* ---- dispatch ---- */
+
+double arb_proc_max(int isa, const double *pi, int V)
+{
+    return isa == ARB_PROC_AVX512 ? max_avx512(pi, V) : isa == ARB_PROC_AVX2 ? max_avx2(pi, V) : max_scalar(pi, 0, V, 0.0);
+}
+
+int arb_proc_collect(int isa, const double *pi, int V, double t, int32_t *idx)
+{
+    return isa == ARB_PROC_AVX512 ? collect_avx512(pi, V, t, idx)
+           : isa == ARB_PROC_AVX2 ? collect_avx2(pi, V, t, idx)
+                                  : collect_scalar(pi, 0, V, t, idx, 0);
+}
+
+void arb_proc_keep(int isa, double *pi, int V, double S)
+{
+    if (isa == ARB_PROC_AVX512)
+        keep_avx512(pi, V, S);
+    else if (isa == ARB_PROC_AVX2)
+        keep_avx2(pi, V, S);
+    else
+        keep_scalar(pi, 0, V, S);
+}
+
+int arb_proc_count_pos(int isa, const double *pi, int V)
+{
+    return isa == ARB_PROC_AVX512 ? count_pos_avx512(pi, V)
+           : isa == ARB_PROC_AVX2 ? count_pos_avx2(pi, V)
+                                  : count_pos_scalar(pi, 0, V, 0);
+}
 
 double arb_proc_scale_max(int isa, const float *z, int V, double invT, double *pi)
 {

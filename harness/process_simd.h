@@ -16,6 +16,7 @@
 #define ARB_PROCESS_SIMD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 enum { ARB_PROC_SCALAR = 0, ARB_PROC_AVX2 = 1, ARB_PROC_AVX512 = 2 };
 
@@ -28,5 +29,14 @@ double arb_proc_scale_max(int isa, const float *z, int V, double invT, double *p
 double arb_proc_exp_sum(int isa, double *pi, int V, double m);
 /* pi[x] /= S */
 void arb_proc_div(int isa, double *pi, int V, double S);
+
+/* Top-p's passes. The largest pi[x], from 0 */
+double arb_proc_max(int isa, const double *pi, int V);
+/* idx[0..n) = the x with pi[x] >= t and pi[x] > 0, ascending; returns n */
+int arb_proc_collect(int isa, const double *pi, int V, double t, int32_t *idx);
+/* pi[x] = pi[x] < 0 ? -pi[x] / S : 0 (the kept tokens were marked by a negative sign) */
+void arb_proc_keep(int isa, double *pi, int V, double S);
+/* the number of x with pi[x] > 0 */
+int arb_proc_count_pos(int isa, const double *pi, int V);
 
 #endif

@@ -264,19 +264,13 @@ int arb_sample_process_isa(int isa, const float *z, int V, const arb_sampling *s
     if (s->top_p < 1 && idx) {
         /* Only tokens above some threshold t can be kept: lower t geometrically until the
            candidates carry at least top_p (with margin), then sort just those. */
-        double pmax = 0;
-        for (int x = 0; x < V; x++)
-            if (pi[x] > pmax)
-                pmax = pi[x];
+        const double pmax = arb_proc_max(isa, pi, V);
         int nc = 0;
         for (double t = pmax;; t *= 0.0625) {
-            double mass = 0;
-            nc = 0;
-            for (int x = 0; x < V; x++)
-                if (pi[x] >= t && pi[x] > 0) {
-                    idx[nc++] = x;
-                    mass += pi[x];
-                }
+            nc = arb_proc_collect(isa, pi, V, t, idx);
+            double mass = 0; /* over the candidates in id order, whatever the path */
+            for (int i = 0; i < nc; i++)
+                mass += pi[idx[i]];
             if (mass >= s->top_p + 1e-9 || t < 1e-300)
                 break;
         }
@@ -291,11 +285,7 @@ int arb_sample_process_isa(int isa, const float *z, int V, const arb_sampling *s
         /* mark kept tokens by negating their probability, then zero the rest */
         for (int i = 0; i < keep; i++)
             pi[idx[i]] = -pi[idx[i]];
-        for (int x = 0; x < V; x++)
-            pi[x] = pi[x] < 0 ? -pi[x] / S2 : 0.0;
+        arb_proc_keep(isa, pi, V, S2);
     }
-    int nz = 0;
-    for (int x = 0; x < V; x++)
-        nz += pi[x] > 0;
-    return nz;
+    return arb_proc_count_pos(isa, pi, V);
 }
