@@ -511,12 +511,17 @@ trees:
             printf(" %6.2f", tt[wide][k] / tt[wide][0]);
         printf("   (1 node %.2f ms, 64 nodes %.2f ms)\n", 1e3 * tt[wide][0], 1e3 * tt[wide][6]);
     }
-    if (trees_only)
-        printf("          16 nodes = %.2fx one node (wide)\n", tt[1][4] / tt[1][0]);
-    else
-        printf("          16 nodes = %.2fx one node (goal <= 3);  64 nodes = %.2fx the int8 roofline, %.2fx the fp32 FMA\n"
-               "          roofline (goal <= 1.5)\n",
-               tt[1][4] / tt[1][0], roof64 > 0 ? tt[1][6] / roof64 : 0.0, roof64f > 0 ? tt[1][6] / roof64f : 0.0);
+    { /* issue #18's goals for small trees, per kernel family (docs/engine.md) */
+        const char *fam = arb_cpu_kernels(lo.isa);
+        const char *goal = !fam                          ? ""
+                           : !strcmp(fam, "avx512vnni") ? " (goal <= 1.6 / 2.5 with avx512vnni)"
+                           : !strcmp(fam, "avx2")       ? " (goal <= 2.0 / 3.5 with avx2)"
+                                                        : "";
+        printf("          8 / 16 nodes = %.2f / %.2fx one node (wide)%s\n", tt[1][3] / tt[1][0], tt[1][4] / tt[1][0], goal);
+    }
+    if (!trees_only)
+        printf("          64 nodes = %.2fx the int8 roofline, %.2fx the fp32 FMA roofline\n",
+               roof64 > 0 ? tt[1][6] / roof64 : 0.0, roof64f > 0 ? tt[1][6] / roof64f : 0.0);
     { /* the kernels' own compute bound: the same matrix products with the weights in cache */
         static const int kn[] = {1, 8, 16, 64};
         double kus[4];
