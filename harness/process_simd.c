@@ -295,6 +295,97 @@ __attribute__((target("avx512f"))) static int count_pos_avx512(const double *pi,
     return count_pos_scalar(pi, x, V, n);
 }
 
+/* ---- SAMPLE's scans ---- */
+
+/* Lanes of w[x..x+8) that are not exact zeros (NaN included), as a bit mask. */
+__attribute__((target("avx2,fma"))) static inline unsigned nonzero8_avx2(const double *w)
+{
+    const __m256d z = _mm256_setzero_pd();
+    const unsigned a = (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(w), z, _CMP_NEQ_UQ));
+    const unsigned b = (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(w + 4), z, _CMP_NEQ_UQ));
+    return a | b << 4;
+}
+__attribute__((target("avx512f"))) static inline unsigned nonzero8_avx512(const double *w)
+{
+    return (unsigned)_mm512_cmp_pd_mask(_mm512_loadu_pd(w), _mm512_setzero_pd(), _CMP_NEQ_UQ);
+}
+
+/* The scans over whole 8-blocks from x = 0 (the caller finishes the tail), one body per width
+   so that the mask test inlines: a dense block is the plain chain, a sparse one its set bits. */
+#define SEQ_SCANS(SFX, TARGET)                                                                      \
+    TARGET static double seq_sum_##SFX(const double *w, int V, int *x_end)                         \
+    {                                                                                              \
+        double S = 0;                                                                              \
+        int x = 0;                                                                                 \
+        for (; x + 8 <= V; x += 8) {                                                               \
+            unsigned m = nonzero8_##SFX(w + x);                                                    \
+            if (m == 0xff)                                                                         \
+                for (int k = 0; k < 8; k++)                                                        \
+                    S += w[x + k];                                                                 \
+            else                                                                                   \
+                for (; m; m &= m - 1)                                                              \
+                    S += w[x + __builtin_ctz(m)];                                                  \
+        }                                                                                          \
+        *x_end = x;                                                                                \
+        return S;                                                                                  \
+    }                                                                                              \
+    TARGET static int seq_pick_##SFX(const double *w, int V, double t, double *c_io, int *last, int *x_end) \
+    {                                                                                              \
+        double c = *c_io;                                                                          \
+        int x = 0;                                                                                 \
+        for (; x + 8 <= V; x += 8)                                                                 \
+            for (unsigned m = nonzero8_##SFX(w + x); m; m &= m - 1) {                              \
+                const int i = x + __builtin_ctz(m);                                                \
+                c += w[i];                                                                         \
+                if (w[i] > 0) {                                                                    \
+                    *last = i;                                                                     \
+                    if (t < c)                                                                     \
+                        return i;                                                                  \
+                }                                                                                  \
+            }                                                                                      \
+        *c_io = c;                                                                                 \
+        *x_end = x;                                                                                \
+        return -1;                                                                                 \
+    }
+SEQ_SCANS(avx2, __attribute__((target("avx2,fma"))))
+SEQ_SCANS(avx512, __attribute__((target("avx512f"))))
+#undef SEQ_SCANS
+
+double arb_proc_seq_sum(int isa, const double *w, int V)
+{
+    double S = 0;
+    int x = 0;
+    if (isa == ARB_PROC_AVX512)
+        S = seq_sum_avx512(w, V, &x);
+    else if (isa == ARB_PROC_AVX2)
+        S = seq_sum_avx2(w, V, &x);
+    for (; x < V; x++)
+        S += w[x];
+    return S;
+}
+
+int arb_proc_seq_pick(int isa, const double *w, int V, double t, int *last)
+{
+    double c = 0;
+    int x = 0, got = -1;
+    *last = -1;
+    if (isa == ARB_PROC_AVX512)
+        got = seq_pick_avx512(w, V, t, &c, last, &x);
+    else if (isa == ARB_PROC_AVX2)
+        got = seq_pick_avx2(w, V, t, &c, last, &x);
+    if (got >= 0)
+        return got;
+    for (; x < V; x++) {
+        c += w[x];
+        if (w[x] > 0) {
+            *last = x;
+            if (t < c)
+                return x;
+        }
+    }
+    return -1;
+}
+
 /* ---- dispatch ---- */
 
 double arb_proc_max(int isa, const double *pi, int V)

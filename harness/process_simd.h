@@ -39,4 +39,12 @@ void arb_proc_keep(int isa, double *pi, int V, double S);
 /* the number of x with pi[x] > 0 */
 int arb_proc_count_pos(int isa, const double *pi, int V);
 
+/* SAMPLE's two scans (sample.c arb_sample_w), with its exact arithmetic: the running sum of
+   w[0..V) in index order, and the first x with w[x] > 0 whose running sum exceeds t (-1 if
+   none; *last = the last x with w[x] > 0 before it or at the end). Exact zeros are skipped
+   a vector at a time: adding +-0 leaves a running sum unchanged, so the sums are the same
+   bits; a law cut by top-k/top-p or a residual is mostly zeros. */
+double arb_proc_seq_sum(int isa, const double *w, int V);
+int arb_proc_seq_pick(int isa, const double *w, int V, double t, int *last);
+
 #endif

@@ -78,22 +78,21 @@ bool arb_rng_ratio(arb_rng *r, double num, double den)
 
 int arb_sample_w(arb_rng *r, const double *w, int V)
 {
-    double S = 0;
-    for (int x = 0; x < V; x++)
-        S += w[x];
+    return arb_sample_w_isa(arb_proc_isa_best(), r, w, V);
+}
+
+int arb_sample_w_isa(int isa, arb_rng *r, const double *w, int V)
+{
+    if (!arb_proc_isa_ok(isa))
+        return -2;
+    /* two scans in index order (process_simd.h: exact zeros skipped, the same sums) */
+    const double S = arb_proc_seq_sum(isa, w, V);
     if (!(S > 0))
         return -1;
-    double t = arb_rng_u(r) * S, c = 0;
-    int last = -1;
-    for (int x = 0; x < V; x++) {
-        c += w[x];
-        if (w[x] > 0) {
-            last = x;
-            if (t < c)
-                return x;
-        }
-    }
-    return last; /* rounding guard: t landed past the running sum */
+    const double t = arb_rng_u(r) * S;
+    int last;
+    const int x = arb_proc_seq_pick(isa, w, V, t, &last);
+    return x >= 0 ? x : last; /* rounding guard: t landed past the running sum */
 }
 
 /* ---------------- PROCESS ---------------- */

@@ -72,6 +72,9 @@ bool arb_rng_ratio(arb_rng *r, double num, double den); /* RATIO: U()*den < num 
 /* SAMPLE(w): w[V] >= 0, need not sum to 1. Returns a token, or -1 when Σw <= 0 (the caller
    falls back, docs/spec/verification.md §12). Consumes exactly one U() when Σw > 0, none otherwise. */
 int arb_sample_w(arb_rng *r, const double *w, int V);
+/* The same on one vector width (process_simd.h), the same token and draws on each; -2 when
+   this CPU lacks the width. For tests. */
+int arb_sample_w_isa(int isa, arb_rng *r, const double *w, int V);
 
 /* Philox4x32-10 block function (exposed for the known-answer test). */
 void arb_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);

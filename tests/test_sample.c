@@ -304,6 +304,46 @@ Test(sample, process_paths_agree_bit_for_bit)
     cr_log_info("PROCESS: %d rows equal bit for bit on %d vector widths", compared, isas);
 }
 
+/* SAMPLE (arb_sample_w) skips exact zeros a vector at a time: the same token and the same
+   coin on every width, on dense laws, on laws cut to a few tokens (top-p, residuals), with
+   -0.0 entries. */
+Test(sample, sample_w_paths_agree)
+{
+    enum { V = 1000 + 5 };
+    static double w[V];
+    uint64_t r = 4242;
+    int n = 0;
+    for (int law = 0; law < 60; law++) {
+        const int keep = law % 3 == 0 ? V : law % 3 == 1 ? 7 : 1; /* dense, a few, one */
+        for (int x = 0; x < V; x++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            w[x] = (double)(r >> 11) * 0x1.0p-53;
+        }
+        if (keep < V)
+            for (int x = 0; x < V; x++) {
+                r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+                w[x] = (int)(r % (uint64_t)V) < keep ? w[x] : (x % 2 ? 0.0 : -0.0);
+            }
+        for (int d = 0; d < 20; d++) {
+            arb_rng a, b;
+            arb_rng_init(&a, 9, (uint32_t)law, (uint32_t)d, ARB_STREAM_AUX);
+            const int ref = arb_sample_w_isa(0, &a, w, V);
+            for (int isa = 1; isa <= 2; isa++) {
+                arb_rng_init(&b, 9, (uint32_t)law, (uint32_t)d, ARB_STREAM_AUX);
+                if (arb_sample_w_isa(isa, &b, w, V) == -2)
+                    continue;
+                arb_rng_init(&b, 9, (uint32_t)law, (uint32_t)d, ARB_STREAM_AUX);
+                const int got = arb_sample_w_isa(isa, &b, w, V);
+                cr_assert_eq(got, ref, "law %d draw %d isa %d: token %d vs %d", law, d, isa, got, ref);
+                cr_assert(!memcmp(&a, &b, sizeof a), "law %d: the same coins", law);
+                n++;
+            }
+        }
+    }
+    cr_assert_gt(n, 0);
+    cr_log_info("SAMPLE: %d draws equal across vector widths", n);
+}
+
 /* arb_sample_order_desc_all (radix) gives arb_sample_order_desc's permutation: random values
    with many exact ties, negatives, +0.0 and -0.0 (equal under ==, so ordered by id), tiny
    and huge magnitudes, n from 1 to a vocabulary. */
