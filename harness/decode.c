@@ -62,7 +62,7 @@ struct arb_decoder {
     int p_rc;                 /* first error of a fetch inside the verifier (ARB_OK: none) */
     arb_err p_err;
     int32_t *P_idx;           /* [tree cap * V] their top-k/top-p scratch, one row each (NULL
-                                 when neither is on): the rows are processed in parallel */
+                                 when neither is on): rows may be processed in parallel */
     float *hid;               /* [rows * n_embd] hidden rows for a drafter with a hidden slot, else NULL */
     int E;
 };

@@ -45,7 +45,8 @@ double arb_otan_be_tree(arb_otan *a, arb_ot_method m, const arb_tree *t, const d
                         const double *q, int V, double *be_depth, int n_depth);
 
 /* Exact E[accepted length | tree] of verifier vf on in (OT methods: BE_TREE - 1; naive: path 1;
-   bv / traversal: §8.5 candidate sequence). ARB_E_UNSUPPORTED for other verifiers. */
+   bv / traversal: §8.5 candidate sequence). ARB_E_UNSUPPORTED for other verifiers; ARB_E_INVAL
+   when in->p is NULL (it reads the full n x V array, not laws on demand). */
 int arb_otan_expected_accepted(arb_otan *a, arb_verifier *vf, const arb_verify_in *in, double *out);
 
 #endif
