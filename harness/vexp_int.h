@@ -24,40 +24,28 @@ static const double vexp_c[13] = {
     0x1.0000000000000p+0,
 };
 
-/* exp of 4 lanes, each in [VEXP_NORMAL, VEXP_MAX] */
-__attribute__((target("avx2,fma"))) static inline __m256d vexp4(__m256d v)
-{
-    const __m256d shift = _mm256_set1_pd(VEXP_SHIFT);
-    const __m256d t = _mm256_add_pd(_mm256_mul_pd(v, _mm256_set1_pd(VEXP_INV_LN2)), shift);
-    const __m256d kd = _mm256_sub_pd(t, shift);
-    __m256d r = _mm256_fnmadd_pd(kd, _mm256_set1_pd(VEXP_LN2_HI), v);
-    r = _mm256_fnmadd_pd(kd, _mm256_set1_pd(VEXP_LN2_LO), r);
-    __m256d p = _mm256_set1_pd(vexp_c[0]);
-    for (int j = 1; j < 13; j++)
-        p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(vexp_c[j]));
-    p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0));
-    /* t's low mantissa bits hold k (offset 2^51): k + 1023 into the exponent field */
-    const __m256i e = _mm256_slli_epi64(
-        _mm256_add_epi64(_mm256_sub_epi64(_mm256_castpd_si256(t), _mm256_castpd_si256(shift)), _mm256_set1_epi64x(1023)), 52);
-    return _mm256_mul_pd(p, _mm256_castsi256_pd(e));
-}
-
-/* the same for 8 lanes */
-__attribute__((target("avx512f"))) static inline __m512d vexp8(__m512d v)
-{
-    const __m512d shift = _mm512_set1_pd(VEXP_SHIFT);
-    const __m512d t = _mm512_add_pd(_mm512_mul_pd(v, _mm512_set1_pd(VEXP_INV_LN2)), shift);
-    const __m512d kd = _mm512_sub_pd(t, shift);
-    __m512d r = _mm512_fnmadd_pd(kd, _mm512_set1_pd(VEXP_LN2_HI), v);
-    r = _mm512_fnmadd_pd(kd, _mm512_set1_pd(VEXP_LN2_LO), r);
-    __m512d p = _mm512_set1_pd(vexp_c[0]);
-    for (int j = 1; j < 13; j++)
-        p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(vexp_c[j]));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0));
-    const __m512i e = _mm512_slli_epi64(
-        _mm512_add_epi64(_mm512_sub_epi64(_mm512_castpd_si512(t), _mm512_castpd_si512(shift)), _mm512_set1_epi64(1023)), 52);
-    return _mm512_mul_pd(p, _mm512_castsi512_pd(e));
-}
+/* exp of each lane, every lane in [VEXP_NORMAL, VEXP_MAX]: one body for both widths (P the
+   intrinsics' prefix, SI the vector width in bits, E64 the 64-bit broadcast). */
+#define VEXP_DEF(NAME, TARGET, T, P, SI, E64)                                                       \
+    TARGET static inline T NAME(T v)                                                                \
+    {                                                                                               \
+        const T shift = P##_set1_pd(VEXP_SHIFT);                                                    \
+        const T t = P##_add_pd(P##_mul_pd(v, P##_set1_pd(VEXP_INV_LN2)), shift);                    \
+        const T kd = P##_sub_pd(t, shift);                                                          \
+        T r = P##_fnmadd_pd(kd, P##_set1_pd(VEXP_LN2_HI), v);                                       \
+        r = P##_fnmadd_pd(kd, P##_set1_pd(VEXP_LN2_LO), r);                                         \
+        T p = P##_set1_pd(vexp_c[0]);                                                               \
+        for (int j = 1; j < 13; j++)                                                                \
+            p = P##_fmadd_pd(p, r, P##_set1_pd(vexp_c[j]));                                         \
+        p = P##_fmadd_pd(p, r, P##_set1_pd(1.0));                                                   \
+        /* t's low mantissa bits hold k (offset 2^51): k + 1023 into the exponent field */          \
+        const __m##SI##i e = P##_slli_epi64(                                                           \
+            P##_add_epi64(P##_sub_epi64(P##_castpd_si##SI(t), P##_castpd_si##SI(shift)), E64(1023)), 52); \
+        return P##_mul_pd(p, P##_castsi##SI##_pd(e));                                               \
+    }
+VEXP_DEF(vexp4, __attribute__((target("avx2,fma"))), __m256d, _mm256, 256, _mm256_set1_epi64x)
+VEXP_DEF(vexp8, __attribute__((target("avx512f"))), __m512d, _mm512, 512, _mm512_set1_epi64)
+#undef VEXP_DEF
 
 /* Lanes that vexp4 / vexp8 may take (every lane of the vector in range) */
 __attribute__((target("avx2,fma"))) static inline bool vexp4_in_range(__m256d v)
