@@ -195,38 +195,76 @@ static uint64_t desc_key(double d)
     return ~u;
 }
 
+/* Stable LSD radix passes over (keys, ids) [0, n): `passes` digits of RADIX_BITS bits from bit
+   sh0 up. The data moves between the a and b buffers; on return *ka / *ia hold the result. */
+enum { RADIX_BITS = 11, RADIX_R = 1 << RADIX_BITS };
+static void radix_passes(uint64_t **ka, uint64_t **kb, int32_t **ia, int32_t **ib, int n, int sh0, int passes)
+{
+    int32_t count[RADIX_R];
+    for (int pass = 0; pass < passes; pass++) {
+        const int sh = sh0 + RADIX_BITS * pass;
+        memset(count, 0, sizeof count);
+        for (int i = 0; i < n; i++)
+            count[((*ka)[i] >> sh) & (RADIX_R - 1)]++;
+        if (count[((*ka)[0] >> sh) & (RADIX_R - 1)] == n)
+            continue; /* one digit value everywhere: this pass would not move anything */
+        int32_t sum = 0;
+        for (int d = 0; d < RADIX_R; d++) {
+            const int32_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (int i = 0; i < n; i++) {
+            const int d = (int)(((*ka)[i] >> sh) & (RADIX_R - 1));
+            (*kb)[count[d]] = (*ka)[i];
+            (*ib)[count[d]++] = (*ia)[i];
+        }
+        uint64_t *tk = *ka; *ka = *kb; *kb = tk;
+        int32_t *ti = *ia; *ia = *ib; *ib = ti;
+    }
+}
+
 void arb_sample_order_desc_all(const double *v, int n, int32_t *out, uint64_t *key, int32_t *tmp)
 {
-    /* LSD radix, 11-bit digits (6 passes, an 8 KB count table), stable; ties keep the
-       ids' ascending order */
-    enum { BITS = 11, R = 1 << BITS, PASSES = (64 + BITS - 1) / BITS };
+    /* Stable in two levels, from ids in ascending order (so ties keep it): a radix sort on
+       the keys' top 33 bits (3 passes of 11), which tell almost all of a law's values apart,
+       then each run that agrees on them ordered by the whole key (insertion sort when short,
+       3 more passes on the low 31 bits when longer than 32). The same permutation as the
+       6-pass sort of every bit it replaced: 406-408 -> 271-307 us on 49 152 continuous values,
+       about the same (434 -> 410-420) where many values share their top bits. */
     uint64_t *ka = key, *kb = key + n;
     int32_t *ia = out, *ib = tmp;
     for (int i = 0; i < n; i++) {
         ka[i] = desc_key(v[i]);
         ia[i] = i;
     }
-    int32_t count[R];
-    for (int pass = 0; pass < PASSES; pass++) {
-        const int sh = BITS * pass;
-        memset(count, 0, sizeof count);
-        for (int i = 0; i < n; i++)
-            count[(ka[i] >> sh) & (R - 1)]++;
-        if (count[(ka[0] >> sh) & (R - 1)] == n)
-            continue; /* one digit value everywhere: this pass would not move anything */
-        int32_t sum = 0;
-        for (int d = 0; d < R; d++) {
-            const int32_t c = count[d];
-            count[d] = sum;
-            sum += c;
+    radix_passes(&ka, &kb, &ia, &ib, n, 31, 3);
+    for (int s = 0; s < n;) {
+        int e = s + 1;
+        while (e < n && ka[e] >> 31 == ka[s] >> 31)
+            e++;
+        if (e - s > 32) {
+            uint64_t *ra = ka + s, *rb = kb + s;
+            int32_t *qa = ia + s, *qb = ib + s;
+            radix_passes(&ra, &rb, &qa, &qb, e - s, 0, 3);
+            if (ra != ka + s) {
+                memcpy(ka + s, ra, sizeof(uint64_t) * (size_t)(e - s));
+                memcpy(ia + s, qa, sizeof(int32_t) * (size_t)(e - s));
+            }
+        } else {
+            for (int i = s + 1; i < e; i++) { /* stable: equal keys keep their order */
+                const uint64_t k = ka[i];
+                const int32_t id = ia[i];
+                int j = i - 1;
+                for (; j >= s && ka[j] > k; j--) {
+                    ka[j + 1] = ka[j];
+                    ia[j + 1] = ia[j];
+                }
+                ka[j + 1] = k;
+                ia[j + 1] = id;
+            }
         }
-        for (int i = 0; i < n; i++) {
-            const int d = (int)((ka[i] >> sh) & (R - 1));
-            kb[count[d]] = ka[i];
-            ib[count[d]++] = ia[i];
-        }
-        uint64_t *tk = ka; ka = kb; kb = tk;
-        int32_t *ti = ia; ia = ib; ib = ti;
+        s = e;
     }
     if (ia != out)
         memcpy(out, ia, sizeof(int32_t) * (size_t)n);

@@ -346,7 +346,8 @@ Test(sample, sample_w_paths_agree)
 
 /* arb_sample_order_desc_all (radix) gives arb_sample_order_desc's permutation: random values
    with many exact ties, negatives, +0.0 and -0.0 (equal under ==, so ordered by id), tiny
-   and huge magnitudes, n from 1 to a vocabulary. */
+   and huge magnitudes, long runs of distinct values that agree on the keys' top 33 bits (the
+   second level of the sort), n from 1 to a vocabulary. */
 Test(sample, radix_order_equals_the_heap_order)
 {
     const int ns[6] = {1, 2, 7, 100, 4096, 49152};
@@ -358,7 +359,8 @@ Test(sample, radix_order_equals_the_heap_order)
         uint64_t *key = malloc(sizeof(uint64_t) * 2 * n);
         for (int i = 0; i < n; i++) {
             s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-            switch (s % 6) {
+            switch (s % 7) {
+            case 5: v[i] = 0.5 + (double)(s >> 40) * 0x1.0p-52; break; /* distinct, equal top 33 bits */
             case 0: v[i] = (double)(int)(s % 7) - 3.0; break;       /* many exact ties */
             case 1: v[i] = (s >> 8) & 1 ? 0.0 : -0.0; break;         /* signed zeros */
             case 2: v[i] = -(double)(s >> 11) * 0x1.0p-53 * 1e-300; break;
