@@ -9,7 +9,11 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "verifiers/otanalysis.h"
 #include "verifiers/verifier.h"
@@ -481,4 +485,89 @@ Test(otanalysis, be_depth_truncation)
     arb_tree_release(&d.t);
     arb_tree_release(&cut.t);
     vm_free(&m);
+}
+
+/* Khisti's sparse mode (rounds over U = supp p ∪ supp q only) gives dense mode's bits: the
+   winner laws of three rounds over all V and the pair-selection coins of every pair of a token
+   sample (U's, the smallest ids outside it, which can enter the truncated set with key 0).
+   Laws: random supports of 1..40 tokens for p and q, overlapping or not, some p-only tokens
+   with equal masses (ties broken by id), V = 300 and a vocabulary-sized 49 152; s = 2, 5, 15. */
+static void kh_law(double *v, int V, const int32_t *ids, int n, uint64_t *st, bool ties)
+{
+    double S = 0;
+    for (int i = 0; i < n; i++) {
+        *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+        const double r = ties && i % 3 ? v[ids[i - 1]] : (double)((*st >> 11) % 1000 + 1);
+        v[ids[i]] = r;
+        S += r;
+    }
+    for (int i = 0; i < n; i++)
+        v[ids[i]] /= S;
+    (void)V;
+}
+
+/* ids[from .. n) distinct from each other and from ids[0 .. from), in [lo, V) */
+static void kh_ids(int32_t *ids, int from, int n, int lo, int V, uint64_t *st)
+{
+    for (int i = from; i < n; i++) {
+        bool dup;
+        do {
+            *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+            ids[i] = lo + (int32_t)((*st >> 20) % (uint64_t)(V - lo));
+            dup = false;
+            for (int j = 0; j < i; j++)
+                dup |= ids[j] == ids[i];
+        } while (dup);
+    }
+}
+
+Test(khisti, sparse_rounds_give_the_dense_bits)
+{
+    uint64_t st = 12345;
+    int checked = 0;
+    for (int c = 0; c < 60; c++) {
+        const int V = c % 4 == 3 ? 49152 : 300, s = c % 3 == 0 ? 2 : c % 3 == 1 ? 5 : 15;
+        double *p = calloc((size_t)V, sizeof *p), *q = calloc((size_t)V, sizeof *q);
+        double *ad = calloc((size_t)V, sizeof *ad), *ad2 = calloc((size_t)V, sizeof *ad2);
+        double *as = calloc((size_t)V, sizeof *as), *as2 = calloc((size_t)V, sizeof *as2);
+        int32_t ids[80];
+        const int np = 1 + c % 40, nq = 1 + (c * 7) % 40;
+        kh_ids(ids, 0, np, 5, V, &st); /* away from 0: the zero keys outside U come first */
+        kh_law(p, V, ids, np, &st, c % 2 == 0);
+        const int shared = c % 5 == 0 ? 0 : np / 2; /* q's support: some of p's, then its own */
+        kh_ids(ids, shared, nq, 0, V, &st);
+        kh_law(q, V, ids, nq, &st, false);
+        arb_khisti_lp *dn, *sp;
+        cr_assert_eq(arb_khisti_lp_new(V, 15, &dn), 0);
+        cr_assert_eq(arb_khisti_lp_new(V, 15, &sp), 0);
+        const int nu = arb_khisti_lp_support(sp, p, q, V);
+        cr_assert(nu >= 1 && nu <= np + nq);
+        const double *a_d = q, *a_s = q;
+        for (int r = 0; r < 3; r++) {
+            double *dd = a_d == ad ? ad2 : ad, *ds = a_s == as ? as2 : as;
+            arb_khisti_lp_solve(dn, p, a_d, q, V, s, dd);
+            arb_khisti_lp_solve(sp, p, a_s, q, V, s, ds);
+            cr_assert_eq(memcmp(dd, ds, sizeof(double) * (size_t)V), 0, "case %d round %d: laws differ", c, r);
+            int32_t tok[64];
+            int nt = 0;
+            for (int x = 0; x < V && nt < 48; x++)
+                if (p[x] > 0 || q[x] > 0 || x < 8)
+                    tok[nt++] = x;
+            for (int i = 0; i < nt; i++)
+                for (int j = 0; j < nt; j++) {
+                    cr_assert_eq(arb_khisti_keep(dn, tok[i], tok[j]), arb_khisti_keep(sp, tok[i], tok[j]),
+                                 "case %d round %d: keep(%d, %d)", c, r, tok[i], tok[j]);
+                    checked++;
+                }
+            a_d = dd;
+            a_s = ds;
+        }
+        arb_khisti_lp_support_end(sp, (double *const[]){as, as2}, 2);
+        for (int x = 0; x < V; x++) /* end zeroes the buffers for the next node */
+            cr_assert(as[x] == 0 && as2[x] == 0);
+        arb_khisti_lp_free(dn);
+        arb_khisti_lp_free(sp);
+        free(p), free(q), free(ad), free(ad2), free(as), free(as2);
+    }
+    cr_assert(checked > 10000);
 }

@@ -189,6 +189,23 @@ Test(verifiers, iid_k4_l3, .timeout = 300)
     vm_free(&m);
 }
 
+/* Khisti on sparse laws (p and q on at most 4 of 8 tokens in every context): its rounds run
+   over the support only (khisti.c), s = 5 taking zero-key tokens outside it into the truncated
+   set; IID k = 3, L = 2 at s = 2 and 5, and DELAYED (1, 3, 2). */
+Test(verifiers, khisti_sparse_laws, .timeout = 300)
+{
+    vm_model m;
+    vm_sparse(&m, 8, 3, 17);
+    mc_cfg c[] = {{.verifier = "khisti", .khisti_s = 2, .g = {.kind = ARB_REGIME_IID, .k = 3, .L = 2}},
+                  {.verifier = "khisti", .g = {.kind = ARB_REGIME_IID, .k = 3, .L = 2}},
+                  {.verifier = "khisti", .g = {.kind = ARB_REGIME_DELAYED, .l = 1, .k = 3, .L = 2}}};
+    for (int i = 0; i < 3; i++) {
+        c[i].id = 360 + (uint32_t)i;
+        check(&m, "sparse8", &c[i]);
+    }
+    vm_free(&m);
+}
+
 /* DELAYED (1, 3, 2) on a random V = 4 model: the OT methods and Traversal. */
 Test(verifiers, delayed, .timeout = 300)
 {

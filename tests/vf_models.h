@@ -80,6 +80,31 @@ static inline void vm_random(vm_model *m, int V, int D, uint64_t seed)
     }
 }
 
+/* Sparse laws (top-p-like): in each context p lives on a window of 3 tokens and q on the window
+   shifted by one, so p and q together have at most 4 of V >= 8 tokens (Khisti's sparse rounds,
+   khisti.c). Weights u^3 + 0.05, the window start drawn per context. */
+static inline void vm_sparse(vm_model *m, int V, int D, uint64_t seed)
+{
+    vm_alloc(m, V, D);
+    arb_rng r;
+    arb_rng_init(&r, seed, 0, 0, ARB_STREAM_AUX);
+    for (int c = 0; c < m->n_ctx; c++) {
+        const int w0 = (int)(arb_rng_u(&r) * (V - 3)) % (V - 3);
+        double *p = m->p + (size_t)c * V, *q = m->q + (size_t)c * V, Sp = 0, Sq = 0;
+        for (int i = 0; i < 3; i++) {
+            double u = arb_rng_u(&r), v = arb_rng_u(&r);
+            p[w0 + i] = u * u * u + 0.05;
+            q[w0 + 1 + i] = v * v * v + 0.05;
+            Sp += p[w0 + i];
+            Sq += q[w0 + 1 + i];
+        }
+        for (int x = 0; x < V; x++) {
+            p[x] /= Sp;
+            q[x] /= Sq;
+        }
+    }
+}
+
 /* §11.1 hash model H3 (V = 3). */
 static inline void vm_h3_fill(vm_model *m, int ctx, int h, int depth)
 {
