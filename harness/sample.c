@@ -147,6 +147,44 @@ void arb_sample_order_desc(const double *v, int32_t *h, int n)
     }
 }
 
+/* The heap the other way round: the root is the element sorted FIRST. */
+static void sift_first(const double *v, int32_t *h, int n, int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, m = i;
+        if (l < n && before(v, h[l], h[m]))
+            m = l;
+        if (l + 1 < n && before(v, h[l + 1], h[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        int32_t t = h[i]; h[i] = h[m]; h[m] = t;
+        i = m;
+    }
+}
+
+/* Top-p's nucleus from its candidates h[0..n): the first elements in the "before" order
+   (value desc, id asc) until their running sum, in that order, reaches top_p or none is
+   left. Only those are ordered (a heap, popped one at a time: O(n + k log n) for k kept
+   where the full sort was O(n log n)); they end at h[n - k .. n) in reverse order (the
+   first one last). Returns k. */
+static int nucleus(const double *v, int32_t *h, int n, double top_p)
+{
+    for (int i = n / 2 - 1; i >= 0; i--)
+        sift_first(v, h, n, i);
+    double c = 0;
+    int k = 0;
+    for (int e = n; k < n && c < top_p; e--) {
+        const int32_t x = h[0];
+        h[0] = h[e - 1];
+        h[e - 1] = x;
+        sift_first(v, h, e - 1, 0);
+        c += v[x];
+        k++;
+    }
+    return k;
+}
+
 /* Partition h[0..n) so that its first k entries are the k first in the "before" order
    (value desc, id asc), in any order among themselves: quickselect with a median-of-three
    pivot. The order is total, so the set is the same whatever the pivots (the same set a
@@ -327,17 +365,14 @@ int arb_sample_process_isa(int isa, const float *z, int V, const arb_sampling *s
             if (mass >= s->top_p + 1e-9 || t < 1e-300)
                 break;
         }
-        arb_sample_order_desc(pi, idx, nc);
-        double cum = 0;
-        int keep = 0;
-        while (keep < nc && cum < s->top_p)
-            cum += pi[idx[keep++]];
-        double S2 = 0;
-        for (int i = 0; i < keep; i++)
-            S2 += pi[idx[i]];
+        const int keep = nucleus(pi, idx, nc, s->top_p);
+        const int32_t *kept = idx + nc - keep; /* in reverse order */
+        double S2 = 0; /* in the nucleus's order, first one first */
+        for (int i = keep - 1; i >= 0; i--)
+            S2 += pi[kept[i]];
         /* mark kept tokens by negating their probability, then zero the rest */
         for (int i = 0; i < keep; i++)
-            pi[idx[i]] = -pi[idx[i]];
+            pi[kept[i]] = -pi[kept[i]];
         arb_proc_keep(isa, pi, V, S2);
     }
     return arb_proc_count_pos(isa, pi, V);

@@ -159,8 +159,14 @@ Test(sample, process_top_p_rule)
     while (keep < V && cum < 0.9)
         cum += full[ord[keep++]];
     cr_assert_eq(nz, keep);
-    for (int i = 0; i < V; i++)
+    double S2 = 0; /* the kept mass summed in rank order: the renormalization's exact bits */
+    for (int i = 0; i < keep; i++)
+        S2 += full[ord[i]];
+    for (int i = 0; i < V; i++) {
         cr_assert_eq(pb[ord[i]] > 0, i < keep, "rank %d", i);
+        if (i < keep)
+            cr_assert(pb[ord[i]] == full[ord[i]] / S2, "rank %d: %.17g vs %.17g", i, pb[ord[i]], full[ord[i]] / S2);
+    }
     double S = 0;
     for (int x = 0; x < V; x++)
         S += pb[x];
