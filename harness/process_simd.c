@@ -29,6 +29,10 @@ typedef struct proc_impl {
     int (*scale_max)(const float *z, int V, double invT, double *pi, double *m);
     int (*exp_sum)(double *pi, int V, double m, double part[8]);
     int (*div)(double *pi, int V, double S);
+    int (*fmax)(const float *z, int V, double *m);
+    int (*scale_exp_sum)(const float *z, int V, double invT, double m, double *pi, double part[8]);
+    int (*div_count)(double *pi, int V, double S, int *n);
+    int (*mass_above)(const double *e, int V, const double th[4], double mass[4]);
     int (*max)(const double *pi, int V, double *m);
     int (*collect)(const double *pi, int V, double t, int32_t *idx, int *n);
     int (*keep)(double *pi, int V, double S);
@@ -46,6 +50,7 @@ typedef struct proc_impl {
 #define PS_LOADF(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
 #define PS_MASK(a, b, op) ((unsigned)_mm256_movemask_pd(_mm256_cmp_pd(a, b, op)))
 #define PS_NEG_OR_ZERO(v, q) _mm256_and_pd(_mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_LT_OQ), q)
+#define PS_KEEP_GE(v, t) _mm256_and_pd(_mm256_cmp_pd(v, t, _CMP_GE_OQ), v)
 #define PS_VEXP(v) vexp4(v)
 #define PS_VEXP_OK(v) vexp4_in_range(v)
 #include "process_simd_body.h"
@@ -60,6 +65,7 @@ typedef struct proc_impl {
 #define PS_LOADF(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
 #define PS_MASK(a, b, op) ((unsigned)_mm512_cmp_pd_mask(a, b, op))
 #define PS_NEG_OR_ZERO(v, q) _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(v, _mm512_setzero_pd(), _CMP_LT_OQ), q)
+#define PS_KEEP_GE(v, t) _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(v, t, _CMP_GE_OQ), v)
 #define PS_VEXP(v) vexp8(v)
 #define PS_VEXP_OK(v) vexp8_in_range(v)
 #include "process_simd_body.h"
@@ -98,6 +104,47 @@ void arb_proc_div(int isa, double *pi, int V, double S)
     const proc_impl *p = impl_of(isa);
     for (int x = p ? p->div(pi, V, S) : 0; x < V; x++)
         pi[x] /= S;
+}
+
+double arb_proc_fmax(int isa, const float *z, int V)
+{
+    const proc_impl *p = impl_of(isa);
+    double m = -INFINITY;
+    for (int x = p ? p->fmax(z, V, &m) : 0; x < V; x++)
+        m = (double)z[x] > m ? (double)z[x] : m;
+    return m;
+}
+
+double arb_proc_scale_exp_sum(int isa, const float *z, int V, double invT, double m, double *pi)
+{
+    const proc_impl *p = impl_of(isa);
+    double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int x = p ? p->scale_exp_sum(z, V, invT, m, pi, part) : 0; x < V; x++) {
+        pi[x] = arb_vexp1((double)z[x] * invT - m);
+        part[x % 8] += pi[x];
+    }
+    return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+int arb_proc_div_count(int isa, double *pi, int V, double S)
+{
+    const proc_impl *p = impl_of(isa);
+    int n = 0;
+    for (int x = p ? p->div_count(pi, V, S, &n) : 0; x < V; x++) {
+        pi[x] /= S;
+        n += pi[x] > 0;
+    }
+    return n;
+}
+
+void arb_proc_mass_above(int isa, const double *e, int V, const double th[4], double mass[4])
+{
+    const proc_impl *p = impl_of(isa);
+    for (int j = 0; j < 4; j++)
+        mass[j] = 0;
+    for (int x = p ? p->mass_above(e, V, th, mass) : 0; x < V; x++)
+        for (int j = 0; j < 4; j++)
+            mass[j] += e[x] >= th[j] ? e[x] : 0.0;
 }
 
 double arb_proc_max(int isa, const double *pi, int V)

@@ -7,6 +7,7 @@
  *     PS_LOADF(p)   PS_W floats at p, widened to doubles
  *     PS_MASK(a, b, op)  the lanes where the comparison holds, as an unsigned bit mask
  *     PS_NEG_OR_ZERO(v, q)  q in the lanes where v < 0, +0 elsewhere
+ *     PS_KEEP_GE(v, t)  v in the lanes where v >= t, +0 elsewhere
  *     PS_VEXP(v), PS_VEXP_OK(v)  vexp_int.h's exp and its range test for this width
  * Every function works on whole vectors (whole 8-blocks where the scalar path's grouping is
  * by 8) from element 0 and returns where it stopped; process_simd.c finishes with the scalar
@@ -64,6 +65,89 @@ static int PS_NAME(exp_sum)(double *pi, int V, double m, double part[8])
         }
     for (int h = 0; h < H; h++)
         PF(storeu_pd)(part + h * PS_W, s[h]);
+    return x;
+}
+
+/* the largest (double)z[x], from *m (NaN never taken: max_pd keeps its second operand) */
+static int PS_NAME(fmax)(const float *z, int V, double *m)
+{
+    PS_T m0 = PF(set1_pd)(*m), m1 = m0;
+    int x = 0;
+    for (; x + 2 * PS_W <= V; x += 2 * PS_W) {
+        m0 = PF(max_pd)(PS_LOADF(z + x), m0);
+        m1 = PF(max_pd)(PS_LOADF(z + x + PS_W), m1);
+    }
+    double l[2 * PS_W];
+    PF(storeu_pd)(l, m0);
+    PF(storeu_pd)(l + PS_W, m1);
+    for (int k = 0; k < 2 * PS_W; k++)
+        *m = l[k] > *m ? l[k] : *m;
+    return x;
+}
+
+/* scale_max's product and exp_sum's exp in one pass: pi = exp(z * invT - m), part[] as there */
+static int PS_NAME(scale_exp_sum)(const float *z, int V, double invT, double m, double *pi, double part[8])
+{
+    enum { H = 8 / PS_W };
+    const PS_T mv = PF(set1_pd)(m), it = PF(set1_pd)(invT);
+    PS_T s[H];
+    for (int h = 0; h < H; h++)
+        s[h] = PF(setzero_pd)();
+    int x = 0;
+    for (; x + 8 <= V; x += 8)
+        for (int h = 0; h < H; h++) {
+            PS_T a = PF(sub_pd)(PF(mul_pd)(PS_LOADF(z + x + h * PS_W), it), mv);
+            if (PS_VEXP_OK(a)) {
+                a = PS_VEXP(a);
+            } else {
+                double t[PS_W];
+                PF(storeu_pd)(t, a);
+                for (int k = 0; k < PS_W; k++)
+                    t[k] = arb_vexp1(t[k]);
+                a = PF(loadu_pd)(t);
+            }
+            PF(storeu_pd)(pi + x + h * PS_W, a);
+            s[h] = PF(add_pd)(s[h], a);
+        }
+    for (int h = 0; h < H; h++)
+        PF(storeu_pd)(part + h * PS_W, s[h]);
+    return x;
+}
+
+/* div and count_pos in one pass */
+static int PS_NAME(div_count)(double *pi, int V, double S, int *n)
+{
+    const PS_T sv = PF(set1_pd)(S), z = PF(setzero_pd)();
+    int x = 0, k = 0;
+    for (; x + PS_W <= V; x += PS_W) {
+        const PS_T v = PF(div_pd)(PF(loadu_pd)(pi + x), sv);
+        PF(storeu_pd)(pi + x, v);
+        k += __builtin_popcount(PS_MASK(v, z, _CMP_GT_OQ));
+    }
+    *n += k;
+    return x;
+}
+
+/* top-p: mass[j] += the sum of the e[x] >= th[j] (4 thresholds, any order of addition) */
+static int PS_NAME(mass_above)(const double *e, int V, const double th[4], double mass[4])
+{
+    PS_T acc[4], tv[4];
+    for (int j = 0; j < 4; j++) {
+        acc[j] = PF(setzero_pd)();
+        tv[j] = PF(set1_pd)(th[j]);
+    }
+    int x = 0;
+    for (; x + PS_W <= V; x += PS_W) {
+        const PS_T v = PF(loadu_pd)(e + x);
+        for (int j = 0; j < 4; j++)
+            acc[j] = PF(add_pd)(acc[j], PS_KEEP_GE(v, tv[j]));
+    }
+    for (int j = 0; j < 4; j++) {
+        double l[PS_W];
+        PF(storeu_pd)(l, acc[j]);
+        for (int k = 0; k < PS_W; k++)
+            mass[j] += l[k];
+    }
     return x;
 }
 
@@ -179,6 +263,8 @@ out:
 
 static const proc_impl PS_NAME(proc) = {
     .scale_max = PS_NAME(scale_max), .exp_sum = PS_NAME(exp_sum), .div = PS_NAME(div),
+    .fmax = PS_NAME(fmax), .scale_exp_sum = PS_NAME(scale_exp_sum), .div_count = PS_NAME(div_count),
+    .mass_above = PS_NAME(mass_above),
     .max = PS_NAME(max), .collect = PS_NAME(collect), .keep = PS_NAME(keep),
     .count_pos = PS_NAME(count_pos), .seq_sum = PS_NAME(seq_sum), .seq_pick = PS_NAME(seq_pick),
 };
@@ -195,5 +281,6 @@ static const proc_impl PS_NAME(proc) = {
 #undef PS_LOADF
 #undef PS_MASK
 #undef PS_NEG_OR_ZERO
+#undef PS_KEEP_GE
 #undef PS_VEXP
 #undef PS_VEXP_OK

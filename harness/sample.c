@@ -338,42 +338,64 @@ int arb_sample_process_isa(int isa, const float *z, int V, const arb_sampling *s
         pi[arb_sample_argmax_f(z, V)] = 1.0;
         return 1;
     }
-    const double m = arb_proc_scale_max(isa, z, V, 1.0 / s->temperature, pi);
+    const double invT = 1.0 / s->temperature;
+    /* exp(pi - m) of the whole row (vexp.h: within an ulp of libm, the same bits on every
+       CPU; -inf, top-k's cut, gives 0), summed in 8 interleaved partial sums combined in a
+       fixed tree (eight independent chains instead of one V-long one), then the division:
+       process_simd.h, the same bits at every vector width. Without top-k the maximum comes
+       from the floats and the products, exps and sum from one pass (the same bits as the
+       three passes, fewer doubles written and read). */
+    double S;
     if (s->top_k > 0 && s->top_k < V && idx) {
+        const double m = arb_proc_scale_max(isa, z, V, invT, pi);
         for (int x = 0; x < V; x++)
             idx[x] = x;
         select_first(pi, idx, V, s->top_k); /* the top_k in (value desc, id asc) order, O(V) */
         for (int i = s->top_k; i < V; i++)
             pi[idx[i]] = -INFINITY;
-    }
-    /* exp(pi - m) of the whole row (vexp.h: within an ulp of libm, the same bits on every
-       CPU; -inf, top-k's cut, gives 0), summed in 8 interleaved partial sums combined in a
-       fixed tree (eight independent chains instead of one V-long one), then the division:
-       process_simd.h, the same bits at every vector width */
-    const double S = arb_proc_exp_sum(isa, pi, V, m);
-    arb_proc_div(isa, pi, V, S);
-    if (s->top_p < 1 && idx) {
-        /* Only tokens above some threshold t can be kept: lower t geometrically until the
-           candidates carry at least top_p (with margin), then sort just those. */
-        const double pmax = arb_proc_max(isa, pi, V);
-        int nc = 0;
-        for (double t = pmax;; t *= 0.0625) {
+        S = arb_proc_exp_sum(isa, pi, V, m);
+    } else
+        S = arb_proc_scale_exp_sum(isa, z, V, invT, arb_proc_fmax(isa, z, V) * invT, pi);
+    if (!(s->top_p < 1 && idx))
+        return arb_proc_div_count(isa, pi, V, S);
+    /* Top-p on e = exp(pi - m), the largest being 1: only tokens above some threshold t can be
+       kept; the candidates are those with e >= t for the largest t of 2^-4, 2^-8, 2^-12, 2^-16
+       (one pass sums all four) whose mass reaches top_p with a margin, then lower t
+       sixteenfold until it does. Whichever t is taken, the candidates are a prefix of the
+       order holding the nucleus, so the law is the same; only the candidates are divided by
+       S (pi = e / S, the bits of the unfused division) and ordered. */
+    static const double th[4] = {0x1p-4, 0x1p-8, 0x1p-12, 0x1p-16};
+    const double need = (s->top_p + 1e-9) * S;
+    double mass[4];
+    arb_proc_mass_above(isa, pi, V, th, mass);
+    double t = -1;
+    for (int j = 0; j < 4 && t < 0; j++)
+        t = mass[j] >= need ? th[j] : -1;
+    int nc = 0;
+    if (t > 0)
+        nc = arb_proc_collect(isa, pi, V, t, idx);
+    else
+        for (t = th[3] * 0.0625;; t *= 0.0625) {
             nc = arb_proc_collect(isa, pi, V, t, idx);
-            double mass = 0; /* over the candidates in id order, whatever the path */
+            double mc = 0; /* over the candidates in id order, whatever the path */
             for (int i = 0; i < nc; i++)
-                mass += pi[idx[i]];
-            if (mass >= s->top_p + 1e-9 || t < 1e-300)
+                mc += pi[idx[i]];
+            if (mc >= need || t < 1e-300)
                 break;
         }
-        const int keep = nucleus(pi, idx, nc, s->top_p);
-        const int32_t *kept = idx + nc - keep; /* in reverse order */
-        double S2 = 0; /* in the nucleus's order, first one first */
-        for (int i = keep - 1; i >= 0; i--)
-            S2 += pi[kept[i]];
-        /* mark kept tokens by negating their probability, then zero the rest */
-        for (int i = 0; i < keep; i++)
-            pi[kept[i]] = -pi[kept[i]];
-        arb_proc_keep(isa, pi, V, S2);
-    }
-    return arb_proc_count_pos(isa, pi, V);
+    for (int i = 0; i < nc; i++)
+        pi[idx[i]] /= S;
+    const int keep = nucleus(pi, idx, nc, s->top_p);
+    const int32_t *kept = idx + nc - keep; /* in reverse order */
+    double S2 = 0; /* in the nucleus's order, first one first */
+    for (int i = keep - 1; i >= 0; i--)
+        S2 += pi[kept[i]];
+    /* mark kept tokens by negating their probability, then zero the rest */
+    for (int i = 0; i < keep; i++)
+        pi[kept[i]] = -pi[kept[i]];
+    arb_proc_keep(isa, pi, V, S2);
+    int n = 0;
+    for (int i = 0; i < keep; i++)
+        n += pi[kept[i]] > 0;
+    return n;
 }

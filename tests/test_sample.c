@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "process_simd.h"
 #include "sample.h"
 #include "vexp.h"
 
@@ -245,6 +246,94 @@ Test(sample, vexp_paths_agree_bit_for_bit)
    rows of several lengths (tails of every size), logit spreads from tight to ones whose
    exp underflows into the subnormals and to 0 (the scalar fallback inside a vector), exact
    ties, +-0, a -inf logit, with temperature, top-k and top-p, and the vexp paths alone. */
+/* PROCESS as it was before its passes were fused (sample.c, tenth session): the scaled row, the
+   maximum, top-k's cut, exp and sum, the division, then top-p over the normalized law (the
+   largest, candidates by a threshold lowered sixteenfold, all of them sorted, the running sum).
+   The reference for process_equals_the_unfused_passes. */
+static int process_unfused(int isa, const float *z, int V, const arb_sampling *s, double *pi, int32_t *idx)
+{
+    const double m = arb_proc_scale_max(isa, z, V, 1.0 / s->temperature, pi);
+    if (s->top_k > 0 && s->top_k < V) {
+        static double cp[49152 + 7];
+        memcpy(cp, pi, sizeof(double) * (size_t)V);
+        for (int x = 0; x < V; x++)
+            idx[x] = x;
+        arb_sample_order_desc(cp, idx, V);
+        for (int i = s->top_k; i < V; i++)
+            pi[idx[i]] = -INFINITY;
+    }
+    arb_proc_div(isa, pi, V, arb_proc_exp_sum(isa, pi, V, m));
+    if (s->top_p < 1) {
+        const double pmax = arb_proc_max(isa, pi, V);
+        int nc = 0;
+        for (double t = pmax;; t *= 0.0625) {
+            nc = arb_proc_collect(isa, pi, V, t, idx);
+            double mass = 0;
+            for (int i = 0; i < nc; i++)
+                mass += pi[idx[i]];
+            if (mass >= s->top_p + 1e-9 || t < 1e-300)
+                break;
+        }
+        arb_sample_order_desc(pi, idx, nc);
+        double cum = 0, S2 = 0;
+        int keep = 0;
+        while (keep < nc && cum < s->top_p)
+            cum += pi[idx[keep++]];
+        for (int i = 0; i < keep; i++)
+            S2 += pi[idx[i]];
+        for (int i = 0; i < keep; i++)
+            pi[idx[i]] = -pi[idx[i]];
+        arb_proc_keep(isa, pi, V, S2);
+    }
+    return arb_proc_count_pos(isa, pi, V);
+}
+
+/* The fused passes (the maximum from the floats, products, exps and sum in one pass, division
+   with the count; top-p's candidates from four thresholds at once, only they divided and
+   ordered) give the unfused PROCESS's law bit for bit on every path: rows of 1..49 159 tokens,
+   four spreads (exp underflow at the widest), exact ties, +-0, -inf; T 1 / 0.6 / 1.7, top-k
+   50 and 40, top-p 0.9, 0.95, 0.5 and 0.999 (several candidate thresholds). */
+Test(sample, process_equals_the_unfused_passes)
+{
+    enum { VMAX = 49152 + 7 };
+    static float z[VMAX];
+    static double ref[VMAX], got[VMAX];
+    static int32_t idx[VMAX];
+    const int Vs[] = {1, 7, 9, 1031, 49152, VMAX};
+    const arb_sampling ss[] = {{1.0, 0, 1.0}, {0.6, 0, 1.0},  {1.7, 50, 1.0},  {1.0, 0, 0.9},
+                               {0.8, 40, 0.95}, {1.0, 0, 0.5}, {1.3, 0, 0.999}, {0.7, 0, 0.95}};
+    uint64_t r = 99;
+    int compared = 0;
+    for (size_t vi = 0; vi < sizeof Vs / sizeof Vs[0]; vi++)
+        for (int spread = 0; spread < 4; spread++) {
+            const int V = Vs[vi];
+            const double w = spread == 0 ? 2.0 : spread == 1 ? 12.0 : spread == 2 ? 900.0 : 3000.0;
+            for (int i = 0; i < V; i++) {
+                r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+                z[i] = (float)(((double)(r >> 11) * 0x1.0p-53 - 0.5) * w);
+                if (i % 37 == 5)
+                    z[i] = z[i - 1];
+            }
+            if (V > 20)
+                z[3] = 0.0f, z[4] = -0.0f, z[11] = -INFINITY;
+            for (int isa = 0; isa <= 2; isa++)
+                for (size_t k = 0; k < sizeof ss / sizeof ss[0]; k++) {
+                    const int n2 = arb_sample_process_isa(isa, z, V, &ss[k], got, idx);
+                    if (n2 < 0)
+                        continue; /* no such path here */
+                    const int nz = process_unfused(isa, z, V, &ss[k], ref, idx);
+                    cr_assert_eq(n2, nz, "isa %d V %d spread %d setting %zu: %d vs %d tokens", isa, V, spread, k, n2,
+                                 nz);
+                    for (int x = 0; x < V; x++)
+                        cr_assert(!memcmp(&got[x], &ref[x], sizeof ref[x]),
+                                  "isa %d V %d spread %d setting %zu token %d: %.17g vs %.17g", isa, V, spread, k, x,
+                                  got[x], ref[x]);
+                    compared++;
+                }
+        }
+    cr_assert_geq(compared, 6 * 4 * 8);
+}
+
 Test(sample, process_paths_agree_bit_for_bit)
 {
     enum { VMAX = 49152 + 7 };
