@@ -28,15 +28,12 @@ bool arb_proc_isa_ok(int isa) { return isa >= ARB_PROC_SCALAR && isa <= arb_proc
 typedef struct proc_impl {
     int (*scale_max)(const float *z, int V, double invT, double *pi, double *m);
     int (*exp_sum)(double *pi, int V, double m, double part[8]);
-    int (*div)(double *pi, int V, double S);
     int (*fmax)(const float *z, int V, double *m);
     int (*scale_exp_sum)(const float *z, int V, double invT, double m, double *pi, double part[8]);
     int (*div_count)(double *pi, int V, double S, int *n);
     int (*mass_above)(const double *e, int V, const double th[4], double mass[4]);
-    int (*max)(const double *pi, int V, double *m);
     int (*collect)(const double *pi, int V, double t, int32_t *idx, int *n);
     int (*keep)(double *pi, int V, double S);
-    int (*count_pos)(const double *pi, int V, int *n);
     int (*seq_sum)(const double *w, int V, double *S);
     int (*seq_pick)(const double *w, int V, double t, double *c, int *last, int *got);
 } proc_impl;
@@ -99,13 +96,6 @@ double arb_proc_exp_sum(int isa, double *pi, int V, double m)
     return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
-void arb_proc_div(int isa, double *pi, int V, double S)
-{
-    const proc_impl *p = impl_of(isa);
-    for (int x = p ? p->div(pi, V, S) : 0; x < V; x++)
-        pi[x] /= S;
-}
-
 double arb_proc_fmax(int isa, const float *z, int V)
 {
     const proc_impl *p = impl_of(isa);
@@ -147,16 +137,6 @@ void arb_proc_mass_above(int isa, const double *e, int V, const double th[4], do
             mass[j] += e[x] >= th[j] ? e[x] : 0.0;
 }
 
-double arb_proc_max(int isa, const double *pi, int V)
-{
-    const proc_impl *p = impl_of(isa);
-    double m = 0;
-    for (int x = p ? p->max(pi, V, &m) : 0; x < V; x++)
-        if (pi[x] > m)
-            m = pi[x];
-    return m;
-}
-
 int arb_proc_collect(int isa, const double *pi, int V, double t, int32_t *idx)
 {
     const proc_impl *p = impl_of(isa);
@@ -172,15 +152,6 @@ void arb_proc_keep(int isa, double *pi, int V, double S)
     const proc_impl *p = impl_of(isa);
     for (int x = p ? p->keep(pi, V, S) : 0; x < V; x++)
         pi[x] = pi[x] < 0 ? -pi[x] / S : 0.0;
-}
-
-int arb_proc_count_pos(int isa, const double *pi, int V)
-{
-    const proc_impl *p = impl_of(isa);
-    int n = 0;
-    for (int x = p ? p->count_pos(pi, V, &n) : 0; x < V; x++)
-        n += pi[x] > 0;
-    return n;
 }
 
 double arb_proc_seq_sum(int isa, const double *w, int V)

@@ -8,9 +8,10 @@
  * scalar path (tests/test_sample.c, process_paths_agree_bit_for_bit).
  *
  *     const int isa = arb_proc_isa_best();
- *     double m = arb_proc_scale_max(isa, z, V, 1.0 / T, pi);   // pi = z / T, m = max
- *     double S = arb_proc_exp_sum(isa, pi, V, m);               // pi = exp(pi - m), S = sum
- *     arb_proc_div(isa, pi, V, S);                              // pi /= S
+ *     const double invT = 1.0 / T;
+ *     double m = arb_proc_fmax(isa, z, V) * invT;                 // the largest z * invT
+ *     double S = arb_proc_scale_exp_sum(isa, z, V, invT, m, pi);  // pi = exp(z * invT - m), S = sum
+ *     int n = arb_proc_div_count(isa, pi, V, S);                 // pi /= S, n = how many > 0
  */
 #ifndef ARB_PROCESS_SIMD_H
 #define ARB_PROCESS_SIMD_H
@@ -27,8 +28,6 @@ bool arb_proc_isa_ok(int isa);        /* false: the CPU lacks it */
 double arb_proc_scale_max(int isa, const float *z, int V, double invT, double *pi);
 /* pi[x] = exp(pi[x] - m) (vexp.h); returns the sum in the fixed order described above */
 double arb_proc_exp_sum(int isa, double *pi, int V, double m);
-/* pi[x] /= S */
-void arb_proc_div(int isa, double *pi, int V, double S);
 
 /* The same passes fused, for a row without top-k (sample.c): the largest (double)z[x] (times
    invT it is scale_max's m: a product by invT > 0 keeps the order), then scale_max's products
@@ -40,14 +39,11 @@ int arb_proc_div_count(int isa, double *pi, int V, double S);
    it only picks the candidates' threshold, with a margin) */
 void arb_proc_mass_above(int isa, const double *e, int V, const double th[4], double mass[4]);
 
-/* Top-p's passes. The largest pi[x], from 0 */
-double arb_proc_max(int isa, const double *pi, int V);
+/* Top-p's passes. */
 /* idx[0..n) = the x with pi[x] >= t and pi[x] > 0, ascending; returns n */
 int arb_proc_collect(int isa, const double *pi, int V, double t, int32_t *idx);
 /* pi[x] = pi[x] < 0 ? -pi[x] / S : 0 (the kept tokens were marked by a negative sign) */
 void arb_proc_keep(int isa, double *pi, int V, double S);
-/* the number of x with pi[x] > 0 */
-int arb_proc_count_pos(int isa, const double *pi, int V);
 
 /* SAMPLE's two scans (sample.c arb_sample_w), with its exact arithmetic: the running sum of
    w[0..V) in index order, and the first x with w[x] > 0 whose running sum exceeds t (-1 if

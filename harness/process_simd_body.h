@@ -151,29 +151,6 @@ static int PS_NAME(mass_above)(const double *e, int V, const double th[4], doubl
     return x;
 }
 
-static int PS_NAME(div)(double *pi, int V, double S)
-{
-    const PS_T sv = PF(set1_pd)(S);
-    int x = 0;
-    for (; x + PS_W <= V; x += PS_W)
-        PF(storeu_pd)(pi + x, PF(div_pd)(PF(loadu_pd)(pi + x), sv));
-    return x;
-}
-
-/* top-p: the largest element, from *m */
-static int PS_NAME(max)(const double *pi, int V, double *m)
-{
-    PS_T mv = PF(set1_pd)(*m);
-    int x = 0;
-    for (; x + PS_W <= V; x += PS_W)
-        mv = PF(max_pd)(PF(loadu_pd)(pi + x), mv);
-    double l[PS_W];
-    PF(storeu_pd)(l, mv);
-    for (int k = 0; k < PS_W; k++)
-        *m = l[k] > *m ? l[k] : *m;
-    return x;
-}
-
 /* top-p: the ids with t <= pi and 0 < pi, ascending, appended at idx + *n */
 static int PS_NAME(collect)(const double *pi, int V, double t, int32_t *idx, int *n)
 {
@@ -197,17 +174,6 @@ static int PS_NAME(keep)(double *pi, int V, double S)
         const PS_T v = PF(loadu_pd)(pi + x);
         PF(storeu_pd)(pi + x, PS_NEG_OR_ZERO(v, PF(div_pd)(PF(sub_pd)(z, v), sv)));
     }
-    return x;
-}
-
-/* how many pi > 0, added to *n */
-static int PS_NAME(count_pos)(const double *pi, int V, int *n)
-{
-    const PS_T z = PF(setzero_pd)();
-    int x = 0, k = 0;
-    for (; x + PS_W <= V; x += PS_W)
-        k += __builtin_popcount(PS_MASK(PF(loadu_pd)(pi + x), z, _CMP_GT_OQ));
-    *n += k;
     return x;
 }
 
@@ -262,11 +228,9 @@ out:
 }
 
 static const proc_impl PS_NAME(proc) = {
-    .scale_max = PS_NAME(scale_max), .exp_sum = PS_NAME(exp_sum), .div = PS_NAME(div),
-    .fmax = PS_NAME(fmax), .scale_exp_sum = PS_NAME(scale_exp_sum), .div_count = PS_NAME(div_count),
-    .mass_above = PS_NAME(mass_above),
-    .max = PS_NAME(max), .collect = PS_NAME(collect), .keep = PS_NAME(keep),
-    .count_pos = PS_NAME(count_pos), .seq_sum = PS_NAME(seq_sum), .seq_pick = PS_NAME(seq_pick),
+    .scale_max = PS_NAME(scale_max), .exp_sum = PS_NAME(exp_sum), .fmax = PS_NAME(fmax),
+    .scale_exp_sum = PS_NAME(scale_exp_sum), .div_count = PS_NAME(div_count), .mass_above = PS_NAME(mass_above),
+    .collect = PS_NAME(collect), .keep = PS_NAME(keep), .seq_sum = PS_NAME(seq_sum), .seq_pick = PS_NAME(seq_pick),
 };
 
 #undef PF

@@ -262,9 +262,13 @@ static int process_unfused(int isa, const float *z, int V, const arb_sampling *s
         for (int i = s->top_k; i < V; i++)
             pi[idx[i]] = -INFINITY;
     }
-    arb_proc_div(isa, pi, V, arb_proc_exp_sum(isa, pi, V, m));
+    const double S = arb_proc_exp_sum(isa, pi, V, m);
+    for (int x = 0; x < V; x++) /* division, maximum and count: exact operations, any width */
+        pi[x] /= S;
     if (s->top_p < 1) {
-        const double pmax = arb_proc_max(isa, pi, V);
+        double pmax = 0;
+        for (int x = 0; x < V; x++)
+            pmax = pi[x] > pmax ? pi[x] : pmax;
         int nc = 0;
         for (double t = pmax;; t *= 0.0625) {
             nc = arb_proc_collect(isa, pi, V, t, idx);
@@ -285,7 +289,10 @@ static int process_unfused(int isa, const float *z, int V, const arb_sampling *s
             pi[idx[i]] = -pi[idx[i]];
         arb_proc_keep(isa, pi, V, S2);
     }
-    return arb_proc_count_pos(isa, pi, V);
+    int n = 0;
+    for (int x = 0; x < V; x++)
+        n += pi[x] > 0;
+    return n;
 }
 
 /* The fused passes (the maximum from the floats, products, exps and sum in one pass, division
