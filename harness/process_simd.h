@@ -29,17 +29,17 @@ double arb_proc_scale_max(int isa, const float *z, int V, double invT, double *p
 /* pi[x] = exp(pi[x] - m) (vexp.h); returns the sum in the fixed order described above */
 double arb_proc_exp_sum(int isa, double *pi, int V, double m);
 
-/* The same passes fused, for a row without top-k (sample.c): the largest (double)z[x] (times
-   invT it is scale_max's m: a product by invT > 0 keeps the order), then scale_max's products
-   and exp_sum's exps and sum in one pass (the same bits), then div with count_pos. */
+/* The same two passes fused, for a row without top-k (sample.c): the largest (double)z[x]
+   (times invT it is scale_max's m: a product by invT > 0 keeps the order), then scale_max's
+   products and exp_sum's exps and sum in one pass (the same bits); then pi[x] /= S, returning
+   how many pi[x] > 0. */
 double arb_proc_fmax(int isa, const float *z, int V);
 double arb_proc_scale_exp_sum(int isa, const float *z, int V, double invT, double m, double *pi);
 int arb_proc_div_count(int isa, double *pi, int V, double S);
-/* top-p: mass[j] = the sum of the e[x] >= th[j], j < 4 (the order of addition is not fixed:
-   it only picks the candidates' threshold, with a margin) */
-void arb_proc_mass_above(int isa, const double *e, int V, const double th[4], double mass[4]);
 
-/* Top-p's passes. */
+/* Top-p's passes. mass[j] = the sum of the e[x] >= th[j], j < 4 (the order of addition is not
+   fixed: it only picks the candidates' threshold, with a margin) */
+void arb_proc_mass_above(int isa, const double *e, int V, const double th[4], double mass[4]);
 /* idx[0..n) = the x with pi[x] >= t and pi[x] > 0, ascending; returns n */
 int arb_proc_collect(int isa, const double *pi, int V, double t, int32_t *idx);
 /* pi[x] = pi[x] < 0 ? -pi[x] / S : 0 (the kept tokens were marked by a negative sign) */
