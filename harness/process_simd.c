@@ -36,6 +36,7 @@ typedef struct proc_impl {
     int (*keep)(double *pi, int V, double S);
     int (*seq_sum)(const double *w, int V, double *S);
     int (*seq_pick)(const double *w, int V, double t, double *c, int *last, int *got);
+    int (*residual_sum)(const double *x, double a, const double *y, double ys, int V, double *r, double *S);
 } proc_impl;
 
 #pragma GCC push_options
@@ -48,6 +49,7 @@ typedef struct proc_impl {
 #define PS_MASK(a, b, op) ((unsigned)_mm256_movemask_pd(_mm256_cmp_pd(a, b, op)))
 #define PS_NEG_OR_ZERO(v, q) _mm256_and_pd(_mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_LT_OQ), q)
 #define PS_KEEP_GE(v, t) _mm256_and_pd(_mm256_cmp_pd(v, t, _CMP_GE_OQ), v)
+#define PS_KEEP_GT0(v) _mm256_and_pd(_mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_GT_OQ), v)
 #define PS_VEXP(v) vexp4(v)
 #define PS_VEXP_OK(v) vexp4_in_range(v)
 #include "process_simd_body.h"
@@ -63,6 +65,7 @@ typedef struct proc_impl {
 #define PS_MASK(a, b, op) ((unsigned)_mm512_cmp_pd_mask(a, b, op))
 #define PS_NEG_OR_ZERO(v, q) _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(v, _mm512_setzero_pd(), _CMP_LT_OQ), q)
 #define PS_KEEP_GE(v, t) _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(v, t, _CMP_GE_OQ), v)
+#define PS_KEEP_GT0(v) _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(v, _mm512_setzero_pd(), _CMP_GT_OQ), v)
 #define PS_VEXP(v) vexp8(v)
 #define PS_VEXP_OK(v) vexp8_in_range(v)
 #include "process_simd_body.h"
@@ -135,6 +138,18 @@ void arb_proc_mass_above(int isa, const double *e, int V, const double th[4], do
     for (int x = p ? p->mass_above(e, V, th, mass) : 0; x < V; x++)
         for (int j = 0; j < 4; j++)
             mass[j] += e[x] >= th[j] ? e[x] : 0.0;
+}
+
+double arb_proc_residual_sum(int isa, const double *x, double a, const double *y, double ys, int V, double *r,
+                             double S)
+{
+    const proc_impl *p = impl_of(isa);
+    for (int i = p ? p->residual_sum(x, a, y, ys, V, r, &S) : 0; i < V; i++) {
+        const double d = a * x[i] - y[i] * ys;
+        r[i] = d > 0 ? d : 0.0;
+        S += r[i];
+    }
+    return S;
 }
 
 int arb_proc_collect(int isa, const double *pi, int V, double t, int32_t *idx)

@@ -45,6 +45,12 @@ int arb_proc_collect(int isa, const double *pi, int V, double t, int32_t *idx);
 /* pi[x] = pi[x] < 0 ? -pi[x] / S : 0 (the kept tokens were marked by a negative sign) */
 void arb_proc_keep(int isa, double *pi, int V, double S);
 
+/* A residual and its running sum: r[i] = d > 0 ? d : +0, d = a * x[i] - y[i] * ys (each product
+   and the difference rounded once), returns S + r[0] + r[1] + ... in index order (Traversal's
+   reject; the zeros skipped, the same bits). */
+double arb_proc_residual_sum(int isa, const double *x, double a, const double *y, double ys, int V, double *r,
+                             double S);
+
 /* SAMPLE's two scans (sample.c arb_sample_w), with its exact arithmetic: the running sum of
    w[0..V) in index order, and the first x with w[x] > 0 whose running sum exceeds t (-1 if
    none; *last = the last x with w[x] > 0 before it or at the end). Exact zeros are skipped

@@ -8,6 +8,7 @@
  *     PS_MASK(a, b, op)  the lanes where the comparison holds, as an unsigned bit mask
  *     PS_NEG_OR_ZERO(v, q)  q in the lanes where v < 0, +0 elsewhere
  *     PS_KEEP_GE(v, t)  v in the lanes where v >= t, +0 elsewhere
+ *     PS_KEEP_GT0(v)  v in the lanes where v > 0, +0 elsewhere
  *     PS_VEXP(v), PS_VEXP_OK(v)  vexp_int.h's exp and its range test for this width
  * Every function works on whole vectors (whole 8-blocks where the scalar path's grouping is
  * by 8) from element 0 and returns where it stopped; process_simd.c finishes with the scalar
@@ -128,6 +129,35 @@ static int PS_NAME(div_count)(double *pi, int V, double S, int *n)
     return x;
 }
 
+/* a residual in 8-blocks: r = d > 0 ? d : +0 with d = a * x - y * ys, and *S += each r in
+   index order, the zeros skipped (adding +0 leaves the sum as it is): seq_sum's running sum,
+   its chain overlapping the loads instead of following them (Traversal's reject) */
+static int PS_NAME(residual_sum)(const double *x, double a, const double *y, double ys, int V, double *r,
+                                 double *S)
+{
+    const PS_T av = PF(set1_pd)(a), yv = PF(set1_pd)(ys), z = PF(setzero_pd)();
+    double s = *S;
+    int i = 0;
+    for (; i + 8 <= V; i += 8) {
+        unsigned m = 0;
+        for (int h = 0; h < 8 / PS_W; h++) {
+            const int o = i + h * PS_W;
+            const PS_T d = PF(sub_pd)(PF(mul_pd)(av, PF(loadu_pd)(x + o)), PF(mul_pd)(PF(loadu_pd)(y + o), yv));
+            const PS_T t = PS_KEEP_GT0(d);
+            PF(storeu_pd)(r + o, t);
+            m |= PS_MASK(t, z, _CMP_GT_OQ) << (h * PS_W);
+        }
+        if (m == 0xff)
+            for (int k = 0; k < 8; k++)
+                s += r[i + k];
+        else
+            for (; m; m &= m - 1)
+                s += r[i + __builtin_ctz(m)];
+    }
+    *S = s;
+    return i;
+}
+
 /* top-p: mass[j] += the sum of the e[x] >= th[j] (4 thresholds, any order of addition) */
 static int PS_NAME(mass_above)(const double *e, int V, const double th[4], double mass[4])
 {
@@ -231,6 +261,7 @@ static const proc_impl PS_NAME(proc) = {
     .scale_max = PS_NAME(scale_max), .exp_sum = PS_NAME(exp_sum), .fmax = PS_NAME(fmax),
     .scale_exp_sum = PS_NAME(scale_exp_sum), .div_count = PS_NAME(div_count), .mass_above = PS_NAME(mass_above),
     .collect = PS_NAME(collect), .keep = PS_NAME(keep), .seq_sum = PS_NAME(seq_sum), .seq_pick = PS_NAME(seq_pick),
+    .residual_sum = PS_NAME(residual_sum),
 };
 
 #undef PF
@@ -246,5 +277,6 @@ static const proc_impl PS_NAME(proc) = {
 #undef PS_MASK
 #undef PS_NEG_OR_ZERO
 #undef PS_KEEP_GE
+#undef PS_KEEP_GT0
 #undef PS_VEXP
 #undef PS_VEXP_OK

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "process_simd.h"
 #include "vf_int.h"
 
 typedef struct trav_state {
@@ -23,6 +24,9 @@ typedef struct trav_state {
     const double **P;               /* n_max: current target law of each node */
     double *pool;                   /* n_max x V: updated P rows (row v belongs to node v) */
     int broken;                     /* ARB_VF_BROKEN_* negative controls (tests only) */
+    int isa;                        /* process_simd.h's vector path */
+    int32_t *dead_tok;              /* n_max: reject's dead children, by token */
+    double *dead_q;                 /* n_max: their Q */
 } trav_state;
 
 void arb_traversal_set_broken(void *state, int variant)
@@ -117,15 +121,44 @@ static void reject(trav_state *st, const arb_verify_in *in, int l, int32_t *n_fa
     const int V = in->V;
     int v = in->tree->parent[l], x = in->tree->tok[l];
     double om = st->wt[v] < 1 ? st->wt[v] : 1;
-    double *Qv = st->w.r2, *r = st->w.r;
-    for (int y = 0; y < V; y++)
-        Qv[y] = st->qzero[v] ? 0 : in->q[(size_t)v * V + y] * st->qscale[v];
-    for (int i = 0; i < st->dlen[v]; i++) { /* Q before x is removed */
-        int c = st->dlist[st->dstart[v] + i];
-        if (!st->alive[c])
-            Qv[in->tree->tok[c]] = st->broken == ARB_VF_BROKEN_TRAV_NO_RENORM ? in->q[(size_t)v * V + in->tree->tok[c]] : 0;
+    /* Q before x is removed: q_v scaled, except the dead children's tokens (0, or their
+       unscaled q in the lossy control). The residual [om P - Q]_+ and its index-order sum in
+       one pass without writing Q (process_simd.h: vector terms, the running sum skipping exact
+       zeros, the same bits), the few dead tokens as segment boundaries in id order. */
+    const double *q = in->q + (size_t)v * V, *P = cur_p(st, in, v);
+    const double qs = st->qzero[v] ? 0.0 : st->qscale[v]; /* q * 0 is the +0 the zero law had */
+    double *r = st->w.r;
+    int32_t *dt = st->dead_tok; /* a node's dead children: at most its children */
+    double *dq = st->dead_q, m = q[x] * qs;
+    int nd = 0;
+    for (int i = 0; i < st->dlen[v]; i++) {
+        const int c = st->dlist[st->dstart[v] + i];
+        if (st->alive[c])
+            continue;
+        int32_t y = in->tree->tok[c];
+        double val = st->broken == ARB_VF_BROKEN_TRAV_NO_RENORM ? q[y] : 0;
+        if (y == x)
+            m = val;
+        int j = nd++; /* insertion by token */
+        for (; j > 0 && dt[j - 1] > y; j--) {
+            dt[j] = dt[j - 1];
+            dq[j] = dq[j - 1];
+        }
+        dt[j] = y;
+        dq[j] = val;
     }
-    double S = arb_vf_residual(cur_p(st, in, v), om, Qv, V, r);
+    double S = 0;
+    int a = 0;
+    for (int j = 0; j <= nd; j++) {
+        const int b = j < nd ? dt[j] : V;
+        S = arb_proc_residual_sum(st->isa, P + a, om, q + a, qs, b - a, r + a, S);
+        if (j < nd) {
+            const double d = om * P[b] - dq[j];
+            r[b] = d > 0 ? d : 0.0;
+            S += r[b];
+        }
+        a = b + 1;
+    }
     if (S > 0) {
         double *dst = st->pool + (size_t)v * V, inv = 1.0 / S;
         for (int y = 0; y < V; y++)
@@ -140,7 +173,6 @@ static void reject(trav_state *st, const arb_verify_in *in, int l, int32_t *n_fa
         if (om >= 1)
             (*n_fallback)++;
     }
-    double m = Qv[x];
     if (st->broken != ARB_VF_BROKEN_TRAV_NO_RENORM) {
         if (m < 1)
             st->qscale[v] /= 1 - m;
@@ -199,7 +231,8 @@ static void trav_destroy(void *state)
         return;
     arb_ot_work_release(&st->w);
     free(st->dlist); free(st->dstart); free(st->dlen); free(st->stack); free(st->alive);
-    free(st->qzero); free(st->wt); free(st->qscale); free(st->P); free(st->pool); free(st);
+    free(st->qzero); free(st->wt); free(st->qscale); free(st->P); free(st->pool);
+    free(st->dead_tok); free(st->dead_q); free(st);
 }
 
 static int trav_create(const arb_verifier_opts *o, void **state, arb_err *err)
@@ -211,6 +244,7 @@ static int trav_create(const arb_verifier_opts *o, void **state, arb_err *err)
         return ARB_ERR(err, ARB_E_NOMEM, "verifier traversal: out of memory");
     }
     size_t n = (size_t)o->n_nodes_max;
+    st->isa = arb_proc_isa_best();
     st->dlist = malloc(sizeof(int32_t) * n);
     st->dstart = malloc(sizeof(int32_t) * n);
     st->dlen = malloc(sizeof(int32_t) * n);
@@ -221,8 +255,10 @@ static int trav_create(const arb_verifier_opts *o, void **state, arb_err *err)
     st->qscale = malloc(sizeof(double) * n);
     st->P = malloc(sizeof(double *) * n);
     st->pool = malloc(sizeof(double) * n * (size_t)o->V);
+    st->dead_tok = malloc(sizeof(int32_t) * n);
+    st->dead_q = malloc(sizeof(double) * n);
     if (!st->dlist || !st->dstart || !st->dlen || !st->stack || !st->alive || !st->qzero || !st->wt ||
-        !st->qscale || !st->P || !st->pool) {
+        !st->qscale || !st->P || !st->pool || !st->dead_tok || !st->dead_q) {
         trav_destroy(st);
         return ARB_ERR(err, ARB_E_NOMEM, "verifier traversal: out of memory");
     }
