@@ -41,6 +41,16 @@ typedef struct proc_impl {
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+/* s + the lanes of t in order, each a scalar add (add_sd) */
+static inline __m128d add_lanes4(__m128d s, __m256d t)
+{
+    const __m128d a = _mm256_castpd256_pd128(t), b = _mm256_extractf128_pd(t, 1);
+    s = _mm_add_sd(s, a);
+    s = _mm_add_sd(s, _mm_unpackhi_pd(a, a));
+    s = _mm_add_sd(s, b);
+    return _mm_add_sd(s, _mm_unpackhi_pd(b, b));
+}
+#define PS_ADD_LANES(s, v) add_lanes4(s, v)
 #define PS_T __m256d
 #define PS_W 4
 #define PS_PFX _mm256_
@@ -57,6 +67,11 @@ typedef struct proc_impl {
 
 #pragma GCC push_options
 #pragma GCC target("avx512f")
+static inline __m128d add_lanes8(__m128d s, __m512d t)
+{
+    return add_lanes4(add_lanes4(s, _mm512_castpd512_pd256(t)), _mm512_extractf64x4_pd(t, 1));
+}
+#define PS_ADD_LANES(s, v) add_lanes8(s, v)
 #define PS_T __m512d
 #define PS_W 8
 #define PS_PFX _mm512_
@@ -145,9 +160,10 @@ double arb_proc_residual_sum(int isa, const double *x, double a, const double *y
 {
     const proc_impl *p = impl_of(isa);
     for (int i = p ? p->residual_sum(x, a, y, ys, V, r, &S) : 0; i < V; i++) {
-        const double d = a * x[i] - y[i] * ys;
-        r[i] = d > 0 ? d : 0.0;
-        S += r[i];
+        const double d = a * x[i] - y[i] * ys, t = d > 0 ? d : 0.0;
+        if (r)
+            r[i] = t;
+        S += t;
     }
     return S;
 }

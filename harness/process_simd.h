@@ -47,7 +47,7 @@ void arb_proc_keep(int isa, double *pi, int V, double S);
 
 /* A residual and its running sum: r[i] = d > 0 ? d : +0, d = a * x[i] - y[i] * ys (each product
    and the difference rounded once), returns S + r[0] + r[1] + ... in index order (Traversal's
-   reject; the zeros skipped, the same bits). */
+   reject; the zeros skipped, the same bits). r may be NULL: the sum alone. */
 double arb_proc_residual_sum(int isa, const double *x, double a, const double *y, double ys, int V, double *r,
                              double S);
 

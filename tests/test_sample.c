@@ -479,6 +479,8 @@ Test(sample, residual_sum_paths_agree)
             const double got = arb_proc_residual_sum(isa, x, om, y, ys, len, r1, S0);
             cr_assert(!memcmp(&got, &want, sizeof got), "case %d isa %d: sum %.17g vs %.17g", c, isa, got, want);
             cr_assert(!memcmp(r1, r0, sizeof(double) * (size_t)len), "case %d isa %d: terms differ", c, isa);
+            const double alone = arb_proc_residual_sum(isa, x, om, y, ys, len, NULL, S0); /* the sum only */
+            cr_assert(!memcmp(&alone, &want, sizeof alone), "case %d isa %d: sum without terms", c, isa);
             n++;
         }
     }

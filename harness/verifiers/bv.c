@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 
+#include "process_simd.h"
 #include "vf_int.h"
 
 typedef struct bv_state {
@@ -12,6 +13,7 @@ typedef struct bv_state {
     int32_t *path; /* n_max: root..leaf of path 1 */
     double *wt, *h; /* n_max: w_i, h_i */
     double *law;   /* n_max x V: residual laws for arb_bv_sequence */
+    int isa;       /* process_simd.h's vector path */
 } bv_state;
 
 /* Fills path/wt/h; returns L. */
@@ -34,11 +36,7 @@ static int bv_prepare(bv_state *st, const arb_verify_in *in)
         st->wt[i] = r < 1 ? r : 1;
         if (i < L) {
             const double *pi = arb_vf_p(in, st->path[i]), *qi = in->q + (size_t)st->path[i] * V;
-            double S = 0;
-            for (int y = 0; y < V; y++) {
-                double d = st->wt[i] * pi[y] - qi[y];
-                S += d > 0 ? d : 0;
-            }
+            const double S = arb_proc_residual_sum(st->isa, pi, st->wt[i], qi, 1.0, V, NULL, 0.0);
             double den = S + (1 - st->wt[i]);
             st->h[i] = den > 0 ? S / den : 1.0; /* §12.2 */
         } else {
@@ -115,6 +113,7 @@ static int bv_create(const arb_verifier_opts *o, void **state, arb_err *err)
         return ARB_ERR(err, ARB_E_NOMEM, "verifier bv: out of memory");
     }
     size_t n = (size_t)o->n_nodes_max;
+    st->isa = arb_proc_isa_best();
     st->path = malloc(sizeof(int32_t) * n);
     st->wt = malloc(sizeof(double) * n);
     st->h = malloc(sizeof(double) * n);
