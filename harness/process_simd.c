@@ -194,6 +194,34 @@ double arb_proc_seq_sum(int isa, const double *w, int V)
     return S;
 }
 
+double arb_proc_seq_sum_marks(int isa, const double *w, int V, int C, double *mark)
+{
+    const proc_impl *p = impl_of(isa);
+    double S = 0;
+    for (int x0 = 0, k = 0; x0 < V; x0 += C, k++) {
+        mark[k] = S;
+        const int n = V - x0 < C ? V - x0 : C;
+        for (int x = p ? p->seq_sum(w + x0, n, &S) : 0; x < n; x++)
+            S += w[x0 + x];
+    }
+    return S;
+}
+
+int arb_proc_seq_pick_from(int isa, const double *w, int V, int x0, double c, double t)
+{
+    const proc_impl *p = impl_of(isa);
+    int got = -1, last = -1;
+    int x = x0 + (p ? p->seq_pick(w + x0, V - x0, t, &c, &last, &got) : 0);
+    if (got >= 0)
+        return x0 + got;
+    for (; x < V; x++) {
+        c += w[x];
+        if (w[x] > 0 && t < c)
+            return x;
+    }
+    return -1;
+}
+
 int arb_proc_seq_pick(int isa, const double *w, int V, double t, int *last)
 {
     const proc_impl *p = impl_of(isa);

@@ -58,5 +58,12 @@ double arb_proc_residual_sum(int isa, const double *x, double a, const double *y
    bits; a law cut by top-k/top-p or a residual is mostly zeros. */
 double arb_proc_seq_sum(int isa, const double *w, int V);
 int arb_proc_seq_pick(int isa, const double *w, int V, double t, int *last);
+/* The same running sum, marking its value before every C-th element (mark[k] = the sum of
+   w[0 .. k C), C a multiple of 8, ceil(V / C) marks); and the pick resumed at x0 (a mark's index)
+   from the running sum c there: the first x >= x0 with w[x] > 0 whose running sum exceeds t, or
+   -1. The sum is non-decreasing, so the pick lies after the last mark <= t: SAMPLE scans one
+   stretch of C instead of the law up to the pick, with the same sums. */
+double arb_proc_seq_sum_marks(int isa, const double *w, int V, int C, double *mark);
+int arb_proc_seq_pick_from(int isa, const double *w, int V, int x0, double c, double t);
 
 #endif

@@ -85,14 +85,24 @@ int arb_sample_w_isa(int isa, arb_rng *r, const double *w, int V)
 {
     if (!arb_proc_isa_ok(isa))
         return -2;
-    /* two scans in index order (process_simd.h: exact zeros skipped, the same sums) */
-    const double S = arb_proc_seq_sum(isa, w, V);
+    /* two scans in index order (process_simd.h: exact zeros skipped, the same sums), the
+       second resumed from the running sum's last mark at or below t */
+    enum { MARKS = 256 };
+    double mark[MARKS];
+    const int C = V <= 1024 * MARKS ? 1024 : ((V + MARKS - 1) / MARKS + 7) / 8 * 8;
+    const double S = arb_proc_seq_sum_marks(isa, w, V, C, mark);
     if (!(S > 0))
         return -1;
     const double t = arb_rng_u(r) * S;
-    int last;
+    int k = (V - 1) / C;
+    while (k > 0 && mark[k] > t)
+        k--;
+    const int y = arb_proc_seq_pick_from(isa, w, V, k * C, mark[k], t);
+    if (y >= 0)
+        return y;
+    int last; /* rounding guard: t landed past the running sum; the last positive weight */
     const int x = arb_proc_seq_pick(isa, w, V, t, &last);
-    return x >= 0 ? x : last; /* rounding guard: t landed past the running sum */
+    return x >= 0 ? x : last;
 }
 
 /* ---------------- PROCESS ---------------- */

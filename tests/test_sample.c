@@ -446,6 +446,47 @@ Test(sample, sample_w_paths_agree)
     cr_log_info("SAMPLE: %d draws equal across vector widths", n);
 }
 
+/* SAMPLE's pick resumed from the running sum's last mark at or below t (arb_sample_w) draws what
+   the scan from the start draws (arb_proc_seq_sum, then arb_proc_seq_pick, the tenth session's
+   SAMPLE), coins included: laws of 1 to 300 000 tokens (one mark per 1024, or 256 marks),
+   dense, sparse, all mass in the last stretch, whole stretches of zeros, on every width. */
+Test(sample, sample_w_resumes_from_a_mark)
+{
+    enum { VMAX = 300000 };
+    static double w[VMAX];
+    const int Vs[] = {1, 1024, 1025, 5000, 49152, VMAX};
+    uint64_t g = 31337;
+    int n = 0;
+    for (size_t vi = 0; vi < sizeof Vs / sizeof Vs[0]; vi++)
+        for (int law = 0; law < 4; law++) {
+            const int V = Vs[vi];
+            for (int x = 0; x < V; x++) {
+                g ^= g << 13, g ^= g >> 7, g ^= g << 17;
+                const double u = (double)(g >> 11) * 0x1.0p-53;
+                w[x] = law == 0 ? u : law == 1 ? (g % 97 == 0 ? u : 0.0) : law == 2 ? (x >= V - 700 ? u : 0.0)
+                                                                                      : ((x / 1024) % 3 ? u : 0.0);
+            }
+            if (law == 1 || law == 3)
+                w[V / 2] = 0.5; /* never all zero */
+            for (int d = 0; d < 200; d++)
+                for (int isa = 0; isa <= 2; isa++) {
+                    if (!arb_proc_isa_ok(isa))
+                        continue;
+                    arb_rng a, b;
+                    arb_rng_init(&a, 5, (uint32_t)(vi * 4 + law), (uint32_t)d, ARB_STREAM_AUX);
+                    b = a;
+                    const double S = arb_proc_seq_sum(isa, w, V), t = arb_rng_u(&a) * S;
+                    int last;
+                    const int x = arb_proc_seq_pick(isa, w, V, t, &last), want = x >= 0 ? x : last;
+                    const int got = arb_sample_w_isa(isa, &b, w, V);
+                    cr_assert_eq(got, want, "V %d law %d draw %d isa %d: %d vs %d", V, law, d, isa, got, want);
+                    cr_assert(!memcmp(&a, &b, sizeof a));
+                    n++;
+                }
+        }
+    cr_assert_geq(n, 6 * 4 * 200);
+}
+
 /* Traversal's residual (arb_proc_residual_sum): the terms and the running sum from a given start
    equal the scalar loop's bits on every width: dense, sparse and single-token laws (with -0.0),
    weights om in (0, 1], the draft scale 0 (a zeroed law) or above 1, lengths 1..1005 so that
