@@ -40,6 +40,18 @@ static int PS_NAME(scale_max)(const float *z, int V, double invT, double *pi, do
     return x;
 }
 
+/* exp of each lane: vexp's vector path, or its scalar one for NaN, subnormal results, 0 or inf */
+static inline PS_T PS_NAME(exp_lanes)(PS_T a)
+{
+    if (PS_VEXP_OK(a))
+        return PS_VEXP(a);
+    double t[PS_W];
+    PF(storeu_pd)(t, a);
+    for (int k = 0; k < PS_W; k++)
+        t[k] = arb_vexp1(t[k]);
+    return PF(loadu_pd)(t);
+}
+
 /* pi = exp(pi - m) in 8-blocks, part[k] = the sum of the elements x = k (mod 8) in order:
    8 / PS_W registers of partial sums, lane j of register h holding part[h PS_W + j] */
 static int PS_NAME(exp_sum)(double *pi, int V, double m, double part[8])
@@ -52,16 +64,7 @@ static int PS_NAME(exp_sum)(double *pi, int V, double m, double part[8])
     int x = 0;
     for (; x + 8 <= V; x += 8)
         for (int h = 0; h < H; h++) {
-            PS_T a = PF(sub_pd)(PF(loadu_pd)(pi + x + h * PS_W), mv);
-            if (PS_VEXP_OK(a)) {
-                a = PS_VEXP(a);
-            } else { /* NaN, subnormal results, 0 or inf: vexp's scalar path */
-                double t[PS_W];
-                PF(storeu_pd)(t, a);
-                for (int k = 0; k < PS_W; k++)
-                    t[k] = arb_vexp1(t[k]);
-                a = PF(loadu_pd)(t);
-            }
+            const PS_T a = PS_NAME(exp_lanes)(PF(sub_pd)(PF(loadu_pd)(pi + x + h * PS_W), mv));
             PF(storeu_pd)(pi + x + h * PS_W, a);
             s[h] = PF(add_pd)(s[h], a);
         }
@@ -98,16 +101,7 @@ static int PS_NAME(scale_exp_sum)(const float *z, int V, double invT, double m, 
     int x = 0;
     for (; x + 8 <= V; x += 8)
         for (int h = 0; h < H; h++) {
-            PS_T a = PF(sub_pd)(PF(mul_pd)(PS_LOADF(z + x + h * PS_W), it), mv);
-            if (PS_VEXP_OK(a)) {
-                a = PS_VEXP(a);
-            } else {
-                double t[PS_W];
-                PF(storeu_pd)(t, a);
-                for (int k = 0; k < PS_W; k++)
-                    t[k] = arb_vexp1(t[k]);
-                a = PF(loadu_pd)(t);
-            }
+            const PS_T a = PS_NAME(exp_lanes)(PF(sub_pd)(PF(mul_pd)(PS_LOADF(z + x + h * PS_W), it), mv));
             PF(storeu_pd)(pi + x + h * PS_W, a);
             s[h] = PF(add_pd)(s[h], a);
         }

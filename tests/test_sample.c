@@ -246,6 +246,21 @@ Test(sample, vexp_paths_agree_bit_for_bit)
    rows of several lengths (tails of every size), logit spreads from tight to ones whose
    exp underflows into the subnormals and to 0 (the scalar fallback inside a vector), exact
    ties, +-0, a -inf logit, with temperature, top-k and top-p, and the vexp paths alone. */
+/* A logits row for the PROCESS path tests: uniform values over a width growing with spread (2,
+   12, 900, 3000: the widest underflow exp), exact ties every 37, and +0, -0, -inf when V > 20. */
+static void logits_row(float *z, int V, int spread, uint64_t *r)
+{
+    const double w = spread == 0 ? 2.0 : spread == 1 ? 12.0 : spread == 2 ? 900.0 : 3000.0;
+    for (int i = 0; i < V; i++) {
+        *r ^= *r << 13, *r ^= *r >> 7, *r ^= *r << 17;
+        z[i] = (float)(((double)(*r >> 11) * 0x1.0p-53 - 0.5) * w);
+        if (i % 37 == 5)
+            z[i] = z[i - 1]; /* exact ties */
+    }
+    if (V > 20)
+        z[3] = 0.0f, z[4] = -0.0f, z[11] = -INFINITY;
+}
+
 /* PROCESS as it was before its passes were fused (sample.c, tenth session): the scaled row, the
    maximum, top-k's cut, exp and sum, the division, then top-p over the normalized law (the
    largest, candidates by a threshold lowered sixteenfold, all of them sorted, the running sum).
@@ -314,15 +329,7 @@ Test(sample, process_equals_the_unfused_passes)
     for (size_t vi = 0; vi < sizeof Vs / sizeof Vs[0]; vi++)
         for (int spread = 0; spread < 4; spread++) {
             const int V = Vs[vi];
-            const double w = spread == 0 ? 2.0 : spread == 1 ? 12.0 : spread == 2 ? 900.0 : 3000.0;
-            for (int i = 0; i < V; i++) {
-                r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-                z[i] = (float)(((double)(r >> 11) * 0x1.0p-53 - 0.5) * w);
-                if (i % 37 == 5)
-                    z[i] = z[i - 1];
-            }
-            if (V > 20)
-                z[3] = 0.0f, z[4] = -0.0f, z[11] = -INFINITY;
+            logits_row(z, V, spread, &r);
             for (int isa = 0; isa <= 2; isa++)
                 for (size_t k = 0; k < sizeof ss / sizeof ss[0]; k++) {
                     const int n2 = arb_sample_process_isa(isa, z, V, &ss[k], got, idx);
@@ -358,15 +365,7 @@ Test(sample, process_paths_agree_bit_for_bit)
     for (size_t vi = 0; vi < sizeof Vs / sizeof Vs[0]; vi++)
         for (int spread = 0; spread < 4; spread++) {
             const int V = Vs[vi];
-            const double w = spread == 0 ? 2.0 : spread == 1 ? 12.0 : spread == 2 ? 900.0 : 3000.0;
-            for (int i = 0; i < V; i++) {
-                r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-                z[i] = (float)(((double)(r >> 11) * 0x1.0p-53 - 0.5) * w);
-                if (i % 37 == 5)
-                    z[i] = z[i - 1]; /* exact ties */
-            }
-            if (V > 20)
-                z[3] = 0.0f, z[4] = -0.0f, z[11] = -INFINITY;
+            logits_row(z, V, spread, &r);
             for (size_t k = 0; k < sizeof ss / sizeof ss[0]; k++) {
                 const int nz = arb_sample_process_isa(0, z, V, &ss[k], ref, idx);
                 cr_assert_geq(nz, 1);
