@@ -535,6 +535,8 @@ int arb_ctx_parallel_for(arb_ctx *c, int n, void (*fn)(void *ud, int i, int n), 
     return ARB_OK;
 }
 
+int arb_ctx_n_threads(const arb_ctx *c) { return arb_backend_n_threads(&c->be); }
+
 /* ---- arb_probe_matmul_us: the eval's matrix products with the weights in cache ---- */
 
 /* One class of matrices the kernels treat alike: type, width and layout (the family is the

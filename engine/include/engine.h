@@ -175,6 +175,9 @@ const arb_model *arb_ctx_model(const arb_ctx *c);
    top-K of each logits row) use the eval's threads. Which thread runs which i is not
    fixed: fn must key its work on i. Between evals only; allocates nothing. */
 int arb_ctx_parallel_for(arb_ctx *c, int n, void (*fn)(void *ud, int i, int n), void *ud);
+/* How many threads arb_ctx_parallel_for runs on (the caller included): a caller with work
+   that only pays in parallel (one pass over every row instead of the rows it reads) asks. */
+int arb_ctx_n_threads(const arb_ctx *c);
 
 /* ---- Top-K of a logits row: the one implementation arb_eval_ex's topk output, decode and
    the drafters share (engine/topk.c). One pass over the row; the fastest path this CPU has

@@ -89,8 +89,9 @@ typedef struct arb_verifier_i {
     bool approximate;                   /* true: NOT lossless (typical); reports mark its runs */
     bool p_all_rows;                    /* reads p at (almost) every node whatever it accepts (BV:
                                            the whole path; Traversal: every internal node): a
-                                           caller with p_row processes all rows up front, in
-                                           parallel, instead of one by one as they are read */
+                                           caller with p_row and several threads processes
+                                           all rows up front, in parallel, instead of one by
+                                           one as they are read */
     uint8_t valid[ARB_REGIME_COUNT];    /* arb_validity per regime (§0.6) */
     int (*create)(const arb_verifier_opts *o, void **state, arb_err *err);
     void (*destroy)(void *state);       /* NULL-safe */
