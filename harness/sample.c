@@ -243,17 +243,15 @@ static uint64_t desc_key(double d)
     return ~u;
 }
 
-/* Stable LSD radix passes over (keys, ids) [0, n): `passes` digits of RADIX_BITS bits from bit
-   sh0 up. The data moves between the a and b buffers; on return *ka / *ia hold the result. */
-enum { RADIX_BITS = 11, RADIX_R = 1 << RADIX_BITS };
-enum { RADIX_PASSES_MAX = 3 };
-/* hist (when not NULL): the passes' digit counts, already taken (the caller's key loop did) */
-static void radix_passes(uint64_t **ka, uint64_t **kb, int32_t **ia, int32_t **ib, int n, int sh0, int passes,
-                         int32_t (*hist)[RADIX_R])
+/* Stable LSD radix passes over (32-bit keys, ids) [0, n): 3 digits of 11, 11 and 10 bits. The
+   data moves between the a and b buffers; on return *ka / *ia hold the result. hist (when not
+   NULL): the digit counts, already taken (the caller's key loop did). */
+enum { RADIX_BITS = 11, RADIX_R = 1 << RADIX_BITS, RADIX_PASSES = 3 };
+static void radix32(uint32_t **ka, uint32_t **kb, int32_t **ia, int32_t **ib, int n, int32_t (*hist)[RADIX_R])
 {
     int32_t own[RADIX_R];
-    for (int pass = 0; pass < passes; pass++) {
-        const int sh = sh0 + RADIX_BITS * pass;
+    for (int pass = 0; pass < RADIX_PASSES; pass++) {
+        const int sh = RADIX_BITS * pass;
         int32_t *count = hist ? hist[pass] : own;
         if (!hist) {
             memset(count, 0, sizeof own);
@@ -273,59 +271,62 @@ static void radix_passes(uint64_t **ka, uint64_t **kb, int32_t **ia, int32_t **i
             (*kb)[count[d]] = (*ka)[i];
             (*ib)[count[d]++] = (*ia)[i];
         }
-        uint64_t *tk = *ka; *ka = *kb; *kb = tk;
+        uint32_t *tk = *ka; *ka = *kb; *kb = tk;
         int32_t *ti = *ia; *ia = *ib; *ib = ti;
     }
 }
 
 void arb_sample_order_desc_all(const double *v, int n, int32_t *out, uint64_t *key, int32_t *tmp)
 {
-    /* Stable in two levels, from ids in ascending order (so ties keep it): a radix sort on
-       the keys' top 33 bits (3 passes of 11), which tell almost all of a law's values apart,
-       then each run that agrees on them ordered by the whole key (insertion sort when short,
-       3 more passes on the low 31 bits when longer than 32). The same permutation as the
-       6-pass sort of every bit it replaced: 406-408 -> 271-307 us on 49 152 continuous values,
-       about the same (434 -> 410-420) where many values share their top bits; the first level's
-       histograms taken in the key loop, 276 -> 251-256 us (8-bit digits, 4 passes on the top
-       32 bits: 289 us). */
-    uint64_t *ka = key, *kb = key + n;
+    /* Stable in two levels, from ids in ascending order (so ties keep it): a radix sort on the
+       high 32 bits of the keys (3 passes of 11, 11, 10 bits), which tell almost all of a law's
+       values apart, then each run that agrees on them ordered by the low 32 bits, recomputed
+       from v (insertion sort when short, the same 3 passes when longer than 32). The same
+       permutation as the 6-pass sort of every bit it replaced: 406-408 -> 271-307 us on 49 152
+       continuous values, about the same (434 -> 410-420) where many values share their top
+       bits; the first level's histograms taken in its key loop, 276 -> 251-256 us; 32-bit
+       keys (8 bytes moved per element and pass, the 33-bit first level of 64-bit keys moved
+       12), 245-254 -> 229-243 us. Not kept: 8-bit digits (289 us), the scatter in two streams
+       (each half of the input with its own offsets, 261-275 us). */
+    uint32_t *ka = (uint32_t *)key, *kb = ka + n; /* 2n 32-bit keys in the caller's 2n 64-bit */
     int32_t *ia = out, *ib = tmp;
-    /* the three digit histograms of the first level in the key loop: one pass over the keys
-       less per digit */
-    int32_t hist[RADIX_PASSES_MAX][RADIX_R];
+    int32_t hist[RADIX_PASSES][RADIX_R];
     memset(hist, 0, sizeof hist);
     for (int i = 0; i < n; i++) {
-        const uint64_t k = desc_key(v[i]);
+        const uint32_t k = (uint32_t)(desc_key(v[i]) >> 32);
         ka[i] = k;
         ia[i] = i;
-        hist[0][(k >> 31) & (RADIX_R - 1)]++;
-        hist[1][(k >> (31 + RADIX_BITS)) & (RADIX_R - 1)]++;
-        hist[2][(k >> (31 + 2 * RADIX_BITS)) & (RADIX_R - 1)]++;
+        hist[0][k & (RADIX_R - 1)]++;
+        hist[1][(k >> RADIX_BITS) & (RADIX_R - 1)]++;
+        hist[2][(k >> (2 * RADIX_BITS)) & (RADIX_R - 1)]++;
     }
-    radix_passes(&ka, &kb, &ia, &ib, n, 31, 3, hist);
+    radix32(&ka, &kb, &ia, &ib, n, hist);
     for (int s = 0; s < n;) {
         int e = s + 1;
-        while (e < n && ka[e] >> 31 == ka[s] >> 31)
+        while (e < n && ka[e] == ka[s])
             e++;
-        if (e - s > 32) {
-            uint64_t *ra = ka + s, *rb = kb + s;
+        if (e - s > 32) { /* the run's own slots of both buffers hold its low halves */
+            uint32_t *ra = ka + s, *rb = kb + s;
             int32_t *qa = ia + s, *qb = ib + s;
-            radix_passes(&ra, &rb, &qa, &qb, e - s, 0, 3, NULL);
-            if (ra != ka + s) {
-                memcpy(ka + s, ra, sizeof(uint64_t) * (size_t)(e - s));
+            for (int i = 0; i < e - s; i++)
+                ra[i] = (uint32_t)desc_key(v[qa[i]]);
+            radix32(&ra, &rb, &qa, &qb, e - s, NULL);
+            if (qa != ia + s)
                 memcpy(ia + s, qa, sizeof(int32_t) * (size_t)(e - s));
-            }
-        } else {
-            for (int i = s + 1; i < e; i++) { /* stable: equal keys keep their order */
-                const uint64_t k = ka[i];
-                const int32_t id = ia[i];
+        } else if (e - s > 1) {
+            uint64_t lo[32];
+            for (int i = 0; i < e - s; i++)
+                lo[i] = desc_key(v[ia[s + i]]);
+            for (int i = 1; i < e - s; i++) { /* stable: equal keys keep their order */
+                const uint64_t k = lo[i];
+                const int32_t id = ia[s + i];
                 int j = i - 1;
-                for (; j >= s && ka[j] > k; j--) {
-                    ka[j + 1] = ka[j];
-                    ia[j + 1] = ia[j];
+                for (; j >= 0 && lo[j] > k; j--) {
+                    lo[j + 1] = lo[j];
+                    ia[s + j + 1] = ia[s + j];
                 }
-                ka[j + 1] = k;
-                ia[j + 1] = id;
+                lo[j + 1] = k;
+                ia[s + j + 1] = id;
             }
         }
         s = e;
