@@ -66,21 +66,10 @@ static inline __m128d add_lanes4(__m128d s, __m256d t)
 #pragma GCC pop_options
 
 #pragma GCC push_options
-#pragma GCC target("avx512f")
-static inline __m128d add_lanes8(__m128d s, __m512d t) /* add_lanes4's adds, twice (written out: the
-                                                            AVX2 function does not inline here) */
+#pragma GCC target("avx512f,avx2,fma") /* avx2,fma too: add_lanes4 inlines into this section */
+static inline __m128d add_lanes8(__m128d s, __m512d t)
 {
-    const __m256d lo = _mm512_castpd512_pd256(t), hi = _mm512_extractf64x4_pd(t, 1);
-    const __m128d a = _mm256_castpd256_pd128(lo), b = _mm256_extractf128_pd(lo, 1);
-    const __m128d c = _mm256_castpd256_pd128(hi), d = _mm256_extractf128_pd(hi, 1);
-    s = _mm_add_sd(s, a);
-    s = _mm_add_sd(s, _mm_unpackhi_pd(a, a));
-    s = _mm_add_sd(s, b);
-    s = _mm_add_sd(s, _mm_unpackhi_pd(b, b));
-    s = _mm_add_sd(s, c);
-    s = _mm_add_sd(s, _mm_unpackhi_pd(c, c));
-    s = _mm_add_sd(s, d);
-    return _mm_add_sd(s, _mm_unpackhi_pd(d, d));
+    return add_lanes4(add_lanes4(s, _mm512_castpd512_pd256(t)), _mm512_extractf64x4_pd(t, 1));
 }
 #define PS_ADD_LANES(s, v) add_lanes8(s, v)
 #define PS_T __m512d

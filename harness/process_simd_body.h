@@ -52,25 +52,34 @@ static inline PS_T PS_NAME(exp_lanes)(PS_T a)
     return PF(loadu_pd)(t);
 }
 
-/* pi = exp(pi - m) in 8-blocks, part[k] = the sum of the elements x = k (mod 8) in order:
-   8 / PS_W registers of partial sums, lane j of register h holding part[h PS_W + j] */
-static int PS_NAME(exp_sum)(double *pi, int V, double m, double part[8])
+/* pi = exp(x - m) in 8-blocks, x being pi itself (exp_sum) or z * invT (scale_exp_sum, z not
+   NULL), part[k] = the sum of the elements x = k (mod 8) in order: 8 / PS_W registers of partial
+   sums, lane j of register h holding part[h PS_W + j]. Inlined into both with z constant. */
+static inline __attribute__((always_inline)) int PS_NAME(exp_sum_of)(const float *z, double invT, double *pi,
+                                                                     int V, double m, double part[8])
 {
     enum { H = 8 / PS_W };
-    const PS_T mv = PF(set1_pd)(m);
+    const PS_T mv = PF(set1_pd)(m), it = PF(set1_pd)(invT);
     PS_T s[H];
     for (int h = 0; h < H; h++)
         s[h] = PF(setzero_pd)();
     int x = 0;
     for (; x + 8 <= V; x += 8)
         for (int h = 0; h < H; h++) {
-            const PS_T a = PS_NAME(exp_lanes)(PF(sub_pd)(PF(loadu_pd)(pi + x + h * PS_W), mv));
-            PF(storeu_pd)(pi + x + h * PS_W, a);
-            s[h] = PF(add_pd)(s[h], a);
+            const int o = x + h * PS_W;
+            const PS_T in = z ? PF(mul_pd)(PS_LOADF(z + o), it) : PF(loadu_pd)(pi + o);
+            const PS_T e = PS_NAME(exp_lanes)(PF(sub_pd)(in, mv));
+            PF(storeu_pd)(pi + o, e);
+            s[h] = PF(add_pd)(s[h], e);
         }
     for (int h = 0; h < H; h++)
         PF(storeu_pd)(part + h * PS_W, s[h]);
     return x;
+}
+
+static int PS_NAME(exp_sum)(double *pi, int V, double m, double part[8])
+{
+    return PS_NAME(exp_sum_of)(NULL, 1.0, pi, V, m, part);
 }
 
 /* the largest (double)z[x], from *m (NaN never taken: max_pd keeps its second operand) */
@@ -93,21 +102,7 @@ static int PS_NAME(fmax)(const float *z, int V, double *m)
 /* scale_max's product and exp_sum's exp in one pass: pi = exp(z * invT - m), part[] as there */
 static int PS_NAME(scale_exp_sum)(const float *z, int V, double invT, double m, double *pi, double part[8])
 {
-    enum { H = 8 / PS_W };
-    const PS_T mv = PF(set1_pd)(m), it = PF(set1_pd)(invT);
-    PS_T s[H];
-    for (int h = 0; h < H; h++)
-        s[h] = PF(setzero_pd)();
-    int x = 0;
-    for (; x + 8 <= V; x += 8)
-        for (int h = 0; h < H; h++) {
-            const PS_T a = PS_NAME(exp_lanes)(PF(sub_pd)(PF(mul_pd)(PS_LOADF(z + x + h * PS_W), it), mv));
-            PF(storeu_pd)(pi + x + h * PS_W, a);
-            s[h] = PF(add_pd)(s[h], a);
-        }
-    for (int h = 0; h < H; h++)
-        PF(storeu_pd)(part + h * PS_W, s[h]);
-    return x;
+    return PS_NAME(exp_sum_of)(z, invT, pi, V, m, part);
 }
 
 /* div and count_pos in one pass */

@@ -1,6 +1,7 @@
 /* test_sample.c — PROCESS (docs/spec/verification.md §0.2) and the RNG primitives (§0.4, §11.6). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,7 +220,10 @@ Test(sample, vexp_is_exp_within_an_ulp)
     cr_assert_eq(arb_vexp1(1.0), exp(1.0));
 }
 
-Test(sample, vexp_paths_agree_bit_for_bit)
+/* vexp's vector path `path` against the scalar one on 1031 values (tails of every size from
+   offsets 0..offsets-1): large and small negatives, -inf, 0, the subnormal edge, NaN. False
+   when this CPU lacks the path. */
+static bool vexp_path_agrees(bool (*path)(double *, int), int offsets, const char *name)
 {
     enum { N = 1031 };
     double a[N], b[N];
@@ -229,23 +233,26 @@ Test(sample, vexp_paths_agree_bit_for_bit)
         a[i] = -(double)(s >> 11) * 0x1.0p-53 * (i % 97 == 0 ? 800.0 : 40.0);
     }
     a[5] = -INFINITY, a[6] = 0.0, a[7] = -707.9, a[8] = -708.1, a[9] = NAN;
-    for (int off = 0; off < 4; off++) {
+    for (int off = 0; off < offsets; off++) {
         const int n = N - off;
         memcpy(b, a + off, sizeof(double) * n);
-        if (!arb_vexp_inplace_avx2(b, n))
-            cr_skip_test("no AVX2+FMA here: the scalar path is the only one");
+        if (!path(b, n))
+            return false;
         for (int i = 0; i < n; i++) {
             const double want = arb_vexp1(a[off + i]);
             cr_assert(memcmp(&b[i], &want, sizeof want) == 0 || (isnan(want) && isnan(b[i])),
-                      "offset %d element %d: x %.17g avx2 %.17g scalar %.17g", off, i, a[off + i], b[i], want);
+                      "offset %d element %d: x %.17g %s %.17g scalar %.17g", off, i, a[off + i], name, b[i], want);
         }
     }
+    return true;
 }
 
-/* PROCESS on each vector width (process_simd.h) gives the scalar path's law bit for bit:
-   rows of several lengths (tails of every size), logit spreads from tight to ones whose
-   exp underflows into the subnormals and to 0 (the scalar fallback inside a vector), exact
-   ties, +-0, a -inf logit, with temperature, top-k and top-p, and the vexp paths alone. */
+Test(sample, vexp_paths_agree_bit_for_bit)
+{
+    if (!vexp_path_agrees(arb_vexp_inplace_avx2, 4, "avx2"))
+        cr_skip_test("no AVX2+FMA here: the scalar path is the only one");
+}
+
 /* A logits row for the PROCESS path tests: uniform values over a width growing with spread (2,
    12, 900, 3000: the widest underflow exp), exact ties every 37, and +0, -0, -inf when V > 20. */
 static void logits_row(float *z, int V, int spread, uint64_t *r)
@@ -348,6 +355,10 @@ Test(sample, process_equals_the_unfused_passes)
     cr_assert_geq(compared, 6 * 4 * 8);
 }
 
+/* PROCESS on each vector width (process_simd.h) gives the scalar path's law bit for bit:
+   rows of several lengths (tails of every size), logit spreads from tight to ones whose
+   exp underflows into the subnormals and to 0 (the scalar fallback inside a vector), exact
+   ties, +-0, a -inf logit, with temperature, top-k and top-p, and the vexp paths alone. */
 Test(sample, process_paths_agree_bit_for_bit)
 {
     enum { VMAX = 49152 + 7 };
@@ -383,25 +394,7 @@ Test(sample, process_paths_agree_bit_for_bit)
                 }
             }
         }
-    /* vexp alone, the AVX-512 path */
-    enum { N = 1031 };
-    double a[N], b[N];
-    for (int i = 0; i < N; i++) {
-        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
-        a[i] = -(double)(r >> 11) * 0x1.0p-53 * (i % 97 == 0 ? 800.0 : 40.0);
-    }
-    a[5] = -INFINITY, a[6] = 0.0, a[7] = -707.9, a[8] = -708.1, a[9] = NAN;
-    for (int off = 0; off < 8; off++) {
-        const int n = N - off;
-        memcpy(b, a + off, sizeof(double) * n);
-        if (!arb_vexp_inplace_avx512(b, n))
-            break;
-        for (int i = 0; i < n; i++) {
-            const double want = arb_vexp1(a[off + i]);
-            cr_assert(memcmp(&b[i], &want, sizeof want) == 0 || (isnan(want) && isnan(b[i])),
-                      "offset %d element %d: avx512 %.17g scalar %.17g", off, i, b[i], want);
-        }
-    }
+    vexp_path_agrees(arb_vexp_inplace_avx512, 8, "avx512"); /* vexp alone, the AVX-512 path */
     cr_log_info("PROCESS: %d rows equal bit for bit on %d vector widths", compared, isas);
 }
 
