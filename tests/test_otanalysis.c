@@ -540,8 +540,8 @@ Test(khisti, sparse_rounds_give_the_dense_bits)
         arb_khisti_lp *dn, *sp;
         cr_assert_eq(arb_khisti_lp_new(V, 15, &dn), 0);
         cr_assert_eq(arb_khisti_lp_new(V, 15, &sp), 0);
-        const int nu = arb_khisti_lp_support(sp, p, q, V);
-        cr_assert(nu >= 1 && nu <= np + nq);
+        cr_assert(!arb_khisti_lp_support(sp, p, q, V, 0), "a limit below |U| leaves dense mode");
+        cr_assert(arb_khisti_lp_support(sp, p, q, V, V));
         const double *a_d = q, *a_s = q;
         for (int r = 0; r < 3; r++) {
             double *dd = a_d == ad ? ad2 : ad, *ds = a_s == as ? as2 : as;

@@ -86,18 +86,20 @@ void arb_khisti_lp_free(arb_khisti_lp *k)
     free(k);
 }
 
-int arb_khisti_lp_support(arb_khisti_lp *k, const double *p, const double *q, int V)
+bool arb_khisti_lp_support(arb_khisti_lp *k, const double *p, const double *q, int V, int max_n)
 {
     ARB_ASSERT(k->n_u == 0 && V <= k->V);
     int n = 0;
-    k->v_u = V;
-    for (int x = 0; x < V; x++)
-        if (p[x] > 0 || q[x] > 0) {
+    for (int x = 0; x < V && n <= max_n; x++)
+        if (p[x] > 0 || q[x] > 0)
             k->u[n++] = x;
-            k->in_u[x] = 1;
-        }
+    if (n > max_n || n == 0)
+        return false; /* dense mode: nothing set, nothing to end */
+    for (int i = 0; i < n; i++)
+        k->in_u[k->u[i]] = 1;
+    k->v_u = V;
     k->n_u = n;
-    return n;
+    return true;
 }
 
 void arb_khisti_lp_support_end(arb_khisti_lp *k, double *const *zero, int n_zero)
@@ -355,10 +357,8 @@ static int solve_khisti(arb_ot_work *w, const double *p, const double *q, const 
     const int V = w->V;
     /* top-p / top-k laws: the rounds over their support (the same bits, O(|U| log |U|) a
        round instead of O(V) sorts and passes; a single scan of p and q decides) */
-    const bool sparse = arb_khisti_lp_support(st->lp, p, q, V) <= V / 2;
-    if (!sparse)
-        arb_khisti_lp_support_end(st->lp, NULL, 0);
-    else if (st->dirty) {
+    const bool sparse = arb_khisti_lp_support(st->lp, p, q, V, V / 2);
+    if (sparse && st->dirty) {
         memset(st->a, 0, sizeof(double) * (size_t)V);
         memset(st->a2, 0, sizeof(double) * (size_t)V);
         st->dirty = false;

@@ -67,14 +67,16 @@ void arb_khisti_lp_free(arb_khisti_lp *k);
 /* a_next (V) = law of the winner after the round; the round's w and order stay inside k. */
 void arb_khisti_lp_solve(arb_khisti_lp *k, const double *p, const double *a, const double *b,
                          int V, int s, double *a_next);
-/* Sparse mode, for laws with few nonzeros (top-p, top-k): U = {x : p(x) > 0 or q(x) > 0}, and
-   until _support_end every round sorts and sums over U only, writing a_next on U alone (it must
-   hold zeros elsewhere). Requires supp(a), supp(b) within U, true of every round's a and b = q
-   since a round's law lives where a or b does. The same bits as dense mode (tested): the tokens
-   outside U have key 0 and no mass, so they can only matter as members of the truncated set,
-   which merges them in by id. Returns |U|. _support_end leaves dense mode and zeroes the U
-   entries of the n_zero buffers (the rounds' a_next). */
-int arb_khisti_lp_support(arb_khisti_lp *k, const double *p, const double *q, int V);
+/* Sparse mode, for laws with few nonzeros (top-p, top-k): U = {x : p(x) > 0 or q(x) > 0}; when
+   1 <= |U| <= max_n (the scan stops past max_n) it is entered and true returned, and until
+   _support_end every round sorts and sums over U only, writing a_next on U alone (it must hold
+   zeros elsewhere); else nothing changes (dense mode, no _support_end needed). Requires
+   supp(a), supp(b) within U, true of every round's a and b = q since a round's law lives where
+   a or b does. The same bits as dense mode (tested): the tokens outside U have key 0 and no
+   mass, so they can only matter as members of the truncated set, which merges them in by id.
+   _support_end leaves sparse mode and zeroes the U entries of the n_zero buffers (the rounds'
+   a_next). */
+bool arb_khisti_lp_support(arb_khisti_lp *k, const double *p, const double *q, int V, int max_n);
 void arb_khisti_lp_support_end(arb_khisti_lp *k, double *const *zero, int n_zero);
 /* PAIR_SELECT keep probability of winner x1 against challenger x2 (1 if x1 == x2). */
 double arb_khisti_keep(const arb_khisti_lp *k, int x1, int x2);
