@@ -117,7 +117,7 @@ int arb_autobudget_pick_heads(const arb_cost_model *cm, const float (*acc)[ARB_H
 }
 
 /* Which kind of choice "auto" makes for s's drafter. */
-typedef enum { AUTO_TREE, AUTO_TR, AUTO_CHAIN, AUTO_HEADS } auto_kind;
+typedef enum { AUTO_TREE, AUTO_TR, AUTO_CHAIN, AUTO_HEADS, AUTO_DYNAMIC } auto_kind;
 
 static auto_kind kind_of(const arb_method_spec *s)
 {
@@ -128,6 +128,8 @@ static auto_kind kind_of(const arb_method_spec *s)
     if ((!strcmp(s->drafter, "medusa") || !strcmp(s->drafter, "hydra")) && !strcmp(s->tree, "auto") &&
         !s->tree_sched[0])
         return AUTO_HEADS;
+    if (!strcmp(s->topology, "dynamic"))
+        return AUTO_DYNAMIC;
     return AUTO_TREE;
 }
 
@@ -254,6 +256,17 @@ int arb_autobudget_resolve(arb_ctx *c, int n_threads, arb_method_spec *s, FILE *
                          "acceptance and t(n, L) (one node %.2f ms, %d nodes %.2f ms at %d cached tokens; profile %s)\n",
                     s->id, s->max_draft, arb_cost_us(&cm, 1, ARB_AUTOBUDGET_L) / 1e3, s->budget,
                     arb_cost_us(&cm, s->budget, ARB_AUTOBUDGET_L) / 1e3, ARB_AUTOBUDGET_L, path);
+        return ARB_OK;
+    }
+    if (kind == AUTO_DYNAMIC) { /* the tree's size per step (topologies/dynamic.h), up to the table's length */
+        s->budget = b_max < ARB_CHAIN_NODES_MAX ? b_max : ARB_CHAIN_NODES_MAX;
+        arb_chain_cost_init(&s->chain_cost, &cm, s->budget);
+        if (log)
+            fprintf(log, "[%s] budget auto: the tree and its size per step, 1..%d nodes, from the spine's and the "
+                         "table's acceptance on this run and t(n, L) (one node %.2f ms, 8 nodes %.2f ms at %d cached "
+                         "tokens; profile %s)\n",
+                    s->id, s->budget, arb_cost_us(&cm, 1, ARB_AUTOBUDGET_L) / 1e3,
+                    arb_cost_us(&cm, 8, ARB_AUTOBUDGET_L) / 1e3, ARB_AUTOBUDGET_L, path);
         return ARB_OK;
     }
     int B;

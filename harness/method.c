@@ -123,7 +123,7 @@ const char *arb_method_names(const char *kind, char *buf, size_t cap)
 static const arb_method_param params[] = {
     {"id", ARB_PARAM_STR, OFF(id), "*", 0, 0, "label in reports"},
     {"drafter", ARB_PARAM_STR, OFF(drafter), "*", 0, 0, "none | pld | tr | goose | draft | eagle2-draft"},
-    {"topology", ARB_PARAM_STR, OFF(topology), GOOSE, 0, 0, "\"\" or spine (GOOSE's tree) | iso | sequoia"},
+    {"topology", ARB_PARAM_STR, OFF(topology), GOOSE, 0, 0, "\"\" or spine (GOOSE's tree) | iso | sequoia | dynamic (per step; budget auto)"},
     {"verifier", ARB_PARAM_STR, OFF(verifier), "*", 0, 0, "greedy"},
     {"scheduler", ARB_PARAM_STR, OFF(scheduler), GOOSE, 0, 0, "goose_tiers | fixed | none"},
     {"budget", ARB_PARAM_INT, OFF(budget), GOOSE " " E2 " medusa hydra rest eagle pld tr", 1, 1024,
@@ -326,6 +326,8 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
         {"pld-auto", "pld", "PLD-auto"}, {"tr-auto", "tr", "TR-auto"}, {"goose-auto", "goose", "GOOSE-auto"},
         {"iso3-auto", "goose", "Iso3-auto"}, {"iso5-auto", "goose", "Iso5-auto"},
         {"sequoia-auto", "goose", "Sequoia-auto"},
+        /* GOOSE's two sources in the per-step cost-aware tree (topologies/dynamic.h) */
+        {"goose-dyn-auto", "goose", "GOOSE-dyn"},
         /* the heads' tree grown from their rank accuracies, its budget from them and the profile */
         {"medusa-auto", "medusa", "Medusa-auto"}, {"hydra-auto", "hydra", "Hydra-auto"},
         {"eagle-dte", "eagle-dte", "EAGLE-DTE"}, /* the EAGLE head as a sampling draft (docs/sampling.md) */
@@ -351,6 +353,9 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
             snprintf(s->scheduler, sizeof s->scheduler, "none");
             s->iso_k = n[0] == 'i' ? n[3] - '0' : s->iso_k;
             s->bigram = false;
+        } else if (!strcmp(n, "goose-dyn")) { /* the tree subsumes the bypass: a sure match is a chain */
+            snprintf(s->topology, sizeof s->topology, "dynamic");
+            s->bypass = false;
         } else if (!strcmp(n, "goose-nospinebr")) {
             s->spine_branches = false;
         } else if (!strcmp(n, "goose-unigram")) {
@@ -379,7 +384,7 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
     return ARB_ERR(err, ARB_E_INVAL,
                    "method: unknown '%s' (ar pld tr goose iso3 iso5 sequoia goose-nospinebr goose-unigram "
                    "goose-nobypass goose-nospine goose-control draft eagle2 medusa hydra rest rest-code rest-chat entmtp entmtp-tau entmtp-ll "
-                   "lookahead lookahead-small eagle2-head pld-auto tr-auto goose-auto iso3-auto iso5-auto sequoia-auto "
+                   "lookahead lookahead-small eagle2-head pld-auto tr-auto goose-auto goose-dyn-auto iso3-auto iso5-auto sequoia-auto "
                    "medusa-auto hydra-auto eagle-dte)", name);
 }
 
@@ -447,6 +452,9 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
     if (s->topology[0] && !arb_drafter_find(s->drafter)->uses_topology)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: topology: '%s' needs drafter %s", s->id, s->topology,
                        drafters_with(uses_topology, " or ", names, sizeof names));
+    if (!strcmp(s->topology, "dynamic") && !s->budget_auto && s->chain_cost.n_max < 2)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: topology dynamic sizes its tree from this machine's eval cost: "
+                       "it needs \"budget\": \"auto\"", s->id);
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
         int rc = check_range(s, &params[i], err);
         if (rc)

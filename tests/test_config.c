@@ -148,7 +148,7 @@ static const struct { const char *json, *want; } bad[] = {
     {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA ",\"methods\":[{\"id\":\"G\",\"preset\":\"gooze\"}]}",
      "methods[0].preset"},
     {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA ",\"methods\":[{\"id\":\"G\",\"drafter\":\"goose\",\"topology\":\"star\"}]}",
-     "methods[0].topology: unknown topology \"star\" (spine, iso, sequoia)"},
+     "methods[0].topology: unknown topology \"star\" (spine, iso, sequoia, dynamic)"},
     {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA ",\"methods\":[{\"id\":\"G\",\"preset\":\"pld\",\"drafter\":\"tr\"}]}",
      "methods[0].drafter: \"tr\" conflicts with preset \"pld\""},
     {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA ",\"methods\":[{\"id\":\"G\",\"preset\":\"goose\"},{\"id\":\"G\",\"preset\":\"tr\"}]}",

@@ -97,12 +97,11 @@ static int on_step(const arb_step_record *r, void *ud)
     return 0;
 }
 
-static void generate(const char *method, const char *prompt, int max_new, int32_t *out, int *n_out,
-                     arb_prompt_result *res, rec_sum *sum)
+static void generate_spec(const char *method, const arb_method_spec *sp, const char *prompt, int max_new,
+                          int32_t *out, int *n_out, arb_prompt_result *res, rec_sum *sum)
 {
     arb_err err = {0};
-    arb_method_spec s;
-    cr_assert_eq(arb_method_spec_preset(method, &s, &err), ARB_OK, "%s", err.msg);
+    arb_method_spec s = *sp;
     arb_decoder *d;
     cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK, "%s", err.msg);
     int32_t *ids;
@@ -119,6 +118,15 @@ static void generate(const char *method, const char *prompt, int max_new, int32_
     *n_out = res->n_generated;
     free(ids);
     arb_decoder_free(d);
+}
+
+static void generate(const char *method, const char *prompt, int max_new, int32_t *out, int *n_out,
+                     arb_prompt_result *res, rec_sum *sum)
+{
+    arb_err err = {0};
+    arb_method_spec s;
+    cr_assert_eq(arb_method_spec_preset(method, &s, &err), ARB_OK, "%s", err.msg);
+    generate_spec(method, &s, prompt, max_new, out, n_out, res, sum);
 }
 
 Test(decode, every_greedy_method_reproduces_ar, .init = setup, .fini = teardown, .timeout = 1500)
@@ -158,6 +166,48 @@ Test(decode, every_greedy_method_reproduces_ar, .init = setup, .fini = teardown,
             cr_assert_leq(s.max_nodes, arb_method_max_nodes(&sp), "%s: within its sized tree", methods[m]);
             cr_log_info("prompt %zu %-16s tau %.2f", p, methods[m], (double)n / r.n_target_calls);
         }
+    }
+}
+
+/* GOOSE's sources in the per-step cost-aware tree (topologies/dynamic.h): whatever size and
+   shape the cost table makes it pick — chains and wide trees (a node at 2 % of an eval), a few
+   nodes (10 %), mostly AR steps (60 %) — the tokens are AR's. Budget "auto" would load this
+   machine's profile; the tables here are set by hand so the test reaches each regime. */
+Test(decode, dynamic_tree_reproduces_ar, .init = setup, .fini = teardown, .timeout = 600)
+{
+    if (!M)
+        cr_skip_test("default model not available (arbor fetch-model)");
+    static const double per_node[] = {0.02, 0.1, 0.6};
+    int32_t ref[128], got[128];
+    for (size_t p = 0; p < 2; p++) {
+        int n_ref, n;
+        arb_prompt_result ar, r;
+        rec_sum s;
+        generate("ar", prompts[p], 48, ref, &n_ref, &ar, &s);
+        int max_nodes[3];
+        for (size_t c = 0; c < sizeof per_node / sizeof per_node[0]; c++) {
+            arb_method_spec sp;
+            cr_assert_eq(arb_method_spec_preset("goose-dyn-auto", &sp, NULL), ARB_OK);
+            sp.budget_auto = false;
+            sp.budget = 32;
+            sp.chain_cost.n_max = 32;
+            for (int k = 1; k <= 32; k++)
+                sp.chain_cost.w_us[k] = 2000.0 * (1.0 + per_node[c] * (k - 1));
+            sp.chain_cost.ctx0_us = 1.0;
+            generate_spec("goose-dyn", &sp, prompts[p], 48, got, &n, &r, &s);
+            cr_assert_eq(n, n_ref, "per node %g prompt %zu: %d vs %d tokens", per_node[c], p, n, n_ref);
+            for (int i = 0; i < n; i++)
+                cr_assert_eq(got[i], ref[i], "per node %g prompt %zu: token %d differs", per_node[c], p, i);
+            cr_assert_eq(s.committed + 1, n, "step records add up");
+            cr_assert_not(s.bad_k);
+            cr_assert_not(s.bad_rank);
+            cr_assert_leq(s.max_nodes, 32);
+            max_nodes[c] = s.max_nodes;
+            cr_log_info("prompt %zu goose-dyn per node %.2f: tau %.2f, largest tree %d", p, per_node[c],
+                        (double)n / r.n_target_calls, s.max_nodes);
+        }
+        cr_assert_gt(max_nodes[0], max_nodes[2], "cheaper nodes, larger trees (%d vs %d)", max_nodes[0],
+                     max_nodes[2]);
     }
 }
 

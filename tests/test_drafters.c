@@ -203,6 +203,6 @@ Test(drafters, registry_helpers_find_and_list)
     cr_expect_not_null(arb_tree_sched_find("entmtp_tau"));
     cr_expect_null(arb_tree_sched_find("entmtp"));
     cr_expect_str_eq(arb_tree_sched_names(buf, sizeof buf), "static, entmtp_tau, ladder");
-    cr_expect_str_eq(arb_topology_names(buf, sizeof buf), "spine, iso, sequoia");
+    cr_expect_str_eq(arb_topology_names(buf, sizeof buf), "spine, iso, sequoia, dynamic");
     cr_expect_eq(arb_verifier_find("traversal"), arb_verifier_at(8));
 }

@@ -37,6 +37,7 @@ struct arb_goose {
        acceptance of this prompt's earlier bypass chains (chainbudget.h) */
     arb_chain_stats byp_stats;
     int byp_k;              /* tokens in this step's bypass chain, 0 when the step built a tree */
+    int n_ctx;              /* this step's context length (the topology's t(n, L)) */
 };
 
 int arb_goose_consensus_find(const char *name)
@@ -130,7 +131,8 @@ double arb_goose_ps_hat(const arb_goose *g) { return g->p_s_hat; }
 void arb_goose_build(arb_goose *g, int32_t a_prev, int32_t anchor, const int32_t *d, int m, double r,
                      arb_tree *t, arb_step_record *rec)
 {
-    arb_topo_src src = {.succ = g_succ, .ud = g, .a_prev = a_prev, .anchor = anchor, .d = d, .m = m, .r = r};
+    arb_topo_src src = {.succ = g_succ, .ud = g, .a_prev = a_prev, .anchor = anchor, .d = d, .m = m, .r = r,
+                        .n_ctx = g->n_ctx};
     g->topo->build(g->tst, &src, t, rec);
 }
 
@@ -243,6 +245,7 @@ static void gd_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
     g->bigram_hits = 0;
     g->m_sp = 0;
     g->byp_k = 0;
+    g->n_ctx = n_S;
     rec->p_s_hat = (float)g->p_s_hat;
     rec->spine_break_depth = -1;
     if (!g->topo->wants_match) { /* a fixed shape on the adjacency table */
@@ -293,6 +296,8 @@ static void gd_harvest(void *st, const arb_harvest *h)
 static void gd_verified(void *st, const arb_tree *t, const int32_t *path, int n_path, arb_step_record *rec)
 {
     arb_goose *g = st;
+    if (g->topo->verified && g->byp_k == 0)
+        g->topo->verified(g->tst, t, path, n_path);
     if (g->byp_k > 0) /* the bypass chain is the whole tree: the path is its accepted prefix */
         arb_chain_stats_observe(&g->byp_stats, g->byp_k, n_path - 1);
     if (g->m_sp <= 0)

@@ -3,7 +3,7 @@
 #include "topology.h"
 
 static const arb_topology_i *const topologies[] = {&arb_topology_spine, &arb_topology_iso,
-                                                   &arb_topology_sequoia};
+                                                   &arb_topology_sequoia, &arb_topology_dynamic};
 
 static const char *name_at(int i) { return arb_topology_at(i) ? topologies[i]->name : NULL; }
 

@@ -38,6 +38,7 @@ typedef struct arb_topo_src { /* this step's token sources, filled by the drafte
     const int32_t *d;         /* context-match continuation (spine tokens); NULL when m = 0 */
     int m;                    /* its length */
     double r;                 /* spine ratio this step (GOOSE Algorithm 2) */
+    int n_ctx;                /* cached tokens this step (the eval's context length L) */
 } arb_topo_src;
 
 typedef struct arb_topology_i {
@@ -53,9 +54,12 @@ typedef struct arb_topology_i {
     /* Grow t (reset to src->anchor by the caller) to at most the method's budget; fills rec's
        shape fields (spine topology: bs, br, bsp, spine_alloc_sum, r). No allocation. */
     void (*build)(void *st, const arb_topo_src *src, arb_tree *t, arb_step_record *rec);
+    /* Optional (NULL: a shape that does not learn): the tree of the last build and its verified
+       path (node indices from the anchor, n_path of them). */
+    void (*verified)(void *st, const arb_tree *t, const int32_t *path, int n_path);
 } arb_topology_i;
 
-extern const arb_topology_i arb_topology_spine, arb_topology_iso, arb_topology_sequoia;
+extern const arb_topology_i arb_topology_spine, arb_topology_iso, arb_topology_sequoia, arb_topology_dynamic;
 
 /* The registry (topologies/registry.c): topology by name, NULL if unknown; "" is the
    drafter's own shape, which for GOOSE is "spine". */
