@@ -4,7 +4,8 @@
  * index should keep them flat), (2) adjacency + index memory, (3) per-step harness work at
  * B = 60 on synthetic logits (top-K harvest of every node on 1 thread and, with --model, on
  * the target's threads as decode runs it; spine-tree build, the greedy verifier called through
- * the verifier table as decode calls it, table writes), (4) the
+ * the verifier table as decode calls it, table writes), GOOSE's dynamic tree build (flat and
+ * CPU-like cost tables), (4) the
  * EAGLE-2 dynamic tree builder at depth 6 / topk 10 / total 60 on synthetic rows, and
  * with --model, the eval time of a 60-node tree on the real model and the top-K of its real
  * logits rows straight after that eval, for the ratio. (4) REST: datastore memory, build and
@@ -584,9 +585,19 @@ int arb_cmd_bench_harness(int argc, char **argv)
     }
     printf("\nContextMatch 16k/1k time ratio: %.2f (flat = 1)\n\n", last / first);
 
-    arb_method_spec sp;
+    arb_method_spec sp, sp_dyn[2];
     arb_method_spec_preset("goose", &sp, NULL);
-    arb_goose *g = NULL;
+    /* the dynamic tree (topologies/dynamic.h) with cost tables set here: a flat one (a free node:
+       the tree fills its budget, the most work a build does) and a CPU-like one (7 % a node) */
+    for (int k = 0; k < 2; k++) {
+        arb_method_spec_preset("goose-dyn-auto", &sp_dyn[k], NULL);
+        sp_dyn[k].budget_auto = false;
+        sp_dyn[k].budget = 64;
+        sp_dyn[k].chain_cost.n_max = 64;
+        for (int n = 1; n <= 64; n++)
+            sp_dyn[k].chain_cost.w_us[n] = 3000.0 * (1.0 + (k ? 0.07 : 0.0) * (n - 1));
+    }
+    arb_goose *g = NULL, *g_dyn[2] = {NULL, NULL};
     float *logits = malloc((size_t)B * V * sizeof *logits);
     int32_t *ids = malloc((size_t)B * 10 * sizeof *ids), prev[B];
     float *sc = malloc((size_t)B * 10 * sizeof *sc);
@@ -595,7 +606,9 @@ int arb_cmd_bench_harness(int argc, char **argv)
     arb_verifier_opts vopt = arb_verifier_default_opts();
     vopt.V = V;
     vopt.n_nodes_max = 64;
-    if (!logits || !ids || !sc || arb_goose_new(&sp, V, &g, &err) || arb_tree_init(&t, 64, &err) ||
+    if (!logits || !ids || !sc || arb_goose_new(&sp, V, &g, &err) || arb_goose_new(&sp_dyn[0], V, &g_dyn[0], &err) ||
+        arb_goose_new(&sp_dyn[1], V, &g_dyn[1], &err) ||
+        arb_tree_init(&t, 64, &err) ||
         arb_verifier_new("greedy", &vopt, &vf, &err)) {
         fprintf(stderr, "arbor bench-harness: %s\n", err.msg[0] ? err.msg : "out of memory");
         return 1;
@@ -607,7 +620,10 @@ int arb_cmd_bench_harness(int argc, char **argv)
         arb_topk_softmax(logits + (size_t)(x % B) * V, V, 10, ids, sc);
         for (int j = 0; j < 10; j++)
             ids[j] = (ids[j] + x) % V;
-        arb_adj_write(arb_goose_adj(g), (int32_t)(rnd() % V), x, ids, sc);
+        const int32_t pv = (int32_t)(rnd() % V);
+        arb_adj_write(arb_goose_adj(g), pv, x, ids, sc);
+        arb_adj_write(arb_goose_adj(g_dyn[0]), pv, x, ids, sc);
+        arb_adj_write(arb_goose_adj(g_dyn[1]), pv, x, ids, sc);
     }
     printf("## memory\n\nGOOSE adjacency (K = 10, unigram + 2^15 bigram): %.2f MB; n-gram index {3,4,5} at %d "
            "tokens: %.2f MB\n\n",
@@ -687,6 +703,24 @@ int arb_cmd_bench_harness(int argc, char **argv)
         printf("| %.1f | %.1f | %.1f | %.2f | %.1f | %.1f |\n\n", t_build, t_topk, t_topk_mt, t_walk, t_harv, harness);
     else
         printf("| %.1f | %.1f | - | %.2f | %.1f | %.1f |\n\n", t_build, t_topk, t_walk, t_harv, harness);
+    { /* GOOSE's dynamic tree (topology dynamic): build per step, a 6-token match and the tables above */
+        double tb[2] = {1e30, 1e30};
+        int nodes[2] = {0, 0};
+        for (int k = 0; k < 2; k++) {
+            for (int r = 0; r < R; r++) {
+                arb_tree_reset(&t, (int32_t)(rnd() % V));
+                arb_step_record rec = {0};
+                double t0 = now_us();
+                arb_goose_build(g_dyn[k], (int32_t)(rnd() % V), t.tok[0], d, 6, 0.0, &t, &rec);
+                tb[k] = fmin(tb[k], now_us() - t0);
+                nodes[k] = t.n > nodes[k] ? t.n : nodes[k];
+            }
+        }
+        printf("## GOOSE's dynamic tree (topology dynamic, budget 64; best of %d builds, microseconds)\n\n"
+               "| cost table | build | nodes |\n|---|---:|---:|\n| flat (a node is free: the budget fills) | %.1f | %d "
+               "|\n| a node at 7 %% of an eval | %.1f | %d |\n\n",
+               R, tb[0], nodes[0], tb[1], nodes[1]);
+    }
     { /* the EAGLE-2 dynamic tree builder (dyntree.h) at the eagle2 preset's shape */
         arb_dyntree_opts eo = arb_dyntree_default_opts();
         arb_dyntree *dt = NULL;
@@ -768,6 +802,8 @@ done:
     (void)sink;
     arb_tree_release(&t);
     arb_goose_free(g);
+    arb_goose_free(g_dyn[0]);
+    arb_goose_free(g_dyn[1]);
     arb_verifier_free(vf);
     free(logits);
     free(ids);
