@@ -76,7 +76,8 @@ void arb_config_free(arb_config *c); /* NULL-safe */
    model_sha256 may be NULL (then the model's path stands in). *json: caller frees. */
 int arb_config_cell(const arb_config *c, int model, int dataset, int method, int sampling,
                     int seed, const char *model_sha256, char **json, char key[17], arb_err *err);
-/* Resolved spec of a method as JSON (every parameter that applies to its drafter). */
+/* Resolved spec of a method as JSON (every parameter that applies to its drafter; after budget
+   "auto" is resolved, also "cost_table": the t(n, L) table its per-step choices read). */
 char *arb_config_spec_json(const arb_method_spec *s);
 
 #endif

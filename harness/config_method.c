@@ -383,6 +383,20 @@ char *arb_config_spec_json(const arb_method_spec *s)
         }
         }
     }
+    /* budget "auto" resolved: the machine's cost table the run sized its chains and trees by, so a
+       run records what its per-step choices came from (never in a config's spec, so run keys
+       do not see it) */
+    const arb_chain_cost *cc = &s->chain_cost;
+    if (cc->n_max > 0) {
+        cJSON *t = cJSON_AddObjectToObject(o, "cost_table");
+        cJSON *w = t ? cJSON_AddArrayToObject(t, "w_us") : NULL;
+        for (int k = 1; w && k <= cc->n_max; k++)
+            cJSON_AddItemToArray(w, cJSON_CreateNumber(cc->w_us[k]));
+        if (t) {
+            cJSON_AddNumberToObject(t, "ctx_us", cc->ctx_us);
+            cJSON_AddNumberToObject(t, "ctx0_us", cc->ctx0_us);
+        }
+    }
     char *txt = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return txt;

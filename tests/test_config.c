@@ -250,6 +250,27 @@ Test(config, typical_keys_only_with_the_typical_verifier)
     cr_assert_null(arb_method_param_find("goose", "typical_eps"), "typical keys belong to model drafters");
 }
 
+/* A run's params carry the cost table budget "auto" resolved to (its per-step choices read it);
+   an unresolved spec, the one run keys hash, has none. */
+Test(config, resolved_auto_records_its_cost_table)
+{
+    arb_method_spec s;
+    cr_assert_eq(arb_method_spec_preset("goose-dyn-auto", &s, NULL), 0);
+    char *j = arb_config_spec_json(&s);
+    cr_assert_not_null(j);
+    cr_expect_null(strstr(j, "cost_table"), "%s", j);
+    cr_expect(strstr(j, "\"budget\":\"auto\""), "%s", j);
+    free(j);
+    s.budget_auto = false;
+    s.budget = 3;
+    s.chain_cost.n_max = 3;
+    s.chain_cost.w_us[1] = 2500, s.chain_cost.w_us[2] = 2600.5, s.chain_cost.w_us[3] = 2750;
+    s.chain_cost.ctx_us = 0.25, s.chain_cost.ctx0_us = 1.5;
+    j = arb_config_spec_json(&s);
+    cr_expect(strstr(j, "\"cost_table\":{\"w_us\":[2500,2600.5,2750],\"ctx_us\":0.25,\"ctx0_us\":1.5}"), "%s", j);
+    free(j);
+}
+
 /* File-path parameters (heads, draft_model, selector_file, datastore, bank) hold a real path
    (< ARB_SPEC_PATH_MAX bytes, was 32); name parameters stay < 32 bytes; both limits are errors
    naming the JSON path, never a silent cut. */
