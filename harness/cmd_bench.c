@@ -489,21 +489,10 @@ trees:
         path64[i] = i;
     if (arb_commit(b.c, path64, 64, &err))
         goto fail;
-    /* Repetitions outermost: every size is measured once per round, so a slow minute
-       of a shared machine hits all sizes alike instead of the few measured in it. */
     static const int sizes[] = {1, 2, 4, 8, 16, 32, 64};
-    double tt[2][7];
-    for (int wide = 0; wide < 2; wide++)
-        for (int k = 0; k < 7; k++)
-            tt[wide][k] = 1e30;
-    for (int r = 0; r < reps; r++)
-        for (int wide = 0; wide < 2; wide++)
-            for (int k = 0; k < 7; k++) {
-                const double t = run_eval(&b, sizes[k], wide, &err);
-                if (t < 0)
-                    goto fail;
-                tt[wide][k] = t < tt[wide][k] ? t : tt[wide][k];
-            }
+    double tt[2][8]; /* tree_times: repetitions outermost, as its comment says */
+    if (tree_times(&b, sizes, 7, reps, tt, &err))
+        goto fail;
     printf("trees     nodes:        1      2      4      8     16     32     64   (time / time of 1 node, best of %d)\n", reps);
     for (int wide = 0; wide < 2; wide++) {
         printf("          %-7s", wide ? "wide" : "chain");
