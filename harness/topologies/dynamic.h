@@ -1,6 +1,6 @@
 /* dynamic.h — the per-step cost-aware tree ("topology": "dynamic"): of every tree GOOSE's two
  * sources could fill this step, the one with the most expected tokens per second of eval on this
- * machine (docs/greedy-methods.md, "The dynamic tree").
+ * machine (docs/cost-model.md, "The dynamic tree").
  *
  * Each candidate node carries an acceptance estimate v = P(its whole path is accepted):
  *
@@ -9,7 +9,7 @@
  *
  * p1, pc: this run's spine acceptance (first token, later ones; Beta(1, 1), decayed so a prompt's
  * own chains dominate); cal: the table's scores calibrated on this run's verified steps (16 score
- * bins, prior mean 0.8 × the bin's middle, as measured in docs/greedy-methods.md). Nodes are
+ * bins, prior mean 0.8 × the bin's middle, as measured in docs/cost-model.md). Nodes are
  * taken best first (a node's children enter the frontier once it is taken, so every prefix of the
  * order is a tree, and the n-node prefix holds the n largest v of any n-node tree). With
  * τ̂(n) = 1 + Σ of the first n - 1 values, the step sends the n in [1, B] that maximises
