@@ -63,5 +63,13 @@ void arb_chain_stats_observe(arb_chain_stats *s, int proposed, int accepted)
     s->cont_hit += accepted - 1;
 }
 
+void arb_chain_stats_decay(arb_chain_stats *s, double f)
+{
+    s->first_try *= f;
+    s->first_hit *= f;
+    s->cont_try *= f;
+    s->cont_hit *= f;
+}
+
 double arb_chain_stats_p1(const arb_chain_stats *s) { return (s->first_hit + 1.0) / (s->first_try + 2.0); }
 double arb_chain_stats_pc(const arb_chain_stats *s) { return (s->cont_hit + 1.0) / (s->cont_try + 2.0); }

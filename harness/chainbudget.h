@@ -55,6 +55,8 @@ void arb_chain_stats_reset(arb_chain_stats *s);
 /* A chain of `proposed` tokens of which the first `accepted` were accepted (0 <= accepted <=
    proposed; proposed 0 is ignored). */
 void arb_chain_stats_observe(arb_chain_stats *s, int proposed, int accepted);
+/* Every count times f (0 < f <= 1): older chains weigh less (the dynamic tree's decay). */
+void arb_chain_stats_decay(arb_chain_stats *s, double f);
 /* Beta(1, 1)-smoothed estimates (hits + 1) / (trials + 2): 0.5 before any observation. */
 double arb_chain_stats_p1(const arb_chain_stats *s);
 double arb_chain_stats_pc(const arb_chain_stats *s);

@@ -46,7 +46,7 @@ typedef struct dyn_state {
     cand *order;      /* nodes taken, best first; order[0] is the anchor */
     double *ratio_lo; /* scratch: suffix minima of t(n, L) */
     double bin_try[ARB_DYN_BINS], bin_hit[ARB_DYN_BINS];
-    double first_try, first_hit, cont_try, cont_hit; /* spine, decayed */
+    arb_chain_stats spine; /* the spine's acceptance, counts decayed by DYN_DECAY a step */
 } dyn_state;
 
 static void dyn_destroy(void *st)
@@ -81,7 +81,6 @@ static int dyn_create(const arb_method_spec *sp, void **out, arb_err *err)
         dyn_destroy(s);
         return ARB_ERR(err, ARB_E_NOMEM, "topology dynamic: out of memory (budget %d)", sp->budget);
     }
-    s->first_try = s->first_hit = s->cont_try = s->cont_hit = 0.0;
     *out = s;
     return ARB_OK;
 }
@@ -131,8 +130,7 @@ static void push_children(dyn_state *s, int *nh, const arb_topo_src *src, int at
     const double v = s->order[at].v;
     int32_t skip = -1;
     if (spine_next >= 0 && spine_next < src->m) {
-        const double p = spine_next == 0 ? (s->first_hit + 1.0) / (s->first_try + 2.0)
-                                         : (s->cont_hit + 1.0) / (s->cont_try + 2.0);
+        const double p = spine_next == 0 ? arb_chain_stats_p1(&s->spine) : arb_chain_stats_pc(&s->spine);
         skip = src->d[spine_next];
         heap_push(s, nh, (cand){.v = v * p, .parent = at, .tok = skip, .rank = -1, .spine = (int16_t)spine_next,
                                 .score = NAN});
@@ -194,7 +192,8 @@ static void dyn_build(void *st, const arb_topo_src *src, arb_tree *t, arb_step_r
     rec->br = t->n - 1 - n_sp;
 }
 
-/* Learn from the verified path: every node whose parent was accepted is one trial of its kind. */
+/* Learn from the verified path: the spine is a chain (its accepted prefix, chainbudget.h's
+   counts); every table node whose parent was accepted is one trial of its score's bin. */
 static void dyn_verified(void *st, const arb_tree *t, const int32_t *path, int n_path)
 {
     dyn_state *s = st;
@@ -204,27 +203,19 @@ static void dyn_verified(void *st, const arb_tree *t, const int32_t *path, int n
     for (int k = 0; k < n_path; k++)
         if (path[k] < n)
             on[path[k]] = 1;
-    s->first_try *= DYN_DECAY;
-    s->first_hit *= DYN_DECAY;
-    s->cont_try *= DYN_DECAY;
-    s->cont_hit *= DYN_DECAY;
+    int n_sp = 0, acc_sp = 0;
     for (int i = 1; i < n; i++) {
-        if (!on[t->parent[i]])
-            continue;
         if (t->flags[i] & ARB_NODE_SPINE) {
-            if (t->parent[i] == 0) {
-                s->first_try += 1.0;
-                s->first_hit += on[i];
-            } else {
-                s->cont_try += 1.0;
-                s->cont_hit += on[i];
-            }
-        } else if (t->draft_prob[i] >= 0.0f) {
+            n_sp++;
+            acc_sp += on[i];
+        } else if (on[t->parent[i]] && t->draft_prob[i] >= 0.0f) {
             const int b = arb_dyn_bin(t->draft_prob[i]);
             s->bin_try[b] += 1.0;
             s->bin_hit[b] += on[i];
         }
     }
+    arb_chain_stats_decay(&s->spine, DYN_DECAY);
+    arb_chain_stats_observe(&s->spine, n_sp, acc_sp);
 }
 
 const arb_topology_i arb_topology_dynamic = {
