@@ -14,26 +14,35 @@
 /* ---- top-K + softmax of one logits row, in one pass ----
    The row is read once, in chunks of 128 values (prefetched 4 KB ahead; a chunk is re-read
    from L1 only). Per chunk: its maximum, as a vector; when some value beats the current K-th
-   best (rare once the list is full) the chunk's values are inserted one by one in id order,
+   best (rare once the list is full: ~12-16 chunks of 384 on real rows) the values above it
+   are inserted one by one in id order (the vector paths find them by a compare per vector),
    so equal values keep the lower id exactly as a sequential scan would; online softmax: a
    chunk that raises the running maximum M first rescales the partial sums by 2^(u_old - u_new)
    (u = M log2 e); a chunk whose maximum is more than 24 below M is skipped (each term < e^-24
-   of the max term, < 2e-6 relative over V = 49152); else e^(x - M) = 2^(x log2e - u) of each
-   value at chunk offset o is added to accumulator lane o mod 64 (offset o, then o + 64).
+   of the max term, < 2e-6 relative over V = 49152); else e^(x - M) / 2 = 2^w, w = x log2e - u - 1,
+   of each value at chunk offset o is added to accumulator lane o mod 64 (offset o, then o + 64).
    Exactness across CPUs: every path (AVX-512F+DQ: 4 x 16 lanes, AVX2+FMA: 8 x 8, baseline: plain
    C with fmaf) runs the same IEEE operations per lane in the same order, fused where written
    fma and nowhere else (no a*b+c is left for a compiler to contract), then the same fixed tree
-   over the 64 lanes, so ids and scores are bit-identical (tests/test_tr.c checks). exp2: round
-   to nearest n, f in [-1/2, 1/2], degree-5 polynomial (relative error 1.6e-7), times 2^n. The
-   rounding of u = x log2e - u_M shifts every term by the same factor, which the normalisation
-   cancels; scores are within ~5e-6 relative of the exact softmax. They only weight branch
-   widths and the 0.01 pruning (stored in 1/65535 units); ids and order are exact. */
+   over the 64 lanes, so ids and scores are bit-identical (tests/test_tr.c checks). The sum's
+   2^w (the hot loop: ~10 vector operations per 16 values, the cost of the whole top-K on rows in
+   cache): n = floor(w), f = w - n in [0, 1), a degree-4 polynomial with p(0) = 1 (relative error
+   3.0e-6), times 2^n; AVX-512 does it as vreduceps (f) and vscalefps (p 2^floor(w)), no separate
+   n. The -1 in w keeps f exact: w <= -1 + 2^-19 for every value of the row (x <= M), and w - floor(w)
+   is exact for w <= -1/2, so the vector reduction (rounding down) and floorf agree to the bit.
+   The K numerators and the rescale factors: exp2 with round-to-nearest n, f in [-1/2, 1/2],
+   degree 5 (relative error 1.6e-7). The rounding of u = x log2e - u_M shifts every term by the
+   same factor, which the normalisation cancels; scores are within ~5e-6 relative of the exact
+   softmax. They only weight branch widths and the 0.01 pruning (stored in 1/65535 units); ids and
+   order are exact. */
 #define TOPK_CHUNK 128
 #define TOPK_LANES 64
 #define TOPK_PF 1024 /* prefetch distance, floats */
 #define TOPK_SKIP 24.0f
 #define LOG2E 1.44269504088896341f
 #define RND 12582912.0f /* 1.5 * 2^23: x + RND rounds x to an integer, held in the low bits */
+/* 2^f on [0, 1), p(0) = 1: minimax relative error 3.0e-6 (fitted, then evaluated in float) */
+static const float exp2_s[4] = {1.3426668011e-02f, 5.2242498845e-02f, 2.4128019810e-01f, 6.9304484129e-01f};
 static const float exp2_c[5] = {1.3264726149e-03f, 9.6715129912e-03f, 5.5507335812e-02f, 2.4022242427e-01f,
                                 6.9314700365e-01f};
 
@@ -65,6 +74,14 @@ static void topk_insert(topk_state *s, const float *v, int i0, int n)
     }
 }
 
+/* Value j (< n) of a full list's chunk, found above thr by a vector compare: inserted as
+   topk_insert would, in id order (thr only rises, so a value the compare left out stays out). */
+static inline void topk_insert_one(topk_state *s, const float *v, int i0, int n, int j)
+{
+    if (j < n)
+        topk_insert(s, v + j, i0 + j, 1);
+}
+
 /* acc + 2^u for u <= 0 (u below -126, or NaN, counts as -126: never below 2^-127) */
 static inline float exp2_acc1(float u, float acc)
 {
@@ -76,6 +93,20 @@ static inline float exp2_acc1(float u, float acc)
     uint32_t b, e;
     memcpy(&b, &t, sizeof b);
     e = (b + 127u) << 23; /* the low bits of t hold n: 2^n */
+    float en;
+    memcpy(&en, &e, sizeof en);
+    return acc + p * en; /* not fused: AVX-512 scales with vscalefps, then adds */
+}
+
+/* acc + 2^w for w <= -1/2 (w below -126, or NaN, counts as -126): the sum's term */
+static inline float exp2_sum1(float w, float acc)
+{
+    w = w > -126.0f ? w : -126.0f;
+    float n = floorf(w), f = w - n, p = exp2_s[0]; /* f exact (w <= -1/2) */
+    for (int k = 1; k < 4; k++)
+        p = fmaf(p, f, exp2_s[k]);
+    p = fmaf(p, f, 1.0f);
+    uint32_t e = (uint32_t)((int32_t)n + 127) << 23;
     float en;
     memcpy(&en, &e, sizeof en);
     return acc + p * en; /* not fused: AVX-512 scales with vscalefps, then adds */
@@ -96,7 +127,8 @@ static void topk_finish(topk_state *s, int V, float *lane, float *scores)
         for (int j = 0; j < w; j++)
             lane[j] += lane[j + w];
     for (int j = 0; j < s->cnt; j++) /* a row of -inf only: uniform, as any all-equal row */
-        scores[j] = s->M == -INFINITY ? 1.0f / (float)V : exp2_acc1(fmaf(s->top[j], LOG2E, -s->uM), 0.0f) / lane[0];
+        scores[j] = s->M == -INFINITY ? 1.0f / (float)V
+                                      : exp2_acc1(fmaf(s->top[j], LOG2E, -s->uM - 1.0f), 0.0f) / lane[0];
     for (int j = s->cnt; j < s->K; j++) { /* V < K: pad (never happens for real vocabularies) */
         s->ids[j] = 0;
         scores[j] = 0.0f;
@@ -133,7 +165,7 @@ static void chunk_base(topk_state *s, float *acc, const float *x, int i0, int n)
     if (s->M == -INFINITY || !(mx >= s->M - TOPK_SKIP))
         return;
     for (int o = 0; o < TOPK_CHUNK; o++)
-        acc[o % TOPK_LANES] = exp2_acc1(fmaf(x[o], LOG2E, -s->uM), acc[o % TOPK_LANES]);
+        acc[o % TOPK_LANES] = exp2_sum1(fmaf(x[o], LOG2E, -s->uM - 1.0f), acc[o % TOPK_LANES]);
 }
 
 static void topk_base(topk_state *s, const float *row, int V, float *lane)
@@ -148,21 +180,20 @@ static void topk_base(topk_state *s, const float *row, int V, float *lane)
 }
 
 #ifdef TOPK_X86
-/* The vector paths: the operations of exp2_acc1 / chunk_base, lane for lane. */
+/* The vector paths: the operations of exp2_sum1 / chunk_base, lane for lane. */
 #define AVX2 __attribute__((target("avx2,fma")))
 #define AVX512 __attribute__((target("avx512f,avx512dq")))
 #define UNROLL _Pragma("GCC unroll 16")
 #define INL static inline __attribute__((always_inline))
 
-AVX2 INL __m256 exp2_acc8(__m256 u, __m256 acc)
+AVX2 INL __m256 exp2_sum8(__m256 w, __m256 acc)
 {
-    const __m256 rnd = _mm256_set1_ps(RND);
-    u = _mm256_max_ps(u, _mm256_set1_ps(-126.0f)); /* u > -126 ? u : -126 */
-    __m256 t = _mm256_add_ps(u, rnd), f = _mm256_sub_ps(u, _mm256_sub_ps(t, rnd)), p = _mm256_set1_ps(exp2_c[0]);
-    for (int k = 1; k < 5; k++)
-        p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(exp2_c[k]));
+    w = _mm256_max_ps(w, _mm256_set1_ps(-126.0f)); /* w > -126 ? w : -126 */
+    __m256 n = _mm256_floor_ps(w), f = _mm256_sub_ps(w, n), p = _mm256_set1_ps(exp2_s[0]);
+    for (int k = 1; k < 4; k++)
+        p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(exp2_s[k]));
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_add_ps(acc, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
 }
 
@@ -174,8 +205,14 @@ AVX2 INL void chunk_avx2(topk_state *s, __m256 *acc, const float *x, int i0, int
             PF_AHEAD(x, 8 * q);
         mx = _mm256_max_ps(mx, _mm256_loadu_ps(x + 8 * q));
     }
-    if (s->cnt < s->K || _mm256_movemask_ps(_mm256_cmp_ps(mx, _mm256_set1_ps(s->thr), _CMP_GT_OQ)))
+    if (s->cnt < s->K)
         topk_insert(s, x, i0, n);
+    else if (_mm256_movemask_ps(_mm256_cmp_ps(mx, _mm256_set1_ps(s->thr), _CMP_GT_OQ)))
+        for (int q = 0; q < TOPK_CHUNK / 8; q++) /* only the values above the K-th best */
+            for (unsigned k = (unsigned)_mm256_movemask_ps(
+                     _mm256_cmp_ps(_mm256_loadu_ps(x + 8 * q), _mm256_set1_ps(s->thr), _CMP_GT_OQ));
+                 k; k &= k - 1)
+                topk_insert_one(s, x, i0, n, 8 * q + __builtin_ctz(k));
     if (_mm256_movemask_ps(_mm256_cmp_ps(mx, _mm256_set1_ps(s->M), _CMP_GT_OQ))) {
         __m128 h = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
         h = _mm_max_ps(h, _mm_movehl_ps(h, h));
@@ -187,9 +224,9 @@ AVX2 INL void chunk_avx2(topk_state *s, __m256 *acc, const float *x, int i0, int
     if (s->M == -INFINITY ||
         !_mm256_movemask_ps(_mm256_cmp_ps(mx, _mm256_set1_ps(s->M - TOPK_SKIP), _CMP_GE_OQ)))
         return;
-    __m256 l2e = _mm256_set1_ps(LOG2E), nu = _mm256_set1_ps(-s->uM);
+    __m256 l2e = _mm256_set1_ps(LOG2E), nu = _mm256_set1_ps(-s->uM - 1.0f);
     UNROLL for (int q = 0; q < TOPK_CHUNK / 8; q++)
-        acc[q % 8] = exp2_acc8(_mm256_fmadd_ps(_mm256_loadu_ps(x + 8 * q), l2e, nu), acc[q % 8]);
+        acc[q % 8] = exp2_sum8(_mm256_fmadd_ps(_mm256_loadu_ps(x + 8 * q), l2e, nu), acc[q % 8]);
 }
 
 /* A row in whole chunks, then the padded tail, into TOPK_LANES / W accumulator vectors
@@ -215,16 +252,16 @@ AVX2 static void topk_avx2(topk_state *s, const float *row, int V, float *lane)
     TOPK_ROW(_mm256, __m256, 8, chunk_avx2);
 }
 
-AVX512 INL __m512 exp2_acc16(__m512 u, __m512 acc)
+AVX512 INL __m512 exp2_sum16(__m512 w, __m512 acc)
 {
-    u = _mm512_max_ps(u, _mm512_set1_ps(-126.0f));
-    /* f = u - round(u) in one uop (vreduceps; vrndscaleps is two), n = u - f = (u + RND) - RND */
-    __m512 f = _mm512_reduce_ps(u, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 n = _mm512_sub_ps(u, f), p = _mm512_set1_ps(exp2_c[0]);
-    for (int k = 1; k < 5; k++)
-        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(exp2_c[k]));
+    w = _mm512_max_ps(w, _mm512_set1_ps(-126.0f));
+    /* f = w - floor(w) in one uop (vreduceps, rounding down; exact here, as floorf's); vscalefps
+       multiplies by 2^floor(w) itself, so n is never formed */
+    __m512 f = _mm512_reduce_ps(w, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), p = _mm512_set1_ps(exp2_s[0]);
+    for (int k = 1; k < 4; k++)
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(exp2_s[k]));
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    return _mm512_add_ps(acc, _mm512_scalef_ps(p, n)); /* p 2^n, rounded once, as p * en */
+    return _mm512_add_ps(acc, _mm512_scalef_ps(p, w)); /* p 2^n, exact (normal), as p * en */
 }
 
 AVX512 INL void chunk_avx512(topk_state *s, __m512 *acc, const float *x, int i0, int n)
@@ -236,8 +273,12 @@ AVX512 INL void chunk_avx512(topk_state *s, __m512 *acc, const float *x, int i0,
     }
     __m512 mx = _mm512_max_ps(_mm512_max_ps(_mm512_max_ps(v[0], v[1]), _mm512_max_ps(v[2], v[3])),
                               _mm512_max_ps(_mm512_max_ps(v[4], v[5]), _mm512_max_ps(v[6], v[7])));
-    if (s->cnt < s->K || _mm512_cmp_ps_mask(mx, _mm512_set1_ps(s->thr), _CMP_GT_OQ))
+    if (s->cnt < s->K)
         topk_insert(s, x, i0, n);
+    else if (_mm512_cmp_ps_mask(mx, _mm512_set1_ps(s->thr), _CMP_GT_OQ))
+        UNROLL for (int q = 0; q < TOPK_CHUNK / 16; q++) /* only the values above the K-th best */
+            for (unsigned k = _mm512_cmp_ps_mask(v[q], _mm512_set1_ps(s->thr), _CMP_GT_OQ); k; k &= k - 1)
+                topk_insert_one(s, x, i0, n, 16 * q + __builtin_ctz(k));
     if (_mm512_cmp_ps_mask(mx, _mm512_set1_ps(s->M), _CMP_GT_OQ)) {
         __m512 f = _mm512_set1_ps(topk_new_max(s, _mm512_reduce_max_ps(mx)));
         UNROLL for (int q = 0; q < TOPK_LANES / 16; q++)
@@ -245,9 +286,9 @@ AVX512 INL void chunk_avx512(topk_state *s, __m512 *acc, const float *x, int i0,
     }
     if (s->M == -INFINITY || !_mm512_cmp_ps_mask(mx, _mm512_set1_ps(s->M - TOPK_SKIP), _CMP_GE_OQ))
         return;
-    __m512 l2e = _mm512_set1_ps(LOG2E), nu = _mm512_set1_ps(-s->uM);
+    __m512 l2e = _mm512_set1_ps(LOG2E), nu = _mm512_set1_ps(-s->uM - 1.0f);
     UNROLL for (int q = 0; q < TOPK_CHUNK / 16; q++)
-        acc[q % 4] = exp2_acc16(_mm512_fmadd_ps(v[q], l2e, nu), acc[q % 4]);
+        acc[q % 4] = exp2_sum16(_mm512_fmadd_ps(v[q], l2e, nu), acc[q % 4]);
 }
 
 AVX512 static void topk_avx512(topk_state *s, const float *row, int V, float *lane)
