@@ -28,8 +28,9 @@
    2^w (the hot loop: ~10 vector operations per 16 values, the cost of the whole top-K on rows in
    cache): n = floor(w), f = w - n in [0, 1), a degree-4 polynomial with p(0) = 1 (relative error
    3.0e-6), times 2^n; AVX-512 does it as vreduceps (f) and vscalefps (p 2^floor(w)), no separate
-   n. The -1 in w keeps f exact: w <= -1 + 2^-19 for every value of the row (x <= M), and w - floor(w)
-   is exact for w <= -1/2, so the vector reduction (rounding down) and floorf agree to the bit.
+   n. The -1 in w keeps f exact: w <= -1 + ulp(u_M)/2 for every value of the row (x <= M), and
+   w - floor(w) is exact for w <= -1/2, so the vector reduction (rounding down) and floorf agree
+   to the bit (for |M| < 5.8e6, i.e. |u_M| < 2^23: any real logits row).
    The K numerators and the rescale factors: exp2 with round-to-nearest n, f in [-1/2, 1/2],
    degree 5 (relative error 1.6e-7). The rounding of u = x log2e - u_M shifts every term by the
    same factor, which the normalisation cancels; scores are within ~5e-6 relative of the exact
