@@ -33,8 +33,9 @@
    to the bit (for |M| < 5.8e6, i.e. |u_M| < 2^23: any real logits row).
    The K numerators and the rescale factors: exp2 with round-to-nearest n, f in [-1/2, 1/2],
    degree 5 (relative error 1.6e-7). The rounding of u = x log2e - u_M shifts every term by the
-   same factor, which the normalisation cancels; scores are within ~5e-6 relative of the exact
-   softmax. They only weight branch widths and the 0.01 pruning (stored in 1/65535 units); ids and
+   same factor, which the normalisation cancels; scores are within ~1e-5 relative of the exact
+   softmax (on 240 real SmolLM2 rows, against a double-precision softmax: max 7.0e-6, mean
+   3.0e-6; 4.3e-6 / 2.0e-6 with the degree-5 sum before 2026-11-26). They only weight branch widths and the 0.01 pruning (stored in 1/65535 units); ids and
    order are exact. */
 #define TOPK_CHUNK 128
 #define TOPK_LANES 64

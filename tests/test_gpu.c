@@ -359,8 +359,8 @@ Test(gpu, fast_is_deterministic_and_argmax_matches_and_rows_come_alone)
 
 /* Device top-K (arb_eval_out.topk_k: topk_softmax_kernel, no logits copied back) against
    arb_topk_softmax on the host over the GPU's own logits rows of the same nodes: ids equal
-   (same floats, same order rule), probabilities within 1e-5 relative (the CPU's exp2
-   polynomial vs the device's expf and double sum). A random tree of n >= 8 nodes on a short
+   (same floats, same order rule), probabilities within 2e-5 relative (the CPU's exp2
+   polynomials, ~1e-5 of the exact softmax (engine/topk.c), vs the device's expf and double sum). A random tree of n >= 8 nodes on a short
    prefix; K = 10 twice (the first eval captures the step's graph, the second replays it),
    then 1 and 16 (other k: launched directly), then K = 10 with logits and argmax in the same
    call (rows unchanged, argmax = first id). */
@@ -400,7 +400,7 @@ static void device_topk_vs_host(arb_model *m, int n_vocab, uint64_t seed, int n)
                              ids_ref[j]);
                 const double rel = fabs((double)pg - p_ref[j]) / fmax(p_ref[j], 1e-30);
                 worst = fmax(worst, rel);
-                cr_assert_leq(rel, 1e-5, "K %d node %d rank %d: device p %.9g, host p %.9g", K, i, j, pg, p_ref[j]);
+                cr_assert_leq(rel, 2e-5, "K %d node %d rank %d: device p %.9g, host p %.9g", K, i, j, pg, p_ref[j]);
             }
             if (with_rows)
                 cr_assert_eq(am[i], ids_ref[0], "node %d: argmax %d, top-K first %d", i, am[i], ids_ref[0]);
