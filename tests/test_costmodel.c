@@ -313,6 +313,20 @@ Test(costmodel, report_table_predicts_from_a_bench_profile)
         cr_assert(slow < 0.9 * meas, "%g vs %g: %s", slow, meas, out);
         cJSON_Delete(j);
         free(out);
+        /* the Markdown caption warns when the profile misses the runs' costs by more than 10 %
+           (and names the fit's error when there is a fit), and only then */
+        o.fmt = ARB_FMT_MD;
+        out = report_capture(st, &o, &rc);
+        cr_assert_eq(rc, ARB_OK, "%s", out);
+        cr_assert(strstr(out, "Warning: the profile misses these runs' eval costs"), "%s", out);
+        cr_assert(!strstr(out, "own steps stays within") == (n_methods != 4), "%s", out);
+        free(out);
+        o.profile = prof;
+        out = report_capture(st, &o, &rc);
+        cr_assert_eq(rc, ARB_OK, "%s", out);
+        cr_assert(!strstr(out, "Warning:"), "an exact profile: no warning: %s", out);
+        free(out);
+        o.fmt = ARB_FMT_JSON;
         /* a missing profile: an error naming the file */
         char missing[80];
         snprintf(missing, sizeof missing, "%s/none.json", dir);
