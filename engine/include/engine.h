@@ -182,8 +182,8 @@ int arb_ctx_n_threads(const arb_ctx *c);
 /* ---- Top-K of a logits row: the one implementation arb_eval_ex's topk output, decode and
    the drafters share (engine/topk.c). One pass over the row; the fastest path this CPU has
    (AVX-512, AVX2+FMA, plain C), every path returning the same ids and bit-identical scores.
-   Scores are within ~1e-5 relative of the exact softmax (engine/topk.c: measured max 7e-6). Values must be finite or -inf (a
-   row of -inf only gives 1/V each). Thread-safe, no allocation, no state. ---- */
+   Scores are within ~1e-5 relative of the exact softmax (engine/topk.c: measured max 7e-6).
+   Values must be finite or -inf (a row of -inf only gives 1/V each). Thread-safe, no allocation, no state. ---- */
 #define ARB_TOPK_K_MAX 16 /* largest K of arb_topk_softmax and arb_eval_out.topk_k */
 enum { ARB_TOPK_BASE, ARB_TOPK_AVX2, ARB_TOPK_AVX512 };
 /* ids[0..K) best first (ties: lower id first), scores[j] = softmax probability of ids[j]
