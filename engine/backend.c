@@ -75,6 +75,18 @@ void arb_backend_rope(const arb_backend *be, float *x, int n, int n_head, int he
 
 void arb_backend_attention(const arb_backend *be, const arb_attn_args *a) { be->iface->attention(be->ctx, a); }
 
+void arb_attn_store_new(const arb_attn_args *a, int t0, int t1)
+{
+    const size_t hd = (size_t)a->head_dim, bytes = hd * sizeof(float);
+    for (int t = t0; t < t1; t++)
+        for (int h = 0; h < a->n_head_kv; h++) {
+            const size_t src = ((size_t)t * a->n_head_kv + h) * hd;
+            const size_t dst = h * a->kv_head_stride + (size_t)(a->n_prefix + t) * a->kv_stride;
+            memcpy(a->k + dst, a->k_new + src, bytes);
+            memcpy(a->v + dst, a->v_new + src, bytes);
+        }
+}
+
 void arb_backend_rope_attention(const arb_backend *be, const arb_rope_args *r, const arb_attn_args *a)
 {
     if (be->iface->rope_attention) {

@@ -46,8 +46,13 @@
 
 typedef struct arb_attn_args {
     const float *q;        /* n x n_head x head_dim (roped) */
-    const float *k, *v;    /* KV rows of this layer: row r at r * kv_stride floats */
-    int kv_stride;         /* floats per KV row (n_head_kv * head_dim) */
+    float *k, *v;          /* this layer's KV cache: row r of KV head h at h * kv_head_stride +
+                              r * kv_stride floats (head-major, kv.h) */
+    int kv_stride;         /* floats from one row of a KV head to the next (head_dim) */
+    size_t kv_head_stride; /* floats from one KV head's rows to the next head's */
+    const float *k_new, *v_new; /* n x n_head_kv x head_dim: this eval's keys (after RoPE) and
+                              values; the attention first stores node i's at row n_prefix + i
+                              (arb_attn_store_new), then reads them with the cached rows */
     int n_prefix;          /* rows every node attends to first */
     int n;                 /* nodes */
     const int32_t *parent; /* n entries, -1 or < i (relative to this batch) */
@@ -60,6 +65,11 @@ typedef struct arb_attn_args {
     float *scratch;        /* ARB_ATTN_SLOTS_PER_THREAD x n_threads x scratch_stride floats */
     int scratch_stride;    /* >= ARB_ATTN_SCRATCH_ROWS * (n_prefix + n) */
 } arb_attn_args;
+
+/* Stores tokens t0..t1-1 of a->k_new / a->v_new into their cache rows (n_prefix + t). Every
+   attention does this for all n tokens before reading; the rows of different tokens are
+   disjoint, so slices may run on different threads. */
+void arb_attn_store_new(const arb_attn_args *a, int t0, int t1);
 
 /* RoPE of this eval's queries and new keys, as arb_backend_rope takes it. */
 typedef struct arb_rope_args {

@@ -33,6 +33,8 @@ struct arb_ctx {
     float *xb;            /* n_batch_max x max(n_embd, q_dim): normed input / projections */
     float *q;             /* n_batch_max x q_dim */
     float *att;           /* n_batch_max x q_dim */
+    float *kn, *vn;       /* n_batch_max x kv_dim: an eval's new keys and values, stored into the
+                             head-major cache by the attention (backend.h, k_new) */
     float *hg, *hu;       /* n_batch_max x n_ff: gate, up */
     float *attn_scratch;  /* n_threads x attn_stride */
     int attn_stride;
@@ -155,7 +157,7 @@ int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err
         goto fail;
     if (m->cuda)
         return cuda_ctx_new(c, out, err);
-    if ((rc = arb_kv_init(&c->kv, c->n_layer, c->n_ctx, m->n_head_kv * m->head_dim, err)))
+    if ((rc = arb_kv_init(&c->kv, c->n_layer, c->n_ctx, m->n_head_kv, m->head_dim, err)))
         goto fail;
 
     const size_t nb = (size_t)c->n_batch_max, qd = (size_t)m->n_head * m->head_dim;
@@ -166,6 +168,8 @@ int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err
     c->xb = malloc(nb * xbd * sizeof(float));
     c->q = malloc(nb * qd * sizeof(float));
     c->att = malloc(nb * qd * sizeof(float));
+    c->kn = malloc(nb * (size_t)m->n_head_kv * m->head_dim * sizeof(float));
+    c->vn = malloc(nb * (size_t)m->n_head_kv * m->head_dim * sizeof(float));
     c->hg = malloc(nb * m->n_ff * sizeof(float));
     c->hu = malloc(nb * m->n_ff * sizeof(float));
     c->attn_scratch = malloc((size_t)ARB_ATTN_SLOTS_PER_THREAD * (size_t)arb_backend_n_threads(&c->be) *
@@ -175,8 +179,8 @@ int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err
     c->last_parent = malloc(nb * sizeof(int32_t));
     c->work = malloc(max_work(c) + 64);
     c->head_buf = malloc((size_t)ARB_HEAD_CHUNK * m->n_vocab * sizeof(float));
-    if (!c->cs || !c->x || !c->xb || !c->q || !c->att || !c->hg || !c->hu || !c->attn_scratch || !c->pos ||
-        !c->chain || !c->last_parent || !c->work || !c->head_buf) {
+    if (!c->cs || !c->x || !c->xb || !c->q || !c->att || !c->kn || !c->vn || !c->hg || !c->hu || !c->attn_scratch ||
+        !c->pos || !c->chain || !c->last_parent || !c->work || !c->head_buf) {
         rc = ARB_ERR(err, ARB_E_NOMEM, "ctx: out of memory for scratch (n_batch_max %d)", c->n_batch_max);
         goto fail;
     }
@@ -211,6 +215,8 @@ void arb_ctx_free(arb_ctx *c)
     free(c->xb);
     free(c->q);
     free(c->att);
+    free(c->kn);
+    free(c->vn);
     free(c->hg);
     free(c->hu);
     free(c->attn_scratch);
@@ -290,15 +296,16 @@ static void forward_cpu(arb_ctx *c, const int32_t *tok, const int32_t *parent, i
             c->x[i] *= m->embd_scale;
 
     arb_attn_args aa = {
-        .q = c->q, .kv_stride = kvd, .n_prefix = n_prefix, .n = n, .parent = parent, .n_head = m->n_head,
+        .q = c->q, .kv_stride = hd, .kv_head_stride = arb_kv_head_stride(&c->kv), .k_new = c->kn, .v_new = c->vn,
+        .n_prefix = n_prefix, .n = n, .parent = parent, .n_head = m->n_head,
         .n_head_kv = m->n_head_kv, .head_dim = hd, .scale = m->attn_scale, .out = c->att,
         .scratch = c->attn_scratch, .scratch_stride = c->attn_stride,
     };
     for (int l = 0; l < c->n_layer; l++) {
         const arb_layer *L = &m->layers[l];
-        float *kr = arb_kv_k(&c->kv, l, n_prefix), *vr = arb_kv_v(&c->kv, l, n_prefix);
+        float *kr = c->kn, *vr = c->vn; /* into the cache with the attention */
 
-        { /* RMSNorm, then Q, K, V from one quantized input; K and V straight into the cache */
+        { /* RMSNorm, then Q, K, V from one quantized input; K and V to kn, vn */
             const arb_qmat *ws[3] = {&L->wq, &L->wk, &L->wv};
             float *ys[3] = {c->q, kr, vr};
             arb_backend_norm_matmul_multi(be, c->x, L->attn_norm, E, m->eps, c->xb, ws, 3, n, ys, c->work);
@@ -314,8 +321,8 @@ static void forward_cpu(arb_ctx *c, const int32_t *tok, const int32_t *parent, i
             arb_backend_rmsnorm(be, kr, L->k_norm, n * m->n_head_kv, hd, m->eps, kr);
         }
 
-        aa.k = arb_kv_k(&c->kv, l, 0);
-        aa.v = arb_kv_v(&c->kv, l, 0);
+        aa.k = arb_kv_k(&c->kv, l, 0, 0);
+        aa.v = arb_kv_v(&c->kv, l, 0, 0);
         aa.window = L->swa ? m->n_swa : 0;
         const arb_rope_args ra = {.q = c->q, .k = kr, .pos = c->pos, .cs = L->swa ? c->cs_swa : c->cs,
                                   .neox = m->rope_neox};

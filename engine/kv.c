@@ -5,14 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-int arb_kv_init(arb_kv *kv, int n_layer, int n_rows, int row_dim, arb_err *err)
+int arb_kv_init(arb_kv *kv, int n_layer, int n_rows, int n_head_kv, int head_dim, arb_err *err)
 {
     memset(kv, 0, sizeof *kv);
-    if (n_layer < 1 || n_rows < 1 || row_dim < 1)
-        return ARB_ERR(err, ARB_E_INVAL, "kv: bad shape %d x %d x %d", n_layer, n_rows, row_dim);
-    size_t per = (size_t)n_rows * (size_t)row_dim;
-    if (per > SIZE_MAX / sizeof(float) / (size_t)n_layer)
-        return ARB_ERR(err, ARB_E_INVAL, "kv: %d x %d x %d floats overflow", n_layer, n_rows, row_dim);
+    if (n_layer < 1 || n_rows < 1 || n_head_kv < 1 || head_dim < 1)
+        return ARB_ERR(err, ARB_E_INVAL, "kv: bad shape %d x %d x %d x %d", n_layer, n_head_kv, n_rows, head_dim);
+    const size_t row_dim = (size_t)n_head_kv * (size_t)head_dim;
+    size_t per = (size_t)n_rows * row_dim;
+    if (row_dim > SIZE_MAX / (size_t)n_rows || per > SIZE_MAX / sizeof(float) / (size_t)n_layer)
+        return ARB_ERR(err, ARB_E_INVAL, "kv: %d x %d x %d x %d floats overflow", n_layer, n_head_kv, n_rows,
+                       head_dim);
     size_t total = per * (size_t)n_layer;
     kv->k = calloc(total, sizeof(float));
     kv->v = calloc(total, sizeof(float));
@@ -23,7 +25,8 @@ int arb_kv_init(arb_kv *kv, int n_layer, int n_rows, int row_dim, arb_err *err)
     }
     kv->n_layer = n_layer;
     kv->n_rows = n_rows;
-    kv->row_dim = row_dim;
+    kv->n_head_kv = n_head_kv;
+    kv->head_dim = head_dim;
     return ARB_OK;
 }
 
@@ -38,13 +41,14 @@ void arb_kv_release(arb_kv *kv)
 
 void arb_kv_commit(arb_kv *kv, const int32_t *path, int n)
 {
-    const size_t bytes = (size_t)kv->row_dim * sizeof(float);
+    const size_t bytes = (size_t)kv->head_dim * sizeof(float);
     for (int l = 0; l < kv->n_layer; l++)
-        for (int j = 0; j < n; j++) {
-            if (path[j] == j)
-                continue; /* already in place (chains) */
-            memmove(arb_kv_k(kv, l, kv->n_past + j), arb_kv_k(kv, l, kv->n_past + path[j]), bytes);
-            memmove(arb_kv_v(kv, l, kv->n_past + j), arb_kv_v(kv, l, kv->n_past + path[j]), bytes);
-        }
+        for (int h = 0; h < kv->n_head_kv; h++)
+            for (int j = 0; j < n; j++) {
+                if (path[j] == j)
+                    continue; /* already in place (chains) */
+                memmove(arb_kv_k(kv, l, h, kv->n_past + j), arb_kv_k(kv, l, h, kv->n_past + path[j]), bytes);
+                memmove(arb_kv_v(kv, l, h, kv->n_past + j), arb_kv_v(kv, l, h, kv->n_past + path[j]), bytes);
+            }
     kv->n_past += n;
 }

@@ -162,6 +162,16 @@ static void cpu_rope(void *vctx, float *x, int n, int n_head, int head_dim, cons
    block uses them. Any block size gives the same bits. */
 #define ATTN_KEY_BLOCK 64
 _Static_assert(ATTN_KEY_BLOCK <= ARB_VEC_PREFETCH_MIN, "key blocks are prefetched here, not by the kernels");
+/* Node blocks of 2..ATTN_FEW_NODES nodes are memory-bound: per key they do too little
+   arithmetic to hide the stream behind it, and the next-block prefetch bursts of the
+   64-key blocks (256 lines of one head at once) stall the core. They use blocks of
+   ATTN_FEW_KEY_BLOCK keys (64 KB of one head, from L2 for the second node on) and the
+   kernels' own in-stream prefetch instead. Zen 4, 700 cached keys, one thread, attention
+   alone: 2 nodes 4.27 -> 3.38 ms, 4 nodes 5.68 -> 4.85 ms; 8 and 16 nodes were 3-4 %
+   slower that way, so they keep the L1 blocks (docs/engine.md, "The KV cache, head-major"). */
+#define ATTN_FEW_NODES 4
+#define ATTN_FEW_KEY_BLOCK 256
+_Static_assert(ATTN_FEW_KEY_BLOCK > ARB_VEC_PREFETCH_MIN, "the kernels prefetch within these blocks");
 
 typedef struct attn_split {
     int per;    /* query heads per task: the group of one KV head, or 1 */
@@ -294,10 +304,13 @@ static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh
     const arb_attn_args *a = job->a;
     const vec_impl *vec = job->vec;
     const int hd = a->head_dim, len = a->n_prefix + a->n, kvh = h / (a->n_head / a->n_head_kv);
-    const float *kbase = a->k + (size_t)kvh * hd, *vbase = a->v + (size_t)kvh * hd;
+    const float *kbase = a->k + (size_t)kvh * a->kv_head_stride, *vbase = a->v + (size_t)kvh * a->kv_head_stride;
     const int S = blk->n_shared;
-    /* one node alone gains nothing from blocks: one pass, as the streaming prefetchers like it */
-    const int kb = blk->nb == 1 ? S : ATTN_KEY_BLOCK;
+    /* one node alone gains nothing from blocks: one pass, as the streaming prefetchers like
+       it; a few nodes take large blocks that the kernels prefetch, more nodes L1 blocks that
+       this function prefetches a block ahead (pf) */
+    const int few = blk->nb <= ATTN_FEW_NODES, pf = !few;
+    const int kb = blk->nb == 1 ? S : few ? ATTN_FEW_KEY_BLOCK : ATTN_KEY_BLOCK;
     const float *q[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS];
     float *sc[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS], *out[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS];
     float inv[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS];
@@ -318,9 +331,9 @@ static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh
         const int j1 = S - j0 < kb ? S : j0 + kb;
         for (int x = 0; x < blk->nb; x++) {
             /* the next K block (after the last one, V's first), a slice per node */
-            if (j1 < S)
+            if (pf && j1 < S)
                 prefetch_slice(kbase, a->kv_stride, blk->shared, j1, S - j1 < kb ? S : j1 + kb, x, blk->nb, hd);
-            else if (kb < S)
+            else if (pf && kb < S)
                 prefetch_slice(vbase, a->kv_stride, blk->shared, 0, kb, x, blk->nb, hd);
             const int lo = j0 > k0[x] ? j0 : k0[x];
             if (lo >= j1)
@@ -344,7 +357,7 @@ static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh
     for (int j0 = 0; j0 < S; j0 += kb) {
         const int j1 = S - j0 < kb ? S : j0 + kb;
         for (int x = 0; x < blk->nb; x++) {
-            if (j1 < S)
+            if (pf && j1 < S)
                 prefetch_slice(vbase, a->kv_stride, blk->shared, j1, S - j1 < kb ? S : j1 + kb, x, blk->nb, hd);
             const int lo = j0 > k0[x] ? j0 : k0[x];
             if (lo >= j1)
@@ -400,13 +413,12 @@ static void attn_run(const cpu_ctx *c, const arb_attn_args *a, arb_tp_phase *rop
     arb_threadpool_run_chunks(c->tp, attn_task, &job, job.split.n_task < pieces ? job.split.n_task : pieces);
 }
 
-static void cpu_attention(void *vctx, const arb_attn_args *a) { attn_run(vctx, a, NULL); }
-
-/* RoPE as the first phase of the attention run (threadpool.h): slice s rotates its
-   tokens' queries and new keys, then every piece waits for all of them; one pool round
-   trip and a serial pass less per layer. Same operations, so the same bits. */
+/* RoPE and the store of the new K/V rows as the first phase of the attention run
+   (threadpool.h): slice s rotates its tokens' queries and new keys (when r is set) and
+   copies their keys and values into the cache, then every piece waits for all of them;
+   one pool round trip and a serial pass less per layer. Same operations, so the same bits. */
 typedef struct rope_job {
-    const arb_rope_args *r;
+    const arb_rope_args *r; /* NULL: store only */
     const arb_attn_args *a;
 } rope_job;
 
@@ -414,8 +426,11 @@ static void rope_slice(void *ud, int s, int n)
 {
     const rope_job *j = ud;
     const int t0 = arb_tp_part(j->a->n, s, n), t1 = arb_tp_part(j->a->n, s + 1, n);
-    rope_rows(j->r->q, t0, t1, j->a->n_head, j->a->head_dim, j->r->pos, j->r->cs, j->r->neox);
-    rope_rows(j->r->k, t0, t1, j->a->n_head_kv, j->a->head_dim, j->r->pos, j->r->cs, j->r->neox);
+    if (j->r) {
+        rope_rows(j->r->q, t0, t1, j->a->n_head, j->a->head_dim, j->r->pos, j->r->cs, j->r->neox);
+        rope_rows(j->r->k, t0, t1, j->a->n_head_kv, j->a->head_dim, j->r->pos, j->r->cs, j->r->neox);
+    }
+    arb_attn_store_new(j->a, t0, t1);
 }
 
 static void cpu_rope_attention(void *vctx, const arb_rope_args *r, const arb_attn_args *a)
@@ -427,6 +442,8 @@ static void cpu_rope_attention(void *vctx, const arb_rope_args *r, const arb_att
     arb_tp_phase_init(&ph, rope_slice, &rj, a->n < 2 * nth ? a->n : 2 * nth);
     attn_run(c, a, &ph);
 }
+
+static void cpu_attention(void *vctx, const arb_attn_args *a) { cpu_rope_attention(vctx, NULL, a); }
 
 typedef struct ew_job {
     const cpu_ctx *c;

@@ -71,14 +71,15 @@ int arb_vec_supported(const vec_impl *k);
 
 /* Software prefetch of the key and value rows: the cached K and V of a layer (786 KB at
    512 keys on SmolLM2) come from DRAM on every eval, since the weights stream through
-   the caches in between, and one head's slice of a row is 4 lines of every 12, a stride
-   the hardware prefetchers follow poorly. In a list longer than ARB_VEC_PREFETCH_MIN
-   keys (the backend's single pass for one node) the kernels request row
-   j + ARB_VEC_PREFETCH while they use row j (about 400 cycles of memory latency ahead at
-   ~15 cycles a key); shorter lists are the backend's key blocks, which it prefetches a
-   block ahead itself (backend_cpu.c): there the kernels' own requests would only hit
-   cache and cost issue slots (0.54 against 0.70 ns per (head, key) in AVX-512 wsum).
-   Prefetches change no result. */
+   the caches in between. (One KV head's rows are contiguous, kv.h; in the earlier
+   row-major cache a head's slice was 4 lines of every 12, a stride the hardware
+   prefetchers followed poorly.) In a list longer than ARB_VEC_PREFETCH_MIN keys (the
+   backend's single pass for one node, its large blocks for a few nodes) the kernels
+   request row j + ARB_VEC_PREFETCH while they use row j (about 400 cycles of memory
+   latency ahead at ~15 cycles a key); shorter lists are the backend's L1 key blocks,
+   which it prefetches a block ahead itself (backend_cpu.c): there the kernels' own
+   requests would only hit cache and cost issue slots (0.54 against 0.70 ns per (head,
+   key) in AVX-512 wsum). Prefetches change no result. */
 #define ARB_VEC_PREFETCH 24
 #define ARB_VEC_PREFETCH_MIN 64
 static inline void arb_vec_prefetch_row(const float *row, int n)
