@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "arb_git_rev.h"
 #include "drafters/medusa.h"
 #include "drafters/tr.h"
 #include "genutil.h"
@@ -243,6 +244,12 @@ int arb_autobudget_resolve(arb_ctx *c, int n_threads, arb_method_spec *s, FILE *
                            s->id, path, n_threads > 0 ? n_threads : mach.n_cores);
         return rc;
     }
+    if (log && strcmp(cm.build, ARB_GIT_REV) != 0) /* costs are the engine's: a newer one may differ */
+        fprintf(log, "[%s] note: this machine's cost profile was measured by %s%s, this is arbor %s; engine changes "
+                     "since may have moved its costs: `arbor bench engine --threads %d --save-profile` measures them "
+                     "again\n",
+                s->id, cm.build[0] ? "arbor " : "an older arbor (no build recorded)", cm.build, ARB_GIT_REV,
+                n_threads > 0 ? n_threads : mach.n_cores);
     const int b_max = cm.knot[cm.n_knots - 1] < 128 ? cm.knot[cm.n_knots - 1] : 128;
     const auto_kind kind = kind_of(s);
     s->budget_auto = false;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "arb_git_rev.h"
 #include "cli.h"
 #include "engine.h"
 #include "genutil.h"
@@ -310,6 +311,7 @@ static int cost_profile(bench *b, const int *sizes, int n_sizes, const double *t
     snprintf(cm.source, sizeof cm.source, "arbor bench engine: wide trees at %d and %d cached tokens, best of %d",
              64, L2, reps);
     snprintf(cm.fingerprint, sizeof cm.fingerprint, "%s", fingerprint);
+    snprintf(cm.build, sizeof cm.build, "%s", ARB_GIT_REV);
     printf("cost      t(n, L) = w(n) + (b + a n) L: w(1) %.2f ms, w(8) %.2f ms, w(64) %.2f ms, a = %.4f us per node per\n"
            "          cached token, b = %.4f us per cached token (%d tokens: 1 node %.2f ms, 64 nodes %.2f ms); fit rms\n"
            "          %.1f%% over %d trees\n",

@@ -203,6 +203,7 @@ int arb_cost_save(const arb_cost_model *c, const char *path, arb_err *err)
     cJSON_AddNumberToObject(o, "rms_rel", c->rms_rel);
     cJSON_AddStringToObject(o, "source", c->source);
     cJSON_AddStringToObject(o, "fingerprint", c->fingerprint);
+    cJSON_AddStringToObject(o, "build", c->build);
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
     if (!text)
@@ -265,11 +266,13 @@ int arb_cost_load(const char *path, arb_cost_model *out, arb_err *err)
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(o, "n_samples"),
                     *r = cJSON_GetObjectItemCaseSensitive(o, "rms_rel"),
                     *src = cJSON_GetObjectItemCaseSensitive(o, "source"),
-                    *fp = cJSON_GetObjectItemCaseSensitive(o, "fingerprint");
+                    *fp = cJSON_GetObjectItemCaseSensitive(o, "fingerprint"),
+                    *bd = cJSON_GetObjectItemCaseSensitive(o, "build"); /* optional: older profiles lack it */
         out->n_samples = cJSON_IsNumber(s) ? s->valueint : 0;
         out->rms_rel = cJSON_IsNumber(r) ? r->valuedouble : NAN;
         snprintf(out->source, sizeof out->source, "%s", cJSON_IsString(src) ? src->valuestring : "");
         snprintf(out->fingerprint, sizeof out->fingerprint, "%s", cJSON_IsString(fp) ? fp->valuestring : "");
+        snprintf(out->build, sizeof out->build, "%s", cJSON_IsString(bd) ? bd->valuestring : "");
     } else {
         memset(out, 0, sizeof *out);
     }

@@ -40,6 +40,8 @@ typedef struct arb_cost_model {
     double rms_rel;                /* root-mean-square relative residual of the fit */
     char source[160];              /* where the samples came from (free text) */
     char fingerprint[200];         /* machine, kernels, threads, model: where it holds */
+    char build[64];                /* the arbor build that measured it (git describe; "" in older
+                                      profiles): an engine change can move every cost */
 } arb_cost_model;
 
 /* Fit from m samples (n[i] >= 1 nodes, L[i] >= 0 context tokens, t_us[i] > 0). Knots are
@@ -50,7 +52,7 @@ int arb_cost_fit(const int *n, const int *L, const double *t_us, int m, arb_cost
 /* Predicted eval time in µs; n beyond the last knot extrapolates its last segment. */
 double arb_cost_us(const arb_cost_model *c, int n, int L);
 
-/* JSON file round trip (the fit, its source and fingerprint). */
+/* JSON file round trip (the fit, its source, fingerprint and build). */
 int arb_cost_save(const arb_cost_model *c, const char *path, arb_err *err);
 int arb_cost_load(const char *path, arb_cost_model *out, arb_err *err);
 

@@ -3,10 +3,12 @@
  * configs and --set and is refused where it does not apply, and resolution finds this
  * machine's profile or says which command makes one. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "arb_git_rev.h"
 #include "autobudget.h"
 #include "drafters/tr.h"
 #include "heads_file.h"
@@ -121,6 +123,26 @@ Test(autobudget, resolve_finds_the_profile_or_names_the_command)
     cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
     cr_assert(!s.budget_auto);
     cr_assert_eq(s.budget, 2);
+    /* a profile of another build (or of none) is used, with a note that says so; this build's is not noted */
+    const char *builds[3] = {"", "0123abc", ARB_GIT_REV};
+    for (int k = 0; k < 3; k++) {
+        snprintf(cm.build, sizeof cm.build, "%s", builds[k]);
+        cr_assert_eq(arb_cost_save(&cm, path, &err), ARB_OK, "%s", err.msg);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *log = open_memstream(&text, &len);
+        s.budget_auto = true;
+        cr_assert_eq(arb_autobudget_resolve(c, 1, &s, log, &err), ARB_OK, "%s", err.msg);
+        fclose(log);
+        cr_assert_eq(s.budget, 2);
+        const char *note = strstr(text, "note: this machine's cost profile was measured by");
+        if (k == 2)
+            cr_assert_null(note, "%s", text);
+        else
+            cr_assert(note && strstr(note, k ? "arbor 0123abc" : "no build recorded") && strstr(note, "--save-profile"),
+                      "%s", text);
+        free(text);
+    }
     arb_ctx_free(c);
     arb_model_free(m);
     unlink(path);

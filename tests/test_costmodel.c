@@ -88,6 +88,7 @@ Test(costmodel, file_round_trip_and_errors)
                         .rms_rel = 0.03};
     snprintf(a.source, sizeof a.source, "unit test");
     snprintf(a.fingerprint, sizeof a.fingerprint, "cpu x, avx2, 2 threads");
+    snprintf(a.build, sizeof a.build, "v1.2-3-gabcdef0");
     arb_err err = {0};
     cr_assert_eq(arb_cost_save(&a, path, &err), ARB_OK, "%s", err.msg);
     arb_cost_model b;
@@ -97,6 +98,7 @@ Test(costmodel, file_round_trip_and_errors)
     cr_assert_float_eq(b.w_us[1], 250.0, 1e-12);
     cr_assert_float_eq(b.ctx_us, 0.125, 1e-12);
     cr_assert_str_eq(b.fingerprint, a.fingerprint);
+    cr_assert_str_eq(b.build, a.build);
     cr_assert_float_eq(arb_cost_us(&b, 10, 8), arb_cost_us(&a, 10, 8), 1e-9);
     /* knots out of order: the error names the field */
     FILE *f = fopen(path, "w");
