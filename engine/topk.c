@@ -35,8 +35,8 @@
    degree 5 (relative error 1.6e-7). The rounding of u = x log2e - u_M shifts every term by the
    same factor, which the normalisation cancels; scores are within ~1e-5 relative of the exact
    softmax (on 240 real SmolLM2 rows, against a double-precision softmax: max 7.0e-6, mean
-   3.0e-6; 4.3e-6 / 2.0e-6 with the degree-5 sum before 2026-11-26). They only weight branch widths and the 0.01 pruning (stored in 1/65535 units); ids and
-   order are exact. */
+   3.0e-6; 4.3e-6 / 2.0e-6 with the degree-5 sum before 2026-11-26). They only weight branch
+   widths and the 0.01 pruning (stored in 1/65535 units); ids and order are exact. */
 #define TOPK_CHUNK 128
 #define TOPK_LANES 64
 #define TOPK_PF 1024 /* prefetch distance, floats */

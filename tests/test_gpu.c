@@ -361,8 +361,8 @@ Test(gpu, fast_is_deterministic_and_argmax_matches_and_rows_come_alone)
    arb_topk_softmax on the host over the GPU's own logits rows of the same nodes: ids equal
    (same floats, same order rule), probabilities within 2e-5 relative (the CPU's exp2
    polynomials, ~1e-5 of the exact softmax (engine/topk.c), vs the device's expf and double
-   sum). A random tree of n >= 8 nodes on a short prefix; K = 10 twice (the first eval captures the step's graph, the second replays it),
-   then 1 and 16 (other k: launched directly), then K = 10 with logits and argmax in the same
+   sum). A random tree of n >= 8 nodes on a short prefix; K = 10 twice (the first eval
+   captures the step's graph, the second replays it), then 1 and 16 (other k: launched directly), then K = 10 with logits and argmax in the same
    call (rows unchanged, argmax = first id). */
 static void device_topk_vs_host(arb_model *m, int n_vocab, uint64_t seed, int n)
 {
