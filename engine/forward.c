@@ -509,13 +509,21 @@ int arb_commit(arb_ctx *c, const int32_t *path, int n, arb_err *err)
     return ARB_OK;
 }
 
-int arb_prefill(arb_ctx *c, const int32_t *tok, int n, float *last_logits, arb_err *err)
+int arb_prefill_ex(arb_ctx *c, const int32_t *tok, int n, const arb_eval_out *last, arb_err *err)
 {
     const arb_model *m = c->m;
+    const arb_eval_out none = {0};
+    if (!last)
+        last = &none;
     c->last_n = 0;
     c->row_n = 0;
     if (n < 1 || !tok)
         return ARB_ERR(err, ARB_E_INVAL, "prefill: n = %d%s", n, tok ? "" : " with NULL tokens");
+    if (last->topk_k < 0 || last->topk_k > ARB_TOPK_K_MAX || (last->topk_k > 0 && (!last->topk_ids || !last->topk_p)))
+        return ARB_ERR(err, ARB_E_INVAL, "prefill: top-K of %d (must be 0..%d, with ids and probability buffers)",
+                       last->topk_k, ARB_TOPK_K_MAX);
+    if (last->hidden && !c->want_hidden)
+        return ARB_ERR(err, ARB_E_INVAL, "prefill: hidden state requested but ctx created without want_hidden");
     if (n > c->n_ctx - c->kv.n_past)
         return ARB_ERR(err, ARB_E_RANGE, "prefill: %d tokens on %d committed tokens exceed n_ctx %d", n,
                        c->kv.n_past, c->n_ctx);
@@ -523,16 +531,24 @@ int arb_prefill(arb_ctx *c, const int32_t *tok, int n, float *last_logits, arb_e
         if (tok[i] < 0 || tok[i] >= m->n_vocab)
             return ARB_ERR(err, ARB_E_INVAL, "prefill: token[%d] = %d outside vocabulary [0, %d)", i, tok[i],
                            m->n_vocab);
+    const bool outputs = last->logits || last->argmax || last->hidden || last->topk_k > 0;
     for (int off = 0; off < n; off += c->n_batch_max) {
         const int k = n - off < c->n_batch_max ? n - off : c->n_batch_max;
-        const bool last = off + k == n;
-        const arb_eval_out o = {.logits = last_logits};
-        const int rc = forward(c, tok + off, c->chain, k, c->kv.n_past, &o, last && last_logits ? k - 1 : k, err);
+        const bool at_end = off + k == n;
+        /* head_from = k: no row gets the final norm or the head */
+        const int rc = forward(c, tok + off, c->chain, k, c->kv.n_past, at_end ? last : &none,
+                               at_end && outputs ? k - 1 : k, err);
         if (rc)
             return rc;
         c->kv.n_past += k; /* a chain's rows are already in place: committing is just this */
     }
     return ARB_OK;
+}
+
+int arb_prefill(arb_ctx *c, const int32_t *tok, int n, float *last_logits, arb_err *err)
+{
+    const arb_eval_out last = {.logits = last_logits};
+    return arb_prefill_ex(c, tok, n, &last, err);
 }
 
 int arb_ctx_parallel_for(arb_ctx *c, int n, void (*fn)(void *ud, int i, int n), void *ud)

@@ -398,6 +398,24 @@ static int push_tokens(arb_decoder *d, const int32_t *tok, int n, const arb_deco
    in the decoder's buffers for the first token. */
 static int prefill(arb_decoder *d, const int32_t *prompt, int n_prompt, bool full_rows, arb_err *err)
 {
+    /* Nothing reads the other prompt tokens' outputs: one engine prefill, the output head
+       for the last token only, its outputs in the row the loop below would leave them in.
+       Not when the drafter harvests the prompt, on the full_rows hook, or when a stop_logits
+       drafter fetches the last row afterwards (arb_eval_logits_row needs a whole eval). */
+    const bool harvests = d->want_topk && (!d->dr->harvests_prefill || d->dr->harvests_prefill(d->dst));
+    if (!full_rows && !harvests && !(d->dr->stop_logits && !d->rows_now)) {
+        const size_t last = (size_t)((n_prompt - 1) % d->rows);
+        arb_eval_out out = {.hidden = d->hid ? d->hid + last * d->E : NULL,
+                            .logits = d->rows_now ? d->logits + last * d->V : NULL};
+        if (d->want_topk) {
+            out.topk_k = d->K;
+            out.topk_ids = d->topk_ids + last * d->K;
+            out.topk_p = d->topk_sc + last * d->K;
+        } else if (!out.logits) {
+            out.argmax = d->amax + last;
+        }
+        return arb_prefill_ex(d->ctx, prompt, n_prompt, &out, err);
+    }
     for (int c0 = 0; c0 < n_prompt; c0 += d->rows) {
         int n = n_prompt - c0 < d->rows ? n_prompt - c0 : d->rows;
         int rc = eval_nodes(d, prompt + c0, d->chain_parent, n, d->rows_now && c0 + n == n_prompt, full_rows, err);

@@ -157,6 +157,13 @@ int arb_commit(arb_ctx *c, const int32_t *path, int n, arb_err *err);
    NULL = none). Equal to arb_eval of the chain + arb_commit, bit for bit, without an
    n x n_vocab buffer or the other rows' head. Chunked by n_batch_max; allocates nothing. */
 int arb_prefill(arb_ctx *c, const int32_t *tok, int n, float *last_logits, arb_err *err);
+/* arb_prefill with arb_eval_ex's outputs for the last token only: each non-NULL pointer of
+   `last` receives one row (n_vocab logits, one argmax, n_embd hidden floats, topk_k ids
+   and probabilities), bit for bit that token's row of arb_eval_ex over the chain. last =
+   NULL or with no output asked: the KV rows only. A caller that reads nothing of the other
+   prompt tokens (a greedy baseline, a drafter that does not harvest the prompt) skips
+   their output head: 28 M of SmolLM2's 134 M multiply-adds per token. */
+int arb_prefill_ex(arb_ctx *c, const int32_t *tok, int n, const arb_eval_out *last, arb_err *err);
 
 /* The model's own output head, as stored (quantized), on n caller rows of final-norm hidden
    state — the rows arb_eval's `hidden` returns, so the final RMSNorm is not applied again:

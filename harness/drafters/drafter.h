@@ -48,6 +48,9 @@ typedef struct arb_drafter_i {
     void (*propose)(void *st, const int32_t *S, int n_S, arb_tree *t, arb_step_record *rec);
     /* Optional (NULL: no top-K computed): learn from one forward. */
     void (*harvest)(void *st, const arb_harvest *h);
+    /* Optional with harvest (NULL: it does): whether harvest takes the prompt's rows. When
+       it does not, the decoder's prefill runs the output head for the last prompt token only. */
+    bool (*harvests_prefill)(const void *st);
     /* Optional: the accepted path (root first, n_path = k + 1) of the last proposed tree. */
     void (*verified)(void *st, const arb_tree *t, const int32_t *path, int n_path, arb_step_record *rec);
     size_t (*bytes)(const void *st);                       /* table + index memory */

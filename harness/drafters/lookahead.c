@@ -406,6 +406,12 @@ static void lade_harvest(void *st, const arb_harvest *h)
             top[c] = s->S[arb_rng_u64(&rng) % (uint64_t)s->n_S];
 }
 
+static bool lade_harvests_prefill(const void *st)
+{
+    (void)st;
+    return false;
+}
+
 static size_t lade_bytes(const void *st)
 {
     const lade_state *s = st;
@@ -439,6 +445,7 @@ const arb_drafter_i arb_drafter_lookahead = {
     .append = lade_append,
     .propose = lade_propose,
     .harvest = lade_harvest,
+    .harvests_prefill = lade_harvests_prefill,
     .verified = NULL,
     .bytes = lade_bytes,
     .bind = lade_bind,

@@ -423,6 +423,12 @@ static void tr_harvest(void *st, const arb_harvest *h)
         arb_adj_write(s->adj, -1, h->tok[i], h->ids + (size_t)i * h->K, h->scores + (size_t)i * h->K);
 }
 
+static bool tr_harvests_prefill(const void *st)
+{
+    const tr_state *s = st;
+    return s->harvest_prefill;
+}
+
 static size_t tr_bytes(const void *st) { return arb_adj_bytes(((const tr_state *)st)->adj); }
 
 /* Template 2.2.2, hot start across prompts. */
@@ -453,6 +459,7 @@ const arb_drafter_i arb_drafter_tr = {
     .append = tr_append,
     .propose = tr_propose,
     .harvest = tr_harvest,
+    .harvests_prefill = tr_harvests_prefill,
     .verified = NULL,
     .bytes = tr_bytes,
     .max_nodes = trd_max_nodes,
