@@ -358,8 +358,8 @@ int arb_method_spec_preset(const char *name, arb_method_spec *s, arb_err *err)
             s->bypass = false;
             /* [CHOICE] arbor's own method, tuned for what a CPU step costs: harvesting the prompt
                runs the output head over every prompt token (AR's prefill needs it for the last
-               one only) and bought back less than it cost (tau +2..7 %, prefill +20..25 %, net
-               -5..-10 % tok/s on all five GOOSE datasets at 128 tokens); the table kept across a
+               one only) and bought back less than it cost (tau +1..7 %, prefill +20..25 %, net
+               -4..-9 % tok/s on all five GOOSE datasets at 128 tokens); the table kept across a
                run's prompts, as TR's is, gained on four of five (docs/cost-model.md, "The
                prompt's head"). The paper presets keep the spec's per-prompt table and harvest. */
             s->harvest_prefill = false;
