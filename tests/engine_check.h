@@ -192,6 +192,64 @@ static int check_topk_outputs(arb_ctx *c, const int32_t *tok, const int32_t *par
     return n;
 }
 
+/* arb_prefill_ex: the last token's logits, argmax, top-K and hidden row equal that row of
+   arb_eval_ex over the whole chain (logits, hidden, argmax and ids bit for bit; the top-K
+   probabilities within p_tol relative, 0 = bitwise), with the prompt in chunks of 16 and in
+   one; the KV rows are the same (the next eval agrees bit for bit); no outputs = KV only;
+   bad top-K and hidden arguments are refused. */
+__attribute__((unused)) /* test_model_synth and test_gpu */
+static void check_prefill_ex(arb_model *m, uint64_t seed, int n_vocab, int n_embd, double p_tol)
+{
+    enum { N = 40, K = 5 };
+    int32_t tok[N + 1], par[N], path[N], ia[K], ib[K * N], am = -1, amb[N];
+    for (int i = 0; i <= N; i++)
+        tok[i] = rnd(&seed, n_vocab);
+    for (int i = 0; i < N; i++)
+        par[i] = i - 1, path[i] = i;
+    float *lb = malloc(sizeof(float) * (size_t)n_vocab * N), *hb = malloc(sizeof(float) * (size_t)n_embd * N);
+    float *la = malloc(sizeof(float) * (size_t)n_vocab), *ha = malloc(sizeof(float) * (size_t)n_embd);
+    float pa[K], pb[K * N];
+    arb_err err = {0};
+    arb_ctx *b = check_ctx(m, 128, 64, 0, true);
+    const arb_eval_out ob = {.logits = lb, .hidden = hb, .topk_k = K, .topk_ids = ib, .topk_p = pb, .argmax = amb};
+    cr_assert_eq(arb_eval_ex(b, tok, par, N, &ob, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_commit(b, path, N, &err), ARB_OK, "%s", err.msg);
+    for (int nb = 16; nb <= 64; nb += 48) { /* 40 tokens in chunks of 16, then in one */
+        arb_ctx *a = check_ctx(m, 128, nb, 0, true);
+        const arb_eval_out oa = {.logits = la, .hidden = ha, .topk_k = K, .topk_ids = ia, .topk_p = pa, .argmax = &am};
+        cr_assert_eq(arb_prefill_ex(a, tok, N, &oa, &err), ARB_OK, "%s", err.msg);
+        cr_assert_eq(arb_ctx_n_past(a), N);
+        cr_assert(memcmp(la, lb + (size_t)(N - 1) * n_vocab, sizeof(float) * n_vocab) == 0, "logits, nb %d", nb);
+        cr_assert(memcmp(ha, hb + (size_t)(N - 1) * n_embd, sizeof(float) * n_embd) == 0, "hidden, nb %d", nb);
+        cr_assert(memcmp(ia, ib + (N - 1) * K, sizeof ia) == 0, "top-K ids, nb %d", nb);
+        for (int k = 0; k < K; k++)
+            cr_assert_leq(fabs((double)pa[k] - pb[(N - 1) * K + k]), p_tol * fabs((double)pb[(N - 1) * K + k]),
+                          "top-K probability %d, nb %d", k, nb);
+        cr_assert_eq(am, amb[N - 1]);
+        cr_assert_eq(am, ia[0]);
+        /* KV only, then the same next eval as after the full chain */
+        cr_assert_eq(arb_ctx_truncate(a, 0), ARB_OK);
+        cr_assert_eq(arb_prefill_ex(a, tok, N, NULL, &err), ARB_OK, "%s", err.msg);
+        const int32_t root = -1;
+        check_eval(a, tok + N, &root, 1, la, NULL);
+        check_eval(b, tok + N, &root, 1, lb, NULL);
+        cr_assert(memcmp(la, lb, sizeof(float) * n_vocab) == 0, "next eval, nb %d", nb);
+        const arb_eval_out bad_k = {.topk_k = ARB_TOPK_K_MAX + 1, .topk_ids = ia, .topk_p = pa};
+        cr_assert_eq(arb_prefill_ex(a, tok, 2, &bad_k, &err), ARB_E_INVAL);
+        arb_ctx_free(a);
+    }
+    arb_ctx *nh = check_ctx(m, 128, 64, 0, false);
+    const arb_eval_out want_h = {.hidden = ha};
+    cr_assert_eq(arb_prefill_ex(nh, tok, 2, &want_h, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "want_hidden"), "%s", err.msg);
+    arb_ctx_free(nh);
+    arb_ctx_free(b);
+    free(la);
+    free(lb);
+    free(ha);
+    free(hb);
+}
+
 /* A chain of n tokens: chunked prefill (n_batch_max nb, model ma), one-batch prefill
    and token-by-token AR (model mb, maybe another thread count) agree bitwise. */
 static void check_chunked_prefill(arb_model *ma, arb_model *mb, uint64_t *s, int n_vocab, int n, int nb)

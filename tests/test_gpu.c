@@ -268,6 +268,18 @@ Test(gpu, exact_chunked_prefill_commit_hidden)
     arb_model_free(m);
 }
 
+/* Exact mode: arb_prefill_ex's last-token outputs (what the decoder's prefill now asks
+   for) equal the chain eval's last row; top-K probabilities within 1e-6 (engine_check.h). */
+Test(gpu, exact_prefill_ex_last_row_outputs)
+{
+    need_gpu();
+    synth_opts o = {.arch = "llama", .seed = 83};
+    arb_load_opts lg = gpu_opts(true);
+    arb_model *m = load_synth_opts(&o, &lg);
+    check_prefill_ex(m, 10, S_VOCAB, S_EMBD, 1e-6);
+    arb_model_free(m);
+}
+
 /* Fast mode: a 40-node tree goes through cuBLAS, so its K/V rows are not the AR ones
    bit for bit; after committing a path, the next token must still match a pure AR run
    to fast-mode accuracy (a row moved to the wrong place would be off by O(1)), and a

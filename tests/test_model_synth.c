@@ -623,63 +623,12 @@ Test(model_synth, prefill_equals_eval_commit)
     arb_model_free(m);
 }
 
-/* arb_prefill_ex: the last token's logits, argmax, top-K and hidden row equal that row of
-   arb_eval_ex over the chain bit for bit, on a chain longer than n_batch_max (chunked) and
-   on one chunk; the KV rows are the same (the next eval agrees); no outputs = KV only;
-   bad top-K and hidden arguments are refused. */
+/* arb_prefill_ex: the last token's outputs equal that row of the chain eval (engine_check.h). */
 Test(model_synth, prefill_ex_last_row_outputs)
 {
     synth_opts o = {.arch = "llama", .seed = 82};
     arb_model *m = load_synth(&o, 1);
-    enum { N = 40, K = 5 };
-    int32_t tok[N + 1];
-    uint64_t s = 9;
-    for (int i = 0; i <= N; i++)
-        tok[i] = rnd(&s, S_VOCAB);
-    float *lb = malloc(sizeof(float) * S_VOCAB * N), *hb = malloc(sizeof(float) * S_EMBD * N);
-    float *la = malloc(sizeof(float) * S_VOCAB), ha[S_EMBD], pa[K], pb[K * N];
-    int32_t ia[K], ib[K * N], am = -1, amb[N];
-    arb_err err = {0};
-    arb_ctx *b = check_ctx(m, 128, 64, 0, true);
-    const arb_eval_out ob = {.logits = lb, .hidden = hb, .topk_k = K, .topk_ids = ib, .topk_p = pb, .argmax = amb};
-    int32_t par[N];
-    for (int i = 0; i < N; i++)
-        par[i] = i - 1;
-    cr_assert_eq(arb_eval_ex(b, tok, par, N, &ob, &err), ARB_OK, "%s", err.msg);
-    int32_t path[N];
-    for (int i = 0; i < N; i++)
-        path[i] = i;
-    cr_assert_eq(arb_commit(b, path, N, &err), ARB_OK, "%s", err.msg);
-    for (int nb = 16; nb <= 64; nb += 48) { /* 40 tokens in chunks of 16, then in one */
-        arb_ctx *a = check_ctx(m, 128, nb, 0, true);
-        const arb_eval_out oa = {.logits = la, .hidden = ha, .topk_k = K, .topk_ids = ia, .topk_p = pa, .argmax = &am};
-        cr_assert_eq(arb_prefill_ex(a, tok, N, &oa, &err), ARB_OK, "%s", err.msg);
-        cr_assert_eq(arb_ctx_n_past(a), N);
-        cr_assert(memcmp(la, lb + (size_t)(N - 1) * S_VOCAB, sizeof(float) * S_VOCAB) == 0, "logits, nb %d", nb);
-        cr_assert(memcmp(ha, hb + (size_t)(N - 1) * S_EMBD, sizeof ha) == 0, "hidden, nb %d", nb);
-        cr_assert(memcmp(ia, ib + (N - 1) * K, sizeof ia) == 0 && memcmp(pa, pb + (N - 1) * K, sizeof pa) == 0);
-        cr_assert_eq(am, amb[N - 1]);
-        cr_assert_eq(am, ia[0]);
-        /* KV only, then the same next eval as after the full chain */
-        arb_ctx_truncate(a, 0);
-        cr_assert_eq(arb_prefill_ex(a, tok, N, NULL, &err), ARB_OK, "%s", err.msg);
-        const int32_t root = -1;
-        check_eval(a, tok + N, &root, 1, la, NULL);
-        check_eval(b, tok + N, &root, 1, lb, NULL);
-        cr_assert(memcmp(la, lb, sizeof(float) * S_VOCAB) == 0, "next eval, nb %d", nb);
-        const arb_eval_out bad_k = {.topk_k = ARB_TOPK_K_MAX + 1, .topk_ids = ia, .topk_p = pa};
-        cr_assert_eq(arb_prefill_ex(a, tok, 2, &bad_k, &err), ARB_E_INVAL);
-        arb_ctx_free(a);
-    }
-    arb_ctx *nh = check_ctx(m, 128, 64, 0, false);
-    const arb_eval_out want_h = {.hidden = ha};
-    cr_assert_eq(arb_prefill_ex(nh, tok, 2, &want_h, &err), ARB_E_INVAL);
-    cr_assert(strstr(err.msg, "want_hidden"), "%s", err.msg);
-    arb_ctx_free(nh);
-    arb_ctx_free(b);
-    free(la);
-    free(lb);
-    free(hb);
+    check_prefill_ex(m, 9, S_VOCAB, S_EMBD, 0.0);
     arb_model_free(m);
 }
 
