@@ -110,7 +110,8 @@ static int parse_args(int argc, char **argv, const char *paths[2], arb_metric *m
     const char *metric = "tau", *drop = "2%";
     const arb_opt opts[] = {
         ARB_OPT_STR("--metric", "M", &metric,
-                    "tau tps speedup p_s p_t spine_share acc_len lossless tps_cpu speedup_cpu (higher is better; default tau)"),
+                    "tau tps speedup p_s p_t spine_share acc_len lossless tps_cpu speedup_cpu tps_decode\n"
+                    "                         speedup_decode (higher is better; default tau)"),
         ARB_OPT_STR("--max-drop", "D", &drop, "allowed relative drop: 2% or 0.02 (default 2%)"),
         ARB_OPT_FLAG("--allow-missing", allow_missing, "a BASE run missing from NEW is not a failure"),
         ARB_OPT_END};

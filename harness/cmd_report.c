@@ -43,7 +43,8 @@ static int parse_args(int argc, char **argv, arb_report_opts *o, const char **db
         ARB_OPT_STR("--rows", "K1,K2", &o->rows, "pivot row keys (model,method)"),
         ARB_OPT_STR("--cols", "K", &o->cols, "pivot column keys (dataset)"),
         ARB_OPT_STR("--metric", "M", &metric,
-                    "pivot metric: tau tps speedup p_s p_t spine_share acc_len lossless n_prompts tps_cpu speedup_cpu"),
+                    "pivot metric: tau tps speedup p_s p_t spine_share acc_len lossless n_prompts tps_cpu speedup_cpu\n"
+                    "                         tps_decode speedup_decode"),
         ARB_OPT_STR("--method", "ID", &o->method, "sequoia-p: only this method"),
         ARB_OPT_STR("--dataset", "NAME", &o->dataset, "sequoia-p: only this dataset"),
         ARB_OPT_STR("--profile", "FILE", &o->profile,

@@ -12,10 +12,13 @@ enum { SRC_PLD = 1, SRC_TR = 2 }; /* arb_src values (tree.h) */
 
 static const char *const metric_names[ARB_METRIC_COUNT] = {
     "tau", "tps", "speedup", "p_s", "p_t", "spine_share", "acc_len", "lossless", "n_prompts", "tps_cpu",
-    "speedup_cpu",
+    "speedup_cpu", "tps_decode", "speedup_decode",
 };
 
-bool arb_metric_paired(arb_metric m) { return m == ARB_METRIC_SPEEDUP || m == ARB_METRIC_SPEEDUP_CPU; }
+bool arb_metric_paired(arb_metric m)
+{
+    return m == ARB_METRIC_SPEEDUP || m == ARB_METRIC_SPEEDUP_CPU || m == ARB_METRIC_SPEEDUP_DECODE;
+}
 
 const char *arb_metric_name(arb_metric m)
 {
@@ -31,7 +34,7 @@ int arb_metric_parse(const char *name, arb_metric *out, arb_err *err)
         }
     return ARB_ERR(err, ARB_E_INVAL,
                    "unknown metric '%s' (known: tau tps speedup p_s p_t spine_share acc_len "
-                   "lossless n_prompts tps_cpu speedup_cpu)",
+                   "lossless n_prompts tps_cpu speedup_cpu tps_decode speedup_decode)",
                    name);
 }
 
@@ -162,7 +165,8 @@ static int load_prompts(sqlite3 *db, const char *key, arb_run_stats *s, arb_err 
         " TOTAL(s.acc_pld), TOTAL(s.acc_tr), TOTAL(s.acc_draft), TOTAL(s.acc_head),"
         " TOTAL(s.acc_lade), TOTAL(s.acc_lade_window), TOTAL(s.acc_rest),"
         " TOTAL(s.prop_pld), TOTAL(s.prop_tr), TOTAL(s.prop_draft), TOTAL(s.prop_head),"
-        " TOTAL(s.prop_lade), TOTAL(s.prop_lade_window), TOTAL(s.prop_rest), COALESCE(p.cpu_us,-1)"
+        " TOTAL(s.prop_lade), TOTAL(s.prop_lade_window), TOTAL(s.prop_rest), COALESCE(p.cpu_us,-1),"
+        " COALESCE(p.prefill_us,-1)"
         " FROM prompts p LEFT JOIN steps s ON s.run_key=p.run_key AND s.prompt_id=p.prompt_id"
         " WHERE p.run_key=? GROUP BY p.prompt_id ORDER BY p.prompt_id";
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -199,6 +203,7 @@ static int load_prompts(sqlite3 *db, const char *key, arb_run_stats *s, arb_err 
             p->prop_src[j] = (int64_t)sqlite3_column_double(st, 9 + ARB_STORE_NSRC - 1 + j);
         }
         p->cpu_us = sqlite3_column_int64(st, 9 + 2 * (ARB_STORE_NSRC - 1) + 1);
+        p->prefill_us = sqlite3_column_int64(st, 9 + 2 * (ARB_STORE_NSRC - 1) + 2);
     }
     sqlite3_finalize(st);
     return rc;
@@ -295,8 +300,8 @@ static double eval(const arb_run_stats *r, const arb_run_stats *ar, arb_metric m
                    int m, int k, int col)
 {
     double g = 0, c = 0, w = 0, st = 0, acc = 0, ns = 0, as = 0, sc = 0, ap = 0, pp = 0, at = 0,
-           pt = 0, ll = 0, lk = 0, cpu = 0;
-    bool cpu_known = true;
+           pt = 0, ll = 0, lk = 0, cpu = 0, dec = 0, gd = 0;
+    bool cpu_known = true, dec_known = true;
     for (int i = 0; i < m; i++) {
         const arb_prompt_stat *p = &r->p[sel[i * k + col]];
         g += p->n_gen, c += p->n_calls, w += p->wall_us, st += p->steps, acc += p->accepted;
@@ -306,6 +311,9 @@ static double eval(const arb_run_stats *r, const arb_run_stats *ar, arb_metric m
         if (p->lossless >= 0)
             ll += p->lossless == 1, lk++;
         cpu += (double)p->cpu_us, cpu_known = cpu_known && p->cpu_us > 0;
+        /* after the first token: the prefill produces it (decode.c's prefill_us ends there) */
+        gd += (double)(p->n_gen - 1), dec += (double)(p->wall_us - p->prefill_us);
+        dec_known = dec_known && p->prefill_us >= 0;
     }
     switch (met) {
     case ARB_METRIC_TAU: return ratio(g, c);
@@ -323,6 +331,11 @@ static double eval(const arb_run_stats *r, const arb_run_stats *ar, arb_metric m
     case ARB_METRIC_SPEEDUP_CPU:
         return ar && cpu_known ? ratio(ratio(g, cpu), eval(ar, NULL, ARB_METRIC_TPS_CPU, sel, m, k, 1 - col) / 1e6)
                                : NAN;
+    case ARB_METRIC_TPS_DECODE: return dec_known ? ratio(gd, dec / 1e6) : NAN;
+    case ARB_METRIC_SPEEDUP_DECODE:
+        return ar && dec_known
+                   ? ratio(ratio(gd, dec), eval(ar, NULL, ARB_METRIC_TPS_DECODE, sel, m, k, 1 - col) / 1e6)
+                   : NAN;
     default: return NAN;
     }
 }

@@ -32,6 +32,11 @@ typedef enum arb_metric {
     ARB_METRIC_SPEEDUP_CPU, /* the speedup in CPU time, paired per prompt like speedup: a measure a
                                shared machine's load changes less (one thread; NAN when a prompt
                                has no cpu_us, i.e. a database from before schema 3) */
+    ARB_METRIC_TPS_DECODE,     /* tokens after the first per second after it (wall_us - prefill_us;
+                                  the prefill's time ends with the first token) */
+    ARB_METRIC_SPEEDUP_DECODE, /* that rate against AR's, paired per prompt: the speedup without the
+                                  prefill, which the methods share and cannot shorten (NAN when a
+                                  prompt has no prefill_us) */
     ARB_METRIC_COUNT
 } arb_metric;
 
@@ -47,6 +52,7 @@ typedef struct arb_prompt_stat {  /* per-prompt sums over its steps */
     char *prompt_id;
     int64_t n_gen, n_calls, wall_us, steps, accepted;
     int64_t cpu_us;               /* -1: not measured */
+    int64_t prefill_us;           /* -1: not stored */
     int64_t acc_src[ARB_STORE_NSRC], prop_src[ARB_STORE_NSRC];
     int64_t n_spine, acc_spine, acc_spine_cont;
     int lossless;                 /* 1, 0, -1 unknown */

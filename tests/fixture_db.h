@@ -78,6 +78,7 @@ static inline int fx_build(arb_store *st, int shard_i, int shard_n, arb_err *err
                                            .n_gen = gen, .n_calls = n + 1,
                                            .wall_us = (n + 1) * fx_call_us(mdl, m, p),
                                            .cpu_us = (n + 1) * fx_call_us(mdl, m, p) * (m ? 9 : 10) / 10,
+                                           .prefill_us = 3 * fx_call_us(mdl, 0, p), /* AR's and every method's */
                                            .n_repeats = 1, .stop = "limit", .lossless = 1, .ids = ids};
                     rc = arb_store_prompt_put(st, key, &pr, steps, n, err);
                 }

@@ -216,6 +216,40 @@ Test(metrics, speedup_cpu_pairs_cpu_time, .init = setup, .fini = teardown)
     arb_run_stats_release(&ar);
 }
 
+/* speedup_decode: the tokens after the first over the time after the prefill, paired per prompt
+   with AR (the fixture gives every method the same prefill, three AR calls long, which produced
+   the first token). A prompt without prefill_us makes it undefined. */
+Test(metrics, speedup_decode_leaves_out_the_prefill, .init = setup, .fini = teardown)
+{
+    int i = run_index(0, 1, 2), a = run_index(0, 1, 0);
+    arb_run_stats s, ar;
+    load_pair(i, a, &s, &ar);
+    double g = 0, t = 0, ga = 0, ta = 0;
+    for (int p = 0; p < FX_N_PROMPTS; p++) {
+        cr_assert_gt(s.p[p].prefill_us, 0);
+        cr_assert_eq(s.p[p].prefill_us, ar.p[p].prefill_us);
+        g += (double)(s.p[p].n_gen - 1), t += (double)(s.p[p].wall_us - s.p[p].prefill_us);
+        ga += (double)(ar.p[p].n_gen - 1), ta += (double)(ar.p[p].wall_us - ar.p[p].prefill_us);
+    }
+    arb_ci v, w;
+    arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP_DECODE, 0, 0, &v);
+    arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP, 0, 0, &w);
+    cr_assert_float_eq(v.v, (g / t) / (ga / ta), 1e-12);
+    cr_assert(fabs(v.v - w.v) > 1e-3 * w.v, "the prefill left out changes the ratio: %g vs %g", v.v, w.v);
+    arb_metrics_ci(&s, NULL, ARB_METRIC_TPS_DECODE, 0, 0, &v);
+    cr_assert_float_eq(v.v, g / (t / 1e6), 1e-9 * v.v);
+    arb_metric m;
+    arb_err err = {0};
+    cr_assert_eq(arb_metric_parse("speedup_decode", &m, &err), ARB_OK);
+    cr_assert_eq(m, ARB_METRIC_SPEEDUP_DECODE);
+    cr_assert(arb_metric_paired(m));
+    s.p[3].prefill_us = -1;
+    arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP_DECODE, 0, 0, &v);
+    cr_assert(isnan(v.v));
+    arb_run_stats_release(&s);
+    arb_run_stats_release(&ar);
+}
+
 Test(metrics, synergy_is_tau_over_best_baseline, .init = setup, .fini = teardown)
 {
     arb_err err = {0};
