@@ -188,66 +188,68 @@ Test(metrics, speedup_pairs_prompts_with_ar, .init = setup, .fini = teardown)
     arb_run_stats_release(&ar);
 }
 
-/* speedup_cpu: the same pairing over prompts.cpu_us (the fixture's methods spend 90 % of their
-   wall time on the CPU, AR 100 %: 1/0.9 x the wall speedup); a prompt without cpu_us (a database
-   from before schema 3) makes it undefined, not a number from the others. */
-Test(metrics, speedup_cpu_pairs_cpu_time, .init = setup, .fini = teardown)
+/* A paired rate metric (speedup_cpu, speedup_decode) and its rate (tps_cpu, tps_decode) on the
+   fixture's run 2 against AR, checked against the sums written out: tokens less `first` per
+   prompt over `time` per prompt (> 0 on every prompt). Then prompt 3's time made unknown (`forget`)
+   must leave the speedup undefined. Returns the metric's and the wall speedup. */
+static void check_paired_rate(arb_metric sp, arb_metric rate, double (*time)(const arb_prompt_stat *), int first,
+                              void (*forget)(arb_prompt_stat *), double *v_sp, double *v_wall)
 {
     int i = run_index(0, 1, 2), a = run_index(0, 1, 0);
     arb_run_stats s, ar;
     load_pair(i, a, &s, &ar);
-    double g = 0, c = 0, ga = 0, ca = 0;
-    for (int p = 0; p < FX_N_PROMPTS; p++) {
-        cr_assert_gt(s.p[p].cpu_us, 0);
-        g += (double)s.p[p].n_gen, c += (double)s.p[p].cpu_us;
-        ga += (double)ar.p[p].n_gen, ca += (double)ar.p[p].cpu_us;
-    }
+    double g[2] = {0, 0}, t[2] = {0, 0};
+    for (int r = 0; r < 2; r++)
+        for (int p = 0; p < FX_N_PROMPTS; p++) {
+            const arb_prompt_stat *x = r ? &ar.p[p] : &s.p[p];
+            cr_assert_gt(time(x), 0, "prompt %d of %s", p, r ? "AR" : "the method");
+            g[r] += (double)(x->n_gen - first), t[r] += time(x);
+        }
     arb_ci v, w;
-    arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP_CPU, 0, 0, &v);
+    arb_metrics_ci(&s, &ar, sp, 0, 0, &v);
     arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP, 0, 0, &w);
-    cr_assert_float_eq(v.v, (g / c) / (ga / ca), 1e-12);
-    cr_assert_float_eq(v.v, w.v / 0.9, 1e-3 * w.v);
-    arb_metrics_ci(&s, NULL, ARB_METRIC_TPS_CPU, 0, 0, &v);
-    cr_assert_float_eq(v.v, g / (c / 1e6), 1e-9 * v.v);
-    s.p[3].cpu_us = -1;
-    arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP_CPU, 0, 0, &v);
+    cr_assert_float_eq(v.v, (g[0] / t[0]) / (g[1] / t[1]), 1e-12);
+    *v_sp = v.v, *v_wall = w.v;
+    arb_metrics_ci(&s, NULL, rate, 0, 0, &v);
+    cr_assert_float_eq(v.v, g[0] / (t[0] / 1e6), 1e-9 * v.v);
+    cr_assert(arb_metric_paired(sp) && !arb_metric_paired(rate));
+    forget(&s.p[3]);
+    arb_metrics_ci(&s, &ar, sp, 0, 0, &v);
     cr_assert(isnan(v.v));
     arb_run_stats_release(&s);
     arb_run_stats_release(&ar);
 }
 
+/* speedup_cpu: the same pairing over prompts.cpu_us (the fixture's methods spend 90 % of their
+   wall time on the CPU, AR 100 %: 1/0.9 x the wall speedup); a prompt without cpu_us (a database
+   from before schema 3) makes it undefined, not a number from the others. */
+static double cpu_time(const arb_prompt_stat *p) { return (double)p->cpu_us; }
+static void forget_cpu(arb_prompt_stat *p) { p->cpu_us = -1; }
+Test(metrics, speedup_cpu_pairs_cpu_time, .init = setup, .fini = teardown)
+{
+    double v, w;
+    check_paired_rate(ARB_METRIC_SPEEDUP_CPU, ARB_METRIC_TPS_CPU, cpu_time, 0, forget_cpu, &v, &w);
+    cr_assert_float_eq(v, w / 0.9, 1e-3 * w);
+}
+
 /* speedup_decode: the tokens after the first over the time after the prefill, paired per prompt
    with AR (the fixture gives every method the same prefill, three AR calls long, which produced
-   the first token). A prompt without prefill_us makes it undefined. */
+   the first token); a prompt without prefill_us makes it undefined. */
+static double time_after_prefill(const arb_prompt_stat *p)
+{
+    return p->prefill_us > 0 ? (double)(p->wall_us - p->prefill_us) : -1;
+}
+static void forget_prefill(arb_prompt_stat *p) { p->prefill_us = -1; }
 Test(metrics, speedup_decode_leaves_out_the_prefill, .init = setup, .fini = teardown)
 {
-    int i = run_index(0, 1, 2), a = run_index(0, 1, 0);
-    arb_run_stats s, ar;
-    load_pair(i, a, &s, &ar);
-    double g = 0, t = 0, ga = 0, ta = 0;
-    for (int p = 0; p < FX_N_PROMPTS; p++) {
-        cr_assert_gt(s.p[p].prefill_us, 0);
-        cr_assert_eq(s.p[p].prefill_us, ar.p[p].prefill_us);
-        g += (double)(s.p[p].n_gen - 1), t += (double)(s.p[p].wall_us - s.p[p].prefill_us);
-        ga += (double)(ar.p[p].n_gen - 1), ta += (double)(ar.p[p].wall_us - ar.p[p].prefill_us);
-    }
-    arb_ci v, w;
-    arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP_DECODE, 0, 0, &v);
-    arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP, 0, 0, &w);
-    cr_assert_float_eq(v.v, (g / t) / (ga / ta), 1e-12);
-    cr_assert(fabs(v.v - w.v) > 1e-3 * w.v, "the prefill left out changes the ratio: %g vs %g", v.v, w.v);
-    arb_metrics_ci(&s, NULL, ARB_METRIC_TPS_DECODE, 0, 0, &v);
-    cr_assert_float_eq(v.v, g / (t / 1e6), 1e-9 * v.v);
+    double v, w;
+    check_paired_rate(ARB_METRIC_SPEEDUP_DECODE, ARB_METRIC_TPS_DECODE, time_after_prefill, 1, forget_prefill, &v,
+                      &w);
+    cr_assert(fabs(v - w) > 1e-3 * w, "the prefill left out changes the ratio: %g vs %g", v, w);
     arb_metric m;
     arb_err err = {0};
     cr_assert_eq(arb_metric_parse("speedup_decode", &m, &err), ARB_OK);
     cr_assert_eq(m, ARB_METRIC_SPEEDUP_DECODE);
-    cr_assert(arb_metric_paired(m));
-    s.p[3].prefill_us = -1;
-    arb_metrics_ci(&s, &ar, ARB_METRIC_SPEEDUP_DECODE, 0, 0, &v);
-    cr_assert(isnan(v.v));
-    arb_run_stats_release(&s);
-    arb_run_stats_release(&ar);
 }
 
 Test(metrics, synergy_is_tau_over_best_baseline, .init = setup, .fini = teardown)
