@@ -408,6 +408,17 @@ int arb_eval(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, float
     return arb_eval_ex(c, tok, parent, n, &o, err);
 }
 
+/* The top-K and hidden requests of o, which arb_eval_ex and arb_prefill_ex check alike. */
+static int check_outputs(const arb_ctx *c, const arb_eval_out *o, const char *who, arb_err *err)
+{
+    if (o->topk_k < 0 || o->topk_k > ARB_TOPK_K_MAX || (o->topk_k > 0 && (!o->topk_ids || !o->topk_p)))
+        return ARB_ERR(err, ARB_E_INVAL, "%s: top-K of %d (must be 0..%d, with ids and probability buffers)", who,
+                       o->topk_k, ARB_TOPK_K_MAX);
+    if (o->hidden && !c->want_hidden)
+        return ARB_ERR(err, ARB_E_INVAL, "%s: hidden states requested but ctx created without want_hidden", who);
+    return ARB_OK;
+}
+
 int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, const arb_eval_out *o,
                 arb_err *err)
 {
@@ -417,11 +428,9 @@ int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, co
     if (n < 1 || !tok || !parent || !o || (!o->logits && !o->argmax && o->topk_k == 0))
         return ARB_ERR(err, ARB_E_INVAL, "eval: n = %d with %s", n,
                        n < 1 ? "no nodes" : "NULL buffers (tokens, parents, or no logits, argmax or top-K)");
-    if (o->topk_k < 0 || o->topk_k > ARB_TOPK_K_MAX || (o->topk_k > 0 && (!o->topk_ids || !o->topk_p)))
-        return ARB_ERR(err, ARB_E_INVAL, "eval: top-K of %d (must be 0..%d, with ids and probability buffers)",
-                       o->topk_k, ARB_TOPK_K_MAX);
-    if (o->hidden && !c->want_hidden)
-        return ARB_ERR(err, ARB_E_INVAL, "eval: hidden states requested but ctx created without want_hidden");
+    int rc = check_outputs(c, o, "eval", err);
+    if (rc)
+        return rc;
     if (n > c->n_ctx - c->kv.n_past)
         return ARB_ERR(err, ARB_E_RANGE, "eval: %d nodes on %d committed tokens exceed n_ctx %d", n, c->kv.n_past,
                        c->n_ctx);
@@ -438,7 +447,6 @@ int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, co
         return ARB_ERR(err, ARB_E_INVAL, "eval: %d nodes exceed n_batch_max %d (only chains are chunked)", n,
                        c->n_batch_max);
 
-    int rc = ARB_OK;
     if (n <= c->n_batch_max) {
         rc = forward(c, tok, parent, n, c->kv.n_past, o, 0, err);
         memcpy(c->last_parent, parent, (size_t)n * sizeof(int32_t));
@@ -519,11 +527,9 @@ int arb_prefill_ex(arb_ctx *c, const int32_t *tok, int n, const arb_eval_out *la
     c->row_n = 0;
     if (n < 1 || !tok)
         return ARB_ERR(err, ARB_E_INVAL, "prefill: n = %d%s", n, tok ? "" : " with NULL tokens");
-    if (last->topk_k < 0 || last->topk_k > ARB_TOPK_K_MAX || (last->topk_k > 0 && (!last->topk_ids || !last->topk_p)))
-        return ARB_ERR(err, ARB_E_INVAL, "prefill: top-K of %d (must be 0..%d, with ids and probability buffers)",
-                       last->topk_k, ARB_TOPK_K_MAX);
-    if (last->hidden && !c->want_hidden)
-        return ARB_ERR(err, ARB_E_INVAL, "prefill: hidden state requested but ctx created without want_hidden");
+    int rc = check_outputs(c, last, "prefill", err);
+    if (rc)
+        return rc;
     if (n > c->n_ctx - c->kv.n_past)
         return ARB_ERR(err, ARB_E_RANGE, "prefill: %d tokens on %d committed tokens exceed n_ctx %d", n,
                        c->kv.n_past, c->n_ctx);
@@ -536,8 +542,8 @@ int arb_prefill_ex(arb_ctx *c, const int32_t *tok, int n, const arb_eval_out *la
         const int k = n - off < c->n_batch_max ? n - off : c->n_batch_max;
         const bool at_end = off + k == n;
         /* head_from = k: no row gets the final norm or the head */
-        const int rc = forward(c, tok + off, c->chain, k, c->kv.n_past, at_end ? last : &none,
-                               at_end && outputs ? k - 1 : k, err);
+        rc = forward(c, tok + off, c->chain, k, c->kv.n_past, at_end ? last : &none, at_end && outputs ? k - 1 : k,
+                     err);
         if (rc)
             return rc;
         c->kv.n_past += k; /* a chain's rows are already in place: committing is just this */

@@ -488,7 +488,7 @@ static int bench_lookahead(arb_ctx *c, int V, arb_err *err)
         for (int i = 0; i < t.n; i++)
             y[i] = (int32_t)(rnd() % V);
         double t2 = now_us();
-        arb_harvest h = {.n = t.n, .K = 1, .tok = t.tok, .ids = y, .prefill = false};
+        arb_harvest h = {.n = t.n, .K = 1, .tok = t.tok, .ids = y};
         dr->harvest(st, &h);
         double t3 = now_us();
         if (step > FILL) {

@@ -402,7 +402,7 @@ static int prefill(arb_decoder *d, const int32_t *prompt, int n_prompt, bool ful
        for the last token only, its outputs in the row the loop below would leave them in.
        Not when the drafter harvests the prompt, on the full_rows hook, or when a stop_logits
        drafter fetches the last row afterwards (arb_eval_logits_row needs a whole eval). */
-    const bool harvests = d->want_topk && (!d->dr->harvests_prefill || d->dr->harvests_prefill(d->dst));
+    const bool harvests = d->want_topk && d->spec.harvest_prefill;
     if (!full_rows && !harvests && !(d->dr->stop_logits && !d->rows_now)) {
         const size_t last = (size_t)((n_prompt - 1) % d->rows);
         arb_eval_out out = {.hidden = d->hid ? d->hid + last * d->E : NULL,
@@ -421,11 +421,11 @@ static int prefill(arb_decoder *d, const int32_t *prompt, int n_prompt, bool ful
         int rc = eval_nodes(d, prompt + c0, d->chain_parent, n, d->rows_now && c0 + n == n_prompt, full_rows, err);
         if (rc)
             return rc;
-        if (d->want_topk) {
+        if (harvests) {
             for (int i = 0; i < n; i++)
                 d->prev[i] = c0 + i > 0 ? prompt[c0 + i - 1] : -1;
             arb_harvest h = {.n = n, .K = d->K, .tok = prompt + c0, .prev = d->prev, .ids = d->topk_ids,
-                             .scores = d->topk_sc, .prefill = true};
+                             .scores = d->topk_sc};
             d->dr->harvest(d->dst, &h);
         }
         if ((rc = arb_commit(d->ctx, d->chain_path, n, err)))
@@ -601,7 +601,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
             for (int i = 0; i < t->n; i++)
                 d->prev[i] = i == 0 ? (d->n_S >= 2 ? d->S[d->n_S - 2] : -1) : t->tok[t->parent[i]];
             arb_harvest h = {.n = t->n, .K = d->K, .tok = t->tok, .prev = d->prev, .ids = d->topk_ids,
-                             .scores = d->topk_sc, .prefill = false};
+                             .scores = d->topk_sc};
             d->dr->harvest(d->dst, &h);
         }
         if (d->dr->verified)

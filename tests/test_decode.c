@@ -173,6 +173,66 @@ Test(decode, every_greedy_method_reproduces_ar, .init = setup, .fini = teardown,
    shape the cost table makes it pick — chains and wide trees (a node at 2 % of an eval), a few
    nodes (10 %), mostly AR steps (60 %) — the tokens are AR's. Budget "auto" would load this
    machine's profile; the tables here are set by hand so the test reaches each regime. */
+/* harvest_prefill decides whether the prompt's rows reach the table (the decoder's prefill
+   computes them only then): at the first step of a fresh decoder, TR's and GOOSE's tables hold
+   rows exactly when the prompt was harvested (TR prunes unfilled rows, so without it the first
+   step is an AR step); the tokens are AR's either way. */
+typedef struct first_step { int steps, table_fill, n_nodes; } first_step;
+
+static int on_first_step(const arb_step_record *r, void *ud)
+{
+    first_step *f = ud;
+    if (f->steps++ == 0)
+        f->table_fill = r->table_fill, f->n_nodes = r->n_nodes;
+    return 0;
+}
+
+Test(decode, prompt_harvest_follows_the_spec, .init = setup, .fini = teardown, .timeout = 600)
+{
+    cr_assert(C, "default model not available");
+    enum { MAX_NEW = 12 };
+    int32_t ref[MAX_NEW];
+    int n_ref = 0;
+    for (int m = 0; m < 3; m++) {
+        const char *preset = m == 0 ? "ar" : m == 1 ? "tr" : "goose";
+        for (int harvest = 0; harvest < 2; harvest++) {
+            if (m == 0 && harvest)
+                continue;
+            arb_err err = {0};
+            arb_method_spec s;
+            cr_assert_eq(arb_method_spec_preset(preset, &s, &err), ARB_OK, "%s", err.msg);
+            s.harvest_prefill = harvest, s.hot_start = false, s.tr_prune_unfilled = true;
+            arb_decoder *d;
+            cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK, "%s", err.msg);
+            int32_t *ids;
+            int n;
+            cr_assert_eq(arb_gen_prompt(M, prompts[2], true, &ids, &n, &err), ARB_OK, "%s", err.msg);
+            arb_decode_opts o = arb_decode_default_opts();
+            o.max_new = MAX_NEW;
+            first_step f = {0};
+            arb_decode_cb cb = {.on_step = on_first_step, .ud = &f};
+            arb_prompt_result res;
+            cr_assert_eq(arb_decoder_generate(d, ids, n, &o, &cb, &res, &err), ARB_OK, "%s: %s", preset, err.msg);
+            if (m == 0) {
+                memcpy(ref, res.ids, (size_t)res.n_generated * sizeof *ref);
+                n_ref = res.n_generated;
+            } else {
+                cr_assert_eq(res.n_generated, n_ref, "%s harvest %d", preset, harvest);
+                cr_assert(memcmp(res.ids, ref, (size_t)n_ref * sizeof *ref) == 0, "%s harvest %d", preset, harvest);
+                cr_assert_gt(f.steps, 0);
+                if (harvest)
+                    cr_assert_gt(f.table_fill, 0, "%s: the prompt harvested, yet an empty table", preset);
+                else
+                    cr_assert_eq(f.table_fill, 0, "%s: the prompt not harvested, yet %d rows", preset, f.table_fill);
+                if (m == 1 && !harvest)
+                    cr_assert_eq(f.n_nodes, 1, "TR, empty table, pruned: an AR step");
+            }
+            free(ids);
+            arb_decoder_free(d);
+        }
+    }
+}
+
 Test(decode, dynamic_tree_reproduces_ar, .init = setup, .fini = teardown, .timeout = 600)
 {
     if (!M)

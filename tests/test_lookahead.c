@@ -335,7 +335,7 @@ Test(lookahead, drafter_harvests_ngrams_and_proposes_them)
         int32_t ids[64];
         for (int i = 0; i < t.n; i++)
             ids[i] = y[i];
-        arb_harvest h = {.n = t.n, .K = 1, .tok = t.tok, .ids = ids, .prefill = false};
+        arb_harvest h = {.n = t.n, .K = 1, .tok = t.tok, .ids = ids};
         dr->harvest(st, &h);
         accepted_total += best;
         for (int k = 0; k <= best; k++) /* k accepted + the bonus */
@@ -406,7 +406,7 @@ Test(lookahead, prompt_pool_seeds_grams)
         arb_tree_finalize(&t);
         for (int i = 0; i < t.n; i++)
             ids[i] = 3; /* predictions that never form a gram keyed by "," */
-        arb_harvest h = {.n = t.n, .K = 1, .tok = t.tok, .ids = ids, .prefill = false};
+        arb_harvest h = {.n = t.n, .K = 1, .tok = t.tok, .ids = ids};
         dr->harvest(st, &h);
     }
     arb_step_record rec = {0};

@@ -269,20 +269,9 @@ Test(tr, bfs_fill_update_last_write_wins)
     arb_tree_reset(&t, 5);
     arb_drafter_tr.propose(st2, S, 2, &t, &rec);
     cr_assert_eq(t.n, 9);
-    /* prefill harvesting switch */
-    s.harvest_prefill = false;
-    void *st3;
-    cr_assert_eq(arb_drafter_tr.create(&s, 1000, &st3, NULL), ARB_OK);
-    arb_drafter_tr.begin(st3, 100, true, NULL);
-    h.prefill = true;
-    arb_drafter_tr.harvest(st3, &h);
-    arb_tree_reset(&t, 5);
-    arb_drafter_tr.propose(st3, S, 2, &t, &rec);
-    cr_assert_eq(t.n, 1, "prefill not harvested, rows empty, pruned: AR step");
-    cr_assert_eq(rec.mode, ARB_MODE_AR);
+    /* the prefill harvesting switch is the decoder's (test_decode.c, prompt_harvest_follows_the_spec) */
     arb_drafter_tr.destroy(st);
     arb_drafter_tr.destroy(st2);
-    arb_drafter_tr.destroy(st3);
     arb_tree_release(&t);
     s.topk = 4;
     cr_assert_eq(arb_drafter_tr.create(&s, 1000, &st, NULL), ARB_E_INVAL, "template needs K >= 8");

@@ -30,7 +30,6 @@ typedef struct arb_harvest {   /* the top-K rows of one forward */
     const int32_t *prev;       /* [n] previous token (parent / preceding position), -1 if none */
     const int32_t *ids;        /* [n*K] successors, best first (ties: lower id) */
     const float *scores;       /* [n*K] softmax probabilities at T = 1 */
-    bool prefill;              /* rows come from the prefill chain */
 } arb_harvest;
 
 typedef struct arb_drafter_i {
@@ -46,11 +45,9 @@ typedef struct arb_drafter_i {
     /* Build this step's tree: t is reset to the anchor S[n_S-1]; fill rec's drafter fields
        (mode, GOOSE fields). No allocation. */
     void (*propose)(void *st, const int32_t *S, int n_S, arb_tree *t, arb_step_record *rec);
-    /* Optional (NULL: no top-K computed): learn from one forward. */
+    /* Optional (NULL: no top-K computed): learn from one forward; the prompt's rows only when
+       the method's harvest_prefill is set (the decoder decides, decode.c). */
     void (*harvest)(void *st, const arb_harvest *h);
-    /* Optional with harvest (NULL: it does): whether harvest takes the prompt's rows. When
-       it does not, the decoder's prefill runs the output head for the last prompt token only. */
-    bool (*harvests_prefill)(const void *st);
     /* Optional: the accepted path (root first, n_path = k + 1) of the last proposed tree. */
     void (*verified)(void *st, const arb_tree *t, const int32_t *path, int n_path, arb_step_record *rec);
     size_t (*bytes)(const void *st);                       /* table + index memory */

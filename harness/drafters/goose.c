@@ -287,16 +287,8 @@ static void gd_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
 static void gd_harvest(void *st, const arb_harvest *h)
 {
     arb_goose *g = st;
-    if (h->prefill && !g->sp.harvest_prefill)
-        return;
     for (int i = 0; i < h->n; i++)
         arb_adj_write(g->adj, h->prev[i], h->tok[i], h->ids + (size_t)i * h->K, h->scores + (size_t)i * h->K);
-}
-
-static bool gd_harvests_prefill(const void *st)
-{
-    const arb_goose *g = st;
-    return g->sp.harvest_prefill;
 }
 
 static void gd_verified(void *st, const arb_tree *t, const int32_t *path, int n_path, arb_step_record *rec)
@@ -347,7 +339,6 @@ const arb_drafter_i arb_drafter_goose = {
     .append = gd_append,
     .propose = gd_propose,
     .harvest = gd_harvest,
-    .harvests_prefill = gd_harvests_prefill,
     .verified = gd_verified,
     .bytes = gd_bytes,
     .max_nodes = gd_max_nodes,

@@ -390,7 +390,7 @@ static void lade_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_s
 static void lade_harvest(void *st, const arb_harvest *h)
 {
     lade_state *s = st;
-    if (h->prefill || !s->started)
+    if (!s->started)
         return;
     bool steady = s->win.fill == s->N - 2;
     arb_lade_window_update(&s->win, h->tok[0], h->ids, h->K, s->pool);
@@ -406,11 +406,6 @@ static void lade_harvest(void *st, const arb_harvest *h)
             top[c] = s->S[arb_rng_u64(&rng) % (uint64_t)s->n_S];
 }
 
-static bool lade_harvests_prefill(const void *st)
-{
-    (void)st;
-    return false;
-}
 
 static size_t lade_bytes(const void *st)
 {
@@ -424,6 +419,7 @@ static void la_defaults(arb_method_spec *s)
     snprintf(s->id, sizeof s->id, "Lookahead");
     snprintf(s->scheduler, sizeof s->scheduler, "none");
     s->topk = 1; /* the window's Jacobi update needs only each node's argmax */
+    s->harvest_prefill = false; /* the window starts at the first decode step */
 }
 
 static int la_max_nodes(const arb_method_spec *s) { return arb_lade_max_nodes(s->la_window, s->la_ngram, s->la_guess); }
@@ -445,7 +441,6 @@ const arb_drafter_i arb_drafter_lookahead = {
     .append = lade_append,
     .propose = lade_propose,
     .harvest = lade_harvest,
-    .harvests_prefill = lade_harvests_prefill,
     .verified = NULL,
     .bytes = lade_bytes,
     .bind = lade_bind,

@@ -344,7 +344,7 @@ typedef struct tr_state {
     int n_tpl;
     int32_t tpl_parent[128];
     int16_t tpl_rank[128];
-    bool prune_unfilled, harvest_prefill, hot_start;
+    bool prune_unfilled, hot_start;
 } tr_state;
 
 static void tr_destroy(void *st)
@@ -371,7 +371,6 @@ static int tr_create(const arb_method_spec *sp, int n_vocab, void **out, arb_err
     if (sp->budget >= 1 && sp->budget < s->n_tpl) /* a smaller budget ("auto"): the likeliest nodes of 2.2.2 */
         s->n_tpl = arb_tr_template_prune(s->tpl_parent, s->tpl_rank, s->n_tpl, sp->sequoia_p, sp->budget, NULL);
     s->prune_unfilled = sp->tr_prune_unfilled;
-    s->harvest_prefill = sp->harvest_prefill;
     s->hot_start = sp->hot_start;
     for (int i = 1; i < s->n_tpl; i++)
         if (s->tpl_rank[i] >= sp->topk) {
@@ -417,16 +416,8 @@ static void tr_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
 static void tr_harvest(void *st, const arb_harvest *h)
 {
     tr_state *s = st;
-    if (h->prefill && !s->harvest_prefill)
-        return;
     for (int i = 0; i < h->n; i++)
         arb_adj_write(s->adj, -1, h->tok[i], h->ids + (size_t)i * h->K, h->scores + (size_t)i * h->K);
-}
-
-static bool tr_harvests_prefill(const void *st)
-{
-    const tr_state *s = st;
-    return s->harvest_prefill;
 }
 
 static size_t tr_bytes(const void *st) { return arb_adj_bytes(((const tr_state *)st)->adj); }
@@ -459,7 +450,6 @@ const arb_drafter_i arb_drafter_tr = {
     .append = tr_append,
     .propose = tr_propose,
     .harvest = tr_harvest,
-    .harvests_prefill = tr_harvests_prefill,
     .verified = NULL,
     .bytes = tr_bytes,
     .max_nodes = trd_max_nodes,
