@@ -19,6 +19,7 @@ struct arb_cuda_ctx {
     arb_cuda_model *m;
     int n_ctx, n_batch_max, n_layer;
     cudaStream_t st;
+    bool pdl;              // kernels launched with programmatic dependent launch (kstream)
     cublasHandle_t blas;   // NULL in exact mode
     float *k, *v;          // n_layer x n_ctx x kvd
     float *cs;             // n_ctx x head_dim
@@ -63,6 +64,8 @@ struct arb_cuda_ctx {
 
 namespace {
 
+kstream ks(const arb_cuda_ctx *c) { return kstream{c->st, c->pdl}; }
+
 void *dalloc(size_t bytes, cudaError_t *e)
 {
     void *p = NULL;
@@ -84,7 +87,7 @@ void matmul(arb_cuda_ctx *c, const dmat *w, const float *x, const __half *x16, i
                      CUDA_R_16F, w->n_in, &beta, y, CUDA_R_32F, w->n_out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         return;
     }
-    k_gemv(c->st, w, x, w->n_in, n, y, w->n_out, accumulate, xq);
+    k_gemv(ks(c), w, x, w->n_in, n, y, w->n_out, accumulate, xq);
 }
 
 // The int8 activations of inputs of n_in elements in c's buffers (strides for n_in).
@@ -101,7 +104,7 @@ const xq8 *quant_for(arb_cuda_ctx *c, const float *x, int n, int n_in, bool want
     if (!want)
         return NULL;
     *buf = xq_for(c, n_in);
-    k_quant_q8(c->st, x, n_in, n, n_in, buf);
+    k_quant_q8(ks(c), x, n_in, n, n_in, buf);
     return buf;
 }
 
@@ -188,6 +191,14 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
         // Deterministic run to run: cuBLAS picks one algorithm per shape; no atomics.
         cublasSetAtomicsMode(c->blas, CUBLAS_ATOMICS_NOT_ALLOWED);
     }
+    // Programmatic dependent launch where the device has it (sm_90+): a step's ~10
+    // kernels per layer are mostly a few microseconds each at batch 1, and the launch
+    // of each then overlaps the one before it. ARBOR_CUDA_PDL=0|1 overrides.
+    int major = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, m->device);
+    const char *pdl = getenv("ARBOR_CUDA_PDL");
+    c->pdl = pdl && *pdl ? strcmp(pdl, "0") != 0 && major >= 9 : major >= 9;
+    cudaGetLastError();
     const char *prof = getenv("ARBOR_CUDA_PROFILE");
     if (prof && *prof && strcmp(prof, "0")) {
         c->prof.on = true;
@@ -255,7 +266,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     const arb_cuda_model *m = c->m;
     const int E = m->n_embd, hd = m->head_dim, qd = m->n_head * hd, kvd = m->n_head_kv * hd;
     const size_t nb = (size_t)c->n_batch_max;
-    cudaStream_t st = c->st;
+    const kstream st = ks(c);
     const int32_t *d_tok = c->d_ints + INTS_TOK * nb, *d_par = c->d_ints + INTS_PAR * nb;
     const int32_t *d_pos = c->d_ints + INTS_POS * nb, *d_pre = c->d_ints + INTS_META * nb;
     const bool gemm = c->blas && n >= ARB_CUDA_GEMM_MIN_NODES; // FP16 inputs wanted
@@ -360,14 +371,22 @@ static cudaGraphExec_t step_graph(arb_cuda_ctx *c, int n, bool argmax, int topk_
         return NULL;
     }
     enqueue_step(c, n, 0, true, argmax, topk_k);
-    const cudaError_t e = cudaStreamEndCapture(c->st, &g);
-    if (e != cudaSuccess || cudaGraphInstantiate(slot, g, 0) != cudaSuccess) {
-        cudaGetLastError(); // not fatal: this context launches its steps directly from now on
-        *slot = NULL;
-        c->graphs_off = true;
-    }
+    cudaError_t e = cudaStreamEndCapture(c->st, &g);
+    if (e == cudaSuccess)
+        e = cudaGraphInstantiate(slot, g, 0);
     if (g)
         cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); // not fatal
+        *slot = NULL;
+        if (c->pdl) { // a driver that cannot capture programmatic edges: capture without them
+            fprintf(stderr, "backend cuda: capturing a step with programmatic dependent launch failed (%s); "
+                            "launching without it\n", cudaGetErrorString(e));
+            c->pdl = false;
+            return step_graph(c, n, argmax, topk_k);
+        }
+        c->graphs_off = true; // this context launches its steps directly from now on
+    }
     return *slot;
 }
 
@@ -461,7 +480,7 @@ extern "C" int arb_cuda_kv_commit(arb_cuda_ctx *c, int n_past, const int32_t *pa
     int32_t *h_path = c->h_ints + INTS_ARG * nb, *d_path = c->d_ints + INTS_ARG * nb;
     memcpy(h_path, path, (size_t)n * sizeof(int32_t));
     cudaMemcpyAsync(d_path, h_path, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, c->st);
-    k_kv_commit(c->st, c->k, c->v, c->n_layer, c->n_ctx, c->m->n_head_kv * c->m->head_dim, n_past, d_path, n);
+    k_kv_commit(ks(c), c->k, c->v, c->n_layer, c->n_ctx, c->m->n_head_kv * c->m->head_dim, n_past, d_path, n);
     const cudaError_t e = cudaStreamSynchronize(c->st);
     return e == cudaSuccess ? ARB_OK : fail(err, e, "KV commit");
 }

@@ -51,39 +51,48 @@ struct arb_cuda_model {
     size_t smem_optin; // largest dynamic shared memory a block may opt into
 };
 
+// Where a launcher's kernels go: a stream, and whether each may be launched while the
+// kernel before it still runs (programmatic dependent launch, sm_90+: the kernels wait
+// for their predecessor's grid before touching memory, so only launch latency overlaps;
+// arb_cuda_ctx sets it, ARBOR_CUDA_PDL overrides). {} = the default stream, no overlap.
+struct kstream {
+    cudaStream_t st;
+    bool pdl;
+};
+
 // Kernel launchers (cuda_kernels.cu). All run on `st`; none synchronizes.
 // y[t*ldy + o] (+)= dot(W[o], x[t*ldx ..]) for t < n: the quantized GEMV, 8 nodes per
 // weight read, each (row, node) reduced in an order fixed by n_in alone.
 // xq: x quantized by k_quant_q8, read when w is in the int8 layout (NULL: the float GEMV
 // on w's GGUF blocks instead).
-void k_gemv(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool accumulate,
+void k_gemv(kstream st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool accumulate,
             const xq8 *xq);
 // x (n rows of n_in, stride ldx) to int8 blocks in out's buffers (arb_q8x_quant_block's
 // arithmetic; ldq/ldb of out must be those of n_in: arb_pack_chunks(n_in) x 1024 / 32).
-void k_quant_q8(cudaStream_t st, const float *x, int ldx, int n, int n_in, const xq8 *out);
+void k_quant_q8(kstream st, const float *x, int ldx, int n, int n_in, const xq8 *out);
 // w's GGUF blocks (w->q) into the packed layout (arb_cuda_packed_block) at qs
 // (16-byte aligned) and sc; nothing for a type that is not packed.
-void k_pack(cudaStream_t st, const dmat *w, uint8_t *qs, uint8_t *sc);
+void k_pack(kstream st, const dmat *w, uint8_t *qs, uint8_t *sc);
 // The packed GEMV of several matrices that read the same x (Q, K, V: up to 3), in
 // one launch, each row summed exactly as k_gemv sums it (y[i]: n x w[i]->n_out, no
 // accumulate). false, launching nothing, unless all are packed with one type and n_in.
-bool k_gemv_multi(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, int n, float *const *y,
+bool k_gemv_multi(kstream st, const dmat *const *w, int nw, const float *x, int ldx, int n, float *const *y,
                   const xq8 *xq);
 // y = SiLU(gate . x) * (up . x) in one launch, each dot exactly as k_gemv's and the
 // SiLU as k_swiglu's (y: n x n_out). false, launching nothing, unless both are packed
 // with one type and shape.
-bool k_gemv_glu(cudaStream_t st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y,
+bool k_gemv_glu(kstream st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y,
                 const xq8 *xq);
-void k_get_rows(cudaStream_t st, const dmat *w, const int32_t *ids, int n, float *out);
-void k_to_half(cudaStream_t st, const dmat *w, __half *out); // whole matrix, for fast mode
+void k_get_rows(kstream st, const dmat *w, const int32_t *ids, int n, float *out);
+void k_to_half(kstream st, const dmat *w, __half *out); // whole matrix, for fast mode
 // out = x / rms(x) * g per row of dim (double sum of squares, fixed order); out16 optional.
 // outq (optional): the rows also quantized for the int8 GEMV, as k_quant_q8 would (one
 // launch less; dim % 32 == 0).
-void k_rmsnorm(cudaStream_t st, const float *x, const float *g, int rows, int dim, float eps, float *out,
+void k_rmsnorm(kstream st, const float *x, const float *g, int rows, int dim, float eps, float *out,
                __half *out16, const xq8 *outq);
-void k_add_bias(cudaStream_t st, float *x, const float *b, int rows, int dim);
-void k_swiglu(cudaStream_t st, float *g, const float *u, size_t n, __half *out16);
-void k_to_half_f32(cudaStream_t st, const float *x, size_t n, __half *out);
+void k_add_bias(kstream st, float *x, const float *b, int rows, int dim);
+void k_swiglu(kstream st, float *g, const float *u, size_t n, __half *out16);
+void k_to_half_f32(kstream st, const float *x, size_t n, __half *out);
 struct attn_launch {
     const float *q, *k, *v;
     int kv_stride, n;
@@ -98,22 +107,22 @@ size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim);
 // Once per context: allow the attention kernel all the dynamic shared memory the device
 // can give it (*max_dynamic).
 cudaError_t k_attention_prepare(size_t smem_optin, size_t *max_dynamic);
-void k_attention(cudaStream_t st, const attn_launch *a);
+void k_attention(kstream st, const attn_launch *a);
 // Argmax per row (lowest id among equal maxima); scratch: k_argmax_scratch_bytes(rows).
 size_t k_argmax_scratch_bytes(int rows);
-void k_argmax(cudaStream_t st, const float *logits, int rows, int n_vocab, void *scratch, int32_t *out);
+void k_argmax(kstream st, const float *logits, int rows, int n_vocab, void *scratch, int32_t *out);
 // RoPE on q (n x n_head heads, in place) and on kn (n x n_head_kv); the rotated keys and
 // the values vn stored at cache rows n_prefix + i (n_prefix on the device) of kc, vc; kn
 // itself is left as it was. One launch.
-void k_rope_store(cudaStream_t st, float *q, const float *kn, const float *vn, float *kc, float *vc, int n,
+void k_rope_store(kstream st, float *q, const float *kn, const float *vn, float *kc, float *vc, int n,
                   int n_head, int n_head_kv, int head_dim, const int32_t *pos, const float *cs, bool neox,
                   const int *n_prefix);
 // rows n_past + path[j] -> n_past + j of each layer's K and V (path on the device).
-void k_kv_commit(cudaStream_t st, float *k, float *v, int n_layer, int n_ctx, int row_dim, int n_past,
+void k_kv_commit(kstream st, float *k, float *v, int n_layer, int n_ctx, int row_dim, int n_past,
                  const int32_t *path, int n);
 
 // Per row: the k (1..ARB_TOPK_K_MAX) largest logits' ids, best first (ties: smaller id
 // first), and their softmax probabilities over the whole row; ids, p: rows x k.
-void k_topk_softmax(cudaStream_t st, const float *logits, int rows, int n_vocab, int k, int32_t *ids, float *p);
+void k_topk_softmax(kstream st, const float *logits, int rows, int n_vocab, int k, int32_t *ids, float *p);
 
 #endif

@@ -9,6 +9,7 @@
 // float GEMVs multiply dequantized floats. Either way a node's result is the same alone
 // or inside any tree.
 #include <type_traits>
+#include <utility>
 
 #include "cuda_int.h"
 
@@ -18,6 +19,35 @@
 namespace {
 
 constexpr int kWarp = 32;
+
+// Programmatic dependent launch (Hopper, sm_90+; kstream.pdl): every kernel of a step
+// first waits until the grid before it has finished and its writes are visible
+// (griddepcontrol.wait), then lets the grid after it start launching
+// (launch_dependents). The next kernel's blocks can thus be scheduled, and their launch
+// latency spent, while this one runs; none of them touches memory before the wait, so
+// the order of every read and write is the serial one. Both instructions are no-ops
+// for a kernel launched without the attribute; on sm_80/86 they are not emitted.
+__device__ __forceinline__ void pdl_enter()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Launches kernel k on s: with the programmatic-serialization attribute when s.pdl. A
+// launch error is left for the caller's cudaGetLastError, as with <<< >>>.
+template <typename... P, typename... A>
+void klaunch(kstream s, void (*k)(P...), dim3 grid, dim3 block, size_t smem, A &&...args)
+{
+    cudaLaunchAttribute at[1] = {};
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = s.st;
+    cfg.attrs = s.pdl ? at : NULL, cfg.numAttrs = s.pdl ? 1 : 0;
+    (void)cudaLaunchKernelEx(&cfg, k, std::forward<A>(args)...);
+}
 
 __device__ __forceinline__ float h2f(uint16_t u) { return __half2float(__ushort_as_half(u)); }
 __device__ __forceinline__ float bf2f(uint16_t u) { return __uint_as_float((uint32_t)u << 16); }
@@ -299,6 +329,7 @@ template <int T, int NT>
 __global__ void __launch_bounds__(128) gemv_kernel(const uint8_t *W, size_t row_bytes, int n_in, int n_out,
                                                     const float *x, int ldx, float *y, int ldy, bool accumulate)
 {
+    pdl_enter();
     const int row = blockIdx.x * 4 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= n_out)
         return;
@@ -357,11 +388,11 @@ template <typename F> void by_node_groups(int n, F &&f)
 }
 
 template <int T>
-void gemv_type(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool acc)
+void gemv_type(kstream st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool acc)
 {
     const dim3 grid((unsigned)((w->n_out + 3) / 4)), block(128);
     by_node_groups(n, [&](int t, auto g) {
-        gemv_kernel<T, decltype(g)::value><<<grid, block, 0, st>>>(w->q, w->row_bytes, w->n_in, w->n_out,
+        klaunch(st, gemv_kernel<T, decltype(g)::value>, grid, block, 0, w->q, w->row_bytes, w->n_in, w->n_out,
                                                                   x + (size_t)t * ldx, ldx, y + (size_t)t * ldy,
                                                                   ldy, acc);
     });
@@ -713,6 +744,7 @@ template <int T>
 __global__ void __launch_bounds__(1024, 1) tree_q8x_kernel(const uint8_t *pq, const uint8_t *ps, int n_in, int n_out,
                                                            xq8 x, int n, float *y, int ldy, bool accumulate)
 {
+    pdl_enter();
     constexpr int QC = packed_traits<T>::qc, SB = packed_traits<T>::sb;
     constexpr int type = T == ARB_TYPE_Q4_0 ? 0 : T == ARB_TYPE_Q4_1 ? 1 : 2;
     constexpr bool q8 = T == ARB_TYPE_Q8_0;
@@ -803,10 +835,10 @@ __global__ void __launch_bounds__(1024, 1) tree_q8x_kernel(const uint8_t *pq, co
 }
 
 template <int T>
-void tree_q8x_type(cudaStream_t st, const dmat *w, const xq8 &x, int n, float *y, int ldy, bool acc)
+void tree_q8x_type(kstream st, const dmat *w, const xq8 &x, int n, float *y, int ldy, bool acc)
 {
     const dim3 grid((unsigned)((w->n_out + kTreeRows - 1) / kTreeRows), (unsigned)((n + kTreeNodes - 1) / kTreeNodes));
-    tree_q8x_kernel<T><<<grid, 1024, 0, st>>>(w->pq, w->ps, w->n_in, w->n_out, x, n, y, ldy, acc);
+    klaunch(st, tree_q8x_kernel<T>, grid, 1024, 0, w->pq, w->ps, w->n_in, w->n_out, x, n, y, ldy, acc);
 }
 
 // Up to three packed matrices of one type and row length that read the same x (Q, K
@@ -822,6 +854,7 @@ struct packed_set {
 template <int T, int NT, typename X>
 __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_kernel(packed_set ms, int n_in, X x, bool accumulate)
 {
+    pdl_enter();
     int row = blockIdx.x * 4 + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     // the matrix by selects, not by a runtime index into the parameter arrays (that
@@ -863,6 +896,7 @@ __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_glu_kernel(c
                                                                const uint8_t *uq, const uint8_t *us, int n_in,
                                                                int n_out, X x, float *y, int ldy)
 {
+    pdl_enter();
     const int row = blockIdx.x * 4 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= n_out)
         return;
@@ -879,16 +913,16 @@ __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_glu_kernel(c
 }
 
 template <int T, int NT, typename X>
-void launch_packed(cudaStream_t st, const packed_set &ms, int n_in, const X &x, bool acc)
+void launch_packed(kstream st, const packed_set &ms, int n_in, const X &x, bool acc)
 {
     int rows = 0;
     for (int i = 0; i < ms.n; i++)
         rows += ms.rows[i];
-    gemv_packed_kernel<T, NT, X><<<(unsigned)((rows + 3) / 4), 128, 0, st>>>(ms, n_in, x, acc);
+    klaunch(st, gemv_packed_kernel<T, NT, X>, (unsigned)((rows + 3) / 4), 128, 0, ms, n_in, x, acc);
 }
 
 template <int T, typename X>
-void gemv_packed_type(cudaStream_t st, const dmat *const *w, int nw, const X &x, int n, float *const *y,
+void gemv_packed_type(kstream st, const dmat *const *w, int nw, const X &x, int n, float *const *y,
                       const int *ldy, bool acc)
 {
     packed_set ms = {};
@@ -904,12 +938,12 @@ void gemv_packed_type(cudaStream_t st, const dmat *const *w, int nw, const X &x,
 }
 
 template <int T, typename X>
-void glu_packed_type(cudaStream_t st, const dmat *gate, const dmat *up, const X &x, int n, float *y)
+void glu_packed_type(kstream st, const dmat *gate, const dmat *up, const X &x, int n, float *y)
 {
     const int n_in = gate->n_in, no = gate->n_out;
     const unsigned grid = (unsigned)((no + 3) / 4);
     by_node_groups(n, [&](int t, auto g) {
-        gemv_packed_glu_kernel<T, decltype(g)::value, X><<<grid, 128, 0, st>>>(
+        klaunch(st, gemv_packed_glu_kernel<T, decltype(g)::value, X>, grid, 128, 0, 
             gate->pq, gate->ps, up->pq, up->ps, n_in, no, x_from(x, t), y + (size_t)t * no, no);
     });
 }
@@ -918,6 +952,7 @@ void glu_packed_type(cudaStream_t st, const dmat *gate, const dmat *up, const X 
 __global__ void quant_q8_kernel(const float *x, int ldx, int n_in, int nblk, int n, int8_t *q, float *d,
                                 int32_t *isum)
 {
+    pdl_enter();
     const int wid = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (wid >= n * nblk)
         return;
@@ -937,6 +972,7 @@ __global__ void quant_q8_kernel(const float *x, int ldx, int n_in, int nblk, int
 __global__ void pack_kernel(const uint8_t *W, size_t row_bytes, int n_in, int n_out, int bb, int sb, bool q8,
                             bool q8x, uint8_t *qs, uint8_t *sc)
 {
+    pdl_enter();
     const int nch = arb_pack_chunks(n_in), qc = q8 ? 1024 : 512;
     const size_t total = (size_t)n_out * nch * 32;
     for (size_t it = blockIdx.x * (size_t)blockDim.x + threadIdx.x; it < total; it += (size_t)gridDim.x * blockDim.x) {
@@ -956,6 +992,7 @@ __global__ void pack_kernel(const uint8_t *W, size_t row_bytes, int n_in, int n_
 template <int T> __global__ void get_rows_kernel(const uint8_t *W, size_t row_bytes, int n_in, const int32_t *ids,
                                                  float *out)
 {
+    pdl_enter();
     const uint8_t *wr = W + (size_t)ids[blockIdx.x] * row_bytes;
     float *o = out + (size_t)blockIdx.x * n_in;
     for (int sb = threadIdx.x; sb < n_in / 32; sb += blockDim.x) {
@@ -969,6 +1006,7 @@ template <int T> __global__ void get_rows_kernel(const uint8_t *W, size_t row_by
 
 template <int T> __global__ void to_half_kernel(const uint8_t *W, size_t row_bytes, int n_in, int n_out, __half *out)
 {
+    pdl_enter();
     const int nsb = n_in / 32;
     const size_t total = (size_t)nsb * n_out;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
@@ -1028,6 +1066,7 @@ __device__ float block_max(float v, float *red)
 // k_quant_q8 would write them: one launch less per GEMV input.
 __global__ void rmsnorm_kernel(const float *x, const float *g, int dim, float eps, float *out, __half *out16, xq8 oq)
 {
+    pdl_enter();
     __shared__ double red[33];
     const float *xr = x + (size_t)blockIdx.x * dim;
     double s = 0;
@@ -1058,6 +1097,7 @@ __global__ void rmsnorm_kernel(const float *x, const float *g, int dim, float ep
 
 __global__ void add_bias_kernel(float *x, const float *b, int dim, size_t total)
 {
+    pdl_enter();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
         x[i] += b[i % dim];
 }
@@ -1066,6 +1106,7 @@ __global__ void add_bias_kernel(float *x, const float *b, int dim, size_t total)
 // left the GPU idle while it walked every head.
 __global__ void swiglu_kernel(float *g, const float *u, size_t n, __half *out16)
 {
+    pdl_enter();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         const float r = silu_mul(g[i], u[i]);
         g[i] = r;
@@ -1076,6 +1117,7 @@ __global__ void swiglu_kernel(float *g, const float *u, size_t n, __half *out16)
 
 __global__ void f32_to_half_kernel(const float *x, size_t n, __half *out)
 {
+    pdl_enter();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         out[i] = __float2half(x[i]);
 }
@@ -1093,6 +1135,7 @@ constexpr int kAttnThreads = 256, kAttnWarps = kAttnThreads / 32;
 //      parts in group order.
 __global__ void __launch_bounds__(kAttnThreads) attention_kernel(attn_launch a)
 {
+    pdl_enter();
     extern __shared__ float sm[];
     __shared__ float red[33];
     __shared__ int depth_s;
@@ -1187,6 +1230,7 @@ __device__ __forceinline__ void better(float &bv, int &bi, float ov, int oi)
 
 __global__ void argmax_part_kernel(const float *logits, int n_vocab, float *part_v, int32_t *part_i)
 {
+    pdl_enter();
     __shared__ float bv[256];
     __shared__ int bi[256];
     const float *r = logits + (size_t)blockIdx.x * n_vocab;
@@ -1213,6 +1257,7 @@ __global__ void argmax_part_kernel(const float *logits, int n_vocab, float *part
 
 __global__ void argmax_final_kernel(const float *part_v, const int32_t *part_i, int32_t *out)
 {
+    pdl_enter();
     float v = part_v[blockIdx.x * kArgParts + threadIdx.x];
     int i = part_i[blockIdx.x * kArgParts + threadIdx.x];
     for (int off = 16; off > 0; off >>= 1)
@@ -1229,6 +1274,7 @@ __global__ void rope_store_kernel(float *q, const float *kn, const float *vn, fl
                                   int n_head_kv, int head_dim, const int32_t *pos, const float *cs, bool neox,
                                   const int *n_prefix)
 {
+    pdl_enter();
     const int t = blockIdx.x, hy = blockIdx.y, half = head_dim / 2;
     const float *c = cs + (size_t)pos[t] * head_dim;
     const bool isq = hy < n_head;
@@ -1256,6 +1302,7 @@ __global__ void rope_store_kernel(float *q, const float *kn, const float *vn, fl
 // the source of a later one, so the order matters).
 __global__ void kv_commit_kernel(float *k, float *v, int n_ctx, int row_dim, int n_past, const int32_t *path, int n)
 {
+    pdl_enter();
     const size_t base = (size_t)blockIdx.x * n_ctx * row_dim;
     for (int j = 0; j < n; j++) {
         if (path[j] != j) {
@@ -1293,7 +1340,7 @@ unsigned blocks_for(size_t n, unsigned threads)
 // The packed GEMV of nw matrices of type T reading x: the int8 one when they are in the
 // int8 layout (xq: x quantized by k_quant_q8), else the float one.
 template <int T>
-static void packed_dispatch(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, const xq8 *xq,
+static void packed_dispatch(kstream st, const dmat *const *w, int nw, const float *x, int ldx, const xq8 *xq,
                             int n, float *const *y, const int *ldy, bool acc)
 {
     if (w[0]->q8x)
@@ -1305,7 +1352,7 @@ static void packed_dispatch(cudaStream_t st, const dmat *const *w, int nw, const
 // Whether w's packed kernel can run: packed, and for the int8 layout with xq given.
 static bool packed_ready(const dmat *w, const xq8 *xq) { return w->pq && (!w->q8x || xq); }
 
-void k_gemv(cudaStream_t st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool accumulate,
+void k_gemv(kstream st, const dmat *w, const float *x, int ldx, int n, float *y, int ldy, bool accumulate,
             const xq8 *xq)
 {
     if (w->q8x && xq && w->pq && n >= ARB_CUDA_TREE_MIN_NODES) {
@@ -1338,7 +1385,7 @@ static bool same_packed(const dmat *const *w, int nw, const xq8 *xq)
     return true;
 }
 
-bool k_gemv_multi(cudaStream_t st, const dmat *const *w, int nw, const float *x, int ldx, int n, float *const *y,
+bool k_gemv_multi(kstream st, const dmat *const *w, int nw, const float *x, int ldx, int n, float *const *y,
                   const xq8 *xq)
 {
     if (nw < 1 || nw > 3 || !same_packed(w, nw, xq) || (w[0]->q8x && n >= ARB_CUDA_TREE_MIN_NODES))
@@ -1355,7 +1402,7 @@ bool k_gemv_multi(cudaStream_t st, const dmat *const *w, int nw, const float *x,
 }
 
 template <int T>
-static void glu_dispatch(cudaStream_t st, const dmat *gate, const dmat *up, const float *x, int ldx, const xq8 *xq,
+static void glu_dispatch(kstream st, const dmat *gate, const dmat *up, const float *x, int ldx, const xq8 *xq,
                          int n, float *y)
 {
     if (gate->q8x)
@@ -1364,7 +1411,7 @@ static void glu_dispatch(cudaStream_t st, const dmat *gate, const dmat *up, cons
         glu_packed_type<T>(st, gate, up, xf32{x, ldx}, n, y);
 }
 
-bool k_gemv_glu(cudaStream_t st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y,
+bool k_gemv_glu(kstream st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y,
                 const xq8 *xq)
 {
     const dmat *w[2] = {gate, up};
@@ -1378,63 +1425,63 @@ bool k_gemv_glu(cudaStream_t st, const dmat *gate, const dmat *up, const float *
     }
 }
 
-void k_quant_q8(cudaStream_t st, const float *x, int ldx, int n, int n_in, const xq8 *out)
+void k_quant_q8(kstream st, const float *x, int ldx, int n, int n_in, const xq8 *out)
 {
     const int nblk = arb_pack_chunks(n_in) * 32;
-    quant_q8_kernel<<<(unsigned)(((size_t)n * nblk + 7) / 8), 256, 0, st>>>(x, ldx, n_in, nblk, n, (int8_t *)out->q,
+    klaunch(st, quant_q8_kernel, (unsigned)(((size_t)n * nblk + 7) / 8), 256, 0, x, ldx, n_in, nblk, n, (int8_t *)out->q,
                                                                             (float *)out->d, (int32_t *)out->isum);
 }
 
-void k_pack(cudaStream_t st, const dmat *w, uint8_t *qs, uint8_t *sc)
+void k_pack(kstream st, const dmat *w, uint8_t *qs, uint8_t *sc)
 {
     int qb, sb;
     if (!arb_cuda_packed_block(w->type, &qb, &sb))
         return;
     const int bb = (int)(w->row_bytes / (w->n_in / 32)), nch = arb_pack_chunks(w->n_in);
-    pack_kernel<<<blocks_for((size_t)w->n_out * nch * 32, 256), 256, 0, st>>>(
+    klaunch(st, pack_kernel, blocks_for((size_t)w->n_out * nch * 32, 256), 256, 0, 
         w->q, w->row_bytes, w->n_in, w->n_out, bb, sb, w->type == ARB_TYPE_Q8_0, w->q8x, qs, sc);
 }
 
-template <int T> static void get_rows_type(cudaStream_t st, const dmat *w, const int32_t *ids, int n, float *out)
+template <int T> static void get_rows_type(kstream st, const dmat *w, const int32_t *ids, int n, float *out)
 {
-    get_rows_kernel<T><<<n, 128, 0, st>>>(w->q, w->row_bytes, w->n_in, ids, out);
+    klaunch(st, get_rows_kernel<T>, n, 128, 0, w->q, w->row_bytes, w->n_in, ids, out);
 }
 
-void k_get_rows(cudaStream_t st, const dmat *w, const int32_t *ids, int n, float *out)
+void k_get_rows(kstream st, const dmat *w, const int32_t *ids, int n, float *out)
 {
     TYPE_SWITCH(w->type, get_rows_type, st, w, ids, n, out)
 }
 
-template <int T> static void to_half_type(cudaStream_t st, const dmat *w, __half *out)
+template <int T> static void to_half_type(kstream st, const dmat *w, __half *out)
 {
-    to_half_kernel<T><<<blocks_for((size_t)w->n_out * (w->n_in / 32), 256), 256, 0, st>>>(w->q, w->row_bytes,
+    klaunch(st, to_half_kernel<T>, blocks_for((size_t)w->n_out * (w->n_in / 32), 256), 256, 0, w->q, w->row_bytes,
                                                                                           w->n_in, w->n_out, out);
 }
 
-void k_to_half(cudaStream_t st, const dmat *w, __half *out) { TYPE_SWITCH(w->type, to_half_type, st, w, out) }
+void k_to_half(kstream st, const dmat *w, __half *out) { TYPE_SWITCH(w->type, to_half_type, st, w, out) }
 
-void k_rmsnorm(cudaStream_t st, const float *x, const float *g, int rows, int dim, float eps, float *out,
+void k_rmsnorm(kstream st, const float *x, const float *g, int rows, int dim, float eps, float *out,
                __half *out16, const xq8 *outq)
 {
     // Up to 1024 threads: a decode step normalizes one row, on one SM.
     const int threads = dim >= 1024 ? 1024 : ((dim + 31) / 32) * 32;
-    rmsnorm_kernel<<<rows, threads, 0, st>>>(x, g, dim, eps, out, out16, outq ? *outq : xq8{});
+    klaunch(st, rmsnorm_kernel, rows, threads, 0, x, g, dim, eps, out, out16, outq ? *outq : xq8{});
 }
 
-void k_add_bias(cudaStream_t st, float *x, const float *b, int rows, int dim)
+void k_add_bias(kstream st, float *x, const float *b, int rows, int dim)
 {
     const size_t total = (size_t)rows * dim;
-    add_bias_kernel<<<blocks_for(total, 256), 256, 0, st>>>(x, b, dim, total);
+    klaunch(st, add_bias_kernel, blocks_for(total, 256), 256, 0, x, b, dim, total);
 }
 
-void k_swiglu(cudaStream_t st, float *g, const float *u, size_t n, __half *out16)
+void k_swiglu(kstream st, float *g, const float *u, size_t n, __half *out16)
 {
-    swiglu_kernel<<<blocks_for(n, 256), 256, 0, st>>>(g, u, n, out16);
+    klaunch(st, swiglu_kernel, blocks_for(n, 256), 256, 0, g, u, n, out16);
 }
 
-void k_to_half_f32(cudaStream_t st, const float *x, size_t n, __half *out)
+void k_to_half_f32(kstream st, const float *x, size_t n, __half *out)
 {
-    f32_to_half_kernel<<<blocks_for(n, 256), 256, 0, st>>>(x, n, out);
+    klaunch(st, f32_to_half_kernel, blocks_for(n, 256), 256, 0, x, n, out);
 }
 
 size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim)
@@ -1455,35 +1502,35 @@ cudaError_t k_attention_prepare(size_t smem_optin, size_t *max_dynamic)
     return cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)*max_dynamic);
 }
 
-void k_attention(cudaStream_t st, const attn_launch *a)
+void k_attention(kstream st, const attn_launch *a)
 {
     const dim3 grid((unsigned)a->n, (unsigned)a->n_head);
-    attention_kernel<<<grid, kAttnThreads, k_attention_smem(a->n_ctx, a->n_batch_max, a->head_dim), st>>>(*a);
+    klaunch(st, attention_kernel, grid, kAttnThreads, k_attention_smem(a->n_ctx, a->n_batch_max, a->head_dim), *a);
 }
 
 size_t k_argmax_scratch_bytes(int rows) { return (size_t)rows * kArgParts * (sizeof(float) + sizeof(int32_t)); }
 
-void k_argmax(cudaStream_t st, const float *logits, int rows, int n_vocab, void *scratch, int32_t *out)
+void k_argmax(kstream st, const float *logits, int rows, int n_vocab, void *scratch, int32_t *out)
 {
     float *pv = (float *)scratch;
     int32_t *pi = (int32_t *)(pv + (size_t)rows * kArgParts);
-    argmax_part_kernel<<<dim3((unsigned)rows, kArgParts), 256, 0, st>>>(logits, n_vocab, pv, pi);
-    argmax_final_kernel<<<rows, kArgParts, 0, st>>>(pv, pi, out);
+    klaunch(st, argmax_part_kernel, dim3((unsigned)rows, kArgParts), 256, 0, logits, n_vocab, pv, pi);
+    klaunch(st, argmax_final_kernel, rows, kArgParts, 0, pv, pi, out);
 }
 
-void k_rope_store(cudaStream_t st, float *q, const float *kn, const float *vn, float *kc, float *vc, int n,
+void k_rope_store(kstream st, float *q, const float *kn, const float *vn, float *kc, float *vc, int n,
                   int n_head, int n_head_kv, int head_dim, const int32_t *pos, const float *cs, bool neox,
                   const int *n_prefix)
 {
     const int half = head_dim / 2, threads = half >= 128 ? 128 : ((half + 31) / 32) * 32;
-    rope_store_kernel<<<dim3((unsigned)n, (unsigned)(n_head + n_head_kv)), threads, 0, st>>>(
+    klaunch(st, rope_store_kernel, dim3((unsigned)n, (unsigned)(n_head + n_head_kv)), threads, 0,
         q, kn, vn, kc, vc, n_head, n_head_kv, head_dim, pos, cs, neox, n_prefix);
 }
 
-void k_kv_commit(cudaStream_t st, float *k, float *v, int n_layer, int n_ctx, int row_dim, int n_past,
+void k_kv_commit(kstream st, float *k, float *v, int n_layer, int n_ctx, int row_dim, int n_past,
                  const int32_t *path, int n)
 {
-    kv_commit_kernel<<<n_layer, 256, 0, st>>>(k, v, n_ctx, row_dim, n_past, path, n);
+    klaunch(st, kv_commit_kernel, n_layer, 256, 0, k, v, n_ctx, row_dim, n_past, path, n);
 }
 
 // ---- top-K + softmax of each logits row: the device counterpart of arb_topk_softmax
@@ -1509,6 +1556,7 @@ __device__ __forceinline__ bool topk_before(float v, int i, float w, int j) { re
 // first from memory, the others mostly from L2).
 __global__ void topk_softmax_kernel(const float *logits, int n_vocab, int k, int32_t *ids, float *p)
 {
+    pdl_enter();
     __shared__ float sv[kTopkThreads];
     __shared__ int si[kTopkThreads];
     __shared__ double ss[kTopkThreads];
@@ -1569,7 +1617,7 @@ __global__ void topk_softmax_kernel(const float *logits, int n_vocab, int k, int
 
 } // namespace
 
-void k_topk_softmax(cudaStream_t st, const float *logits, int rows, int n_vocab, int k, int32_t *ids, float *p)
+void k_topk_softmax(kstream st, const float *logits, int rows, int n_vocab, int k, int32_t *ids, float *p)
 {
-    topk_softmax_kernel<<<rows, kTopkThreads, 0, st>>>(logits, n_vocab, k, ids, p);
+    klaunch(st, topk_softmax_kernel, rows, kTopkThreads, 0, logits, n_vocab, k, ids, p);
 }

@@ -137,7 +137,7 @@ void pack_mat(uploader *u, dmat *m, bool q8x)
     if (!qs || !sc)
         return;
     m->q8x = q8x;
-    k_pack(0, m, qs, sc);
+    k_pack(kstream{}, m, qs, sc);
     u->e = cudaGetLastError();
     m->pq = qs;
     m->ps = sc;
@@ -154,7 +154,7 @@ dmat up_mat(uploader *u, const arb_cuda_mat_desc *d, bool fp16, bool pack, bool 
     if (fp16) {
         __half *h = u->reserve_half((size_t)d->n_out * d->n_in);
         if (h && u->e == cudaSuccess) {
-            k_to_half(0, &m, h);
+            k_to_half(kstream{}, &m, h);
             u->e = cudaGetLastError();
         }
         m.h = h;
@@ -224,7 +224,7 @@ extern "C" int arb_cuda_model_new(const arb_cuda_model_desc *d, bool exact, arb_
         if (!exact) {
             m->output.h = u.reserve_half((size_t)d->output.n_out * d->output.n_in);
             if (m->output.h && u.e == cudaSuccess) {
-                k_to_half(0, &m->output, (__half *)m->output.h);
+                k_to_half(kstream{}, &m->output, (__half *)m->output.h);
                 u.e = cudaGetLastError();
             }
         }
