@@ -32,6 +32,8 @@ struct arb_cuda_ctx {
     int32_t *d_ints;       // tok, parent, pos, argmax (n_batch_max each), then n_prefix
     int32_t *h_ints;       // pinned staging of the same
     size_t attn_smem;
+    int attn_splits;       // k_attention_splits (1: the block kernel; ARBOR_CUDA_ATTN=block)
+    float *attn_part;      // the split kernel's partials: n_batch_max x n_head x splits x (head_dim + 2)
     void *blas_ws;         // cuBLAS workspace, fixed so that a step can be captured
     void *amax_scratch;    // k_argmax's per-part maxima, n_batch_max rows
     int32_t *topk_ids;     // n_batch_max x ARB_TOPK_K_MAX: per-row top-K ids (row r at r * k)
@@ -142,7 +144,17 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     const size_t kvd = (size_t)m->n_head_kv * m->head_dim, ff = (size_t)m->n_ff;
     const size_t xbd = qd > E ? qd : E, h16 = ff > xbd ? ff : xbd;
     const size_t kv_bytes = (size_t)n_layer * n_ctx * kvd * sizeof(float);
+    // Split attention unless ARBOR_CUDA_ATTN=block (the one-block-per-head kernel, kept for
+    // comparisons; docs/gpu.md).
+    const char *attn = getenv("ARBOR_CUDA_ATTN");
+    if (attn && *attn && strcmp(attn, "block") && strcmp(attn, "split")) {
+        free(c);
+        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_ATTN=%s: expected split or block", attn);
+    }
+    c->attn_splits = attn && !strcmp(attn, "block") ? 1 : k_attention_splits(m->n_head);
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
+    if (c->attn_splits > 1)
+        c->attn_part = (float *)dalloc(nb * m->n_head * c->attn_splits * (m->head_dim + 2) * sizeof(float), &e);
     c->k = (float *)dalloc(kv_bytes, &e);
     c->v = (float *)dalloc(kv_bytes, &e);
     c->cs = (float *)dalloc((size_t)n_ctx * m->head_dim * sizeof(float), &e);
@@ -240,7 +252,7 @@ extern "C" void arb_cuda_ctx_free(arb_cuda_ctx *c)
     }
     void *bufs[] = {c->k, c->v, c->cs, c->x, c->xb, c->q, c->att, c->hg, c->hu, c->logits, c->x16, c->d_ints,
                     c->kn, c->vn, c->blas_ws, c->amax_scratch, c->topk_ids, c->topk_p, c->xq, c->xq_d,
-                    c->xq_isum};
+                    c->xq_isum, c->attn_part};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
     cudaFreeHost(c->h_ints);
@@ -278,6 +290,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     aa.q = c->q, aa.kv_stride = kvd, aa.n_prefix = d_pre, aa.n = n, aa.parent = d_par;
     aa.n_head = m->n_head, aa.n_head_kv = m->n_head_kv, aa.head_dim = hd, aa.scale = 1.0f / sqrtf((float)hd);
     aa.out = c->att, aa.n_ctx = c->n_ctx, aa.n_batch_max = c->n_batch_max;
+    aa.splits = c->attn_splits, aa.part = c->attn_part;
     const size_t layer_rows = (size_t)c->n_ctx * kvd;
     // The int8 GEMV's inputs are quantized once each: by the RMSNorms themselves, and
     // after attention and SwiGLU, for the matrices in the int8 layout (dmat.q8x: exact mode,
