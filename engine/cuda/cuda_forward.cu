@@ -1,5 +1,6 @@
 // cuda_forward.cu — a sequence on the device (KV cache, scratch) and the forward of
 // one batch of tree nodes, the counterpart of forward.c's forward() op for op.
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ struct arb_cuda_ctx {
     int32_t *h_ints;       // pinned staging of the same
     size_t attn_smem;
     int attn_splits;       // k_attention_splits (1: the block kernel; ARBOR_CUDA_ATTN=block)
+    int attn_block_from;   // evals of this many nodes or more run the block kernel (fast mode)
     float *attn_part;      // the split kernel's partials: n_batch_max x n_head x splits x (head_dim + 2)
     void *blas_ws;         // cuBLAS workspace, fixed so that a step can be captured
     void *amax_scratch;    // k_argmax's per-part maxima, n_batch_max rows
@@ -144,14 +146,19 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     const size_t kvd = (size_t)m->n_head_kv * m->head_dim, ff = (size_t)m->n_ff;
     const size_t xbd = qd > E ? qd : E, h16 = ff > xbd ? ff : xbd;
     const size_t kv_bytes = (size_t)n_layer * n_ctx * kvd * sizeof(float);
-    // Split attention unless ARBOR_CUDA_ATTN=block (the one-block-per-head kernel, kept for
-    // comparisons; docs/gpu.md).
+    // Which attention kernel (docs/gpu.md): exact mode runs the split kernel at every node
+    // count (a node's sums must not depend on the eval's size); fast mode runs it below
+    // ARB_CUDA_GEMM_MIN_NODES, where decode's few blocks per layer gain most, and the
+    // one-block-per-head kernel for the big evals that cuBLAS serves anyway (fewer, fuller
+    // blocks there). ARBOR_CUDA_ATTN=split|block forces one kernel at every size.
     const char *attn = getenv("ARBOR_CUDA_ATTN");
     if (attn && *attn && strcmp(attn, "block") && strcmp(attn, "split")) {
         free(c);
         return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_ATTN=%s: expected split or block", attn);
     }
-    c->attn_splits = attn && !strcmp(attn, "block") ? 1 : k_attention_splits(m->n_head);
+    const bool forced = attn && *attn;
+    c->attn_splits = forced && !strcmp(attn, "block") ? 1 : k_attention_splits(m->n_head);
+    c->attn_block_from = m->exact || forced ? INT_MAX : ARB_CUDA_GEMM_MIN_NODES;
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (c->attn_splits > 1)
         c->attn_part = (float *)dalloc(nb * m->n_head * c->attn_splits * (m->head_dim + 2) * sizeof(float), &e);
@@ -290,7 +297,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     aa.q = c->q, aa.kv_stride = kvd, aa.n_prefix = d_pre, aa.n = n, aa.parent = d_par;
     aa.n_head = m->n_head, aa.n_head_kv = m->n_head_kv, aa.head_dim = hd, aa.scale = 1.0f / sqrtf((float)hd);
     aa.out = c->att, aa.n_ctx = c->n_ctx, aa.n_batch_max = c->n_batch_max;
-    aa.splits = c->attn_splits, aa.part = c->attn_part;
+    aa.splits = n >= c->attn_block_from ? 1 : c->attn_splits, aa.part = c->attn_part;
     const size_t layer_rows = (size_t)c->n_ctx * kvd;
     // The int8 GEMV's inputs are quantized once each: by the RMSNorms themselves, and
     // after attention and SwiGLU, for the matrices in the int8 layout (dmat.q8x: exact mode,

@@ -1234,19 +1234,22 @@ __device__ int node_ancestors(const int32_t *parent, int i, int *anc)
 // Split attention (the flash-decoding idea): at batch 1 the block kernel above runs
 // n_head blocks, each walking the whole key list with one load in flight per warp, so a
 // decode step's attention grew ~4.5 us per context token on the default model (30 layers,
-// 9 heads; H100, 2026-11-27). Here block (i, h, c) of S = gridDim.z takes keys
-// [L c / S, L (c + 1) / S) of node i's list (L = prefix + depth, so the partition depends
-// on L alone) and writes its partial: m = the part's largest score, s = sum of
-// exp(score - m), o = sum of exp(score - m) v, in the block kernel's orders (score: warp
-// per key, lane elements in order, butterfly; m, s: block_max / block_sum; o: G groups
-// of contiguous keys, 4 interleaved sums). An empty part writes m = -inf, s = 0, o = 0.
+// 9 heads; H100, 2026-11-27). Here node i's list (L = prefix + depth keys) is cut into
+// S = a.splits parts, part c = keys [L c / S, L (c + 1) / S) (the partition depends on L
+// alone), and each part gets a partial: m = its largest score, s = sum of exp(score - m),
+// o = sum of exp(score - m) v, in the block kernel's orders (score: lane elements in
+// order, butterfly; m, s: block_max / block_sum; o: G groups of contiguous keys, 4
+// interleaved sums). An empty part writes m = -inf, s = 0, o = 0. Block (i, h, z) of Z =
+// gridDim.z computes parts z, z + Z, ... in turn: Z = S at batch 1 (one part per block),
+// fewer for trees and prefills (the blocks then amortise the ancestor walk); a part's
+// arithmetic does not depend on Z.
 __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(attn_launch a)
 {
     pdl_enter();
     extern __shared__ float sm[];
     __shared__ float red[33];
     __shared__ int depth_s;
-    const int i = blockIdx.x, h = blockIdx.y, c = blockIdx.z, S = gridDim.z, hd = a.head_dim;
+    const int i = blockIdx.x, h = blockIdx.y, S = a.splits, hd = a.head_dim;
     const int kvh = h / (a.n_head / a.n_head_kv), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float *qs = sm;                              // hd
     float *part = qs + hd;                       // kSplitThreads
@@ -1259,68 +1262,84 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(attn_lau
     __syncthreads();
     const int n_prefix = *a.n_prefix;
     const int L = n_prefix + depth_s;
-    const int k0 = (int)((long long)L * c / S), nk = (int)((long long)L * (c + 1) / S) - k0;
     const size_t koff = (size_t)kvh * hd;
-    for (int kk = warp; kk < nk; kk += kSplitWarps) {
-        const int k = k0 + kk, row = k < n_prefix ? k : n_prefix + anc[k - n_prefix];
-        const float *kr = a.k + (size_t)row * a.kv_stride + koff;
-        float s = 0.0f;
-        for (int j = lane; j < hd; j += 32)
-            s = fmaf(qs[j], kr[j], s);
-        for (int off = 16; off > 0; off >>= 1)
-            s += __shfl_xor_sync(0xffffffffu, s, off);
-        if (lane == 0)
-            sc[kk] = s * a.scale;
-    }
-    __syncthreads();
-    float mx = -INFINITY;
-    for (int k = threadIdx.x; k < nk; k += blockDim.x)
-        mx = fmaxf(mx, sc[k]);
-    mx = block_max(mx, red);
-    float sum = 0.0f;
-    for (int k = threadIdx.x; k < nk; k += blockDim.x) {
-        const float e = expf(sc[k] - mx);
-        sc[k] = e;
-        sum += e;
-    }
-    sum = block_sum(sum, red); // ends with a barrier: sc is complete
-    float *po = a.part + (((size_t)i * a.n_head + h) * S + c) * (size_t)(hd + 2);
-    if (threadIdx.x == 0)
-        po[0] = mx, po[1] = sum;
     const int G = hd <= kSplitThreads ? kSplitThreads / hd : 1, W = kSplitThreads / G;
-    for (int j0 = 0; j0 < hd; j0 += W) {
-        const int g = threadIdx.x / W, j = j0 + threadIdx.x % W;
-        if (j < hd) {
-            const int g0 = (int)((long long)nk * g / G), g1 = (int)((long long)nk * (g + 1) / G);
-            float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            const float *vb = a.v + koff + j;
-            int k = g0;
-            for (; k + 3 < g1; k += 4) {
-                float vv[4];
+    for (int c = blockIdx.z; c < S; c += gridDim.z) {
+        const int k0 = (int)((long long)L * c / S), nk = (int)((long long)L * (c + 1) / S) - k0;
+        // Scores: warp w takes keys w, w + 4, ... of the part, four at a time so that
+        // their loads are in flight together; each key's sum is the block kernel's.
+        for (int kb = warp; kb < nk; kb += 4 * kSplitWarps) {
+            float sv[4];
 #pragma unroll
-                for (int u = 0; u < 4; u++) { // the four loads in flight together
-                    const int kg = k0 + k + u;
-                    vv[u] = vb[(size_t)(kg < n_prefix ? kg : n_prefix + anc[kg - n_prefix]) * a.kv_stride];
+            for (int u = 0; u < 4; u++) {
+                const int kk = kb + u * kSplitWarps;
+                sv[u] = 0.0f;
+                if (kk < nk) {
+                    const int k = k0 + kk, row = k < n_prefix ? k : n_prefix + anc[k - n_prefix];
+                    const float *kr = a.k + (size_t)row * a.kv_stride + koff;
+                    for (int j = lane; j < hd; j += 32)
+                        sv[u] = fmaf(qs[j], kr[j], sv[u]);
                 }
+            }
 #pragma unroll
-                for (int u = 0; u < 4; u++)
-                    o[u] = fmaf(sc[k + u], vv[u], o[u]);
+            for (int u = 0; u < 4; u++) {
+                float v = sv[u];
+                for (int off = 16; off > 0; off >>= 1)
+                    v += __shfl_xor_sync(0xffffffffu, v, off);
+                const int kk = kb + u * kSplitWarps;
+                if (lane == 0 && kk < nk)
+                    sc[kk] = v * a.scale;
             }
-            for (int u = 0; k < g1; k++, u++) {
-                const int kg = k0 + k;
-                o[u] = fmaf(sc[k], vb[(size_t)(kg < n_prefix ? kg : n_prefix + anc[kg - n_prefix]) * a.kv_stride],
-                            o[u]);
-            }
-            part[threadIdx.x] = (o[0] + o[1]) + (o[2] + o[3]);
         }
         __syncthreads();
-        if (threadIdx.x < W && j0 + (int)threadIdx.x < hd) {
-            float o = part[threadIdx.x];
-            for (int gg = 1; gg < G; gg++)
-                o += part[gg * W + threadIdx.x];
-            po[2 + j0 + threadIdx.x] = o;
+        float mx = -INFINITY;
+        for (int k = threadIdx.x; k < nk; k += blockDim.x)
+            mx = fmaxf(mx, sc[k]);
+        mx = block_max(mx, red);
+        float sum = 0.0f;
+        for (int k = threadIdx.x; k < nk; k += blockDim.x) {
+            const float e = expf(sc[k] - mx);
+            sc[k] = e;
+            sum += e;
         }
-        __syncthreads();
+        sum = block_sum(sum, red); // ends with a barrier: sc is complete
+        float *po = a.part + (((size_t)i * a.n_head + h) * S + c) * (size_t)(hd + 2);
+        if (threadIdx.x == 0)
+            po[0] = mx, po[1] = sum;
+        for (int j0 = 0; j0 < hd; j0 += W) {
+            const int g = threadIdx.x / W, j = j0 + threadIdx.x % W;
+            if (j < hd) {
+                const int g0 = (int)((long long)nk * g / G), g1 = (int)((long long)nk * (g + 1) / G);
+                float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                const float *vb = a.v + koff + j;
+                int k = g0;
+                for (; k + 3 < g1; k += 4) {
+                    float vv[4];
+#pragma unroll
+                    for (int u = 0; u < 4; u++) { // the four loads in flight together
+                        const int kg = k0 + k + u;
+                        vv[u] = vb[(size_t)(kg < n_prefix ? kg : n_prefix + anc[kg - n_prefix]) * a.kv_stride];
+                    }
+#pragma unroll
+                    for (int u = 0; u < 4; u++)
+                        o[u] = fmaf(sc[k + u], vv[u], o[u]);
+                }
+                for (int u = 0; k < g1; k++, u++) {
+                    const int kg = k0 + k;
+                    o[u] = fmaf(sc[k],
+                                vb[(size_t)(kg < n_prefix ? kg : n_prefix + anc[kg - n_prefix]) * a.kv_stride], o[u]);
+                }
+                part[threadIdx.x] = (o[0] + o[1]) + (o[2] + o[3]);
+            }
+            __syncthreads();
+            if (threadIdx.x < W && j0 + (int)threadIdx.x < hd) {
+                float o = part[threadIdx.x];
+                for (int gg = 1; gg < G; gg++)
+                    o += part[gg * W + threadIdx.x];
+                po[2 + j0 + threadIdx.x] = o;
+            }
+            __syncthreads(); // part and sc are free for the next step / part
+        }
     }
 }
 
@@ -1664,8 +1683,13 @@ void k_attention(kstream st, const attn_launch *a)
     // the block kernel's n_ctx, so k_attention_smem bounds it).
     const size_t keys = (size_t)(a->n_ctx + a->splits - 1) / a->splits;
     const size_t smem = sizeof(float) * ((size_t)a->head_dim + kSplitThreads + keys) + sizeof(int) * (size_t)a->n_batch_max;
-    klaunch(st, attention_split_kernel, dim3((unsigned)a->n, (unsigned)a->n_head, (unsigned)a->splits), kSplitThreads,
-            smem, *a);
+    // Blocks per (node, head): enough for about two blocks per SM of a large GPU at batch 1
+    // (Z = splits), one for big trees and prefills. Z changes only which block runs a
+    // part, not its arithmetic.
+    const long long heads = (long long)a->n * a->n_head;
+    const int z = (int)((264 + heads - 1) / heads);
+    klaunch(st, attention_split_kernel, dim3((unsigned)a->n, (unsigned)a->n_head, (unsigned)(z < a->splits ? z : a->splits)),
+            kSplitThreads, smem, *a);
     klaunch(st, attention_merge_kernel, dim3((unsigned)a->n, (unsigned)a->n_head), 64, 0, *a);
 }
 
