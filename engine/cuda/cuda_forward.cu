@@ -158,7 +158,14 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     }
     const bool forced = attn && *attn;
     c->attn_splits = forced && !strcmp(attn, "block") ? 1 : k_attention_splits(m->n_head);
-    c->attn_block_from = m->exact || forced ? INT_MAX : ARB_CUDA_GEMM_MIN_NODES;
+    // ... unless every matrix is in the int8 layout (fast mode with ARBOR_CUDA_GEMV=dp4a):
+    // the tree kernel then keeps big evals batch-invariant, and so must attention.
+    bool all_q8x = m->output.q8x;
+    for (int l = 0; l < m->n_layer && all_q8x; l++) {
+        const dlayer *L = &m->layers[l];
+        all_q8x = L->wq.q8x && L->wk.q8x && L->wv.q8x && L->wo.q8x && L->w_gate.q8x && L->w_up.q8x && L->w_down.q8x;
+    }
+    c->attn_block_from = m->exact || forced || all_q8x ? INT_MAX : ARB_CUDA_GEMM_MIN_NODES;
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (c->attn_splits > 1)
         c->attn_part = (float *)dalloc(nb * m->n_head * c->attn_splits * (m->head_dim + 2) * sizeof(float), &e);
