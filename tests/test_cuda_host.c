@@ -8,6 +8,7 @@
 
 #include "cpu/matmul.h"
 #include "cuda/cuda.h"
+#include "cuda/cuda_attn.h"
 #include "cuda/cuda_pack.h"
 #include "engine.h"
 #include "quant.h"
@@ -498,4 +499,87 @@ Test(cuda_host, tree_tiles_give_the_gemv_block_sums)
     }
     const float bf = arb_slot_butterfly(p);
     cr_assert(memcmp(&bf, &v[0], 4) == 0, "butterfly %.9g vs warp_sum %.9g", bf, v[0]);
+}
+
+/* The split attention's partition (cuda_attn.h): parts tile every key list, contiguous and
+   balanced, within the shared memory the kernel sizes by n_ctx; the part count depends on
+   the head count alone and the blocks per (node, head) shrink as the eval grows. */
+Test(cuda_host, split_attention_parts_tile_the_key_list)
+{
+    const int heads[] = {1, 2, 9, 12, 14, 16, 32, 40, 64, 300};
+    for (size_t t = 0; t < sizeof heads / sizeof heads[0]; t++) {
+        const int h = heads[t], S = arb_attn_splits(h);
+        cr_assert(S >= 1 && S <= ARB_ATTN_MAX_SPLITS, "%d heads: %d parts", h, S);
+        cr_assert(S == ARB_ATTN_MAX_SPLITS || S * h >= ARB_ATTN_SPLIT_TARGET, "%d heads x %d parts", h, S);
+        cr_assert(S == 1 || (S - 1) * h < ARB_ATTN_SPLIT_TARGET, "%d heads: %d parts is one too many", h, S);
+        cr_assert_eq(arb_attn_groups(1, h, S), S < (ARB_ATTN_TARGET_BLOCKS + h - 1) / h ? S : (ARB_ATTN_TARGET_BLOCKS + h - 1) / h);
+        for (int n = 1, last = S; n <= 512; n++) {
+            const int z = arb_attn_groups(n, h, S);
+            cr_assert(z >= 1 && z <= last, "%d nodes, %d heads: %d groups after %d", n, h, z, last);
+            last = z;
+        }
+    }
+    for (int S = 1; S <= ARB_ATTN_MAX_SPLITS; S++)
+        for (int L = 1; L <= 700; L++) {
+            cr_assert_eq(arb_attn_part_begin(L, 0, S), 0);
+            cr_assert_eq(arb_attn_part_begin(L, S, S), L);
+            for (int c = 0; c < S; c++) {
+                const int nk = arb_attn_part_begin(L, c + 1, S) - arb_attn_part_begin(L, c, S);
+                cr_assert(nk == L / S || nk == L / S + 1, "L %d, S %d: part %d holds %d keys", L, S, c, nk);
+                cr_assert_leq(nk, arb_attn_part_keys_max(L, S), "L %d, S %d: part %d over the shared memory", L, S, c);
+            }
+        }
+}
+
+/* Each part's partial as the split kernel forms it (m, s, o; float), merged by the shared
+   functions, equals the softmax-weighted sum of the values (double) — with empty parts
+   (L < S) and the default model's 29 parts. */
+Test(cuda_host, split_attention_merge_equals_the_softmax)
+{
+    enum { HD = 64, LMAX = 517 };
+    static float score[LMAX], v[LMAX * HD], part[ARB_ATTN_MAX_SPLITS * ARB_ATTN_PART(HD)];
+    unsigned seed = 77;
+    for (int k = 0; k < LMAX; k++) {
+        seed = seed * 1103515245u + 12345u;
+        score[k] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 16.0f;
+        for (int j = 0; j < HD; j++) {
+            seed = seed * 1103515245u + 12345u;
+            v[k * HD + j] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+        }
+    }
+    const int Ls[] = {1, 5, 28, 29, 30, 100, LMAX}, Ss[] = {1, 8, 29, 32};
+    const int st = ARB_ATTN_PART(HD);
+    for (size_t a = 0; a < sizeof Ls / sizeof Ls[0]; a++)
+        for (size_t b = 0; b < sizeof Ss / sizeof Ss[0]; b++) {
+            const int L = Ls[a], S = Ss[b];
+            for (int c = 0; c < S; c++) {
+                const int k0 = arb_attn_part_begin(L, c, S), k1 = arb_attn_part_begin(L, c + 1, S);
+                float *po = part + c * st, m = -INFINITY, s = 0.0f;
+                for (int k = k0; k < k1; k++)
+                    m = fmaxf(m, score[k]);
+                for (int j = 0; j < HD; j++)
+                    po[2 + j] = 0.0f;
+                for (int k = k0; k < k1; k++) {
+                    const float e = expf(score[k] - m);
+                    s += e;
+                    for (int j = 0; j < HD; j++)
+                        po[2 + j] = fmaf(e, v[k * HD + j], po[2 + j]);
+                }
+                po[0] = m, po[1] = s;
+            }
+            double mx = -INFINITY, den = 0.0;
+            for (int k = 0; k < L; k++)
+                mx = fmax(mx, score[k]);
+            for (int k = 0; k < L; k++)
+                den += exp(score[k] - mx);
+            const float M = arb_attn_merge_max(part, S, st), inv = 1.0f / arb_attn_merge_den(part, S, st, M);
+            cr_assert_eq(M, (float)mx, "L %d, S %d: the merged max is the list's", L, S);
+            for (int j = 0; j < HD; j++) {
+                double want = 0.0;
+                for (int k = 0; k < L; k++)
+                    want += exp(score[k] - mx) / den * v[k * HD + j];
+                const float got = arb_attn_merge_num(part, S, st, M, j) * inv;
+                cr_assert_leq(fabs(got - want), 2e-6, "L %d, S %d, element %d: %.9g vs %.9g", L, S, j, got, want);
+            }
+        }
 }

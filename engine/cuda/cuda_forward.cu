@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_attn.h"
 #include "cuda_int.h"
 #include "cuda_pack.h"
 
@@ -33,7 +34,7 @@ struct arb_cuda_ctx {
     int32_t *d_ints;       // tok, parent, pos, argmax (n_batch_max each), then n_prefix
     int32_t *h_ints;       // pinned staging of the same
     size_t attn_smem;
-    int attn_splits;       // k_attention_splits (1: the block kernel; ARBOR_CUDA_ATTN=block)
+    int attn_splits;       // arb_attn_splits (1: the block kernel; ARBOR_CUDA_ATTN=block)
     int attn_block_from;   // evals of this many nodes or more run the block kernel (fast mode)
     float *attn_part;      // the split kernel's partials: n_batch_max x n_head x splits x (head_dim + 2)
     void *blas_ws;         // cuBLAS workspace, fixed so that a step can be captured
@@ -157,7 +158,7 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
         return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_ATTN=%s: expected split or block", attn);
     }
     const bool forced = attn && *attn;
-    c->attn_splits = forced && !strcmp(attn, "block") ? 1 : k_attention_splits(m->n_head);
+    c->attn_splits = forced && !strcmp(attn, "block") ? 1 : arb_attn_splits(m->n_head);
     // ... unless every matrix is in the int8 layout (fast mode with ARBOR_CUDA_GEMV=dp4a):
     // the tree kernel then keeps big evals batch-invariant, and so must attention.
     bool all_q8x = m->output.q8x;
@@ -168,7 +169,7 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     c->attn_block_from = m->exact || forced || all_q8x ? INT_MAX : ARB_CUDA_GEMM_MIN_NODES;
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (c->attn_splits > 1)
-        c->attn_part = (float *)dalloc(nb * m->n_head * c->attn_splits * (m->head_dim + 2) * sizeof(float), &e);
+        c->attn_part = (float *)dalloc(nb * m->n_head * c->attn_splits * ARB_ATTN_PART(m->head_dim) * sizeof(float), &e);
     c->k = (float *)dalloc(kv_bytes, &e);
     c->v = (float *)dalloc(kv_bytes, &e);
     c->cs = (float *)dalloc((size_t)n_ctx * m->head_dim * sizeof(float), &e);

@@ -102,7 +102,7 @@ struct attn_launch {
     float scale;
     float *out;
     int n_ctx, n_batch_max; // for the shared-memory size
-    // splits > 1: split attention (k_attention_splits): each node's key list in `splits`
+    // splits > 1: split attention (cuda_attn.h, arb_attn_splits): each node's key list in `splits`
     // contiguous parts, one block each, their partials (n x n_head x splits x
     // (head_dim + 2) floats) merged in part order by a second kernel. 1: one block per
     // (node, head) over the whole list.
@@ -113,11 +113,6 @@ size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim);
 // Once per context: allow the attention kernels all the dynamic shared memory the device
 // can give them (*max_dynamic).
 cudaError_t k_attention_prepare(size_t smem_optin, size_t *max_dynamic);
-// The parts of a split attention for a model of n_head query heads: about 256 blocks per
-// node, whatever the device (so a node's result does not depend on the GPU's SM count),
-// at most kAttnMaxSplits. Fixed per model: a node's sums then depend on its key-list
-// length alone, alone or in any tree.
-int k_attention_splits(int n_head);
 void k_attention(kstream st, const attn_launch *a);
 // Argmax per row (lowest id among equal maxima); scratch: k_argmax_scratch_bytes(rows).
 size_t k_argmax_scratch_bytes(int rows);

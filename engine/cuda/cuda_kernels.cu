@@ -14,6 +14,7 @@
 #include "cuda_int.h"
 
 #include "../quant.h"
+#include "cuda_attn.h"
 #include "cuda_pack.h"
 
 namespace {
@@ -1216,7 +1217,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(attn_launch a)
     }
 }
 
-constexpr int kSplitThreads = 128, kSplitWarps = kSplitThreads / 32, kAttnMaxSplits = 32;
+constexpr int kSplitThreads = 128, kSplitWarps = kSplitThreads / 32;
 
 // Node i's ancestors, root first, into anc; returns the depth (the node included).
 // Thread 0 only.
@@ -1265,7 +1266,7 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(attn_lau
     const size_t koff = (size_t)kvh * hd;
     const int G = hd <= kSplitThreads ? kSplitThreads / hd : 1, W = kSplitThreads / G;
     for (int c = blockIdx.z; c < S; c += gridDim.z) {
-        const int k0 = (int)((long long)L * c / S), nk = (int)((long long)L * (c + 1) / S) - k0;
+        const int k0 = arb_attn_part_begin(L, c, S), nk = arb_attn_part_begin(L, c + 1, S) - k0;
         // Scores: warp w takes keys w, w + 4, ... of the part, four at a time so that
         // their loads are in flight together; each key's sum is the block kernel's.
         for (int kb = warp; kb < nk; kb += 4 * kSplitWarps) {
@@ -1303,7 +1304,7 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(attn_lau
             sum += e;
         }
         sum = block_sum(sum, red); // ends with a barrier: sc is complete
-        float *po = a.part + (((size_t)i * a.n_head + h) * S + c) * (size_t)(hd + 2);
+        float *po = a.part + (((size_t)i * a.n_head + h) * S + c) * (size_t)ARB_ATTN_PART(hd);
         if (threadIdx.x == 0)
             po[0] = mx, po[1] = sum;
         for (int j0 = 0; j0 < hd; j0 += W) {
@@ -1343,32 +1344,16 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(attn_lau
     }
 }
 
-// Merges the S partials of node blockIdx.x, head blockIdx.y in part order:
-// M = max m_c; out = (sum_c e^(m_c - M) o_c) / (sum_c e^(m_c - M) s_c), empty parts skipped.
+// Merges the S partials of node blockIdx.x, head blockIdx.y in part order (cuda_attn.h).
 __global__ void attention_merge_kernel(attn_launch a)
 {
     pdl_enter();
-    const int i = blockIdx.x, h = blockIdx.y, S = a.splits, hd = a.head_dim, st = hd + 2;
+    const int i = blockIdx.x, h = blockIdx.y, S = a.splits, hd = a.head_dim, st = ARB_ATTN_PART(hd);
     const float *pb = a.part + ((size_t)i * a.n_head + h) * S * (size_t)st;
-    float M = -INFINITY;
-    for (int c = 0; c < S; c++)
-        M = fmaxf(M, pb[(size_t)c * st]);
-    float den = 0.0f;
-    for (int c = 0; c < S; c++) {
-        const float m = pb[(size_t)c * st];
-        if (m != -INFINITY)
-            den = fmaf(expf(m - M), pb[(size_t)c * st + 1], den);
-    }
-    const float inv = 1.0f / den;
-    for (int j = threadIdx.x; j < hd; j += blockDim.x) {
-        float o = 0.0f;
-        for (int c = 0; c < S; c++) {
-            const float m = pb[(size_t)c * st];
-            if (m != -INFINITY)
-                o = fmaf(expf(m - M), pb[(size_t)c * st + 2 + j], o);
-        }
-        a.out[((size_t)i * a.n_head + h) * hd + j] = o * inv;
-    }
+    const float M = arb_attn_merge_max(pb, S, st);
+    const float inv = 1.0f / arb_attn_merge_den(pb, S, st, M);
+    for (int j = threadIdx.x; j < hd; j += blockDim.x)
+        a.out[((size_t)i * a.n_head + h) * hd + j] = arb_attn_merge_num(pb, S, st, M, j) * inv;
 }
 
 // Argmax of each row, the lowest id among equal maxima (as the CPU greedy walk). That
@@ -1665,12 +1650,6 @@ cudaError_t k_attention_prepare(size_t smem_optin, size_t *max_dynamic)
     return e;
 }
 
-int k_attention_splits(int n_head)
-{
-    const int s = (256 + n_head - 1) / n_head;
-    return s < 1 ? 1 : s > kAttnMaxSplits ? kAttnMaxSplits : s;
-}
-
 void k_attention(kstream st, const attn_launch *a)
 {
     if (a->splits <= 1) {
@@ -1681,15 +1660,11 @@ void k_attention(kstream st, const attn_launch *a)
     }
     // The split kernel's scores: at most ceil(n_ctx / splits) keys per part (less than
     // the block kernel's n_ctx, so k_attention_smem bounds it).
-    const size_t keys = (size_t)(a->n_ctx + a->splits - 1) / a->splits;
+    const size_t keys = (size_t)arb_attn_part_keys_max(a->n_ctx, a->splits);
     const size_t smem = sizeof(float) * ((size_t)a->head_dim + kSplitThreads + keys) + sizeof(int) * (size_t)a->n_batch_max;
-    // Blocks per (node, head): enough for about two blocks per SM of a large GPU at batch 1
-    // (Z = splits), one for big trees and prefills. Z changes only which block runs a
-    // part, not its arithmetic.
-    const long long heads = (long long)a->n * a->n_head;
-    const int z = (int)((264 + heads - 1) / heads);
-    klaunch(st, attention_split_kernel, dim3((unsigned)a->n, (unsigned)a->n_head, (unsigned)(z < a->splits ? z : a->splits)),
-            kSplitThreads, smem, *a);
+    const int z = arb_attn_groups(a->n, a->n_head, a->splits);
+    klaunch(st, attention_split_kernel, dim3((unsigned)a->n, (unsigned)a->n_head, (unsigned)z), kSplitThreads, smem,
+            *a);
     klaunch(st, attention_merge_kernel, dim3((unsigned)a->n, (unsigned)a->n_head), 64, 0, *a);
 }
 
