@@ -1123,101 +1123,7 @@ __global__ void f32_to_half_kernel(const float *x, size_t n, __half *out)
         out[i] = __float2half(x[i]);
 }
 
-constexpr int kAttnThreads = 256, kAttnWarps = kAttnThreads / 32;
-
-// Tree attention of node blockIdx.x, query head blockIdx.y. Key list (cuda.h,
-// arb_cuda_key_rows): prefix rows, ancestors root first, the node itself. The order of
-// every sum depends on the list length and head_dim alone:
-//   score k: warp k % 8 reads K row k coalesced (lane takes elements lane + 32 i, in i
-//            order), then a fixed butterfly; scores stay in shared memory;
-//   max, sum: block_max / block_sum (fixed);
-//   V: G = 256 / head_dim groups each take a contiguous part of the list, summed in 4
-//      interleaved partial sums (k mod 4) added as (s0 + s1) + (s2 + s3), then the
-//      parts in group order.
-__global__ void __launch_bounds__(kAttnThreads) attention_kernel(attn_launch a)
-{
-    pdl_enter();
-    extern __shared__ float sm[];
-    __shared__ float red[33];
-    __shared__ int depth_s;
-    const int i = blockIdx.x, h = blockIdx.y, hd = a.head_dim;
-    const int kvh = h / (a.n_head / a.n_head_kv), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    float *qs = sm;                               // hd
-    float *part = qs + hd;                        // kAttnThreads
-    int *anc = (int *)(part + kAttnThreads);      // n_batch_max
-    float *sc = (float *)(anc + a.n_batch_max);   // n_ctx
-    if (threadIdx.x == 0) {
-        int d = 0;
-        for (int p = i; p >= 0; p = a.parent[p])
-            d++;
-        depth_s = d;
-        for (int p = i; p >= 0; p = a.parent[p])
-            anc[--d] = p;
-    }
-    for (int j = threadIdx.x; j < hd; j += blockDim.x)
-        qs[j] = a.q[((size_t)i * a.n_head + h) * hd + j];
-    __syncthreads();
-    const int n_prefix = *a.n_prefix; // on the device: a captured step replays at any prefix length
-    const int L = n_prefix + depth_s;
-    const size_t koff = (size_t)kvh * hd;
-    for (int k = warp; k < L; k += kAttnWarps) {
-        const int row = k < n_prefix ? k : n_prefix + anc[k - n_prefix];
-        const float *kr = a.k + (size_t)row * a.kv_stride + koff;
-        float s = 0.0f;
-        for (int j = lane; j < hd; j += 32)
-            s = fmaf(qs[j], kr[j], s);
-        for (int off = 16; off > 0; off >>= 1)
-            s += __shfl_xor_sync(0xffffffffu, s, off);
-        if (lane == 0)
-            sc[k] = s * a.scale;
-    }
-    __syncthreads();
-    float mx = -INFINITY;
-    for (int k = threadIdx.x; k < L; k += blockDim.x)
-        mx = fmaxf(mx, sc[k]);
-    mx = block_max(mx, red);
-    float sum = 0.0f;
-    for (int k = threadIdx.x; k < L; k += blockDim.x) {
-        const float e = expf(sc[k] - mx);
-        sc[k] = e;
-        sum += e;
-    }
-    sum = block_sum(sum, red); // ends with a barrier: sc is complete
-    const float inv = 1.0f / sum;
-    const int G = hd <= kAttnThreads ? kAttnThreads / hd : 1;
-    for (int j0 = 0; j0 < hd; j0 += kAttnThreads / G) {
-        const int g = threadIdx.x / (kAttnThreads / G), j = j0 + threadIdx.x % (kAttnThreads / G);
-        if (j < hd) {
-            const int k0 = (int)((long long)L * g / G), k1 = (int)((long long)L * (g + 1) / G);
-            float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            const float *vb = a.v + koff + j;
-            int k = k0;
-            for (; k + 3 < k1; k += 4) {
-#pragma unroll
-                for (int u = 0; u < 4; u++) {
-                    const int kk = k + u;
-                    const int row = kk < n_prefix ? kk : n_prefix + anc[kk - n_prefix];
-                    o[u] = fmaf(sc[kk], vb[(size_t)row * a.kv_stride], o[u]);
-                }
-            }
-            for (int u = 0; k < k1; k++, u++) {
-                const int row = k < n_prefix ? k : n_prefix + anc[k - n_prefix];
-                o[u] = fmaf(sc[k], vb[(size_t)row * a.kv_stride], o[u]);
-            }
-            part[threadIdx.x] = (o[0] + o[1]) + (o[2] + o[3]);
-        }
-        __syncthreads();
-        if (threadIdx.x < kAttnThreads / G && j0 + (int)threadIdx.x < hd) {
-            float o = part[threadIdx.x];
-            for (int gg = 1; gg < G; gg++)
-                o += part[gg * (kAttnThreads / G) + threadIdx.x];
-            a.out[((size_t)i * a.n_head + h) * hd + j0 + threadIdx.x] = o * inv;
-        }
-        __syncthreads();
-    }
-}
-
-constexpr int kSplitThreads = 128, kSplitWarps = kSplitThreads / 32;
+constexpr int kAttnThreads = 256;
 
 // Node i's ancestors, root first, into anc; returns the depth (the node included).
 // Thread 0 only.
@@ -1232,15 +1138,152 @@ __device__ int node_ancestors(const int32_t *parent, int i, int *anc)
     return depth;
 }
 
+// Scores of keys k0 .. k0 + nk of a node's list into sc[0..nk): warp w of the block takes
+// keys w, w + W, ... (W warps), four at a time so that their loads are in flight together;
+// each key's dot reads lane elements j = lane, lane + 32, ... in order (fmaf), then a fixed
+// butterfly, times scale. kb: the head's first key element.
+__device__ void block_scores(const float *kb, size_t kv_stride, int hd, const float *qs, float scale, int k0, int nk,
+                             int n_prefix, const int *anc, float *sc)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int b = warp; b < nk; b += 4 * nw) {
+        float sv[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int kk = b + u * nw;
+            sv[u] = 0.0f;
+            if (kk < nk) {
+                const int k = k0 + kk, row = k < n_prefix ? k : n_prefix + anc[k - n_prefix];
+                const float *kr = kb + (size_t)row * kv_stride;
+                for (int j = lane; j < hd; j += 32)
+                    sv[u] = fmaf(qs[j], kr[j], sv[u]);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            float v = sv[u];
+            for (int off = 16; off > 0; off >>= 1)
+                v += __shfl_xor_sync(0xffffffffu, v, off);
+            const int kk = b + u * nw;
+            if (lane == 0 && kk < nk)
+                sc[kk] = v * scale;
+        }
+    }
+}
+
+// Scores sc[0..nk) to exp(score - max) in place (max: block_max; the sum: block_sum, in
+// their fixed orders). Every thread of the block calls it; *mx gets the maximum (-inf for
+// nk = 0), the return value the sum. Ends with a barrier: sc is complete.
+__device__ float block_softmax_terms(float *sc, int nk, float *red, float *mx)
+{
+    float m = -INFINITY;
+    for (int k = threadIdx.x; k < nk; k += blockDim.x)
+        m = fmaxf(m, sc[k]);
+    m = block_max(m, red);
+    float sum = 0.0f;
+    for (int k = threadIdx.x; k < nk; k += blockDim.x) {
+        const float e = expf(sc[k] - m);
+        sc[k] = e;
+        sum += e;
+    }
+    *mx = m;
+    return block_sum(sum, red);
+}
+
+// The weights sc[0..nk) times the values of keys k0 .. k0 + nk of a node's list (prefix row
+// k, or ancestor anc[k - n_prefix]; vb = the head's first value element), per element j of
+// hd: G = blockDim.x / hd groups (1 for hd > blockDim.x) each take a contiguous part of the
+// keys, summed in 4 interleaved partial sums (k mod 4) added as (s0 + s1) + (s2 + s3), then
+// the groups in order. out(j, value) is called by one thread per j. part: blockDim.x floats.
+template <typename Out>
+__device__ void block_weighted_values(const float *vb, size_t kv_stride, int hd, const float *sc, int k0, int nk,
+                                      int n_prefix, const int *anc, float *part, Out out)
+{
+    const int T = blockDim.x, G = hd <= T ? T / hd : 1, W = T / G;
+    for (int j0 = 0; j0 < hd; j0 += W) {
+        const int g = threadIdx.x / W, j = j0 + threadIdx.x % W;
+        if (j < hd) {
+            const int g0 = (int)((long long)nk * g / G), g1 = (int)((long long)nk * (g + 1) / G);
+            float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            const float *vj = vb + j;
+            int k = g0;
+            for (; k + 3 < g1; k += 4) {
+                float vv[4];
+#pragma unroll
+                for (int u = 0; u < 4; u++) { // the four loads in flight together
+                    const int kg = k0 + k + u;
+                    vv[u] = vj[(size_t)(kg < n_prefix ? kg : n_prefix + anc[kg - n_prefix]) * kv_stride];
+                }
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    o[u] = fmaf(sc[k + u], vv[u], o[u]);
+            }
+            for (int u = 0; k < g1; k++, u++) {
+                const int kg = k0 + k;
+                o[u] = fmaf(sc[k], vj[(size_t)(kg < n_prefix ? kg : n_prefix + anc[kg - n_prefix]) * kv_stride], o[u]);
+            }
+            part[threadIdx.x] = (o[0] + o[1]) + (o[2] + o[3]);
+        }
+        __syncthreads();
+        if ((int)threadIdx.x < W && j0 + (int)threadIdx.x < hd) {
+            float o = part[threadIdx.x];
+            for (int gg = 1; gg < G; gg++)
+                o += part[gg * W + threadIdx.x];
+            out(j0 + (int)threadIdx.x, o);
+        }
+        __syncthreads(); // part (and sc) free again
+    }
+}
+
+// Tree attention of node blockIdx.x, query head blockIdx.y. Key list (cuda.h,
+// arb_cuda_key_rows): prefix rows, ancestors root first, the node itself. The order of
+// every sum depends on the list length and head_dim alone:
+//   score k (block_scores): one warp reads K row k coalesced (lane takes elements
+//            lane + 32 i, in i order), then a fixed butterfly; scores stay in shared memory;
+//   max, sum: block_softmax_terms (block_max / block_sum, fixed);
+//   V (block_weighted_values): G = 256 / head_dim groups each take a contiguous part of
+//      the list, summed in 4 interleaved partial sums (k mod 4) added as (s0 + s1) +
+//      (s2 + s3), then the parts in group order.
+// The split kernel below runs the same three helpers on parts of the list.
+__global__ void __launch_bounds__(kAttnThreads) attention_kernel(attn_launch a)
+{
+    pdl_enter();
+    extern __shared__ float sm[];
+    __shared__ float red[33];
+    __shared__ int depth_s;
+    const int i = blockIdx.x, h = blockIdx.y, hd = a.head_dim;
+    const int kvh = h / (a.n_head / a.n_head_kv);
+    float *qs = sm;                               // hd
+    float *part = qs + hd;                        // kAttnThreads
+    int *anc = (int *)(part + kAttnThreads);      // n_batch_max
+    float *sc = (float *)(anc + a.n_batch_max);   // n_ctx
+    if (threadIdx.x == 0)
+        depth_s = node_ancestors(a.parent, i, anc);
+    for (int j = threadIdx.x; j < hd; j += blockDim.x)
+        qs[j] = a.q[((size_t)i * a.n_head + h) * hd + j];
+    __syncthreads();
+    const int n_prefix = *a.n_prefix; // on the device: a captured step replays at any prefix length
+    const int L = n_prefix + depth_s;
+    const size_t koff = (size_t)kvh * hd;
+    block_scores(a.k + koff, a.kv_stride, hd, qs, a.scale, 0, L, n_prefix, anc, sc);
+    __syncthreads();
+    float mx;
+    const float inv = 1.0f / block_softmax_terms(sc, L, red, &mx);
+    float *out = a.out + ((size_t)i * a.n_head + h) * hd;
+    block_weighted_values(a.v + koff, a.kv_stride, hd, sc, 0, L, n_prefix, anc, part,
+                          [&](int j, float o) { out[j] = o * inv; });
+}
+
+constexpr int kSplitThreads = 128;
+
+
 // Split attention (the flash-decoding idea): at batch 1 the block kernel above runs
 // n_head blocks, each walking the whole key list with one load in flight per warp, so a
 // decode step's attention grew ~4.5 us per context token on the default model (30 layers,
 // 9 heads; H100, 2026-11-27). Here node i's list (L = prefix + depth keys) is cut into
-// S = a.splits parts, part c = keys [L c / S, L (c + 1) / S) (the partition depends on L
-// alone), and each part gets a partial: m = its largest score, s = sum of exp(score - m),
-// o = sum of exp(score - m) v, in the block kernel's orders (score: lane elements in
-// order, butterfly; m, s: block_max / block_sum; o: G groups of contiguous keys, 4
-// interleaved sums). An empty part writes m = -inf, s = 0, o = 0. Block (i, h, z) of Z =
+// S = a.splits parts (cuda_attn.h: the partition depends on L alone), and each part gets a
+// partial: m = its largest score, s = sum of exp(score - m), o = sum of exp(score - m) v,
+// by the block kernel's helpers. An empty part writes m = -inf, s = 0, o = 0. Block (i, h, z) of Z =
 // gridDim.z computes parts z, z + Z, ... in turn: Z = S at batch 1 (one part per block),
 // fewer for trees and prefills (the blocks then amortise the ancestor walk); a part's
 // arithmetic does not depend on Z.
@@ -1251,7 +1294,7 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(attn_lau
     __shared__ float red[33];
     __shared__ int depth_s;
     const int i = blockIdx.x, h = blockIdx.y, S = a.splits, hd = a.head_dim;
-    const int kvh = h / (a.n_head / a.n_head_kv), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int kvh = h / (a.n_head / a.n_head_kv);
     float *qs = sm;                              // hd
     float *part = qs + hd;                       // kSplitThreads
     int *anc = (int *)(part + kSplitThreads);    // n_batch_max
@@ -1264,83 +1307,17 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(attn_lau
     const int n_prefix = *a.n_prefix;
     const int L = n_prefix + depth_s;
     const size_t koff = (size_t)kvh * hd;
-    const int G = hd <= kSplitThreads ? kSplitThreads / hd : 1, W = kSplitThreads / G;
     for (int c = blockIdx.z; c < S; c += gridDim.z) {
         const int k0 = arb_attn_part_begin(L, c, S), nk = arb_attn_part_begin(L, c + 1, S) - k0;
-        // Scores: warp w takes keys w, w + 4, ... of the part, four at a time so that
-        // their loads are in flight together; each key's sum is the block kernel's.
-        for (int kb = warp; kb < nk; kb += 4 * kSplitWarps) {
-            float sv[4];
-#pragma unroll
-            for (int u = 0; u < 4; u++) {
-                const int kk = kb + u * kSplitWarps;
-                sv[u] = 0.0f;
-                if (kk < nk) {
-                    const int k = k0 + kk, row = k < n_prefix ? k : n_prefix + anc[k - n_prefix];
-                    const float *kr = a.k + (size_t)row * a.kv_stride + koff;
-                    for (int j = lane; j < hd; j += 32)
-                        sv[u] = fmaf(qs[j], kr[j], sv[u]);
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < 4; u++) {
-                float v = sv[u];
-                for (int off = 16; off > 0; off >>= 1)
-                    v += __shfl_xor_sync(0xffffffffu, v, off);
-                const int kk = kb + u * kSplitWarps;
-                if (lane == 0 && kk < nk)
-                    sc[kk] = v * a.scale;
-            }
-        }
+        block_scores(a.k + koff, a.kv_stride, hd, qs, a.scale, k0, nk, n_prefix, anc, sc);
         __syncthreads();
-        float mx = -INFINITY;
-        for (int k = threadIdx.x; k < nk; k += blockDim.x)
-            mx = fmaxf(mx, sc[k]);
-        mx = block_max(mx, red);
-        float sum = 0.0f;
-        for (int k = threadIdx.x; k < nk; k += blockDim.x) {
-            const float e = expf(sc[k] - mx);
-            sc[k] = e;
-            sum += e;
-        }
-        sum = block_sum(sum, red); // ends with a barrier: sc is complete
+        float mx;
+        const float sum = block_softmax_terms(sc, nk, red, &mx);
         float *po = a.part + (((size_t)i * a.n_head + h) * S + c) * (size_t)ARB_ATTN_PART(hd);
         if (threadIdx.x == 0)
             po[0] = mx, po[1] = sum;
-        for (int j0 = 0; j0 < hd; j0 += W) {
-            const int g = threadIdx.x / W, j = j0 + threadIdx.x % W;
-            if (j < hd) {
-                const int g0 = (int)((long long)nk * g / G), g1 = (int)((long long)nk * (g + 1) / G);
-                float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                const float *vb = a.v + koff + j;
-                int k = g0;
-                for (; k + 3 < g1; k += 4) {
-                    float vv[4];
-#pragma unroll
-                    for (int u = 0; u < 4; u++) { // the four loads in flight together
-                        const int kg = k0 + k + u;
-                        vv[u] = vb[(size_t)(kg < n_prefix ? kg : n_prefix + anc[kg - n_prefix]) * a.kv_stride];
-                    }
-#pragma unroll
-                    for (int u = 0; u < 4; u++)
-                        o[u] = fmaf(sc[k + u], vv[u], o[u]);
-                }
-                for (int u = 0; k < g1; k++, u++) {
-                    const int kg = k0 + k;
-                    o[u] = fmaf(sc[k],
-                                vb[(size_t)(kg < n_prefix ? kg : n_prefix + anc[kg - n_prefix]) * a.kv_stride], o[u]);
-                }
-                part[threadIdx.x] = (o[0] + o[1]) + (o[2] + o[3]);
-            }
-            __syncthreads();
-            if (threadIdx.x < W && j0 + (int)threadIdx.x < hd) {
-                float o = part[threadIdx.x];
-                for (int gg = 1; gg < G; gg++)
-                    o += part[gg * W + threadIdx.x];
-                po[2 + j0 + threadIdx.x] = o;
-            }
-            __syncthreads(); // part and sc are free for the next step / part
-        }
+        block_weighted_values(a.v + koff, a.kv_stride, hd, sc, k0, nk, n_prefix, anc, part,
+                              [&](int j, float o) { po[2 + j] = o; });
     }
 }
 
