@@ -1,0 +1,101 @@
+#!/bin/bash
+# gpu_check.sh — the GPU checks of docs/gpu.md in one run, for a machine with an NVIDIA GPU
+# (a CI runner with a GPU, a borrowed machine): the gpu test suite, `arbor bench engine` on
+# the default model and on a synthetic 8B Q4_0 per backend, `arbor check-lossless` per mode,
+# and `arbor run configs/gpu.json` with its table. Each step's output goes to OUT/<step>.txt;
+# OUT/summary.txt lists every step with its exit status and seconds. A failed step does not
+# stop the others; the script exits 1 if any failed (2 on a bad option). Fast mode's
+# check-lossless is reported but not counted: near-tie mismatches are allowed there.
+#
+#   scripts/gpu_check.sh [--build DIR] [--arbor PATH] [--test-gpu PATH] [--out DIR]
+#                        [--limit N] [--steps N] [--no-8b] [--env NAME=VALUE ...]
+#
+#   --build DIR      meson build directory with harness/arbor and tests/test_gpu (build-release)
+#   --arbor PATH     the arbor binary (default DIR/harness/arbor)
+#   --test-gpu PATH  the gpu test binary (default DIR/tests/test_gpu)
+#   --out DIR        where the outputs go (default results/gpu-check-<UTC time>)
+#   --limit N        prompts per dataset for check-lossless and configs/gpu.json (default 5)
+#   --steps N        decode steps of the engine benches (default 512: the context grows to N)
+#   --no-8b          skip the synthetic 8B model (it needs ~5 GB in $TMPDIR and ~5 GB of GPU memory)
+#   --env NAME=VAL   run every step with this variable set (repeatable), e.g. ARBOR_CUDA_ATTN=block
+#
+# Needs the default model (`arbor fetch-model`, or $ARBOR_MODEL / $ARBOR_CACHE) and $ARBOR_DATA
+# holding humaneval and gsm8k (`datasets/fetch --only humaneval,gsm8k`). Run from the
+# repository root (configs/gpu.json is read from there).
+set -u
+
+build=build-release arbor='' test_gpu='' out='' limit=5 steps=512 big=1
+envs=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --build) build=$2; shift 2 ;;
+    --arbor) arbor=$2; shift 2 ;;
+    --test-gpu) test_gpu=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --limit) limit=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --no-8b) big=0; shift ;;
+    --env)
+        case "$2" in *=*) envs+=("$2") ;; *) echo "gpu_check.sh: --env $2: expected NAME=VALUE" >&2; exit 2 ;; esac
+        shift 2 ;;
+    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu_check.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
+    esac
+done
+case "$limit$steps" in *[!0-9]*) echo "gpu_check.sh: --limit and --steps take positive integers" >&2; exit 2 ;; esac
+arbor=${arbor:-$build/harness/arbor}
+test_gpu=${test_gpu:-$build/tests/test_gpu}
+out=${out:-results/gpu-check-$(date -u +%Y%m%dT%H%M%SZ)}
+for f in "$arbor" "$test_gpu"; do
+    [ -x "$f" ] || { echo "gpu_check.sh: $f: not an executable (build first, or --arbor / --test-gpu)" >&2; exit 2; }
+done
+[ -f configs/gpu.json ] || { echo "gpu_check.sh: configs/gpu.json not found: run from the repository root" >&2; exit 2; }
+if ! nvidia-smi -L > /dev/null 2>&1; then
+    echo "gpu_check.sh: no NVIDIA GPU here (nvidia-smi -L failed): the gpu suite would only skip" >&2
+    exit 2
+fi
+mkdir -p "$out" || exit 2
+for e in "${envs[@]}"; do export "${e?}"; done
+tmp=${TMPDIR:-/tmp}
+failed=0
+
+# step NAME TIMEOUT COMMAND...: runs it with its output in OUT/NAME.txt, one summary line;
+# a non-zero status fails the check unless NAME ends in "(info)".
+step() {
+    local name=$1 limit_s=$2
+    shift 2
+    local t0=$SECONDS
+    timeout "$limit_s" "$@" > "$out/${name% (info)}.txt" 2>&1
+    local rc=$?
+    case "$name" in *"(info)") ;; *) [ $rc -eq 0 ] || failed=1 ;; esac
+    printf '%-30s rc %3d  %4d s  %s\n' "$name" $rc $((SECONDS - t0)) "$*" | tee -a "$out/summary.txt"
+}
+
+{
+    echo "gpu_check.sh $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    "$arbor" --version
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    [ ${#envs[@]} -gt 0 ] && echo "environment: ${envs[*]}"
+} > "$out/summary.txt" 2>&1
+cat "$out/summary.txt"
+
+step suite 600 "$test_gpu" --verbose=1 -j1
+for b in cuda cuda-exact; do
+    step "bench-default-$b" 300 "$arbor" bench engine --backend "$b" --steps "$steps" --prefill 128 --reps 2
+done
+if [ $big -eq 1 ]; then
+    m8=$tmp/arbor-gpu-check-llama-8b-q4_0.gguf
+    step synth-8b 600 "$arbor" synth-model --shape llama-8b --type q4_0 --out "$m8"
+    for b in cuda cuda-exact; do
+        step "bench-8b-$b" 300 "$arbor" bench engine --model "$m8" --backend "$b" --steps "$steps" --prefill 128 --reps 2
+    done
+    rm -f "$m8"
+fi
+step "lossless-cuda (info)" 900 "$arbor" check-lossless --backend cuda --datasets humaneval,gsm8k --limit "$limit" \
+    --max-new 128 --methods pld,tr,goose
+step lossless-cuda-exact 900 "$arbor" check-lossless --backend cuda-exact --datasets humaneval,gsm8k \
+    --limit "$limit" --max-new 128 --methods pld,tr,goose
+step run-gpu-json 1800 "$arbor" run configs/gpu.json --limit "$limit" --db "$out/gpu.db" --quiet
+step report-table3 60 "$arbor" report --db "$out/gpu.db" --table table3
+echo "outputs in $out" | tee -a "$out/summary.txt"
+exit $failed
