@@ -519,21 +519,29 @@ Test(cuda_host, split_attention_parts_tile_the_key_list)
             last = z;
         }
     }
-    for (int S = 1; S <= ARB_ATTN_MAX_SPLITS; S++)
-        for (int L = 1; L <= 700; L++) {
-            cr_assert_eq(arb_attn_part_begin(L, 0, S), 0);
-            cr_assert_eq(arb_attn_part_begin(L, S, S), L);
-            for (int c = 0; c < S; c++) {
-                const int nk = arb_attn_part_begin(L, c + 1, S) - arb_attn_part_begin(L, c, S);
-                cr_assert(nk == L / S || nk == L / S + 1, "L %d, S %d: part %d holds %d keys", L, S, c, nk);
-                cr_assert_leq(nk, arb_attn_part_keys_max(L, S), "L %d, S %d: part %d over the shared memory", L, S, c);
+    const int chunks[] = {0, 1, 32, 64, 1000};
+    for (size_t t = 0; t < sizeof chunks / sizeof chunks[0]; t++)
+        for (int S = 1; S <= ARB_ATTN_MAX_SPLITS; S++)
+            for (int L = 1; L <= 700; L++) {
+                const int ch = chunks[t], U = arb_attn_parts_used(L, S, ch);
+                cr_assert(U >= 1 && U <= S, "L %d, S %d, chunk %d: %d parts used", L, S, ch, U);
+                cr_assert(ch == 0 ? U == S : U == S || U == (L + ch - 1) / ch, "L %d, S %d, chunk %d: %d", L, S, ch, U);
+                cr_assert_eq(arb_attn_part_begin(L, 0, U), 0);
+                cr_assert_eq(arb_attn_part_begin(L, U, U), L);
+                for (int c = 0; c < U; c++) {
+                    const int nk = arb_attn_part_begin(L, c + 1, U) - arb_attn_part_begin(L, c, U);
+                    cr_assert(nk == L / U || nk == L / U + 1, "L %d, U %d: part %d holds %d keys", L, U, c, nk);
+                    /* the kernel sizes its scores for the context, L <= n_ctx: L itself is the tightest */
+                    cr_assert_leq(nk, arb_attn_part_keys_max(L, S, ch), "L %d, S %d, chunk %d: part %d over the "
+                                  "shared memory", L, S, ch, c);
+                }
             }
-        }
 }
 
 /* Each part's partial as the split kernel forms it (m, s, o; float), merged by the shared
    functions, equals the softmax-weighted sum of the values (double) — with empty parts
-   (L < S) and the default model's 29 parts. */
+   (L < S), the default model's 29 parts, and parts of 64 keys (chunk:64), whose unused
+   parts carry only their max (the rest NaN here: the merge must not read it). */
 Test(cuda_host, split_attention_merge_equals_the_softmax)
 {
     enum { HD = 64, LMAX = 517 };
@@ -547,13 +555,15 @@ Test(cuda_host, split_attention_merge_equals_the_softmax)
             v[k * HD + j] = (float)(seed >> 8) / 16777216.0f - 0.5f;
         }
     }
-    const int Ls[] = {1, 5, 28, 29, 30, 100, LMAX}, Ss[] = {1, 8, 29, 32};
+    const int Ls[] = {1, 5, 28, 29, 30, 100, LMAX}, Ss[] = {1, 8, 29, 32}, chunks[] = {0, 64};
     const int st = ARB_ATTN_PART(HD);
     for (size_t a = 0; a < sizeof Ls / sizeof Ls[0]; a++)
-        for (size_t b = 0; b < sizeof Ss / sizeof Ss[0]; b++) {
-            const int L = Ls[a], S = Ss[b];
-            for (int c = 0; c < S; c++) {
-                const int k0 = arb_attn_part_begin(L, c, S), k1 = arb_attn_part_begin(L, c + 1, S);
+        for (size_t b = 0; b < sizeof Ss / sizeof Ss[0] * 2; b++) {
+            const int L = Ls[a], S = Ss[b / 2], U = arb_attn_parts_used(L, S, chunks[b % 2]);
+            for (int c = U; c < S; c++) /* unused parts: only their max is written (the kernel's rule) */
+                part[c * st] = -INFINITY, part[c * st + 1] = NAN, part[c * st + 2] = NAN;
+            for (int c = 0; c < U; c++) {
+                const int k0 = arb_attn_part_begin(L, c, U), k1 = arb_attn_part_begin(L, c + 1, U);
                 float *po = part + c * st, m = -INFINITY, s = 0.0f;
                 for (int k = k0; k < k1; k++)
                     m = fmaxf(m, score[k]);

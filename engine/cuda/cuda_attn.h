@@ -3,11 +3,12 @@
  * host, so that the unit suite checks them on machines without a GPU
  * (tests/test_cuda_host.c).
  *
- * A node's key list (L keys: the prefix, its ancestors, itself) is cut into S parts, part
- * c = keys [arb_attn_part_begin(L, c, S), arb_attn_part_begin(L, c + 1, S)): contiguous,
- * sizes floor(L / S) or one more, some empty when L < S. The partition depends on L and S
- * alone (S on the model's head count alone), so a node's sums are the same whether it is
- * evaluated alone or inside any tree. Each part leaves a partial of ARB_ATTN_PART(head_dim)
+ * A node's key list (L keys: the prefix, its ancestors, itself) is cut into U =
+ * arb_attn_parts_used(L, S, chunk) parts, part c = keys [arb_attn_part_begin(L, c, U),
+ * arb_attn_part_begin(L, c + 1, U)): contiguous, sizes floor(L / U) or one more, some empty
+ * when L < U; parts U..S-1 are empty. The partition depends on L, S and chunk alone (S on the
+ * model's head count alone), so a node's sums are the same whether it is evaluated alone or
+ * inside any tree. Each part leaves a partial of ARB_ATTN_PART(head_dim)
  * floats: m (its largest score; -inf when empty), s (the sum of exp(score - m); 0 when
  * empty), then o[head_dim] (the sum of exp(score - m) v). The merge adds the parts in part
  * order:
@@ -48,9 +49,24 @@ ARB_ATTN_HD int arb_attn_splits(int n_head)
 /* First key of part c of S over L keys (c = S: L). */
 ARB_ATTN_HD int arb_attn_part_begin(int L, int c, int S) { return (int)((long long)L * c / S); }
 
+/* The parts a list of L keys is cut into: all S (chunk = 0, the default), or, with parts of
+   about chunk keys (ARBOR_CUDA_ATTN=chunk:N), ceil(L / chunk) of them, 1..S; parts from
+   there to S - 1 are empty. Either way a function of L alone. */
+ARB_ATTN_HD int arb_attn_parts_used(int L, int S, int chunk)
+{
+    if (chunk <= 0)
+        return S;
+    const int u = (L + chunk - 1) / chunk;
+    return u < 1 ? 1 : u > S ? S : u;
+}
+
 /* The most keys one part can hold in a context of n_ctx (L <= n_ctx): the shared memory
    the split kernel sizes its scores by. */
-ARB_ATTN_HD int arb_attn_part_keys_max(int n_ctx, int S) { return (n_ctx + S - 1) / S; }
+ARB_ATTN_HD int arb_attn_part_keys_max(int n_ctx, int S, int chunk)
+{
+    const int k = (n_ctx + S - 1) / S;
+    return chunk > k ? chunk : k;
+}
 
 /* Blocks per (node, head) of a launch of n nodes (gridDim.z): S at batch 1 (one part per
    block), fewer as n grows, at least 1; block z computes parts z, z + Z, ... in turn. Only

@@ -35,6 +35,7 @@ struct arb_cuda_ctx {
     int32_t *h_ints;       // pinned staging of the same
     size_t attn_smem;
     int attn_splits;       // arb_attn_splits (1: the block kernel; ARBOR_CUDA_ATTN=block)
+    int attn_chunk;        // keys per part (ARBOR_CUDA_ATTN=chunk:N), 0: attn_splits parts
     int attn_block_from;   // evals of this many nodes or more run the block kernel (fast mode)
     float *attn_part;      // the split kernel's partials: n_batch_max x n_head x splits x (head_dim + 2)
     void *blas_ws;         // cuBLAS workspace, fixed so that a step can be captured
@@ -151,12 +152,18 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     // count (a node's sums must not depend on the eval's size); fast mode runs it below
     // ARB_CUDA_GEMM_MIN_NODES, where decode's few blocks per layer gain most, and the
     // one-block-per-head kernel for the big evals that cuBLAS serves anyway (fewer, fuller
-    // blocks there). ARBOR_CUDA_ATTN=split|block forces one kernel at every size.
+    // blocks there). ARBOR_CUDA_ATTN=split|block forces one kernel at every size;
+    // chunk:N the split kernel at every size with parts of about N keys (fewer parts for
+    // short lists: an experiment for big evals, docs/gpu.md).
     const char *attn = getenv("ARBOR_CUDA_ATTN");
-    if (attn && *attn && strcmp(attn, "block") && strcmp(attn, "split")) {
+    int chunk = 0;
+    if (attn && *attn && strcmp(attn, "block") && strcmp(attn, "split") &&
+        !(sscanf(attn, "chunk:%d", &chunk) == 1 && chunk >= 1 && chunk <= 4096)) {
         free(c);
-        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_ATTN=%s: expected split or block", attn);
+        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_ATTN=%s: expected split, block or chunk:N (1..4096 keys)",
+                       attn);
     }
+    c->attn_chunk = chunk;
     const bool forced = attn && *attn;
     c->attn_splits = forced && !strcmp(attn, "block") ? 1 : arb_attn_splits(m->n_head);
     // ... unless every matrix is in the int8 layout (fast mode with ARBOR_CUDA_GEMV=dp4a):
@@ -305,7 +312,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     aa.q = c->q, aa.kv_stride = kvd, aa.n_prefix = d_pre, aa.n = n, aa.parent = d_par;
     aa.n_head = m->n_head, aa.n_head_kv = m->n_head_kv, aa.head_dim = hd, aa.scale = 1.0f / sqrtf((float)hd);
     aa.out = c->att, aa.n_ctx = c->n_ctx, aa.n_batch_max = c->n_batch_max;
-    aa.splits = n >= c->attn_block_from ? 1 : c->attn_splits, aa.part = c->attn_part;
+    aa.splits = n >= c->attn_block_from ? 1 : c->attn_splits, aa.chunk = c->attn_chunk, aa.part = c->attn_part;
     const size_t layer_rows = (size_t)c->n_ctx * kvd;
     // The int8 GEMV's inputs are quantized once each: by the RMSNorms themselves, and
     // after attention and SwiGLU, for the matrices in the int8 layout (dmat.q8x: exact mode,

@@ -107,6 +107,7 @@ struct attn_launch {
     // (head_dim + 2) floats) merged in part order by a second kernel. 1: one block per
     // (node, head) over the whole list.
     int splits;
+    int chunk; // keys per part (cuda_attn.h, arb_attn_parts_used); 0: always `splits` parts
     float *part;
 };
 size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim);

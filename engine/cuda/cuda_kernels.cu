@@ -1307,8 +1307,14 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(attn_lau
     const int n_prefix = *a.n_prefix;
     const int L = n_prefix + depth_s;
     const size_t koff = (size_t)kvh * hd;
+    const int U = arb_attn_parts_used(L, S, a.chunk);
     for (int c = blockIdx.z; c < S; c += gridDim.z) {
-        const int k0 = arb_attn_part_begin(L, c, S), nk = arb_attn_part_begin(L, c + 1, S) - k0;
+        if (c >= U) { // an unused part: the merge skips it by its max
+            if (threadIdx.x == 0)
+                a.part[(((size_t)i * a.n_head + h) * S + c) * (size_t)ARB_ATTN_PART(hd)] = -INFINITY;
+            continue;
+        }
+        const int k0 = arb_attn_part_begin(L, c, U), nk = arb_attn_part_begin(L, c + 1, U) - k0;
         block_scores(a.k + koff, a.kv_stride, hd, qs, a.scale, k0, nk, n_prefix, anc, sc);
         __syncthreads();
         float mx;
@@ -1637,7 +1643,7 @@ void k_attention(kstream st, const attn_launch *a)
     }
     // The split kernel's scores: at most ceil(n_ctx / splits) keys per part (less than
     // the block kernel's n_ctx, so k_attention_smem bounds it).
-    const size_t keys = (size_t)arb_attn_part_keys_max(a->n_ctx, a->splits);
+    const size_t keys = (size_t)arb_attn_part_keys_max(a->n_ctx, a->splits, a->chunk);
     const size_t smem = sizeof(float) * ((size_t)a->head_dim + kSplitThreads + keys) + sizeof(int) * (size_t)a->n_batch_max;
     const int z = arb_attn_groups(a->n, a->n_head, a->splits);
     klaunch(st, attention_split_kernel, dim3((unsigned)a->n, (unsigned)a->n_head, (unsigned)z), kSplitThreads, smem,
