@@ -96,6 +96,22 @@ void matmul(arb_cuda_ctx *c, const dmat *w, const float *x, const __half *x16, i
     k_gemv(ks(c), w, x, w->n_in, n, y, w->n_out, accumulate, xq);
 }
 
+// Whether matmul hands w to cuBLAS at ARB_CUDA_GEMM_MIN_NODES+ nodes: it has an FP16 copy
+// (fast mode) and is not in the int8 layout (whose input is always quantized).
+bool gemm_serves(const dmat *w) { return w->h && !w->q8x; }
+
+bool model_uses_gemm(const arb_cuda_model *m)
+{
+    bool any = gemm_serves(&m->output);
+    for (int l = 0; l < m->n_layer && !any; l++) {
+        const dlayer *L = &m->layers[l];
+        const dmat *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+            any = any || gemm_serves(ws[i]);
+    }
+    return any;
+}
+
 // The int8 activations of inputs of n_in elements in c's buffers (strides for n_in).
 xq8 xq_for(const arb_cuda_ctx *c, int n_in)
 {
@@ -166,14 +182,11 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     c->attn_chunk = chunk;
     const bool forced = attn && *attn;
     c->attn_splits = forced && !strcmp(attn, "block") ? 1 : arb_attn_splits(m->n_head);
-    // ... unless every matrix is in the int8 layout (fast mode with ARBOR_CUDA_GEMV=dp4a):
-    // the tree kernel then keeps big evals batch-invariant, and so must attention.
-    bool all_q8x = m->output.q8x;
-    for (int l = 0; l < m->n_layer && all_q8x; l++) {
-        const dlayer *L = &m->layers[l];
-        all_q8x = L->wq.q8x && L->wk.q8x && L->wv.q8x && L->wo.q8x && L->w_gate.q8x && L->w_up.q8x && L->w_down.q8x;
-    }
-    c->attn_block_from = m->exact || forced || all_q8x ? INT_MAX : ARB_CUDA_GEMM_MIN_NODES;
+    // That is: the block kernel only where cuBLAS already makes big evals differ from
+    // their chains. Where it serves no matrix (exact mode; fast mode with every matrix in
+    // the int8 layout, ARBOR_CUDA_GEMV=dp4a, whose tree kernel is batch-invariant) the
+    // split kernel runs at every size.
+    c->attn_block_from = !forced && model_uses_gemm(m) ? ARB_CUDA_GEMM_MIN_NODES : INT_MAX;
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (c->attn_splits > 1)
         c->attn_part = (float *)dalloc(nb * m->n_head * c->attn_splits * ARB_ATTN_PART(m->head_dim) * sizeof(float), &e);

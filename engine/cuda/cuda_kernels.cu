@@ -1138,6 +1138,13 @@ __device__ int node_ancestors(const int32_t *parent, int i, int *anc)
     return depth;
 }
 
+// Cache row of key k of a node's list: prefix row k, else the node's ancestor at depth
+// k - n_prefix (anc: root first), stored at n_prefix + its index in the eval.
+__device__ __forceinline__ int key_row(int k, int n_prefix, const int *anc)
+{
+    return k < n_prefix ? k : n_prefix + anc[k - n_prefix];
+}
+
 // Scores of keys k0 .. k0 + nk of a node's list into sc[0..nk): warp w of the block takes
 // keys w, w + W, ... (W warps), four at a time so that their loads are in flight together;
 // each key's dot reads lane elements j = lane, lane + 32, ... in order (fmaf), then a fixed
@@ -1153,8 +1160,7 @@ __device__ void block_scores(const float *kb, size_t kv_stride, int hd, const fl
             const int kk = b + u * nw;
             sv[u] = 0.0f;
             if (kk < nk) {
-                const int k = k0 + kk, row = k < n_prefix ? k : n_prefix + anc[k - n_prefix];
-                const float *kr = kb + (size_t)row * kv_stride;
+                const float *kr = kb + (size_t)key_row(k0 + kk, n_prefix, anc) * kv_stride;
                 for (int j = lane; j < hd; j += 32)
                     sv[u] = fmaf(qs[j], kr[j], sv[u]);
             }
@@ -1211,17 +1217,14 @@ __device__ void block_weighted_values(const float *vb, size_t kv_stride, int hd,
                 float vv[4];
 #pragma unroll
                 for (int u = 0; u < 4; u++) { // the four loads in flight together
-                    const int kg = k0 + k + u;
-                    vv[u] = vj[(size_t)(kg < n_prefix ? kg : n_prefix + anc[kg - n_prefix]) * kv_stride];
+                    vv[u] = vj[(size_t)key_row(k0 + k + u, n_prefix, anc) * kv_stride];
                 }
 #pragma unroll
                 for (int u = 0; u < 4; u++)
                     o[u] = fmaf(sc[k + u], vv[u], o[u]);
             }
-            for (int u = 0; k < g1; k++, u++) {
-                const int kg = k0 + k;
-                o[u] = fmaf(sc[k], vj[(size_t)(kg < n_prefix ? kg : n_prefix + anc[kg - n_prefix]) * kv_stride], o[u]);
-            }
+            for (int u = 0; k < g1; k++, u++)
+                o[u] = fmaf(sc[k], vj[(size_t)key_row(k0 + k, n_prefix, anc) * kv_stride], o[u]);
             part[threadIdx.x] = (o[0] + o[1]) + (o[2] + o[3]);
         }
         __syncthreads();
