@@ -172,9 +172,9 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     // chunk:N the split kernel at every size with parts of about N keys (fewer parts for
     // short lists: an experiment for big evals, docs/gpu.md).
     const char *attn = getenv("ARBOR_CUDA_ATTN");
-    int chunk = 0;
+    int chunk = 0, used = 0;
     if (attn && *attn && strcmp(attn, "block") && strcmp(attn, "split") &&
-        !(sscanf(attn, "chunk:%d", &chunk) == 1 && chunk >= 1 && chunk <= 4096)) {
+        !(sscanf(attn, "chunk:%d%n", &chunk, &used) == 1 && !attn[used] && chunk >= 1 && chunk <= 4096)) {
         free(c);
         return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_ATTN=%s: expected split, block or chunk:N (1..4096 keys)",
                        attn);
