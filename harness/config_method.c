@@ -361,6 +361,7 @@ char *arb_config_spec_json(const arb_method_spec *s)
             !strcmp(p->name, "temperature") || !strcmp(p->name, "top_p") ||
             !strcmp(p->name, "top_k") || !strcmp(p->name, "seed") ||
             (!strncmp(p->name, "typical_", 8) && strcmp(s->verifier, "typical")) || /* older run keys stay */
+            (!strcmp(p->name, "ar_guard") && !s->ar_guard) ||
             (!strncmp(p->name, "selector", 8) && !strcmp(s->selector, "fixed")) || inert_param(s, p->name))
             continue;
         const char *f = (const char *)s + p->offset;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "arguard.h"
 #include "drafters/drafter.h"
 #include "drafters/tr.h"
 #include "sample.h"
@@ -65,6 +66,7 @@ struct arb_decoder {
                                  when neither is on): rows may be processed in parallel */
     float *hid;               /* [rows * n_embd] hidden rows for a drafter with a hidden slot, else NULL */
     int E;
+    arb_arguard guard;        /* spec.ar_guard: AR steps while speculation measures slower */
 };
 
 static double now_us(void)
@@ -144,6 +146,7 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
     d->E = mi.n_embd;
     d->spec = *s;
     d->new_run = true;
+    arb_arguard_init(&d->guard);
     d->dr = arb_drafter_find(s->drafter);
     int cap = arb_method_max_nodes(s);
     d->rows = cap > PREFILL_CHUNK ? cap : PREFILL_CHUNK;
@@ -212,7 +215,11 @@ int arb_decoder_new(arb_ctx *target, const arb_method_spec *s, arb_decoder **out
     return ARB_OK;
 }
 
-void arb_decoder_reset_run(arb_decoder *d) { d->new_run = true; }
+void arb_decoder_reset_run(arb_decoder *d)
+{
+    d->new_run = true;
+    arb_arguard_init(&d->guard); /* AR's rate too: a run may change the context length's range */
+}
 const arb_method_spec *arb_decoder_spec(const arb_decoder *d) { return &d->spec; }
 size_t arb_decoder_table_bytes(const arb_decoder *d) { return d->dst ? d->dr->bytes(d->dst) : 0; }
 
@@ -506,6 +513,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
     if (rc)
         return rc;
     d->new_run = false;
+    arb_arguard_begin_prompt(&d->guard);
     rc = arb_ctx_truncate(d->ctx, 0);
     if (rc)
         return ARB_ERR(err, rc, "generate: cannot reset the context");
@@ -544,9 +552,15 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         rec.spine_break_depth = -1;
         double t0 = now_us();
         arb_tree_reset(t, d->S[d->n_S - 1]);
-        if (d->dr->set_step)
-            d->dr->set_step(d->dst, (uint32_t)o->prompt_id, step + 1);
-        d->dr->propose(d->dst, d->S, d->n_S, t, &rec);
+        const bool ar_step = d->spec.ar_guard && arb_arguard_ar_step(&d->guard);
+        if (ar_step) { /* the anchor alone: a plain AR step (the drafter's ar_steps contract) */
+            rec.mode = ARB_MODE_AR;
+            rec.ar_guard = true;
+        } else {
+            if (d->dr->set_step)
+                d->dr->set_step(d->dst, (uint32_t)o->prompt_id, step + 1);
+            d->dr->propose(d->dst, d->S, d->n_S, t, &rec);
+        }
         arb_tree_finalize(t);
         double t1 = now_us();
         if ((rc = eval_nodes(d, t->tok, t->parent, t->n, d->rows_now && !d->fetch_p, o->full_rows, err)))
@@ -604,7 +618,7 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
                              .scores = d->topk_sc};
             d->dr->harvest(d->dst, &h);
         }
-        if (d->dr->verified)
+        if (d->dr->verified && !ar_step)
             d->dr->verified(d->dst, t, d->path, np, &rec);
         if (d->hid && d->dr->hidden_path) /* EAGLE: every accepted node's hidden state */
             d->dr->hidden_path(d->dst, d->hid, d->path, np, d->E);
@@ -644,6 +658,8 @@ int arb_decoder_generate(arb_decoder *d, const int32_t *prompt, int n_prompt, co
         res->eval_us += rec.eval_us;
         res->harness_us += rec.draft_us + rec.verify_us + rec.update_us + rec.commit_us;
         res->n_steps++;
+        if (d->spec.ar_guard)
+            arb_arguard_observe(&d->guard, rec.committed, t6 - t0);
         if (cb && cb->on_step && cb->on_step(&rec, cb->ud))
             done = true;
     }

@@ -50,6 +50,7 @@ typedef struct arb_step_record {  /* one row of the `steps` table (docs/spec/dra
     int acc_by_src[ARB_STAT_COUNT];  /* accepted nodes per source */
     int prop_by_src[ARB_STAT_COUNT]; /* proposed nodes per source */
     arb_step_mode mode;
+    bool ar_guard;          /* an AR step the AR guard took (arguard.h): nothing proposed */
     arb_path_cat category;
     int topology_id;        /* bank index, -1 if none */
     const char *extra_json; /* drafter's steps.extra members (no braces), valid until its next propose; NULL */

@@ -166,6 +166,7 @@ static const arb_method_param params[] = {
     {"hot_start", ARB_PARAM_BOOL, OFF(hot_start), "tr goose", 0, 1, "keep tables across prompts"},
     {"harvest_prefill", ARB_PARAM_BOOL, OFF(harvest_prefill), "tr goose", 0, 1, "harvest prefill logits"},
     {"tr_prune_unfilled", ARB_PARAM_BOOL, OFF(tr_prune_unfilled), "tr", 0, 1, "drop never-written rows"},
+    {"ar_guard", ARB_PARAM_BOOL, OFF(ar_guard), "*", 0, 1, "AR steps while speculation measures slower than AR (greedy)"},
     {"verify_first_match", ARB_PARAM_BOOL, OFF(verify_first_match), "*", 0, 1, "greedy walk: Alg. 3 literal"},
     {"temperature", ARB_PARAM_DOUBLE, OFF(temperature), "*", 0, 100, "0 = greedy"},
     {"top_p", ARB_PARAM_DOUBLE, OFF(top_p), "*", 1e-9, 1, "nucleus mass"},
@@ -407,6 +408,7 @@ int arb_method_max_nodes(const arb_method_spec *s)
    "needs drafter ..." of validation messages, read from the table. */
 static bool has_q_rows(const arb_drafter_i *d) { return d->q_rows != NULL; }
 static bool uses_topology(const arb_drafter_i *d) { return d->uses_topology; }
+static bool ar_steps(const arb_drafter_i *d) { return d->ar_steps; }
 static const char *drafters_with(bool (*has)(const arb_drafter_i *), const char *sep, char *buf, size_t cap)
 {
     size_t n = 0;
@@ -475,6 +477,12 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
     if (!strcmp(s->scheduler, "fixed") && s->fixed_r < 0)
         return ARB_ERR(err, ARB_E_INVAL, "method %s: fixed_r: scheduler fixed needs fixed_r in [0,1]", s->id);
     const arb_drafter_i *d = arb_drafter_find(s->drafter);
+    if (s->ar_guard && !d->ar_steps)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: ar_guard: drafter %s cannot skip a step's proposal (%s can)",
+                       s->id, s->drafter, drafters_with(ar_steps, ", ", names, sizeof names));
+    if (s->ar_guard && s->temperature > 0)
+        return ARB_ERR(err, ARB_E_INVAL, "method %s: ar_guard: greedy decoding only (temperature %g)", s->id,
+                       s->temperature);
     if (d->validate) {
         int rc = d->validate(s, err);
         if (rc)

@@ -90,6 +90,8 @@ typedef struct arb_method_spec {
     bool harvest_prefill; /* harvest the prefill logits (goose on; tr off, reference quirk) */
     bool tr_prune_unfilled; /* TR: drop template nodes whose row was never written (off) */
     bool verify_first_match; /* greedy walk: GOOSE Alg. 3 literal instead of longest path */
+    bool ar_guard;        /* fall back to plain AR steps while speculating measures slower than AR
+                             in this run (arguard.h; greedy, drafters with ar_steps; off) */
     /* ---- sampling (docs/spec/verification.md §0.2) ---- */
     double temperature;   /* 0 = greedy */
     double top_p;         /* 1 = off */

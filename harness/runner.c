@@ -197,6 +197,13 @@ static int on_step(const arb_step_record *r, void *ud)
         const char *x = r->extra_json ? r->extra_json : "";
         n = snprintf(buf, sizeof buf, "{%s%s%s}", x, x[0] && ranks[0] ? "," : "", ranks[0] ? ranks + 1 : "");
     }
+    if (r->ar_guard && n < (int)sizeof buf) { /* the AR guard's step (arguard.h): nothing was drafted */
+        if (n > 0)
+            n--; /* reopen the object */
+        else
+            buf[n++] = '{';
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "%s\"ar_guard\":true}", buf[n - 1] == '{' ? "" : ",");
+    }
     if (n >= (int)sizeof buf)
         return 1; /* cannot happen with the fields' bounds; a cut JSON must not be stored */
     if (n > 0 && !gen_extra_put(g, g->n_steps, buf, (size_t)n))

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "arguard.h"
 #include "datastore.h"
 #include "decode.h"
 #include "eagle_head.h"
@@ -268,6 +269,71 @@ Test(decode, dynamic_tree_reproduces_ar, .init = setup, .fini = teardown, .timeo
         }
         cr_assert_gt(max_nodes[0], max_nodes[2], "cheaper nodes, larger trees (%d vs %d)", max_nodes[0],
                      max_nodes[2]);
+    }
+}
+
+/* The AR guard (arguard.h): whatever it decides, greedy tokens are AR's; its opening is fixed
+   (ARB_ARGUARD_SPEC_PROBE speculative steps, then ARB_ARGUARD_AR_PROBE AR steps to measure AR
+   on a fresh decoder), and each of its AR steps is the anchor alone, recorded as such; a second
+   prompt on the same decoder speculates first again. */
+typedef struct guard_log {
+    int n, n_guard;
+    bool guard[256];
+    bool bad; /* a guard step with more than the anchor, or a non-AR mode */
+} guard_log;
+
+static int on_guard_step(const arb_step_record *r, void *ud)
+{
+    guard_log *g = ud;
+    if (g->n < 256)
+        g->guard[g->n] = r->ar_guard;
+    g->n++;
+    g->n_guard += r->ar_guard;
+    g->bad |= r->ar_guard && (r->n_nodes != 1 || r->accepted_k != 0 || r->mode != ARB_MODE_AR);
+    return 0;
+}
+
+Test(decode, ar_guard_reproduces_ar, .init = setup, .fini = teardown, .timeout = 600)
+{
+    if (!M)
+        cr_skip_test("default model not available (arbor fetch-model)");
+    static const char *methods[] = {"pld", "tr", "goose"};
+    for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
+        arb_err err = {0};
+        arb_method_spec s;
+        cr_assert_eq(arb_method_spec_preset(methods[m], &s, &err), ARB_OK, "%s", err.msg);
+        cr_assert_eq(arb_method_param_set(&s, "ar_guard", "true", &err), ARB_OK, "%s", err.msg);
+        arb_decoder *d;
+        cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK, "%s", err.msg);
+        for (size_t p = 0; p < 2; p++) {
+            int32_t ref[128];
+            int n_ref;
+            arb_prompt_result ar, r;
+            rec_sum sum;
+            generate("ar", prompts[p], 64, ref, &n_ref, &ar, &sum);
+            int32_t *ids;
+            int n;
+            cr_assert_eq(arb_gen_prompt(M, prompts[p], true, &ids, &n, &err), ARB_OK);
+            arb_decode_opts o = arb_decode_default_opts();
+            o.max_new = 64;
+            guard_log g = {0};
+            arb_decode_cb cb = {.on_step = on_guard_step, .ud = &g};
+            cr_assert_eq(arb_decoder_generate(d, ids, n, &o, &cb, &r, &err), ARB_OK, "%s", err.msg);
+            free(ids);
+            cr_assert_eq(r.n_generated, n_ref, "%s prompt %zu", methods[m], p);
+            for (int i = 0; i < n_ref; i++)
+                cr_assert_eq(r.ids[i], ref[i], "%s prompt %zu: token %d differs", methods[m], p, i);
+            cr_assert_not(g.bad, "%s: a guard step is the anchor alone, mode AR", methods[m]);
+            cr_assert_geq(g.n, ARB_ARGUARD_SPEC_PROBE + ARB_ARGUARD_AR_PROBE, "%s: %d steps", methods[m], g.n);
+            /* a prompt opens with a probe: SPEC_PROBE steps on a fresh decoder, at least PROBE_MIN */
+            for (int i = 0; i < (p == 0 ? ARB_ARGUARD_SPEC_PROBE : ARB_ARGUARD_PROBE_MIN); i++)
+                cr_assert_not(g.guard[i], "%s prompt %zu: step %d speculates", methods[m], p, i);
+            if (p == 0)
+                for (int i = ARB_ARGUARD_SPEC_PROBE; i < ARB_ARGUARD_SPEC_PROBE + ARB_ARGUARD_AR_PROBE; i++)
+                    cr_assert(g.guard[i], "%s: step %d measures AR", methods[m], i);
+            cr_log_info("%s prompt %zu: %d of %d steps AR by the guard", methods[m], p, g.n_guard, g.n);
+        }
+        arb_decoder_free(d);
     }
 }
 

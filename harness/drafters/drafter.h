@@ -88,6 +88,12 @@ typedef struct arb_drafter_i {
     /* The drafter builds its tree with the topology table (spec.topology, topology.h); a
        non-empty topology on any other drafter is an error. */
     bool uses_topology;
+    /* The decoder may skip propose and verified for some steps (a one-node tree: the AR guard,
+       arguard.h, `ar_guard`) and the drafter stays consistent: each propose rebuilds its step
+       state, and what it learns from comes through append, harvest, hidden and stop_logits,
+       which still run. False for drafters that keep a draft model or window in step with
+       every proposal (draft, eagle*, lookahead). */
+    bool ar_steps;
     /* Optional (NULL: none): the kind of trained-heads file s loads ("medusa", "hydra",
        "eagle"; its `heads` field names it), so a caller can find a missing file before a run
        starts (arb_method_heads_file, `arbor reproduce`). */

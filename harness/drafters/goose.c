@@ -333,6 +333,7 @@ static int gd_max_nodes(const arb_method_spec *s)
 
 const arb_drafter_i arb_drafter_goose = {
     .name = "goose",
+    .ar_steps = true,
     .create = gd_create,
     .destroy = gd_destroy,
     .begin = gd_begin,

@@ -461,6 +461,7 @@ static const char *md_heads_kind_hydra(const arb_method_spec *s)
 
 const arb_drafter_i arb_drafter_medusa = {
     .name = "medusa", .create = md_create_medusa, .destroy = md_destroy, .begin = md_begin, .append = md_append,
+    .ar_steps = true,
     .propose = md_propose, .bytes = md_bytes, .bind = md_bind, .hidden = md_hidden,
     .verified = md_verified, .stop_logits = md_stop_logits,
     .max_nodes = md_max_nodes, .defaults = md_defaults_medusa, .heads_kind = md_heads_kind_medusa,
@@ -468,6 +469,7 @@ const arb_drafter_i arb_drafter_medusa = {
 
 const arb_drafter_i arb_drafter_hydra = {
     .name = "hydra", .create = md_create_hydra, .destroy = md_destroy, .begin = md_begin, .append = md_append,
+    .ar_steps = true,
     .propose = md_propose, .bytes = md_bytes, .bind = md_bind, .hidden = md_hidden,
     .verified = md_verified, .stop_logits = md_stop_logits,
     .max_nodes = md_max_nodes, .defaults = md_defaults_hydra, .heads_kind = md_heads_kind_hydra,

@@ -393,6 +393,7 @@ static int pldd_max_nodes(const arb_method_spec *s)
 
 const arb_drafter_i arb_drafter_pld = {
     .name = "pld",
+    .ar_steps = true,
     .create = pld_create,
     .destroy = pld_destroy,
     .begin = pld_begin,

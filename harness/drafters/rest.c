@@ -321,6 +321,7 @@ static int rs_validate(const arb_method_spec *s, arb_err *err)
 
 const arb_drafter_i arb_drafter_rest = {
     .name = "rest",
+    .ar_steps = true,
     .create = rest_create,
     .destroy = rest_destroy,
     .begin = rest_begin,

@@ -444,6 +444,7 @@ static int trd_validate(const arb_method_spec *s, arb_err *err)
 
 const arb_drafter_i arb_drafter_tr = {
     .name = "tr",
+    .ar_steps = true,
     .create = tr_create,
     .destroy = tr_destroy,
     .begin = tr_begin,
