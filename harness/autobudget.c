@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "arb_git_rev.h"
+#include "drafters/drafter.h"
 #include "drafters/medusa.h"
 #include "drafters/tr.h"
 #include "genutil.h"
@@ -174,6 +175,18 @@ static double time_pass_us(arb_ctx *c, int rows)
 
 /* Medusa / Hydra with tree "auto": the budget from the heads file's held-out rank accuracies
    (the ones the drafter grows its tree from) and the cost of the drafting passes. */
+/* A budget predicted to lose to AR: the AR guard measures instead (arguard.h), so that "auto" is
+   never the slower choice for long (the prediction can be wrong either way: Medusa/Hydra were
+   predicted at 1.01-1.05x and measured at 0.81-0.98x). Greedy drafters that can skip a step
+   only; returns the text the resolve line appends. */
+static const char *guard_if_losing(arb_method_spec *s, double speedup)
+{
+    if (speedup >= 1.0 || s->ar_guard || s->temperature > 0 || !arb_drafter_find(s->drafter)->ar_steps)
+        return "";
+    s->ar_guard = true;
+    return "; predicted below AR: ar_guard on (AR steps while speculation measures slower)";
+}
+
 static int resolve_heads(arb_ctx *c, const arb_cost_model *cm, const char *profile, int b_max,
                          arb_method_spec *s, FILE *log, arb_err *err)
 {
@@ -210,13 +223,14 @@ static int resolve_heads(arb_ctx *c, const arb_cost_model *cm, const char *profi
                                         ARB_AUTOBUDGET_L, 2, hi, &B, &sp, &tau, err)))
         return rc;
     s->budget = B;
+    const char *guard = guard_if_losing(s, sp);
     if (log)
         fprintf(log, "[%s] budget auto: B = %d from the %d heads' rank accuracies (expected %.2f tokens per step; "
                      "predicted %.2fx AR at %d cached tokens: tree %.2f ms + %s of %.2f ms (%s) vs one node %.2f "
-                     "ms); "
+                     "ms)%s; "
                      "heads %s; profile %s\n",
                 s->id, B, K, tau, sp, ARB_AUTOBUDGET_L, arb_cost_us(cm, B, ARB_AUTOBUDGET_L) / 1e3,
-                hydra ? "a drafting pass per tree level" : "one drafting pass", pass_us / 1e3, timed ? "timed" : "estimated", arb_cost_us(cm, 1, ARB_AUTOBUDGET_L) / 1e3, file, profile);
+                hydra ? "a drafting pass per tree level" : "one drafting pass", pass_us / 1e3, timed ? "timed" : "estimated", arb_cost_us(cm, 1, ARB_AUTOBUDGET_L) / 1e3, guard, file, profile);
     return ARB_OK;
 }
 
@@ -285,6 +299,7 @@ int arb_autobudget_resolve(arb_ctx *c, int n_threads, arb_method_spec *s, FILE *
     if (rc)
         return rc;
     s->budget = B;
+    const char *guard = guard_if_losing(s, sp);
     const arb_topology_i *ti = arb_topology_find(s->topology);
     const bool chain = !strcmp(s->drafter, "goose") && ti && ti->wants_match && s->bypass;
     if (chain) { /* GOOSE's bypass chain: its length per step, up to the spine cap */
@@ -293,8 +308,8 @@ int arb_autobudget_resolve(arb_ctx *c, int n_threads, arb_method_spec *s, FILE *
     }
     if (log)
         fprintf(log, "[%s] budget auto: B = %d (predicted %.2fx AR at %d cached tokens: tree %.2f ms vs one node "
-                     "%.2f ms)%s; profile %s\n", s->id, B, sp, ARB_AUTOBUDGET_L, arb_cost_us(&cm, B, ARB_AUTOBUDGET_L) / 1e3,
+                     "%.2f ms)%s%s; profile %s\n", s->id, B, sp, ARB_AUTOBUDGET_L, arb_cost_us(&cm, B, ARB_AUTOBUDGET_L) / 1e3,
                 arb_cost_us(&cm, 1, ARB_AUTOBUDGET_L) / 1e3,
-                chain ? "; bypass chains: length per step from their acceptance and t(n, L)" : "", path);
+                chain ? "; bypass chains: length per step from their acceptance and t(n, L)" : "", guard, path);
     return ARB_OK;
 }

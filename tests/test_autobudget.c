@@ -123,6 +123,15 @@ Test(autobudget, resolve_finds_the_profile_or_names_the_command)
     cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
     cr_assert(!s.budget_auto);
     cr_assert_eq(s.budget, 2);
+    /* a node costs as much as the first: B = 2 is predicted at 1.6 / 2 = 0.8x AR, so the AR guard
+       measures instead (greedy only) */
+    cr_assert(s.ar_guard, "predicted below AR: ar_guard on");
+    cr_assert_eq(arb_method_spec_preset("goose", &s, &err), ARB_OK);
+    s.budget_auto = true;
+    s.temperature = 0.7;
+    cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert_not(s.ar_guard, "sampling: no guard");
+    s.temperature = 0;
     /* a profile of another build (or of none) is used, with a note that says so; this build's is not noted */
     const char *builds[3] = {"", "0123abc", ARB_GIT_REV};
     for (int k = 0; k < 3; k++) {
@@ -135,6 +144,8 @@ Test(autobudget, resolve_finds_the_profile_or_names_the_command)
         cr_assert_eq(arb_autobudget_resolve(c, 1, &s, log, &err), ARB_OK, "%s", err.msg);
         fclose(log);
         cr_assert_eq(s.budget, 2);
+        cr_assert(strstr(text, "predicted below AR: ar_guard on"), "%s", text);
+        s.ar_guard = false;
         const char *note = strstr(text, "note: this machine's cost profile was measured by");
         if (k == 2)
             cr_assert_null(note, "%s", text);
@@ -241,6 +252,7 @@ Test(autobudget, auto_presets_and_what_resolve_sets)
     cr_assert_eq(arb_method_spec_preset("goose-auto", &s, &err), ARB_OK, "%s", err.msg);
     cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
     cr_assert(s.budget >= 2 && s.budget <= 64, "B %d", s.budget);
+    cr_assert_not(s.ar_guard, "predicted above AR: no guard");
     cr_assert_eq(s.bypass_max, 63);
     cr_assert_eq(s.chain_cost.n_max, 64);
     /* Iso(3): the tree budget only (no context match, no chains); TR: the template cut */
