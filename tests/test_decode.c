@@ -121,6 +121,24 @@ static void generate_spec(const char *method, const arb_method_spec *sp, const c
     arb_decoder_free(d);
 }
 
+/* prompts[p] (chat template) through decoder d, max_new tokens at most, steps to cb; the result
+   in *r, and its tokens asserted equal to the reference (label names the run in a message). */
+static void decode_like_ar(arb_decoder *d, size_t p, int max_new, const arb_decode_cb *cb, arb_prompt_result *r,
+                           const int32_t *ref, int n_ref, const char *label)
+{
+    arb_err err = {0};
+    int32_t *ids;
+    int n;
+    cr_assert_eq(arb_gen_prompt(M, prompts[p], true, &ids, &n, &err), ARB_OK, "%s", err.msg);
+    arb_decode_opts o = arb_decode_default_opts();
+    o.max_new = max_new;
+    cr_assert_eq(arb_decoder_generate(d, ids, n, &o, cb, r, &err), ARB_OK, "%s: %s", label, err.msg);
+    free(ids);
+    cr_assert_eq(r->n_generated, n_ref, "%s prompt %zu: %d vs %d tokens", label, p, r->n_generated, n_ref);
+    for (int i = 0; i < n_ref; i++)
+        cr_assert_eq(r->ids[i], ref[i], "%s prompt %zu: token %d differs", label, p, i);
+}
+
 static void generate(const char *method, const char *prompt, int max_new, int32_t *out, int *n_out,
                      arb_prompt_result *res, rec_sum *sum)
 {
@@ -311,18 +329,8 @@ Test(decode, ar_guard_reproduces_ar, .init = setup, .fini = teardown, .timeout =
             arb_prompt_result ar, r;
             rec_sum sum;
             generate("ar", prompts[p], 64, ref, &n_ref, &ar, &sum);
-            int32_t *ids;
-            int n;
-            cr_assert_eq(arb_gen_prompt(M, prompts[p], true, &ids, &n, &err), ARB_OK);
-            arb_decode_opts o = arb_decode_default_opts();
-            o.max_new = 64;
             guard_log g = {0};
-            arb_decode_cb cb = {.on_step = on_guard_step, .ud = &g};
-            cr_assert_eq(arb_decoder_generate(d, ids, n, &o, &cb, &r, &err), ARB_OK, "%s", err.msg);
-            free(ids);
-            cr_assert_eq(r.n_generated, n_ref, "%s prompt %zu", methods[m], p);
-            for (int i = 0; i < n_ref; i++)
-                cr_assert_eq(r.ids[i], ref[i], "%s prompt %zu: token %d differs", methods[m], p, i);
+            decode_like_ar(d, p, 64, &(arb_decode_cb){.on_step = on_guard_step, .ud = &g}, &r, ref, n_ref, methods[m]);
             cr_assert_not(g.bad, "%s: a guard step is the anchor alone, mode AR", methods[m]);
             cr_assert_geq(g.n, ARB_ARGUARD_SPEC_PROBE + ARB_ARGUARD_AR_PROBE, "%s: %d steps", methods[m], g.n);
             /* a prompt opens with a probe: SPEC_PROBE steps on a fresh decoder, at least PROBE_MIN */
@@ -628,25 +636,16 @@ Test(decode, head_drafters_reproduce_ar, .init = setup, .fini = teardown, .timeo
             cr_assert_eq(arb_method_param_set(&s, "budget", "20", &err), ARB_OK, "%s", err.msg);
             arb_decoder *d;
             cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK, "%s", err.msg);
-            int32_t *ids;
-            int n;
-            cr_assert_eq(arb_gen_prompt(M, prompts[p], true, &ids, &n, &err), ARB_OK);
-            arb_decode_opts o = arb_decode_default_opts();
-            o.max_new = 24;
             memset(&sum, 0, sizeof sum);
             sum.all_ranked = true; /* every head node carries its rank */
-            arb_decode_cb cb = {.on_step = on_step, .ud = &sum};
-            cr_assert_eq(arb_decoder_generate(d, ids, n, &o, &cb, &r, &err), ARB_OK, "%s", err.msg);
-            cr_assert_eq(r.n_generated, n_ref, "%s/%s prompt %zu", runs[m].method, runs[m].tree, p);
-            for (int i = 0; i < n_ref; i++)
-                cr_assert_eq(r.ids[i], ref[i], "%s/%s prompt %zu: token %d differs", runs[m].method, runs[m].tree, p,
-                             i);
+            char label[64];
+            snprintf(label, sizeof label, "%s/%s", runs[m].method, runs[m].tree);
+            decode_like_ar(d, p, 24, &(arb_decode_cb){.on_step = on_step, .ud = &sum}, &r, ref, n_ref, label);
             cr_assert_eq(sum.committed + 1, n_ref);
             cr_assert_not(sum.bad_k);
             cr_assert_not(sum.bad_rank, "%s: ranks agree with the path", runs[m].method);
             cr_assert_leq(sum.max_nodes, !strcmp(runs[m].tree, "auto") ? 20 : 64);
             cr_assert_geq(sum.max_nodes, !strcmp(runs[m].tree, "auto") ? 20 : 64, "the whole tree is proposed");
-            free(ids);
             arb_decoder_free(d);
         }
         /* a heads file made for another model is refused by name */
@@ -942,24 +941,16 @@ Test(decode, entmtp_schedulers_reproduce_ar, .init = setup, .fini = teardown, .t
                 cr_assert_eq(arb_method_param_set(&s, "tree_sched", scheds[q], &err), ARB_OK, "%s", err.msg);
                 arb_decoder *d;
                 cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK, "%s", err.msg);
-                int32_t *ids;
-                int n;
-                cr_assert_eq(arb_gen_prompt(M, prompts[p], true, &ids, &n, &err), ARB_OK);
-                arb_decode_opts o = arb_decode_default_opts();
-                o.max_new = 32;
                 sched_sum ss = {0};
-                arb_decode_cb cb = {.on_step = on_sched_step, .ud = &ss};
-                cr_assert_eq(arb_decoder_generate(d, ids, n, &o, &cb, &r, &err), ARB_OK, "%s", err.msg);
-                cr_assert_eq(r.n_generated, n_ref, "%s/%s prompt %zu", kinds[k], scheds[q], p);
-                for (int i = 0; i < n_ref; i++)
-                    cr_assert_eq(r.ids[i], ref[i], "%s/%s prompt %zu: token %d differs", kinds[k], scheds[q], p, i);
+                char label[64];
+                snprintf(label, sizeof label, "%s/%s", kinds[k], scheds[q]);
+                decode_like_ar(d, p, 32, &(arb_decode_cb){.on_step = on_sched_step, .ud = &ss}, &r, ref, n_ref, label);
                 cr_assert_eq(ss.bad_topo, 0);
                 cr_assert_eq(ss.with_extra, ss.steps, "%s/%s: every step logs its features", kinds[k], scheds[q]);
                 if (q == 0)
                     cr_assert_eq(ss.n_tree[1], ss.steps, "static: always the bank's static tree");
                 cr_log_info("%s/%s prompt %zu: trees %d/%d/%d", kinds[k], scheds[q], p, ss.n_tree[0], ss.n_tree[1],
                             ss.n_tree[2]);
-                free(ids);
                 arb_decoder_free(d);
             }
         unlink(path);
