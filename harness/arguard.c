@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-/* Decay per observation: the speculative rate moves with the text (a window of ~10 steps), AR's
+/* Decay per observation: the speculative rate moves with the text (a window of ~20 steps), AR's
    only with the context length (~5 steps suffice; its steps cost the same every time). The step
    times are slower EMAs: a step's cost is the method's and the machine's, not the text's. */
 #define SPEC_DECAY 0.95
@@ -34,7 +34,6 @@ static void start_probe(arb_arguard *g)
     g->ar_phase = g->probing = false;
     g->left = probe_len(g);
     g->spec_tok = g->spec_tok2 = g->spec_us = g->spec_w = g->spec_w2 = 0;
-    g->spec_n = 0;
 }
 
 void arb_arguard_begin_prompt(arb_arguard *g) { start_probe(g); }
@@ -42,7 +41,7 @@ void arb_arguard_begin_prompt(arb_arguard *g) { start_probe(g); }
 double arb_arguard_rate(const arb_arguard *g, bool ar)
 {
     const double tok = ar ? g->ar_tok : g->spec_tok, us = ar ? g->ar_us : g->spec_us;
-    return (ar ? g->ar_n : g->spec_n) > 0 && us > 0 ? tok / us * 1e6 : 0.0;
+    return (ar ? g->ar_n > 0 : g->spec_w > 0) && us > 0 ? tok / us * 1e6 : 0.0;
 }
 
 /* Speculation's rate one standard error up: tokens per step vary (0 to the tree's depth
@@ -51,7 +50,7 @@ double arb_arguard_rate(const arb_arguard *g, bool ar)
    sample size is (sum w)^2 / sum w^2. */
 static double spec_rate_hi(const arb_arguard *g)
 {
-    if (g->spec_n == 0 || !(g->spec_us > 0))
+    if (!(g->spec_w > 0) || !(g->spec_us > 0))
         return 0.0;
     const double mean = g->spec_tok / g->spec_w, var = fmax(0.0, g->spec_tok2 / g->spec_w - mean * mean);
     const double n_eff = g->spec_w * g->spec_w / g->spec_w2;
@@ -93,7 +92,6 @@ void arb_arguard_observe(arb_arguard *g, int committed, double us)
         g->spec_us = SPEC_DECAY * g->spec_us + us;
         g->spec_w = SPEC_DECAY * g->spec_w + 1;
         g->spec_w2 = SPEC_DECAY * SPEC_DECAY * g->spec_w2 + 1;
-        g->spec_n++;
         g->since_ar++;
         g->spec_step_us = ema(g->spec_step_us, us);
     }

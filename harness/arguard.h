@@ -55,9 +55,10 @@ typedef struct arb_arguard {
     int last_fallback;  /* the last fallback's length; 0 once speculation has won a comparison */
     int n_fallbacks;    /* fallbacks so far (the run's) */
     double spec_tok, spec_tok2, spec_us, spec_w, spec_w2; /* decayed sums over speculative steps
-                                 (this probe or prompt): tokens, their squares, µs, weights, squared weights */
+                                 (this probe or prompt): tokens, their squares, µs, weights (0:
+                                 unmeasured), squared weights */
     double ar_tok, ar_us;     /* ... over AR steps (kept across prompts) */
-    int spec_n, ar_n;   /* steps behind each sum (0: unmeasured) */
+    int ar_n;           /* AR steps behind ar_tok/ar_us (0: unmeasured) */
     double spec_step_us, ar_step_us; /* mean wall time of one step of each kind (run-long EMAs;
                                         0: unmeasured): the probe's cap */
 } arb_arguard;

@@ -164,7 +164,7 @@ Test(arguard, a_new_prompt_forgets_speculation_keeps_ar)
     cr_assert_gt(g.ar_n, 0);
     cr_assert_gt(g.last_fallback, 0);
     arb_arguard_begin_prompt(&g);
-    cr_assert_eq(g.spec_n, 0);
+    cr_assert_float_eq(g.spec_w, 0.0, 0.0);
     cr_assert_not(arb_arguard_ar_step(&g), "a prompt starts speculating");
     cr_assert_float_eq(arb_arguard_rate(&g, true), 200.0, 1e-6);
     /* after a fallback, the prompt's probe is capped like any probe after one */

@@ -148,6 +148,16 @@ static void generate(const char *method, const char *prompt, int max_new, int32_
     generate_spec(method, &s, prompt, max_new, out, n_out, res, sum);
 }
 
+/* The AR tokens of prompts[p], max_new at most, into ref; returns how many. */
+static int ar_reference(size_t p, int max_new, int32_t *ref)
+{
+    int n_ref;
+    arb_prompt_result ar;
+    rec_sum sum;
+    generate("ar", prompts[p], max_new, ref, &n_ref, &ar, &sum);
+    return n_ref;
+}
+
 Test(decode, every_greedy_method_reproduces_ar, .init = setup, .fini = teardown, .timeout = 1500)
 {
     if (!M)
@@ -325,10 +335,8 @@ Test(decode, ar_guard_reproduces_ar, .init = setup, .fini = teardown, .timeout =
         cr_assert_eq(arb_decoder_new(C, &s, &d, &err), ARB_OK, "%s", err.msg);
         for (size_t p = 0; p < 2; p++) {
             int32_t ref[128];
-            int n_ref;
-            arb_prompt_result ar, r;
-            rec_sum sum;
-            generate("ar", prompts[p], 64, ref, &n_ref, &ar, &sum);
+            arb_prompt_result r;
+            const int n_ref = ar_reference(p, 64, ref);
             guard_log g = {0};
             decode_like_ar(d, p, 64, &(arb_decode_cb){.on_step = on_guard_step, .ud = &g}, &r, ref, n_ref, methods[m]);
             cr_assert_not(g.bad, "%s: a guard step is the anchor alone, mode AR", methods[m]);
@@ -624,10 +632,9 @@ Test(decode, head_drafters_reproduce_ar, .init = setup, .fini = teardown, .timeo
         write_random_heads(!strcmp(runs[m].method, "hydra") ? ARB_HEADS_HYDRA : ARB_HEADS_MEDUSA, path);
         for (size_t p = 0; p < 2; p++) {
             int32_t ref[128];
-            int n_ref;
-            arb_prompt_result ar, r;
+            arb_prompt_result r;
             rec_sum sum;
-            generate("ar", prompts[p], 24, ref, &n_ref, &ar, &sum);
+            const int n_ref = ar_reference(p, 24, ref);
             arb_err err = {0};
             arb_method_spec s;
             cr_assert_eq(arb_method_spec_preset(runs[m].method, &s, &err), ARB_OK);
@@ -929,10 +936,8 @@ Test(decode, entmtp_schedulers_reproduce_ar, .init = setup, .fini = teardown, .t
         for (int q = 0; q < 3; q++)
             for (size_t p = 0; p < 2; p++) {
                 int32_t ref[128];
-                int n_ref;
-                arb_prompt_result ar, r;
-                rec_sum sum;
-                generate("ar", prompts[p], 32, ref, &n_ref, &ar, &sum);
+                arb_prompt_result r;
+                const int n_ref = ar_reference(p, 32, ref);
                 arb_err err = {0};
                 arb_method_spec s;
                 cr_assert_eq(arb_method_spec_preset(kinds[k], &s, &err), ARB_OK);
