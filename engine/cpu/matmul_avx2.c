@@ -633,7 +633,7 @@ AI void tile_b32(const mm_job *j, const tile_tabs *tb, int rb, int ro, int nr, i
             const uint8_t *blk = wr[i] + (size_t)b * bsz;
             __m256i wv, wabs = _mm256_setzero_si256();
             if (kind == 2) {
-                _mm_prefetch((const char *)(pf[i] + (size_t)b * bsz), _MM_HINT_T0);
+                _mm_prefetch((const char *)(pf[i] + (size_t)b * bsz), _MM_HINT_T1);
                 wv = _mm256_loadu_si256((const __m256i *)(blk + 2));
                 wabs = _mm256_sign_epi8(wv, wv);
             } else if (kind == 1) {
@@ -984,7 +984,7 @@ AI void packed_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int 
         const uint8_t *p = grp + (size_t)b * gb;
         if (pf) /* the same block of the next row group: one group's work ahead */
             for (size_t o = 0; o < gb; o += 64)
-                _mm_prefetch((const char *)(pf + (size_t)b * gb + o), _MM_HINT_T0);
+                _mm_prefetch((const char *)(pf + (size_t)b * gb + o), _MM_HINT_T1);
         /* all 8 steps' codes stay in registers while the tokens go by */
         __m256i w[8];
 #pragma GCC unroll 4

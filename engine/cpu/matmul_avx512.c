@@ -74,9 +74,9 @@ AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, 
         acc[k] = _mm512_setzero_ps();
     for (int b = 0; b < g->nb; b++) {
         const uint8_t *p = base + (size_t)b * gb;
-        if (t0 == 0 && rb + 16 < (int)n_out) /* the same block of the next row group, a group's work ahead */
+        if (t0 == 0 && rb + 16 < (int)n_out) /* the same block of the next row group, a group's work ahead, into L2 (matmul_int.h) */
             for (size_t o = 0; o < gb; o += 64)
-                _mm_prefetch((const char *)(p + (size_t)g->nb * gb + o), _MM_HINT_T0);
+                _mm_prefetch((const char *)(p + (size_t)g->nb * gb + o), _MM_HINT_T1);
         __m512i w[8];
         load_codes(p, kind, w);
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(p + g->cb)));
@@ -151,7 +151,7 @@ AI void q4k_group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int 
         const uint8_t *p0 = base + (size_t)b * gb, *p1 = p0 + (q5 ? MM_Q5K_HALF : MM_Q4K_HALF);
         if (t0 == 0 && rb + 16 < (int)n_out) /* the same block of the next row group */
             for (size_t o = 0; o < gb; o += 64)
-                _mm_prefetch((const char *)(p0 + (size_t)g->nb * gb + o), _MM_HINT_T0);
+                _mm_prefetch((const char *)(p0 + (size_t)g->nb * gb + o), _MM_HINT_T1);
         __m512i is[K_TG];
         for (int k = 0; k < T; k++)
             is[k] = _mm512_setzero_si512();
@@ -218,7 +218,7 @@ AI void q6k_group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int 
         const uint8_t *p0 = base + (size_t)b * gb, *p1 = p0 + MM_Q6K_HALF;
         if (t0 == 0 && rb + 16 < (int)n_out)
             for (size_t o = 0; o < gb; o += 64)
-                _mm_prefetch((const char *)(p0 + (size_t)g->nb * gb + o), _MM_HINT_T0);
+                _mm_prefetch((const char *)(p0 + (size_t)g->nb * gb + o), _MM_HINT_T1);
         __m512i is[K_TG];
         for (int k = 0; k < T; k++)
             is[k] = _mm512_setzero_si512();

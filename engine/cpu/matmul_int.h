@@ -139,6 +139,18 @@ static inline size_t mm_packed_group_bytes(const mm_packed_geom *g) { return (si
    group of tokens streams over them. Changing it never changes results. */
 #define MM_ROW_BLOCK 16
 
+/* Software prefetches of weights a row group ahead go to L2 (_MM_HINT_T1), not L1, in the
+   kernels that serve many tokens per pass over a group (AVX-512 row lanes of every type,
+   the AVX2 packed Q4 halves) and in the AVX2 one-token Q8_0 tiles. Into L1 (T0) they
+   evicted what the pass was reading: with 8-16 tokens the activations of a 1536-wide
+   matrix (~25 KB) plus the current group and the prefetched one (~15 KB each) exceed a
+   32 KB L1, and the L1's few miss buffers stalled the prefetch bursts themselves (perf:
+   14 % of the Q8_0 head's samples on one prefetcht0). Measured on a Zen 4 EPYC, one
+   thread, SmolLM2 Q4_1 (docs/engine.md, "Prefetching into L2"): the AVX-512 head at 8 /
+   16 tokens 3.5 / 5.0 -> 1.7 / 3.1 ms, wide-tree evals at 8 nodes -20 %, the AVX2 one-node
+   eval 8.5 -> 5.8 ms. The K-quant AVX2 halves and the AVX2 token lanes measured no gain
+   (token lanes: a loss) and keep T0. A hint never changes a result. */
+
 /* CALL(t, nt) over tokens 0..n_tok-1: groups of 8 (or 4), then one group of the rest, nt a
    constant in every call so an always-inline kernel unrolls its token loops. Which group a
    token falls in never changes its result (the batch-invariance rule above). */
