@@ -173,8 +173,6 @@ static double time_pass_us(arb_ctx *c, int rows)
     return isfinite(best) ? best : 0;
 }
 
-/* Medusa / Hydra with tree "auto": the budget from the heads file's held-out rank accuracies
-   (the ones the drafter grows its tree from) and the cost of the drafting passes. */
 /* A budget predicted to lose to AR: the AR guard measures instead (arguard.h), so that "auto" is
    never the slower choice for long (the prediction can be wrong either way: Medusa/Hydra were
    predicted at 1.01-1.05x and measured at 0.81-0.98x). Greedy drafters that can skip a step
@@ -187,6 +185,8 @@ static const char *guard_if_losing(arb_method_spec *s, double speedup)
     return "; predicted below AR: ar_guard on (AR steps while speculation measures slower)";
 }
 
+/* Medusa / Hydra with tree "auto": the budget from the heads file's held-out rank accuracies
+   (the ones the drafter grows its tree from) and the cost of the drafting passes. */
 static int resolve_heads(arb_ctx *c, const arb_cost_model *cm, const char *profile, int b_max,
                          arb_method_spec *s, FILE *log, arb_err *err)
 {
