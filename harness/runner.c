@@ -182,6 +182,8 @@ static int on_step(const arb_step_record *r, void *ud)
     s->commit_us = llround(r->commit_us);
     g->xoff[g->n_steps] = -1;
     char buf[2400], ranks[900];
+    /* the AR guard's steps (arguard.h: nothing was drafted) say so in steps.extra */
+    const char *guard = r->ar_guard ? "\"ar_guard\":true" : "";
     int n = 0;
     rank_json(r, ranks, sizeof ranks);
     if (g->goose) {
@@ -189,20 +191,16 @@ static int on_step(const arb_step_record *r, void *ud)
                  "{\"match_n\":%d,\"d_len\":%d,\"match_len\":%d,\"consensus\":%s,\"consensus_distinct\":%s,"
                  "\"agree_len\":%d,\"r\":%.4g,\"p_s_hat\":%.4g,\"bs\":%d,"
                  "\"br\":%d,\"bsp\":%d,\"spine_alloc_sum\":%d,\"spine_break_depth\":%d,"
-                 "\"bigram_hits\":%d,\"table_fill\":%d%s}",
+                 "\"bigram_hits\":%d,\"table_fill\":%d%s%s%s}",
                  r->match_n, r->d_len, r->match_len, r->consensus ? "true" : "false",
                  r->consensus_distinct ? "true" : "false", r->agree_len, r->r, r->p_s_hat, r->bs, r->br,
-                 r->bsp, r->spine_alloc_sum, r->spine_break_depth, r->bigram_hits, r->table_fill, ranks);
-    } else if (ranks[0] || r->extra_json) { /* other ranked trees (TR, heads): the drafter's fields, ranks */
+                 r->bsp, r->spine_alloc_sum, r->spine_break_depth, r->bigram_hits, r->table_fill, ranks,
+                 guard[0] ? "," : "", guard);
+    } else if (ranks[0] || r->extra_json || guard[0]) { /* other trees (TR, heads): the drafter's fields, ranks */
         const char *x = r->extra_json ? r->extra_json : "";
-        n = snprintf(buf, sizeof buf, "{%s%s%s}", x, x[0] && ranks[0] ? "," : "", ranks[0] ? ranks + 1 : "");
-    }
-    if (r->ar_guard && n < (int)sizeof buf) { /* the AR guard's step (arguard.h): nothing was drafted */
-        if (n > 0)
-            n--; /* reopen the object */
-        else
-            buf[n++] = '{';
-        n += snprintf(buf + n, sizeof buf - (size_t)n, "%s\"ar_guard\":true}", buf[n - 1] == '{' ? "" : ",");
+        const bool before = x[0] || ranks[0]; /* members ahead of the guard's */
+        n = snprintf(buf, sizeof buf, "{%s%s%s%s%s}", x, x[0] && ranks[0] ? "," : "", ranks[0] ? ranks + 1 : "",
+                     guard[0] && before ? "," : "", guard);
     }
     if (n >= (int)sizeof buf)
         return 1; /* cannot happen with the fields' bounds; a cut JSON must not be stored */

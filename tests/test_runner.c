@@ -3,7 +3,8 @@
  * uninterrupted run stores (same prompts, tokens and step rows, nothing lost or duplicated);
  * Ctrl-C (SIGINT) stops cleanly with status 130; shards merged equal the unsharded run;
  * every speculative method is lossless against AR; run metadata is recorded; an EntMTP bank path
- * with {dataset} gives each dataset its own bank, and a missing one is an error naming it. */
+ * with {dataset} gives each dataset its own bank, and a missing one is an error naming it; the AR
+ * guard's steps are marked in steps.extra. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -336,4 +337,53 @@ Test(runner, entmtp_bank_path_filled_per_dataset, .timeout = 900)
     cr_assert(named, "the error names %s (see %s)", missing, log);
     snprintf(line, sizeof line, "rm -rf '%s'", d);
     cr_expect_eq(system(line), 0);
+}
+
+/* The AR guard's steps are marked in steps.extra beside the drafter's own members (GOOSE's
+   match fields; TR's ranks, or nothing), always as valid JSON, and the guarded runs stay
+   lossless. GOOSE's paper budget (B = 60) and TR's 81-node template lose to AR on a CPU, and
+   every prompt's first comparison re-measures AR with AR_PROBE guard steps in any case. */
+Test(runner, ar_guard_steps_marked_in_extra, .timeout = 900)
+{
+    need_model_and_data();
+    char d[] = "/tmp/agXXXXXX", db[128];
+    cr_assert(mkdtemp(d));
+    snprintf(cfg, sizeof cfg, "%s/c.json", d);
+    write_file(cfg, "{\"name\": \"guard-extra\", \"models\": [{\"id\": \"smollm2\", \"path\": \"default\"}],\n"
+                    " \"datasets\": [{\"name\": \"gsm8k\", \"limit\": 2, \"max_new_tokens\": 48}],\n"
+                    " \"methods\": [{\"id\": \"AR\", \"preset\": \"ar\"},\n"
+                    "             {\"id\": \"GOOSE-g\", \"preset\": \"goose\", \"ar_guard\": true},\n"
+                    "             {\"id\": \"TR-g\", \"preset\": \"tr\", \"ar_guard\": true}],\n"
+                    " \"seed\": 0, \"warmup\": 0}\n");
+    snprintf(db, sizeof db, "%s/r.db", d);
+    cr_assert_eq(run_arbor(db, NULL, 0, 0, NULL), 0, "arbor run failed: see %s.log", db);
+    cr_assert_eq(runs_q1(db, "SELECT COUNT(*) FROM prompts"), 6);
+    cr_assert_eq(runs_q1(db, "SELECT COUNT(*) FROM prompts WHERE lossless = 1"), 6, "guarded runs emit AR's tokens");
+    cr_assert_eq(runs_q1(db, "SELECT COUNT(*) FROM steps WHERE extra IS NOT NULL AND NOT json_valid(extra)"), 0,
+                 "every steps.extra is valid JSON");
+    static const char *const methods[] = {"GOOSE-g", "TR-g"};
+    char sql[512];
+    for (int i = 0; i < 2; i++) {
+        snprintf(sql, sizeof sql,
+                 "SELECT COUNT(*) FROM steps s JOIN runs r USING (run_key) WHERE r.method = '%s' AND "
+                 "json_extract(s.extra, '$.ar_guard') = 1",
+                 methods[i]);
+        cr_assert_geq(runs_q1(db, sql), 4, "%s: the guard's AR steps are marked", methods[i]);
+        snprintf(sql, sizeof sql,
+                 "SELECT COUNT(*) FROM steps s JOIN runs r USING (run_key) WHERE r.method = '%s' AND "
+                 "json_extract(s.extra, '$.ar_guard') = 1 AND (s.n_nodes != 1 OR s.mode != 'ar')",
+                 methods[i]);
+        cr_assert_eq(runs_q1(db, sql), 0, "%s: a marked step is a one-node AR step", methods[i]);
+        snprintf(sql, sizeof sql,
+                 "SELECT COUNT(*) FROM steps s JOIN runs r USING (run_key) WHERE r.method = '%s' AND "
+                 "json_extract(s.extra, '$.ar_guard') IS NULL AND s.n_nodes > 1",
+                 methods[i]);
+        cr_assert_gt(runs_q1(db, sql), 0, "%s: speculative steps carry no mark", methods[i]);
+    }
+    cr_assert_gt(runs_q1(db, "SELECT COUNT(*) FROM steps s JOIN runs r USING (run_key) WHERE r.method = 'GOOSE-g' AND "
+                             "json_extract(s.extra, '$.ar_guard') = 1 AND json_extract(s.extra, '$.match_n') IS NOT NULL"),
+                 0, "GOOSE's members stay beside the mark");
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    cr_expect_eq(system(cmd), 0);
 }
