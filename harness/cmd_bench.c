@@ -35,7 +35,9 @@ static const char engine_description[] =
     "  roofline  measured read bandwidth / weight bytes (batch-1 tok/s bound) and the\n"
     "            int8 dot rate of the kernel family's instruction (compute bound for 64 nodes)\n"
     "  kernels   the same evals' matrix products with the weights already in cache: what the\n"
-    "            kernels themselves cost at 1, 8, 16, 64 nodes, as ratios to the measured 1-node eval\n"
+    "            kernels themselves cost at 1, 8, 16, 64 nodes, as ratios to the measured 1-node eval;\n"
+    "            under them the Q4_1 instruction mix (the kernels' instructions, operands in L1) and\n"
+    "            the 8 / 16-node ratios no eval can beat with it\n"
     "  memory    RSS and KV-cache bytes per token\n"
     "--llama-bench PATH runs `PATH -m M -p 0 -n STEPS -t N -r R` (R = --llama-reps, default 2)\n"
     "right after arbor's decode, --rounds times (default 2), and prints both rates and their ratio.\n"
@@ -540,6 +542,15 @@ trees:
                "          measured 1-node eval (the least an 8 / 16 / 64-node eval can cost here, before attention)\n",
                kus[0] / 1e3, kus[1] / 1e3, kus[2] / 1e3, kus[3] / 1e3, kus[1] / 1e6 / tt[1][0], kus[2] / 1e6 / tt[1][0],
                kus[3] / 1e6 / tt[1][0]);
+        /* the floor under those kernels: their Q4_1 instructions with every operand in L1
+           (probe.c), as if every matrix of the model ran at that rate */
+        const double mix = arb_probe_q4_mix_macs(lo.isa, threads, quick ? 0.1 : 0.3);
+        if (mix > 0) {
+            const double per_node = (double)b.mi.n_params / mix;
+            printf("          Q4_1 instruction mix %.1f GMAC/s (operands in L1): 8 / 16 nodes >= %.2f / %.2fx the\n"
+                   "          1-node eval if every matrix ran at it (docs/cost-model.md, \"The kernels' floor\")\n",
+                   mix / 1e9, 8 * per_node / tt[1][0], 16 * per_node / tt[1][0]);
+        }
     }
 
     {

@@ -599,6 +599,16 @@ Test(matmul, roofline_probes_report_rates)
     cr_assert(arb_probe_int8_macs("sse9", 1, 0.01) < 0);
     if (ci.avx2 && ci.fma)
         cr_assert(fmas > 0 && isfinite(fmas), "fp32 FMA rate %g", fmas);
+    /* the Q4_1 instruction mix: a rate for each SIMD family this CPU runs, none for scalar */
+    const double mix = arb_probe_q4_mix_macs(NULL, 1, 0.01);
+    if (strcmp(arb_matmul_isa(), "scalar"))
+        cr_assert(mix > 0 && isfinite(mix), "Q4_1 mix rate %g", mix);
+    else
+        cr_assert_eq(mix, 0.0);
+    if (ci.avx2 && ci.fma)
+        cr_assert(arb_probe_q4_mix_macs("avx2", 2, 0.01) > 0);
+    cr_assert_eq(arb_probe_q4_mix_macs("scalar", 1, 0.01), 0.0);
+    cr_assert(arb_probe_q4_mix_macs("sse9", 1, 0.01) < 0);
 }
 
 /* A producer fused into the matmul (arb_matmul_multi_pre / arb_matmul_ex: RMSNorm,

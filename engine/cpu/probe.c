@@ -6,7 +6,10 @@
  *     instruction (vpdpbusd zmm with VNNI, maddubs+madd+add ymm on AVX2), counted
  *     in multiply-accumulates;
  *   - fp32 FMA rate: 16 independent chains of vfmadd (zmm with AVX-512, else ymm),
- *     counted in lane FMAs (one FMA = one multiply-accumulate).
+ *     counted in lane FMAs (one FMA = one multiply-accumulate);
+ *   - Q4_1 instruction mix: the many-token Q4_1 kernels' instructions for one block of
+ *     weights and 8 tokens, with every operand in L1 (the rate no scheduling or memory
+ *     work on those kernels can beat; below).
  * These are the numbers behind `arbor bench engine` (engine.h, arb_machine_get).
  */
 #include <stdint.h>
@@ -94,6 +97,44 @@ double arb_probe_read_bw(size_t bytes, int n_threads, double seconds)
     free(buf);
     arb_threadpool_free(tp);
     return best;
+}
+
+/* ---------------------------------------------------------------- the Q4_1 instruction mix
+   What the many-token Q4_1 kernels issue per block of 32 weights and token (matmul_avx512.c,
+   group; matmul_avx2.c, packed_half), 8 tokens per pass over one group's weights, on a
+   576-wide group whose weights, activations and scales all sit in L1. The integer dots are
+   only half of it: per block and token the scales cost a multiply, a convert and two FMAs
+   (Q4_1's min term), and the dot's activation operand is a broadcast from memory. On a
+   Zen 4 EPYC (2026-11-27) the AVX-512 mix ran at 11.4 cycles per 16 rows x 32 weights and
+   token against 8 for its 8 vpdpbusd alone with register operands (9.5 with the broadcast
+   operands, no scales), and the AVX2 mix at 10.0 per 8 rows against 9 multiplies (8
+   maddubs + 1 madd, one vector multiply per cycle there): the real kernels in cache run
+   at this rate (docs/cost-model.md, "The kernels' floor"). */
+#define MIX_NB 18 /* blocks per row: 576 weights, SmolLM2's n_embd */
+#define MIX_T 8   /* tokens per pass, as the kernels */
+#define MIX_PASSES 1024 /* ~0.5 ms a call: a pool round trip is noise against it */
+
+typedef struct mix_data {
+    uint8_t codes[MIX_NB][256] __attribute__((aligned(64))); /* 16 rows' nibbles, 4 steps x 64 bytes */
+    uint16_t dm[MIX_NB][32] __attribute__((aligned(64)));    /* fp16 d of the 16 rows, then m */
+    int8_t act[MIX_T][MIX_NB * 32] __attribute__((aligned(64)));
+    float dx[MIX_T][MIX_NB], fsum[MIX_T][MIX_NB]; /* per token and block */
+} mix_data;
+
+static void mix_fill(mix_data *d)
+{
+    for (int b = 0; b < MIX_NB; b++) {
+        for (int i = 0; i < 256; i++)
+            d->codes[b][i] = (uint8_t)(i * 37 + b);
+        for (int i = 0; i < 32; i++)
+            d->dm[b][i] = 0x2000 + (uint16_t)i; /* small positive fp16 */
+    }
+    for (int k = 0; k < MIX_T; k++) {
+        for (int i = 0; i < MIX_NB * 32; i++)
+            d->act[k][i] = (int8_t)((i * 13 + k) % 255 - 127);
+        for (int b = 0; b < MIX_NB; b++)
+            d->dx[k][b] = d->fsum[k][b] = 1e-3f * (float)(b + k + 1);
+    }
 }
 
 /* ---------------------------------------------------------------- int8 dot rate */
@@ -187,12 +228,89 @@ __attribute__((target("avx2,fma"))) static uint64_t loop_fma256(void)
     _mm256_storeu_ps(v, s);
     return (uint64_t)v[0];
 }
+
+__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) static uint64_t
+loop_mix_vnni(const mix_data *d)
+{
+    const __m512i nib = _mm512_set1_epi8(0x0F);
+    __m512 acc[MIX_T];
+    for (int k = 0; k < MIX_T; k++)
+        acc[k] = _mm512_setzero_ps();
+    for (int pass = 0; pass < MIX_PASSES; pass++)
+        for (int b = 0; b < MIX_NB; b++) {
+            __m512i w[8], s[MIX_T];
+            for (int q = 0; q < 4; q++) {
+                const __m512i c = _mm512_load_si512((const void *)(d->codes[b] + 64 * q));
+                w[q] = _mm512_and_si512(c, nib);
+                w[4 + q] = _mm512_and_si512(_mm512_srli_epi32(c, 4), nib);
+            }
+            const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)d->dm[b]));
+            const __m512 mw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(d->dm[b] + 16)));
+            for (int k = 0; k < MIX_T; k++)
+                s[k] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+            for (int q = 0; q < 8; q++)
+#pragma GCC unroll 8
+                for (int k = 0; k < MIX_T; k++) /* the kernels' fused broadcast operand */
+                    __asm__("vpdpbusd %2%{1to16%}, %1, %0"
+                            : "+v"(s[k])
+                            : "v"(w[q]), "m"(*(const int32_t *)(d->act[k] + 32 * b + 4 * q)));
+#pragma GCC unroll 8
+            for (int k = 0; k < MIX_T; k++) {
+                const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(d->dx[k][b]));
+                acc[k] = _mm512_fmadd_ps(sc, _mm512_cvtepi32_ps(s[k]), acc[k]);
+                acc[k] = _mm512_fmadd_ps(mw, _mm512_set1_ps(d->fsum[k][b]), acc[k]);
+            }
+        }
+    __m512 t = acc[0];
+    for (int k = 1; k < MIX_T; k++)
+        t = _mm512_add_ps(t, acc[k]);
+    return (uint64_t)_mm512_reduce_add_ps(t);
+}
+
+/* One 8-row half per block (the AVX2 kernels' unit): lane l of a step is row l. */
+__attribute__((target("avx2,fma,f16c"))) static uint64_t loop_mix_avx2(const mix_data *d)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    __m256 acc[MIX_T], accm[MIX_T];
+    for (int k = 0; k < MIX_T; k++)
+        acc[k] = accm[k] = _mm256_setzero_ps();
+    for (int pass = 0; pass < MIX_PASSES; pass++)
+        for (int b = 0; b < MIX_NB; b++) {
+            __m256i w[8];
+            for (int q = 0; q < 4; q++) {
+                const __m256i c = _mm256_load_si256((const __m256i *)(d->codes[b] + 64 * q));
+                w[q] = _mm256_and_si256(c, m4);
+                w[4 + q] = _mm256_and_si256(_mm256_srli_epi16(c, 4), m4);
+            }
+            const __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)d->dm[b]));
+            const __m256 mw = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(d->dm[b] + 16)));
+#pragma GCC unroll 8
+            for (int k = 0; k < MIX_T; k++) {
+                const int8_t *ak = d->act[k] + 32 * b;
+                __m256i a16 = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(*(const int32_t *)ak));
+#pragma GCC unroll 7
+                for (int q = 1; q < 8; q++)
+                    a16 = _mm256_add_epi16(a16, _mm256_maddubs_epi16(w[q], _mm256_set1_epi32(*(const int32_t *)(ak + 4 * q))));
+                const __m256i s = _mm256_madd_epi16(a16, ones);
+                acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(d->dx[k][b])), _mm256_cvtepi32_ps(s), acc[k]);
+                accm[k] = _mm256_fmadd_ps(mw, _mm256_set1_ps(d->fsum[k][b]), accm[k]);
+            }
+        }
+    float v[8];
+    __m256 t = _mm256_add_ps(acc[0], accm[0]);
+    for (int k = 1; k < MIX_T; k++)
+        t = _mm256_add_ps(t, _mm256_add_ps(acc[k], accm[k]));
+    _mm256_storeu_ps(v, t);
+    return (uint64_t)v[0];
+}
 #endif
 
-enum { DOT_NONE, DOT_AVX2, DOT_VNNI, FMA_256, FMA_512 };
+enum { DOT_NONE, DOT_AVX2, DOT_VNNI, FMA_256, FMA_512, MIX_AVX2, MIX_VNNI };
 
 typedef struct dot_job {
-    int kind;              /* DOT_* (int8 multiply-accumulates) or FMA_* (fp32 FMAs) */
+    int kind;              /* DOT_* (int8 multiply-accumulates), FMA_* (fp32 FMAs) or MIX_* */
+    const mix_data *mix;   /* MIX_*: the operands, shared read-only by every thread */
     uint64_t ops[64];      /* per thread: MACs or FMA lanes */
     uint64_t sink[64];     /* loop results, stored so the loops are not dead code */
 } dot_job;
@@ -203,16 +321,19 @@ static void dot_task(void *ud, int ith, int nth)
     uint64_t n = 0, per_op = 0;
     (void)nth;
 #if defined(__x86_64__) && defined(__GNUC__)
+    uint64_t reps = (uint64_t)ITERS * 16; /* instructions of a dot or FMA loop */
     switch (j->kind) {
     case DOT_VNNI: n = loop_vnni(), per_op = 64; break;
     case DOT_AVX2: n = loop_avx2(), per_op = 32; break;
     case FMA_512: n = loop_fma512(), per_op = 16; break;
     case FMA_256: n = loop_fma256(), per_op = 8; break;
+    case MIX_VNNI: n = loop_mix_vnni(j->mix), per_op = 16 * 32, reps = (uint64_t)MIX_PASSES * MIX_NB * MIX_T; break;
+    case MIX_AVX2: n = loop_mix_avx2(j->mix), per_op = 8 * 32, reps = (uint64_t)MIX_PASSES * MIX_NB * MIX_T; break;
     default: break;
     }
 #endif
     j->sink[ith & 63] = n;
-    j->ops[ith & 63] = (uint64_t)ITERS * 16 * per_op;
+    j->ops[ith & 63] = reps * per_op;
 }
 
 /* Best rate of j's loop on n_threads threads over about `seconds`. */
@@ -245,6 +366,24 @@ double arb_probe_int8_macs(const char *kernels, int n_threads, double seconds)
         return -1.0;
     dot_job j = {.kind = !strcmp(isa, "avx512vnni") ? DOT_VNNI : !strcmp(isa, "avx2") ? DOT_AVX2 : DOT_NONE};
     return j.kind == DOT_NONE ? 0.0 : probe_rate(&j, n_threads, seconds);
+}
+
+double arb_probe_q4_mix_macs(const char *kernels, int n_threads, double seconds)
+{
+    const char *isa = arb_cpu_kernels(kernels);
+    if (!isa)
+        return -1.0;
+    dot_job j = {.kind = !strcmp(isa, "avx512vnni") ? MIX_VNNI : !strcmp(isa, "avx2") ? MIX_AVX2 : DOT_NONE};
+    if (j.kind == DOT_NONE)
+        return 0.0;
+    mix_data *d = aligned_alloc(64, sizeof *d);
+    if (!d)
+        return -1.0;
+    mix_fill(d);
+    j.mix = d;
+    const double r = probe_rate(&j, n_threads, seconds);
+    free(d);
+    return r;
 }
 
 double arb_probe_fma_flops(int n_threads, double seconds)

@@ -244,6 +244,13 @@ double arb_probe_read_bw(size_t bytes, int n_threads, double seconds);
    avx512vnni, maddubs + madd ymm for avx2) on n_threads threads; 0 for the scalar family,
    < 0 on failure or an unknown name. */
 double arb_probe_int8_macs(const char *kernels, int n_threads, double seconds);
+/* Multiply-accumulates per second of the kernel family's many-token Q4_1 instruction
+   sequence (per block of 32 weights and token: the integer dots with their broadcast
+   activation operands, then the scale multiply, convert and two FMAs; 8 tokens per pass),
+   every operand in L1: the most a Q4_1 product over many tokens reaches with these
+   kernels' instructions, whatever the scheduling or memory traffic. 0 for the scalar
+   family, < 0 on failure or an unknown name. */
+double arb_probe_q4_mix_macs(const char *kernels, int n_threads, double seconds);
 /* Microseconds the matrix products of one n-node eval on context c take when the weights are
    already in cache: the kernels' compute bound at n nodes, against which an eval that streams
    its weights from memory is measured (`arbor bench engine`, "kernels" line). Each class of the
