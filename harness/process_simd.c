@@ -39,8 +39,15 @@ typedef struct proc_impl {
     int (*residual_sum)(const double *x, double a, const double *y, double ys, int V, double *r, double *S);
 } proc_impl;
 
+/* Each width's section is compiled for its ISA: GCC's push_options / target pragmas, and for
+   clang (which ignores those; the libFuzzer build of tests/fuzz compiles this file with it)
+   the same target through `#pragma clang attribute` on every function of the section. */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 /* s + the lanes of t in order, each a scalar add (add_sd) */
 static inline __m128d add_lanes4(__m128d s, __m256d t)
 {
@@ -63,10 +70,15 @@ static inline __m128d add_lanes4(__m128d s, __m256d t)
 #define PS_VEXP(v) vexp4(v)
 #define PS_VEXP_OK(v) vexp4_in_range(v)
 #include "process_simd_body.h"
+#if defined(__clang__)
+#pragma clang attribute pop
+#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
+#else
 #pragma GCC pop_options
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx2,fma") /* avx2,fma too: add_lanes4 inlines into this section */
+#endif
 static inline __m128d add_lanes8(__m128d s, __m512d t)
 {
     return add_lanes4(add_lanes4(s, _mm512_castpd512_pd256(t)), _mm512_extractf64x4_pd(t, 1));
@@ -84,7 +96,11 @@ static inline __m128d add_lanes8(__m128d s, __m512d t)
 #define PS_VEXP(v) vexp8(v)
 #define PS_VEXP_OK(v) vexp8_in_range(v)
 #include "process_simd_body.h"
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 /* the vector passes of isa, or NULL for the scalar path */
 static const proc_impl *impl_of(int isa)
