@@ -583,32 +583,33 @@ Test(matmul, multi_equals_separate_calls)
    are hand-written assembly) and report a rate, not a timing claim. */
 #include "engine.h"
 
-Test(matmul, roofline_probes_report_rates)
+/* An int8 probe (arb_probe_int8_macs, arb_probe_q4_mix_macs): a rate for each SIMD family
+   this CPU runs, none for scalar, an error for a family that does not exist. */
+static void check_int8_probe(double (*probe)(const char *, int, double), const char *what)
 {
     arb_cpuinfo ci;
     arb_cpuinfo_get(&ci);
-    const double macs = arb_probe_int8_macs(NULL, 1, 0.01), fmas = arb_probe_fma_flops(1, 0.01);
+    const double r = probe(NULL, 1, 0.01);
     if (strcmp(arb_matmul_isa(), "scalar"))
-        cr_assert(macs > 0 && isfinite(macs), "int8 dot rate %g", macs);
+        cr_assert(r > 0 && isfinite(r), "%s %g", what, r);
     else
-        cr_assert_eq(macs, 0.0);
-    /* a named family measures its own instruction: the AVX2 one wherever AVX2 runs */
+        cr_assert_eq(r, 0.0);
+    /* a named family measures its own instructions: the AVX2 ones wherever AVX2 runs */
     if (ci.avx2 && ci.fma)
-        cr_assert(arb_probe_int8_macs("avx2", 1, 0.01) > 0);
-    cr_assert_eq(arb_probe_int8_macs("scalar", 1, 0.01), 0.0);
-    cr_assert(arb_probe_int8_macs("sse9", 1, 0.01) < 0);
+        cr_assert(probe("avx2", 2, 0.01) > 0, "%s, avx2 on two threads", what);
+    cr_assert_eq(probe("scalar", 1, 0.01), 0.0);
+    cr_assert(probe("sse9", 1, 0.01) < 0);
+}
+
+Test(matmul, roofline_probes_report_rates)
+{
+    check_int8_probe(arb_probe_int8_macs, "int8 dot rate");
+    check_int8_probe(arb_probe_q4_mix_macs, "Q4_1 instruction mix");
+    arb_cpuinfo ci;
+    arb_cpuinfo_get(&ci);
+    const double fmas = arb_probe_fma_flops(1, 0.01);
     if (ci.avx2 && ci.fma)
         cr_assert(fmas > 0 && isfinite(fmas), "fp32 FMA rate %g", fmas);
-    /* the Q4_1 instruction mix: a rate for each SIMD family this CPU runs, none for scalar */
-    const double mix = arb_probe_q4_mix_macs(NULL, 1, 0.01);
-    if (strcmp(arb_matmul_isa(), "scalar"))
-        cr_assert(mix > 0 && isfinite(mix), "Q4_1 mix rate %g", mix);
-    else
-        cr_assert_eq(mix, 0.0);
-    if (ci.avx2 && ci.fma)
-        cr_assert(arb_probe_q4_mix_macs("avx2", 2, 0.01) > 0);
-    cr_assert_eq(arb_probe_q4_mix_macs("scalar", 1, 0.01), 0.0);
-    cr_assert(arb_probe_q4_mix_macs("sse9", 1, 0.01) < 0);
 }
 
 /* A producer fused into the matmul (arb_matmul_multi_pre / arb_matmul_ex: RMSNorm,
