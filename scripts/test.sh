@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/test.sh — the whole test suite from a fresh machine: install, build, fetch the
-# default model and Gemma-3 270M, run the unit + model suites, then the unit suite under ASan+UBSan.
+# default model and Gemma-3 270M, run the unit + model suites, then the unit suite under ASan+UBSan,
+# then the three libFuzzer targets for 20 s each.
 # The first stage checks the engine boundary (scripts/check_boundary.sh).
 #   usage: scripts/test.sh            (ARBOR_DATA defaults to ../shared/datasets if present)
 set -euo pipefail
@@ -28,6 +29,9 @@ stage "unit + model tests" meson test -C build-release --suite unit --suite mode
 stage "asan+ubsan build" scripts/setup.sh build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false "${werror[@]}"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 stage "unit tests under asan+ubsan" meson test -C build-asan --suite unit --print-errorlogs --num-processes 2
+# The libFuzzer targets (clang, ASan+UBSan): built, so that a harness change they do not
+# link with fails here, and run briefly each from their generated seeds (a finding fails).
+stage "fuzz targets, 20 s each" tests/fuzz/run.sh 20 build-fuzz
 echo
 echo "| stage | result | time |"
 echo "|---|---|---|"

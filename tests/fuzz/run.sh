@@ -17,12 +17,16 @@ secs=${1:-60}
 bdir=${2:-$root/build-fuzz}
 [ $# -gt 2 ] && shift 2 || set -- gguf config dataset
 case $bdir in /*) ;; *) bdir=$root/$bdir ;; esac
+# a failed setup or build shows its last lines (the campaign's own output stays in its log)
+quiet() {
+    out=$("$@" 2>&1) || { printf '%s\n' "$out" | tail -40 >&2; echo "run.sh: failed: $*" >&2; exit 1; }
+}
 if [ ! -f "$bdir/build.ninja" ]; then
-    CC=clang meson setup "$bdir" "$root" -Dfuzz=true -Dcuda=disabled --buildtype=debugoptimized >/dev/null
+    quiet env CC=clang meson setup "$bdir" "$root" -Dfuzz=true -Dcuda=disabled --buildtype=debugoptimized
 fi
 status=0
 for t in "$@"; do
-    ninja -C "$bdir" -j2 "tests/fuzz/fuzz_$t" tests/fuzz/make_seeds tests/fuzz/make_dataset_seeds >/dev/null
+    quiet ninja -C "$bdir" -j2 "tests/fuzz/fuzz_$t" tests/fuzz/make_seeds tests/fuzz/make_dataset_seeds
     seeds=$bdir/fuzz-seeds-$t corpus=$bdir/fuzz-corpus-$t
     mkdir -p "$seeds" "$corpus" "$bdir/fuzz-artifacts"
     dict=
