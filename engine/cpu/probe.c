@@ -229,6 +229,14 @@ __attribute__((target("avx2,fma"))) static uint64_t loop_fma256(void)
     return (uint64_t)v[0];
 }
 
+/* A mix loop's result as its bits (the sum may be negative: no float-to-unsigned conversion) */
+static uint64_t mix_sink(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) static uint64_t
 loop_mix_vnni(const mix_data *d)
 {
@@ -265,7 +273,7 @@ loop_mix_vnni(const mix_data *d)
     __m512 t = acc[0];
     for (int k = 1; k < MIX_T; k++)
         t = _mm512_add_ps(t, acc[k]);
-    return (uint64_t)_mm512_reduce_add_ps(t);
+    return mix_sink(_mm512_reduce_add_ps(t));
 }
 
 /* One 8-row half per block (the AVX2 kernels' unit): lane l of a step is row l. */
@@ -302,7 +310,7 @@ __attribute__((target("avx2,fma,f16c"))) static uint64_t loop_mix_avx2(const mix
     for (int k = 1; k < MIX_T; k++)
         t = _mm256_add_ps(t, _mm256_add_ps(acc[k], accm[k]));
     _mm256_storeu_ps(v, t);
-    return (uint64_t)v[0];
+    return mix_sink(v[0]);
 }
 #endif
 
@@ -318,10 +326,10 @@ typedef struct dot_job {
 static void dot_task(void *ud, int ith, int nth)
 {
     dot_job *j = ud;
-    uint64_t n = 0, per_op = 0;
+    uint64_t n = 0, per_op = 0, reps = 0;
     (void)nth;
 #if defined(__x86_64__) && defined(__GNUC__)
-    uint64_t reps = (uint64_t)ITERS * 16; /* instructions of a dot or FMA loop */
+    reps = (uint64_t)ITERS * 16; /* instructions of a dot or FMA loop */
     switch (j->kind) {
     case DOT_VNNI: n = loop_vnni(), per_op = 64; break;
     case DOT_AVX2: n = loop_avx2(), per_op = 32; break;
