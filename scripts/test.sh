@@ -26,7 +26,11 @@ stage "release build" scripts/setup.sh build-release --buildtype=release "${werr
 stage "fetch model" ./build-release/harness/arbor fetch-model --quiet
 stage "fetch gemma3-270m" ./build-release/harness/arbor fetch-model gemma3-270m --quiet
 stage "unit + model tests" meson test -C build-release --suite unit --suite model --print-errorlogs --num-processes 2
-stage "asan+ubsan build" scripts/setup.sh build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false "${werror[@]}"
+# UBSan as meson's b_sanitize gives it, plus float-cast-overflow (a float converted to an
+# integer type that cannot hold it: undefined, and not part of -fsanitize=undefined)
+fcast=-fsanitize=float-cast-overflow
+stage "asan+ubsan build" scripts/setup.sh build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
+  -Dc_args=$fcast -Dc_link_args=$fcast "${werror[@]}"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 stage "unit tests under asan+ubsan" meson test -C build-asan --suite unit --print-errorlogs --num-processes 2
 # The libFuzzer targets (clang, ASan+UBSan): built, so that a harness change they do not
