@@ -42,12 +42,15 @@ typedef struct proc_impl {
 /* Each width's section is compiled for its ISA: GCC's push_options / target pragmas, and for
    clang (which ignores those; the libFuzzer build of tests/fuzz compiles this file with it)
    the same target through `#pragma clang attribute` on every function of the section. */
+#define PS_PRAGMA(x) _Pragma(#x)
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#define PS_SECTION_BEGIN(isa) PS_PRAGMA(clang attribute push(__attribute__((target(isa))), apply_to = function))
+#define PS_SECTION_END PS_PRAGMA(clang attribute pop)
 #else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#define PS_SECTION_BEGIN(isa) PS_PRAGMA(GCC push_options) PS_PRAGMA(GCC target(isa))
+#define PS_SECTION_END PS_PRAGMA(GCC pop_options)
 #endif
+PS_SECTION_BEGIN("avx2,fma")
 /* s + the lanes of t in order, each a scalar add (add_sd) */
 static inline __m128d add_lanes4(__m128d s, __m256d t)
 {
@@ -70,15 +73,9 @@ static inline __m128d add_lanes4(__m128d s, __m256d t)
 #define PS_VEXP(v) vexp4(v)
 #define PS_VEXP_OK(v) vexp4_in_range(v)
 #include "process_simd_body.h"
-#if defined(__clang__)
-#pragma clang attribute pop
-#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
-#else
-#pragma GCC pop_options
+PS_SECTION_END
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma") /* avx2,fma too: add_lanes4 inlines into this section */
-#endif
+PS_SECTION_BEGIN("avx512f,avx2,fma") /* avx2,fma too: add_lanes4 inlines into this section */
 static inline __m128d add_lanes8(__m128d s, __m512d t)
 {
     return add_lanes4(add_lanes4(s, _mm512_castpd512_pd256(t)), _mm512_extractf64x4_pd(t, 1));
@@ -96,11 +93,7 @@ static inline __m128d add_lanes8(__m128d s, __m512d t)
 #define PS_VEXP(v) vexp8(v)
 #define PS_VEXP_OK(v) vexp8_in_range(v)
 #include "process_simd_body.h"
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+PS_SECTION_END
 
 /* the vector passes of isa, or NULL for the scalar path */
 static const proc_impl *impl_of(int isa)

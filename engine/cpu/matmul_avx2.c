@@ -969,7 +969,9 @@ AI void toklanes_b32(const mm_job *j, xi_tabs *xt, int r0, int r1, int t0, const
 
 /* Rows row0..row0+7 (a half: row0 % 16 is 0 or 8) of the group at grp, tokens
    t0..t0+T-1. One base pointer and the row stride address every activation read
-   (per-token pointers ran out of registers and were spilled: 5 % slower at 8 tokens). */
+   (per-token pointers ran out of registers and were spilled: 5 % slower at 8 tokens).
+   probe.c's Q4_1 instruction mix repeats this loop's instructions: a change here goes
+   there too. */
 AI void packed_half(const mm_job *j, const uint8_t *grp, size_t gb, int nb, int row0, int t0, const int T,
                     const int kind, const uint8_t *pf)
 {

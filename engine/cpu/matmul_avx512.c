@@ -61,7 +61,8 @@ AI __m512i dpbusd_bcast(__m512i acc, __m512i w, const int32_t *x)
 }
 
 /* kind: 0 = Q4_1, 1 = Q4_0, 2 = Q8_0. y for rows rb..re-1 (one group, rb a multiple
-   of 16) and tokens t0..t0+NT-1. */
+   of 16) and tokens t0..t0+NT-1. probe.c's Q4_1 instruction mix (arb_probe_q4_mix_macs,
+   the bench's floor line) repeats this loop's instructions: a change here goes there too. */
 AI void group(const mm_job *j, const mm_packed_geom *g, int rb, int re, int t0, const int NT, const int kind)
 {
     const size_t n_out = (size_t)j->w->n_out, gb = mm_packed_group_bytes(g);
