@@ -157,7 +157,7 @@ int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err
         goto fail;
     if (m->cuda)
         return cuda_ctx_new(c, out, err);
-    if ((rc = arb_kv_init(&c->kv, c->n_layer, c->n_ctx, m->n_head_kv, m->head_dim, err)))
+    if ((rc = arb_kv_init(&c->kv, c->n_layer, c->n_ctx, m->n_head_kv, m->head_dim, !m->opts.no_huge_pages, err)))
         goto fail;
 
     const size_t nb = (size_t)c->n_batch_max, qd = (size_t)m->n_head * m->head_dim;

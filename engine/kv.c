@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int arb_kv_init(arb_kv *kv, int n_layer, int n_rows, int n_head_kv, int head_dim, arb_err *err)
+#include "bigmem.h"
+
+int arb_kv_init(arb_kv *kv, int n_layer, int n_rows, int n_head_kv, int head_dim, bool huge_pages, arb_err *err)
 {
     memset(kv, 0, sizeof *kv);
     if (n_layer < 1 || n_rows < 1 || n_head_kv < 1 || head_dim < 1)
@@ -16,8 +18,9 @@ int arb_kv_init(arb_kv *kv, int n_layer, int n_rows, int n_head_kv, int head_dim
         return ARB_ERR(err, ARB_E_INVAL, "kv: %d x %d x %d x %d floats overflow", n_layer, n_head_kv, n_rows,
                        head_dim);
     size_t total = per * (size_t)n_layer;
-    kv->k = calloc(total, sizeof(float));
-    kv->v = calloc(total, sizeof(float));
+    kv->bytes = total * sizeof(float);
+    kv->k = arb_bigmem_alloc(kv->bytes, huge_pages);
+    kv->v = arb_bigmem_alloc(kv->bytes, huge_pages);
     if (!kv->k || !kv->v) {
         arb_kv_release(kv);
         return ARB_ERR(err, ARB_E_NOMEM, "kv: out of memory for %zu MiB",
@@ -34,8 +37,8 @@ void arb_kv_release(arb_kv *kv)
 {
     if (!kv)
         return;
-    free(kv->k);
-    free(kv->v);
+    arb_bigmem_free(kv->k, kv->bytes);
+    arb_bigmem_free(kv->v, kv->bytes);
     memset(kv, 0, sizeof *kv);
 }
 

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "bigmem.h"
 #include "chat.h"
 #include "cpu/threadpool.h"
 #include "cuda/cuda.h"
@@ -38,7 +39,8 @@ static const arch_row arch_table[] = {
 arb_load_opts arb_load_default_opts(void)
 {
     arb_load_opts o = {.backend = ARB_BACKEND_CPU, .n_threads = 0, .isa = NULL, .vocab_only = false,
-                       .gpu_exact = false, .attn_scalar = false, .no_pack = false};
+                       .gpu_exact = false, .attn_scalar = false, .no_pack = false,
+                       .no_huge_pages = false};
     return o;
 }
 
@@ -353,6 +355,10 @@ static size_t widened_bytes(const arb_qmat *q, uint32_t to, size_t *rows_bytes)
     return rb + (bn ? ((size_t)q->n_in / (size_t)bn * (size_t)q->n_out * sizeof(float) + 63) & ~(size_t)63 : 0);
 }
 
+/* The weight copies the kernels stream every eval (packed, widened, F32) on 2 MB pages
+   unless opts.no_huge_pages (bigmem.h). Free with arb_bigmem_free and the same size. */
+static void *weights_alloc(const arb_model *m, size_t bytes) { return arb_bigmem_alloc(bytes, !m->opts.no_huge_pages); }
+
 /* Matrices in a block type without a matmul kernel, rewritten at load (on the heap, in
    m->widened) into one that has kernels in every family:
    - Q5_0 (llama.cpp's fallback for k-quant rows that are not a multiple of 256, e.g. Gemma-3
@@ -383,7 +389,7 @@ static int widen_matrices(arb_model *m, arb_err *err)
     }
     m->widened_bytes = total;
     float *c = total ? malloc(sizeof(float) * (size_t)(max_in / 16)) : NULL;
-    if (total && (!c || !(m->widened = malloc(total)))) {
+    if (total && (!c || !(m->widened = weights_alloc(m, total)))) {
         free(mats), free(c);
         return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory for %zu MB of widened weights", m->path, total >> 20);
     }
@@ -448,7 +454,7 @@ static int dequant_weights(arb_model *m, arb_err *err)
     for (int i = 0; i < n; i++)
         if (mats[i]->type != ARB_TYPE_F32 && mats[i]->type != keep)
             total += (size_t)mats[i]->n_in * (size_t)mats[i]->n_out;
-    if (total && !(m->dequant = malloc(total * sizeof(float)))) {
+    if (total && !(m->dequant = weights_alloc(m, m->dequant_bytes = total * sizeof(float)))) {
         free(mats);
         return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory for %zu MB of F32 weights", m->path,
                        total * sizeof(float) >> 20);
@@ -528,8 +534,8 @@ static int pack_weights(arb_model *m, arb_err *err)
             total += (arb_matmul_pack_bytes(mats[i]) + 63) & ~(size_t)63;
         }
     n = k;
-    if (total && posix_memalign(&m->packed, 64, total)) {
-        m->packed = NULL;
+    m->packed_bytes = total;
+    if (total && !(m->packed = weights_alloc(m, total))) {
         free(mats), free(dst), free(first);
         return ARB_ERR(err, ARB_E_NOMEM, "%s: out of memory for %zu bytes of packed weights", m->path, total);
     }
@@ -692,9 +698,9 @@ void arb_model_free(arb_model *m)
     arb_tokenizer_free(m->tok);
     arb_gguf_close(m->g);
     free(m->layers);
-    free(m->packed);
-    free(m->widened);
-    free(m->dequant);
+    arb_bigmem_free(m->packed, m->packed_bytes);
+    arb_bigmem_free(m->widened, m->widened_bytes);
+    arb_bigmem_free(m->dequant, m->dequant_bytes);
     free(m->path);
     free(m);
 }
@@ -716,6 +722,18 @@ void arb_model_get_info(const arb_model *m, arb_model_info *out)
     out->eot = m->tok ? arb_tokenizer_eot(m->tok) : -1;
     out->n_params = m->n_params;
     out->weight_bytes = m->weight_bytes;
+}
+
+int arb_model_weight_pages(const arb_model *m, uint64_t *copy_bytes, uint64_t *huge_bytes, arb_err *err)
+{
+    const void *p[3] = {m->packed, m->widened, m->dequant};
+    const size_t n[3] = {m->packed_bytes, m->widened_bytes, m->dequant_bytes};
+    *copy_bytes = 0;
+    for (int i = 0; i < 3; i++)
+        *copy_bytes += p[i] ? n[i] : 0;
+    if (arb_bigmem_huge_bytes(p, n, 3, huge_bytes))
+        return ARB_ERR(err, ARB_E_IO, "/proc/self/smaps: cannot read it (not Linux?)");
+    return ARB_OK;
 }
 
 const char *arb_model_path(const arb_model *m) { return m->path; }

@@ -16,13 +16,16 @@ arb_load_opts arb_gen_load_opts(void)
     lo.isa = isa && arb_cpu_kernels(isa) ? isa : NULL;
     lo.attn_scalar = getenv("ARBOR_ATTN_SCALAR") != NULL;
     lo.no_pack = no_pack && *no_pack && *no_pack != '0';
+    const char *no_huge = getenv("ARBOR_NO_HUGEPAGES");
+    lo.no_huge_pages = no_huge && *no_huge && *no_huge != '0';
     return lo;
 }
 
 const char *arb_gen_kernels_label(const arb_load_opts *lo, char *buf, size_t cap)
 {
     const char *k = arb_cpu_kernels(lo->isa);
-    snprintf(buf, cap, "%s%s", k ? k : "unknown", lo->no_pack && k && strcmp(k, "scalar") ? "-nopack" : "");
+    snprintf(buf, cap, "%s%s%s", k ? k : "unknown", lo->no_pack && k && strcmp(k, "scalar") ? "-nopack" : "",
+             lo->no_huge_pages ? "-smallpages" : "");
     return buf;
 }
 

@@ -115,3 +115,16 @@ void arb_sysinfo_get(arb_sysinfo *s)
     snprintf(s->kernels, sizeof s->kernels, "%s",
              arb_cpu_kernels(lo.isa) ? arb_gen_kernels_label(&lo, kl, sizeof kl) : m.matmul_isa ? m.matmul_isa : "unknown");
 }
+
+void arb_sysinfo_thp_mode(char *buf, size_t cap)
+{
+    buf[0] = 0;
+    char line[128];
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f)
+        return;
+    const char *a = fgets(line, sizeof line, f) ? strchr(line, '[') : NULL, *e = a ? strchr(a, ']') : NULL;
+    if (a && e)
+        snprintf(buf, cap, "%.*s", (int)(e - a - 1), a + 1);
+    fclose(f);
+}

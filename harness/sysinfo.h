@@ -9,6 +9,7 @@
 #ifndef ARB_SYSINFO_H
 #define ARB_SYSINFO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct arb_sysinfo {
@@ -24,5 +25,8 @@ typedef struct arb_sysinfo {
 } arb_sysinfo;
 
 void arb_sysinfo_get(arb_sysinfo *out);
+/* Linux's transparent huge page mode ("always", "madvise", "never"; "" when unknown): whether
+   the engine's weight copies can lie on 2 MB pages (arb_model_weight_pages). */
+void arb_sysinfo_thp_mode(char *buf, size_t cap);
 
 #endif

@@ -31,6 +31,7 @@
 #include "llama_oracle.h"
 #include "gguf.h"
 #include "quant.h"
+#include "sysinfo.h"
 
 /* Bounds over 64 steps x top-5 ids: about 2x the measured maxima above (the Q4_1 figure
    moves with every kernel revision, the F32 one does not). */
@@ -408,6 +409,54 @@ Test(engine, packed_weights_change_no_bit, .timeout = 600)
             free(tl[np]);
         }
     }
+}
+
+/* The kernels' weight copies ask for transparent huge pages (engine/model.c, weights_alloc):
+   where Linux grants them (mode "always" or "madvise") most of the copy lies on them, with
+   no_huge_pages in "madvise" mode none does, and the logits are the same bits either way. */
+Test(engine, weight_copies_on_huge_pages, .timeout = 300)
+{
+    if (!arb_test_default_model(model_path, sizeof model_path))
+        cr_skip_test("model not found: %s (set ARBOR_MODEL or run arbor fetch-model)", model_path);
+    char mode[32];
+    arb_sysinfo_thp_mode(mode, sizeof mode);
+    enum { P = 24, V = 49152 };
+    int32_t tok[P];
+    uint64_t s = 5;
+    for (int i = 0; i < P; i++)
+        tok[i] = rnd(&s, V);
+    float *lg[2] = {malloc(sizeof(float) * V * P), malloc(sizeof(float) * V * P)};
+    cr_assert(lg[0] && lg[1]);
+    uint64_t copy[2], huge[2];
+    for (int small = 0; small < 2; small++) {
+        arb_load_opts lo = arb_load_default_opts();
+        lo.n_threads = 1;
+        lo.no_huge_pages = small == 1;
+        arb_model *m = NULL;
+        arb_err err = {0};
+        cr_assert_eq(arb_model_load(model_path, &lo, &m, &err), ARB_OK, "%s", err.msg);
+        cr_assert_eq(arb_model_weight_pages(m, &copy[small], &huge[small], &err), ARB_OK, "%s", err.msg);
+        arb_ctx *c = check_ctx(m, P, P, 0, false);
+        check_prefill(c, tok, P, lg[small]);
+        arb_ctx_free(c);
+        arb_model_free(m);
+    }
+    printf("weight copies %.1f MB: %.1f MB on huge pages, %.1f MB with no_huge_pages (THP mode '%s')\n",
+           copy[0] / 1e6, huge[0] / 1e6, huge[1] / 1e6, mode);
+    cr_assert(!memcmp(lg[0], lg[1], sizeof(float) * V * P), "logits differ with and without huge pages");
+    free(lg[0]);
+    free(lg[1]);
+    if (!copy[0])
+        cr_skip_test("the %s kernels read the file's layout: no weight copy", arb_cpu_kernels(NULL));
+    cr_assert_eq(copy[0], copy[1]);
+    cr_assert_leq(huge[0], copy[0]);
+    if (!strcmp(mode, "madvise"))
+        cr_assert_eq(huge[1], 0, "no_huge_pages: %llu bytes on huge pages", (unsigned long long)huge[1]);
+    if (!strcmp(mode, "always") || !strcmp(mode, "madvise"))
+        cr_assert_geq(huge[0], copy[0] / 2, "THP '%s': only %llu of %llu bytes on huge pages", mode,
+                      (unsigned long long)huge[0], (unsigned long long)copy[0]);
+    else
+        cr_skip_test("transparent huge pages '%s': nothing to check beyond the bits", mode);
 }
 
 Test(engine, commit_chunked_prefill_threads)

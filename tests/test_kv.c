@@ -14,7 +14,7 @@ Test(kv, rows_of_one_head_are_contiguous_and_heads_follow_each_other)
 {
     arb_kv kv;
     arb_err err = {0};
-    cr_assert_eq(arb_kv_init(&kv, 2, 10, 3, 4, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_kv_init(&kv, 2, 10, 3, 4, true, &err), ARB_OK, "%s", err.msg);
     cr_assert_eq(arb_kv_head_stride(&kv), 40u);
     cr_assert_eq(arb_kv_k(&kv, 0, 0, 1) - arb_kv_k(&kv, 0, 0, 0), 4);
     cr_assert_eq(arb_kv_k(&kv, 0, 1, 0) - arb_kv_k(&kv, 0, 0, 0), 40);
@@ -28,7 +28,7 @@ Test(kv, commit_moves_the_path_rows_of_every_layer_and_head)
     enum { NL = 3, NH = 2, NR = 12, HD = 5 };
     arb_kv kv;
     arb_err err = {0};
-    cr_assert_eq(arb_kv_init(&kv, NL, NR, NH, HD, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_kv_init(&kv, NL, NR, NH, HD, true, &err), ARB_OK, "%s", err.msg);
     kv.n_past = 4;
     for (int l = 0; l < NL; l++)
         for (int h = 0; h < NH; h++)
@@ -56,9 +56,9 @@ Test(kv, bad_shapes_are_errors)
 {
     arb_kv kv;
     arb_err err = {0};
-    cr_assert_eq(arb_kv_init(&kv, 1, 4, 0, 64, &err), ARB_E_INVAL);
+    cr_assert_eq(arb_kv_init(&kv, 1, 4, 0, 64, true, &err), ARB_E_INVAL);
     cr_assert_eq(kv.k, NULL);
-    cr_assert_eq(arb_kv_init(&kv, 1, 1 << 30, 1 << 16, 1 << 16, &err), ARB_E_INVAL);
+    cr_assert_eq(arb_kv_init(&kv, 1, 1 << 30, 1 << 16, 1 << 16, true, &err), ARB_E_INVAL);
     cr_assert(strstr(err.msg, "overflow"), "%s", err.msg);
     arb_kv_release(&kv);
 }
@@ -68,7 +68,7 @@ Test(kv, attention_store_puts_each_new_row_under_its_head)
     enum { NH = 3, NR = 9, HD = 4, N = 3, PREFIX = 5 };
     arb_kv kv;
     arb_err err = {0};
-    cr_assert_eq(arb_kv_init(&kv, 2, NR, NH, HD, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_kv_init(&kv, 2, NR, NH, HD, true, &err), ARB_OK, "%s", err.msg);
     float kn[N * NH * HD], vn[N * NH * HD];
     for (int t = 0; t < N; t++)
         for (int h = 0; h < NH; h++)

@@ -64,6 +64,8 @@ typedef struct arb_load_opts {
                                  the K-quants (and Q8_0 for AVX-512) for the SIMD kernels: the
                                  same bits, slower, except AVX-512's 32-block matrices, which
                                  then run the AVX2 kernels */
+    bool no_huge_pages;       /* CPU: the weight copies on ordinary pages instead of asking Linux
+                                 for transparent huge pages (madvise); the same bits, slower */
 } arb_load_opts;
 /* "cpu", "cuda" (fast mode) or "cuda-exact" into o->backend / o->gpu_exact;
    ARB_E_INVAL naming the accepted spellings otherwise. */
@@ -96,6 +98,10 @@ typedef struct arb_model_info {
 int arb_model_load(const char *path, const arb_load_opts *o, arb_model **out, arb_err *err);
 void arb_model_free(arb_model *m); /* NULL-safe; all contexts must be freed first */
 void arb_model_get_info(const arb_model *m, arb_model_info *out);
+/* Bytes of the weight copies the CPU kernels stream (packed, widened, F32; 0 when the
+   kernels read the file's mapping) and how many of them lie on transparent huge pages now
+   (Linux /proc/self/smaps; load option no_huge_pages). ARB_E_IO where smaps is unreadable. */
+int arb_model_weight_pages(const arb_model *m, uint64_t *copy_bytes, uint64_t *huge_bytes, arb_err *err);
 
 int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err);
 void arb_ctx_free(arb_ctx *c); /* NULL-safe */
