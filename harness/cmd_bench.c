@@ -24,6 +24,7 @@
 #include "fidelity.h"
 #include "opts.h"
 #include "modelfetch.h"
+#include "sysinfo.h"
 
 static const char engine_description[] =
     "Benchmarks the engine on model M (default: the default model):\n"
@@ -66,6 +67,20 @@ static double now_s(void)
 }
 
 /* kB value of a /proc/self/status field ("VmRSS", "VmHWM"); -1 if absent. */
+/* Where the kernels' weight copies live: on 2 MB pages they cost ~50 TLB misses a step
+   instead of ~24 000 (engine/model.c, weights_alloc; docs/engine.md, "Huge pages"). */
+static void print_pages(const arb_model *m, const arb_load_opts *lo)
+{
+    uint64_t copy = 0, huge = 0;
+    arb_err err = {0};
+    char mode[32];
+    arb_sysinfo_thp_mode(mode, sizeof mode);
+    if (arb_model_weight_pages(m, &copy, &huge, &err) || !copy)
+        return;
+    printf("pages     weight copies %.1f MB, %.1f MB of them on huge pages (transparent huge pages: %s%s)\n", copy / 1e6,
+           huge / 1e6, mode[0] ? mode : "unknown", lo->no_huge_pages ? "; ARBOR_NO_HUGEPAGES set" : "");
+}
+
 static long proc_kb(const char *field)
 {
     FILE *f = fopen("/proc/self/status", "r");
@@ -424,6 +439,8 @@ static int bench_engine(int argc, char **argv)
            mach.cpu_flags);
     printf("model     %s (%s), %d layers, n_embd %d, vocab %d, %.1f M params, %.1f MB weights\n", b.mi.name,
            b.mi.arch, b.mi.n_layer, b.mi.n_embd, b.mi.n_vocab, b.mi.n_params / 1e6, b.mi.weight_bytes / 1e6);
+    if (!gpu)
+        print_pages(m, &lo);
     fflush(stdout);
     if (gpu) {
         rc = bench_gpu(&b, backend, t_load, steps, prefill, reps, quick, &err);
