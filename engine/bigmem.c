@@ -13,7 +13,7 @@ static size_t mapped_len(size_t bytes) { return (bytes + HUGE_BYTES - 1) & ~(HUG
 
 void *arb_bigmem_alloc(size_t bytes, bool huge)
 {
-    if (bytes < HUGE_BYTES) {
+    if (bytes < HUGE_BYTES || ARB_BIGMEM_HEAP_ONLY) {
         void *p = NULL;
         if (posix_memalign(&p, 64, bytes ? bytes : 1))
             return NULL;
@@ -42,7 +42,7 @@ void *arb_bigmem_alloc(size_t bytes, bool huge)
 
 void arb_bigmem_free(void *p, size_t bytes)
 {
-    if (p && bytes >= HUGE_BYTES)
+    if (p && bytes >= HUGE_BYTES && !ARB_BIGMEM_HEAP_ONLY)
         munmap(p, mapped_len(bytes));
     else
         free(p);

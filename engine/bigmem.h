@@ -20,7 +20,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* bytes zeroed, 64-byte aligned (2 MB aligned from 2 MB up); huge: ask for huge pages. */
+/* Under AddressSanitizer every buffer comes from the heap, where ASan guards its bounds
+   (an mmap'd one it does not), and none is on huge pages. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ARB_BIGMEM_HEAP_ONLY 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARB_BIGMEM_HEAP_ONLY 1
+#endif
+#endif
+#ifndef ARB_BIGMEM_HEAP_ONLY
+#define ARB_BIGMEM_HEAP_ONLY 0
+#endif
+
+/* bytes zeroed, 64-byte aligned (2 MB aligned from 2 MB up but under ASan); huge: ask for
+   huge pages. */
 void *arb_bigmem_alloc(size_t bytes, bool huge);
 void arb_bigmem_free(void *p, size_t bytes); /* NULL-safe */
 /* How many bytes of the regions [p[i], p[i] + n[i]) (NULL p skipped) lie on transparent huge
