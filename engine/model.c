@@ -359,7 +359,7 @@ static size_t widened_bytes(const arb_qmat *q, uint32_t to, size_t *rows_bytes)
    unless opts.no_huge_pages (bigmem.h). Free with arb_bigmem_free and the same size. */
 static void *weights_alloc(const arb_model *m, size_t bytes) { return arb_bigmem_alloc(bytes, !m->opts.no_huge_pages); }
 
-/* Matrices in a block type without a matmul kernel, rewritten at load (on the heap, in
+/* Matrices in a block type without a matmul kernel, rewritten at load (into
    m->widened) into one that has kernels in every family:
    - Q5_0 (llama.cpp's fallback for k-quant rows that are not a multiple of 256, e.g. Gemma-3
      270M's 640-wide q/k/gate/up) -> Q8_0: the same scale and integers (q - 16);

@@ -77,7 +77,7 @@ struct arb_model {
                                Q6_K, Q5_1/Q2_K -> F32; model.c widen_matrices), or NULL */
     size_t widened_bytes;
     float *dequant;         /* owned: F32 copies of the matrices opts.dequant_f32 selected, or NULL */
-    size_t packed_bytes, dequant_bytes;
+    size_t packed_bytes, dequant_bytes; /* of packed and dequant (arb_bigmem_free) */
     struct arb_cuda_model *cuda; /* owned: the weights on the GPU (backend cuda), or NULL */
     uint64_t n_params, weight_bytes;
 };

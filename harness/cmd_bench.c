@@ -39,6 +39,8 @@ static const char engine_description[] =
     "            kernels themselves cost at 1, 8, 16, 64 nodes, as ratios to the measured 1-node eval;\n"
     "            under them the Q4_1 instruction mix (the kernels' instructions, operands in L1) and\n"
     "            the 8 / 16-node ratios no eval can beat with it\n"
+    "  pages     how much of the weight copies lies on 2 MB (transparent huge) pages; the engine\n"
+    "            asks for them for the copies and the KV cache (ARBOR_NO_HUGEPAGES=1: it does not)\n"
     "  memory    RSS and KV-cache bytes per token\n"
     "--llama-bench PATH runs `PATH -m M -p 0 -n STEPS -t N -r R` (R = --llama-reps, default 2)\n"
     "right after arbor's decode, --rounds times (default 2), and prints both rates and their ratio.\n"
@@ -66,9 +68,8 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* kB value of a /proc/self/status field ("VmRSS", "VmHWM"); -1 if absent. */
 /* Where the kernels' weight copies live: on 2 MB pages they cost ~50 TLB misses a step
-   instead of ~24 000 (engine/model.c, weights_alloc; docs/engine.md, "Huge pages"). */
+   instead of ~24 000 (engine/bigmem.h; docs/engine.md, "Huge pages"). */
 static void print_pages(const arb_model *m, const arb_load_opts *lo)
 {
     uint64_t copy = 0, huge = 0;
@@ -81,6 +82,7 @@ static void print_pages(const arb_model *m, const arb_load_opts *lo)
            huge / 1e6, mode[0] ? mode : "unknown", lo->no_huge_pages ? "; ARBOR_NO_HUGEPAGES set" : "");
 }
 
+/* kB value of a /proc/self/status field ("VmRSS", "VmHWM"); -1 if absent. */
 static long proc_kb(const char *field)
 {
     FILE *f = fopen("/proc/self/status", "r");

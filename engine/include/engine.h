@@ -64,8 +64,10 @@ typedef struct arb_load_opts {
                                  the K-quants (and Q8_0 for AVX-512) for the SIMD kernels: the
                                  same bits, slower, except AVX-512's 32-block matrices, which
                                  then run the AVX2 kernels */
-    bool no_huge_pages;       /* CPU: the weight copies on ordinary pages instead of asking Linux
-                                 for transparent huge pages (madvise); the same bits, slower */
+    bool no_huge_pages;       /* CPU: the weight copies and the contexts' KV caches on ordinary
+                                 pages instead of asking Linux for transparent huge pages
+                                 (madvise); the same bits, slower, a KV cache then resident only
+                                 as far as it is filled */
 } arb_load_opts;
 /* "cpu", "cuda" (fast mode) or "cuda-exact" into o->backend / o->gpu_exact;
    ARB_E_INVAL naming the accepted spellings otherwise. */
