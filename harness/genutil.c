@@ -1,6 +1,7 @@
 /* genutil.c — model loading and prompt formatting for the generation commands. */
 #include "genutil.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,15 +45,33 @@ int arb_gen_load(const char *model_spec, const char *backend, int n_threads, int
         return rc;
     if ((rc = arb_model_load(path, &lo, m, err)))
         return rc;
-    arb_ctx_opts co = arb_ctx_default_opts();
-    co.want_hidden = true; /* head drafters (medusa, hydra) read hidden rows; costs nothing unless asked */
-    if (n_ctx > 0)
-        co.n_ctx = n_ctx;
-    if ((rc = arb_ctx_new(*m, &co, c, err))) {
+    if ((rc = arb_gen_ctx_new(*m, n_ctx, c, err))) {
         arb_model_free(*m);
         *m = NULL;
     }
     return rc;
+}
+
+int arb_gen_ctx_new(arb_model *m, int n_ctx, arb_ctx **c, arb_err *err)
+{
+    arb_ctx_opts co = arb_ctx_default_opts();
+    co.want_hidden = true; /* head drafters (medusa, hydra) read hidden rows; costs nothing unless asked */
+    if (n_ctx > 0)
+        co.n_ctx = n_ctx;
+    return arb_ctx_new(m, &co, c, err);
+}
+
+int arb_gen_fit_ctx(arb_model *m, arb_ctx **c, int n_prompt, int max_new, arb_err *err)
+{
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    const int dflt = mi.n_ctx_train > 0 && mi.n_ctx_train < 4096 ? mi.n_ctx_train : 4096;
+    const int64_t need = (int64_t)n_prompt + max_new + ARB_GEN_TREE_ROOM;
+    if (need >= dflt)
+        return ARB_OK;
+    arb_ctx_free(*c);
+    *c = NULL;
+    return arb_gen_ctx_new(m, (int)need, c, err);
 }
 
 int arb_gen_prompt(const arb_model *m, const char *text, bool chat, int32_t **ids, int *n, arb_err *err)

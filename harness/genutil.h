@@ -31,6 +31,16 @@ const char *arb_gen_kernels_label(const arb_load_opts *lo, char *buf, size_t cap
    (NULL = cpu). n_ctx 0 = the engine default. Load options: arb_gen_load_opts(). */
 int arb_gen_load(const char *model_spec, const char *backend, int n_threads, int n_ctx, arb_model **m, arb_ctx **c,
                  arb_err *err);
+/* A context on m as arb_gen_load makes it (hidden rows reserved); n_ctx 0 = the engine default. */
+int arb_gen_ctx_new(arb_model *m, int n_ctx, arb_ctx **c, arb_err *err);
+/* One generation's context: when n_prompt + max_new + ARB_GEN_TREE_ROOM tokens (the prompt,
+   the new tokens, the largest tree an eval takes) are fewer than the engine default's, *c
+   is replaced by a context of that size, else left as it is. A context's KV cache lies on
+   huge pages and is resident in full from its first token (engine/bigmem.h: 184 MB for
+   SmolLM2 at the default 4096 tokens), so a one-shot generation sizes its own. */
+#define ARB_GEN_TREE_ROOM 512
+int arb_gen_fit_ctx(arb_model *m, arb_ctx **c, int n_prompt, int max_new, arb_err *err);
+
 /* chat: apply the model's chat template to one user turn (with the assistant prompt);
    else tokenize the text as is. *ids is malloc'ed (caller frees). */
 int arb_gen_prompt(const arb_model *m, const char *text, bool chat, int32_t **ids, int *n, arb_err *err);

@@ -1038,3 +1038,28 @@ Test(decode, entmtp_score_all_equals_separate_rollouts, .init = setup, .fini = t
     unlink(bank);
     unlink(path);
 }
+
+/* arb_gen_fit_ctx (arbor generate): a context exactly the prompt + new tokens + ARB_GEN_TREE_ROOM
+   when that is less than the default, so a 542-token chain fits and a 543rd token does not; a
+   generation as long as the default keeps the context it had. */
+Test(decode, generate_context_is_fitted_to_the_generation, .init = setup, .fini = teardown)
+{
+    if (!M)
+        cr_skip_test("default model not available");
+    arb_err err = {0};
+    arb_ctx *c = NULL;
+    cr_assert_eq(arb_gen_ctx_new(M, 0, &c, &err), ARB_OK, "%s", err.msg);
+    arb_ctx *before = c;
+    cr_assert_eq(arb_gen_fit_ctx(M, &c, 3000, 1000, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(c, before, "4512 tokens >= the default 4096: the context stays");
+    cr_assert_eq(arb_gen_fit_ctx(M, &c, 10, 20, &err), ARB_OK, "%s", err.msg);
+    enum { N = 10 + 20 + ARB_GEN_TREE_ROOM };
+    int32_t *tok = malloc(sizeof *tok * (N + 1));
+    cr_assert_not_null(tok);
+    for (int i = 0; i <= N; i++)
+        tok[i] = 100 + i % 1000;
+    cr_assert_eq(arb_prefill(c, tok, N, NULL, &err), ARB_OK, "%d tokens: %s", N, err.msg);
+    cr_assert_eq(arb_prefill(c, tok + N, 1, NULL, &err), ARB_E_RANGE, "a token past %d fit", N);
+    free(tok);
+    arb_ctx_free(c);
+}
