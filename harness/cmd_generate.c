@@ -168,8 +168,10 @@ int arb_cmd_generate(int argc, char **argv)
     arb_decoder *d = NULL;
     int32_t *ids = NULL;
     int n_ids = 0, rc;
-    if ((rc = arb_gen_load(model, backend, threads, 0, &m, &c, &err)) || (rc = arb_gen_prompt(m, prompt, chat, &ids, &n_ids, &err)) ||
-        (rc = arb_gen_fit_ctx(m, &c, n_ids, max_new, &err)) || (rc = arb_autobudget_resolve(c, threads, &spec, stderr, &err)) || (rc = arb_decoder_new(c, &spec, &d, &err)))
+    if ((rc = arb_gen_load(model, backend, threads, 0, &m, NULL, &err)) ||
+        (rc = arb_gen_prompt(m, prompt, chat, &ids, &n_ids, &err)) ||
+        (rc = arb_gen_ctx_new(m, arb_gen_ctx_tokens(m, n_ids, max_new), &c, &err)) ||
+        (rc = arb_autobudget_resolve(c, threads, &spec, stderr, &err)) || (rc = arb_decoder_new(c, &spec, &d, &err)))
         goto done;
     gen_state g = {.m = m, .steps = steps};
     arb_decode_cb cb = {.on_step = on_step, .on_token = on_token, .ud = &g};

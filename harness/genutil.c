@@ -34,7 +34,8 @@ int arb_gen_load(const char *model_spec, const char *backend, int n_threads, int
                  arb_err *err)
 {
     *m = NULL;
-    *c = NULL;
+    if (c)
+        *c = NULL;
     char path[4096];
     int rc = arb_model_resolve(model_spec, path, sizeof path, err);
     if (rc)
@@ -45,7 +46,7 @@ int arb_gen_load(const char *model_spec, const char *backend, int n_threads, int
         return rc;
     if ((rc = arb_model_load(path, &lo, m, err)))
         return rc;
-    if ((rc = arb_gen_ctx_new(*m, n_ctx, c, err))) {
+    if (c && (rc = arb_gen_ctx_new(*m, n_ctx, c, err))) {
         arb_model_free(*m);
         *m = NULL;
     }
@@ -61,17 +62,12 @@ int arb_gen_ctx_new(arb_model *m, int n_ctx, arb_ctx **c, arb_err *err)
     return arb_ctx_new(m, &co, c, err);
 }
 
-int arb_gen_fit_ctx(arb_model *m, arb_ctx **c, int n_prompt, int max_new, arb_err *err)
+int arb_gen_ctx_tokens(const arb_model *m, int n_prompt, int max_new)
 {
     arb_model_info mi;
     arb_model_get_info(m, &mi);
-    const int dflt = mi.n_ctx_train > 0 && mi.n_ctx_train < 4096 ? mi.n_ctx_train : 4096;
     const int64_t need = (int64_t)n_prompt + max_new + ARB_GEN_TREE_ROOM;
-    if (need >= dflt)
-        return ARB_OK;
-    arb_ctx_free(*c);
-    *c = NULL;
-    return arb_gen_ctx_new(m, (int)need, c, err);
+    return mi.n_ctx_train > 0 && need > mi.n_ctx_train ? 0 : (int)need;
 }
 
 int arb_gen_prompt(const arb_model *m, const char *text, bool chat, int32_t **ids, int *n, arb_err *err)

@@ -28,18 +28,19 @@ arb_load_opts arb_gen_load_opts(void);
 const char *arb_gen_kernels_label(const arb_load_opts *lo, char *buf, size_t cap);
 
 /* model_spec: "default" or a path (modelfetch.h). backend: "cpu", "cuda", "cuda-exact"
-   (NULL = cpu). n_ctx 0 = the engine default. Load options: arb_gen_load_opts(). */
+   (NULL = cpu). n_ctx 0 = the engine default; c NULL: the model only. Load options:
+   arb_gen_load_opts(). */
 int arb_gen_load(const char *model_spec, const char *backend, int n_threads, int n_ctx, arb_model **m, arb_ctx **c,
                  arb_err *err);
 /* A context on m as arb_gen_load makes it (hidden rows reserved); n_ctx 0 = the engine default. */
 int arb_gen_ctx_new(arb_model *m, int n_ctx, arb_ctx **c, arb_err *err);
-/* One generation's context: when n_prompt + max_new + ARB_GEN_TREE_ROOM tokens (the prompt,
-   the new tokens, the largest tree an eval takes) are fewer than the engine default's, *c
-   is replaced by a context of that size, else left as it is. A context's KV cache lies on
-   huge pages and is resident in full from its first token (engine/bigmem.h: 184 MB for
-   SmolLM2 at the default 4096 tokens), so a one-shot generation sizes its own. */
+/* The context one generation asks for: the prompt, max_new tokens and the largest tree an
+   eval takes (ARB_GEN_TREE_ROOM), or 0 (the engine default) past the model's context length.
+   A context's KV cache lies on huge pages and is resident in full from its first token
+   (engine/bigmem.h: 184 MB for SmolLM2 at the default 4096 tokens), so a one-shot
+   generation sizes its own. */
 #define ARB_GEN_TREE_ROOM 512
-int arb_gen_fit_ctx(arb_model *m, arb_ctx **c, int n_prompt, int max_new, arb_err *err);
+int arb_gen_ctx_tokens(const arb_model *m, int n_prompt, int max_new);
 
 /* chat: apply the model's chat template to one user turn (with the assistant prompt);
    else tokenize the text as is. *ids is malloc'ed (caller frees). */

@@ -1039,21 +1039,19 @@ Test(decode, entmtp_score_all_equals_separate_rollouts, .init = setup, .fini = t
     unlink(path);
 }
 
-/* arb_gen_fit_ctx (arbor generate): a context exactly the prompt + new tokens + ARB_GEN_TREE_ROOM
-   when that is less than the default, so a 542-token chain fits and a 543rd token does not; a
-   generation as long as the default keeps the context it had. */
+/* arbor generate's context (arb_gen_ctx_tokens): exactly the prompt + new tokens +
+   ARB_GEN_TREE_ROOM, so a 542-token chain fits and a 543rd token does not; past the model's
+   context length (8192) the engine default. */
 Test(decode, generate_context_is_fitted_to_the_generation, .init = setup, .fini = teardown)
 {
     if (!M)
         cr_skip_test("default model not available");
+    cr_assert_eq(arb_gen_ctx_tokens(M, 3000, 6000), 0, "9512 tokens > 8192: the engine default");
+    enum { N = 10 + 20 + ARB_GEN_TREE_ROOM };
+    cr_assert_eq(arb_gen_ctx_tokens(M, 10, 20), N);
     arb_err err = {0};
     arb_ctx *c = NULL;
-    cr_assert_eq(arb_gen_ctx_new(M, 0, &c, &err), ARB_OK, "%s", err.msg);
-    arb_ctx *before = c;
-    cr_assert_eq(arb_gen_fit_ctx(M, &c, 3000, 1000, &err), ARB_OK, "%s", err.msg);
-    cr_assert_eq(c, before, "4512 tokens >= the default 4096: the context stays");
-    cr_assert_eq(arb_gen_fit_ctx(M, &c, 10, 20, &err), ARB_OK, "%s", err.msg);
-    enum { N = 10 + 20 + ARB_GEN_TREE_ROOM };
+    cr_assert_eq(arb_gen_ctx_new(M, arb_gen_ctx_tokens(M, 10, 20), &c, &err), ARB_OK, "%s", err.msg);
     int32_t *tok = malloc(sizeof *tok * (N + 1));
     cr_assert_not_null(tok);
     for (int i = 0; i <= N; i++)
