@@ -4,10 +4,14 @@
  * For each greedy speculative run with an AR sibling, the eval cost t(n, L) is fitted on
  * the step rows of every *other* run in the database (leave-one-run-out: the run's own
  * timings never enter its prediction; the AR runs' one-node steps anchor t(1, L)), and
- *     predicted speedup = Σ_prompts [prefill + Σ_steps Σ_{j < committed_s} t̂(1, L_s + j)]
+ *     predicted speedup = Σ_prompts [prefill_AR + Σ_steps Σ_{j < committed_s} t̂(1, L_s + j)]
  *                       / Σ_prompts [prefill + Σ_steps (t̂(n_s, L_s) + harness_s)]
- * i.e. what AR would cost over the method's own step trace, both from the fit. Prefill
- * and the harness's own work (draft, verify, update, commit) come from the run's rows.
+ * i.e. what AR would cost over the method's own step trace, both from the fit. The prefills
+ * are not modelled but measured: the method's from its own rows, AR's from the AR sibling's
+ * row of the same prompt (a drafter that harvests the prompt's top-K pays the output head on
+ * every prompt position, 20-30 % more prefill, which AR does not; the method's own prefill
+ * stands in only where the AR run has no row for the prompt). The harness's own work (draft,
+ * verify, update, commit) comes from the run's rows.
  * Measured speedup is the paired per-prompt figure of the summary table. With a bench
  * profile (`--profile FILE`, what `arbor bench engine --save-profile` wrote: wide trees
  * timed on their own, no run's steps at all) the same prediction is made from it too, in two
@@ -37,13 +41,17 @@ typedef struct cost_rows {   /* every step of the database, and every prompt */
     int *s_commit;           /* tokens the step committed (-1: an older database without it) */
     double *s_eval, *s_harn; /* µs */
     int *p_run, *p_prompt, *p_gen;
-    double *p_prefill;
+    double *p_prefill;       /* µs; < 0 unknown (a database without the column's value) */
+    char **p_id;             /* prompt_id */
 } cost_rows;
 
 static void rows_release(cost_rows *r)
 {
     free(r->s_run), free(r->s_n), free(r->s_L), free(r->s_commit), free(r->s_eval), free(r->s_harn);
     free(r->p_run), free(r->p_prompt), free(r->p_gen), free(r->p_prefill);
+    for (int k = 0; r->p_id && k < r->n_prompts; k++)
+        free(r->p_id[k]);
+    free(r->p_id);
     memset(r, 0, sizeof *r);
 }
 
@@ -79,8 +87,9 @@ static int load_rows(const arb_rctx *c, cost_rows *r, arb_err *err)
     r->s_commit = malloc(S * sizeof(int));
     r->p_run = malloc(P * sizeof(int)), r->p_prompt = malloc(P * sizeof(int)), r->p_gen = malloc(P * sizeof(int));
     r->p_prefill = malloc(P * sizeof(double));
+    r->p_id = calloc(P, sizeof(char *));
     if (!r->s_run || !r->s_n || !r->s_L || !r->s_commit || !r->s_eval || !r->s_harn || !r->p_run || !r->p_prompt || !r->p_gen ||
-        !r->p_prefill) {
+        !r->p_prefill || !r->p_id) {
         rows_release(r);
         return ARB_ERR(err, ARB_E_NOMEM, "cost: out of memory for %d steps", ns);
     }
@@ -109,18 +118,23 @@ static int load_rows(const arb_rctx *c, cost_rows *r, arb_err *err)
     sqlite3_finalize(st);
     st = NULL;
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(c->db, "SELECT run_key, n_prompt, n_gen, prefill_us FROM prompts", -1, &st, NULL);
-    while (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW && r->n_prompts < np) {
+        rc = sqlite3_prepare_v2(c->db, "SELECT run_key, n_prompt, n_gen, COALESCE(prefill_us, -1), prompt_id FROM prompts",
+                                -1, &st, NULL);
+    bool oom = false;
+    while (rc == SQLITE_OK && !oom && sqlite3_step(st) == SQLITE_ROW && r->n_prompts < np) {
         const int k = r->n_prompts++;
         r->p_run[k] = run_index(c, (const char *)sqlite3_column_text(st, 0));
         r->p_prompt[k] = sqlite3_column_int(st, 1);
         r->p_gen[k] = sqlite3_column_int(st, 2);
         r->p_prefill[k] = sqlite3_column_double(st, 3);
+        const char *id = (const char *)sqlite3_column_text(st, 4);
+        oom = !(r->p_id[k] = strdup(id ? id : ""));
     }
     sqlite3_finalize(st);
-    if (rc != SQLITE_OK) {
+    if (rc != SQLITE_OK || oom) {
         rows_release(r);
-        return ARB_ERR(err, ARB_E_DB, "cost: %s", sqlite3_errmsg(c->db));
+        return oom ? ARB_ERR(err, ARB_E_NOMEM, "cost: out of memory for %d prompts", np)
+                   : ARB_ERR(err, ARB_E_DB, "cost: %s", sqlite3_errmsg(c->db));
     }
     return ARB_OK;
 }
@@ -139,10 +153,22 @@ static int fit_without(const arb_rctx *c, const cost_rows *r, int skip, int like
     return arb_cost_fit(n, L, t, m, cm, err);
 }
 
-/* Predicted speedup of run i under model cm, and the GPU projections (A100 roofline; the
-   measured H100 profile h, NULL when absent). */
-static void predict(const cost_rows *r, int i, const arb_cost_model *cm, const arb_cost_model *h, double *pred,
-                    double proj[2])
+/* AR's prefill of prompt row k (of a method run): the AR run ar's row with the same prompt_id,
+   else row k's own (counted in *own). */
+static double ar_prefill(const cost_rows *r, int k, int ar, int *own)
+{
+    for (int q = 0; ar >= 0 && q < r->n_prompts; q++)
+        if (r->p_run[q] == ar && r->p_prefill[q] >= 0 && !strcmp(r->p_id[q], r->p_id[k]))
+            return r->p_prefill[q];
+    ++*own;
+    return r->p_prefill[k] > 0 ? r->p_prefill[k] : 0;
+}
+
+/* Predicted speedup of run i (AR sibling ar) under model cm, and the GPU projections (A100
+   roofline; the measured H100 profile h, NULL when absent). *own counts the prompts whose AR
+   prefill had to be the method's own. */
+static void predict(const cost_rows *r, int i, int ar, const arb_cost_model *cm, const arb_cost_model *h,
+                    double *pred, double proj[2], int *own)
 {
     /* AR's side over the method's own trace: each committed token at the context it was
        committed at (a step at L_s committing c tokens = AR steps at L_s .. L_s + c - 1). This
@@ -153,7 +179,8 @@ static void predict(const cost_rows *r, int i, const arb_cost_model *cm, const a
     for (int k = 0; k < r->n_prompts; k++) {
         if (r->p_run[k] != i)
             continue;
-        t_ar += r->p_prefill[k], t_ar_trace += r->p_prefill[k], t_me += r->p_prefill[k], gen += r->p_gen[k];
+        const double pf_ar = ar_prefill(r, k, ar, own), pf = r->p_prefill[k] > 0 ? r->p_prefill[k] : 0;
+        t_ar += pf_ar, t_ar_trace += pf_ar, t_me += pf, gen += r->p_gen[k];
         for (int j = 0; j < r->p_gen[k]; j++)
             t_ar += arb_cost_us(cm, 1, r->p_prompt[k] + j);
     }
@@ -211,11 +238,12 @@ int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
         goto out;
     }
     double worst[2] = {0, 0};
-    int n_rows[2] = {0, 0};
+    int n_rows[2] = {0, 0}, n_own = 0;
     for (int i = 0; i < c->n && !rc; i++) {
         if (!arb_report_model_ok(c, i) || c->runs[i].temperature > 0 || !strcmp(c->runs[i].drafter, "none"))
             continue;
-        if (arb_metrics_find_ar(c->runs, c->n, i) < 0)
+        const int ar = arb_metrics_find_ar(c->runs, c->n, i);
+        if (ar < 0)
             continue;
         /* pred[0]: the leave-one-run-out fit; none without another tree run to fit on (a lone
            method and its AR: one knot, n = 1, and a tree would cost one node, so the
@@ -226,10 +254,12 @@ int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
         if (!have_fit && !have_prof)
             continue;
         double pred[2] = {NAN, NAN}, proj[2] = {NAN, NAN}, proj_p[2];
+        int own = 0, own_p = 0;
         if (have_fit)
-            predict(&r, i, &cm, have_h100 ? &h100 : NULL, &pred[0], proj);
+            predict(&r, i, ar, &cm, have_h100 ? &h100 : NULL, &pred[0], proj, &own);
         if (have_prof)
-            predict(&r, i, &prof, have_h100 ? &h100 : NULL, &pred[1], proj_p);
+            predict(&r, i, ar, &prof, have_h100 ? &h100 : NULL, &pred[1], proj_p, &own_p);
+        n_own += have_fit ? own : own_p;
         if (!have_fit)
             proj[0] = proj_p[0], proj[1] = proj_p[1]; /* the projections use no fit */
         const char *lab[3] = {c->runs[i].model, arb_report_ds_title(c->runs[i].dataset), c->runs[i].method};
@@ -295,11 +325,16 @@ int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
                      "(docs/cost-model.md).",
                      100.0 * worst[1], own);
         }
+        char pf[160] = "";
+        if (n_own > 0)
+            snprintf(pf, sizeof pf, " (%d prompt%s without an AR row: the method's own prefill on both sides)", n_own,
+                     n_own == 1 ? "" : "s");
         snprintf(g->caption, sizeof g->caption,
-                 "Predicted speedup: eval cost t(n, L) = w(n) + (b + a n) L %s.%s%s GPU columns are projections of "
-                 "these step traces, not measurements: a 7B FP16 roofline (A100; A40/H100 give the same below 215 "
-                 "nodes) and %s.",
-                 fit, pro, drift,
+                 "Predicted speedup: eval cost t(n, L) = w(n) + (b + a n) L %s.%s%s Prefills are measured, not "
+                 "modelled: the method's own, and on AR's side the AR run's of the same prompt%s. GPU columns are "
+                 "projections of these step traces, not measurements: a 7B FP16 roofline (A100; A40/H100 give the "
+                 "same below 215 nodes) and %s.",
+                 fit, pro, drift, pf,
                  have_h100 ? "arbor's measured H100 tree costs (" H100_PROFILE ")"
                            : "no H100 profile (" H100_PROFILE " missing)");
     }

@@ -145,8 +145,10 @@ static double lin_cost(int n, int L) { return 9000.0 + 1500.0 * (n - 1) + 0.5 * 
 /* AR and three tree methods (8, 16, 32 nodes; k accepted per step), 4 prompts each; wall time =
    prefill + the eval times + 30 us of harness per step, exactly. turn_gap > 0: a second turn
    (MT-Bench) half way, whose own prompt of turn_gap tokens is prefilled (another 500 us) before
-   the rest of the generation, so the contexts jump by turn_gap there. */
-static void build_cost_db(arb_store *st, int turn_gap, int n_methods)
+   the rest of the generation, so the contexts jump by turn_gap there. harvest_us > 0: the tree
+   methods' prefill costs that much more than AR's (TR/GOOSE `harvest_prefill` runs the output
+   head over every prompt position). */
+static void build_cost_db(arb_store *st, int turn_gap, int n_methods, int harvest_us)
 {
     static const char *const meth[] = {"AR", "T8", "T16", "T32"};
     static const int nodes[] = {1, 8, 16, 32}, k_acc[] = {0, 2, 3, 4};
@@ -163,7 +165,7 @@ static void build_cost_db(arb_store *st, int turn_gap, int n_methods)
             int32_t ids[80];
             const int n_prompt = 40 + 10 * p, gen_max = 60;
             int gen = 0, s = 0;
-            double wall = 500.0, prefill = 500.0; /* prefill */
+            double wall = 500.0 + (m ? harvest_us : 0), prefill = wall; /* prefill */
             int gap = 0;
             while (gen < gen_max) {
                 if (turn_gap && !gap && gen >= gen_max / 2)
@@ -190,7 +192,7 @@ static void build_cost_db(arb_store *st, int turn_gap, int n_methods)
     }
 }
 
-static void check_exact_predictions(int turn_gap)
+static void check_exact_predictions(int turn_gap, int harvest_us)
 {
     char dir[] = "/tmp/arb_costdbXXXXXX", path[64];
     cr_assert(mkdtemp(dir));
@@ -198,7 +200,7 @@ static void check_exact_predictions(int turn_gap)
     arb_store *st = NULL;
     arb_err err = {0};
     cr_assert_eq(arb_store_open(path, &st, &err), ARB_OK, "%s", err.msg);
-    build_cost_db(st, turn_gap, 4);
+    build_cost_db(st, turn_gap, 4, harvest_us);
     arb_report_opts o = arb_report_default_opts();
     o.table = "cost";
     o.fmt = ARB_FMT_JSON;
@@ -227,12 +229,19 @@ static void check_exact_predictions(int turn_gap)
     rmdir(dir);
 }
 
-Test(costmodel, report_table_predicts_an_exact_surface) { check_exact_predictions(0); }
+Test(costmodel, report_table_predicts_an_exact_surface) { check_exact_predictions(0, 0); }
 
 /* A second turn moves the contexts by its prompt: AR's side must follow the method's own trace
    (the step contexts), not n_prompt + j, or every multi-turn row is predicted too fast (MT-Bench
    was +15-18 % before). */
-Test(costmodel, report_table_follows_a_second_turn) { check_exact_predictions(200); }
+Test(costmodel, report_table_follows_a_second_turn) { check_exact_predictions(200, 0); }
+
+/* A method whose prefill costs more than AR's (harvesting the prompt's top-K: 50 ms more per
+   prompt here, ~10 % of AR's wall time): AR's side of the prediction must carry AR's own
+   prefill of the same prompt, not the method's, or the row is predicted as if the extra
+   prefill were free for the method (+3 ... +14 % on the harvesting rows of the 2026-11-27
+   sittings; +9.2 % on every row here). */
+Test(costmodel, report_table_takes_ar_prefill_from_the_ar_run) { check_exact_predictions(0, 50000); }
 
 /* Write a profile fitted on `cost` at the bench's shapes (wide trees 1..64 nodes at 64 and
    512 cached tokens). */
@@ -286,7 +295,7 @@ Test(costmodel, report_table_predicts_from_a_bench_profile)
         arb_store *st = NULL;
         arb_err err = {0};
         cr_assert_eq(arb_store_open(db, &st, &err), ARB_OK, "%s", err.msg);
-        build_cost_db(st, 0, n_methods);
+        build_cost_db(st, 0, n_methods, 0);
         arb_report_opts o = arb_report_default_opts();
         o.table = "cost", o.fmt = ARB_FMT_JSON, o.n_boot = 0, o.profile = prof;
         int rc;
