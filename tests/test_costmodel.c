@@ -134,6 +134,7 @@ Test(costmodel, gpu_roofline_ratios)
 /* ---- the report table on a database whose eval times follow a known cost surface ---- */
 
 #include <cjson/cJSON.h>
+#include <sqlite3.h>
 
 #include "report.h"
 #include "report_capture.h"
@@ -242,6 +243,41 @@ Test(costmodel, report_table_follows_a_second_turn) { check_exact_predictions(20
    prefill were free for the method (+3 ... +14 % on the harvesting rows of the 2026-11-27
    sittings; +9.2 % on every row here). */
 Test(costmodel, report_table_takes_ar_prefill_from_the_ar_run) { check_exact_predictions(0, 50000); }
+
+/* A prompt the AR run has no row for (a resumed or cut run): its method's own prefill stands in
+   on both sides, and the caption counts it; with AR's row back, the count is gone. */
+Test(costmodel, report_table_counts_prompts_without_an_ar_row)
+{
+    char dir[] = "/tmp/arb_costaXXXXXX", path[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/c.db", dir);
+    arb_store *st = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_store_open(path, &st, &err), ARB_OK, "%s", err.msg);
+    build_cost_db(st, 0, 4, 50000);
+    arb_report_opts o = arb_report_default_opts();
+    o.table = "cost", o.fmt = ARB_FMT_MD, o.n_boot = 0;
+    int rc;
+    char *out = report_capture(st, &o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", out);
+    cr_assert(strstr(out, "on AR's side the AR run's of the same prompt."), "%s", out);
+    cr_assert(!strstr(out, "without an AR row"), "%s", out);
+    free(out);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db, "DELETE FROM prompts WHERE run_key = 'c000000000000000' AND prompt_id = 'P/3'",
+                              NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_changes(db), 1);
+    sqlite3_close(db);
+    out = report_capture(st, &o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", out);
+    /* three tree runs, one prompt each */
+    cr_assert(strstr(out, "(3 prompts without an AR row: the method's own prefill on both sides)"), "%s", out);
+    free(out);
+    arb_store_close(st);
+    unlink(path);
+    rmdir(dir);
+}
 
 /* Write a profile fitted on `cost` at the bench's shapes (wide trees 1..64 nodes at 64 and
    512 cached tokens). */
