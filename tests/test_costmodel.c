@@ -193,15 +193,29 @@ static void build_cost_db(arb_store *st, int turn_gap, int n_methods, int harves
     }
 }
 
-static void check_exact_predictions(int turn_gap, int harvest_us)
+/* A fresh database at dir/c.db (dir: a mkdtemp template) holding build_cost_db's runs. */
+static arb_store *open_cost_db(char *dir, char *path, size_t cap, int turn_gap, int n_methods, int harvest_us)
 {
-    char dir[] = "/tmp/arb_costdbXXXXXX", path[64];
     cr_assert(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/c.db", dir);
+    snprintf(path, cap, "%s/c.db", dir);
     arb_store *st = NULL;
     arb_err err = {0};
     cr_assert_eq(arb_store_open(path, &st, &err), ARB_OK, "%s", err.msg);
-    build_cost_db(st, turn_gap, 4, harvest_us);
+    build_cost_db(st, turn_gap, n_methods, harvest_us);
+    return st;
+}
+
+static void close_cost_db(arb_store *st, const char *dir, const char *path)
+{
+    arb_store_close(st);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void check_exact_predictions(int turn_gap, int harvest_us)
+{
+    char dir[] = "/tmp/arb_costdbXXXXXX", path[64];
+    arb_store *st = open_cost_db(dir, path, sizeof path, turn_gap, 4, harvest_us);
     arb_report_opts o = arb_report_default_opts();
     o.table = "cost";
     o.fmt = ARB_FMT_JSON;
@@ -225,9 +239,7 @@ static void check_exact_predictions(int turn_gap, int harvest_us)
     }
     cJSON_Delete(j);
     free(out);
-    arb_store_close(st);
-    unlink(path);
-    rmdir(dir);
+    close_cost_db(st, dir, path);
 }
 
 Test(costmodel, report_table_predicts_an_exact_surface) { check_exact_predictions(0, 0); }
@@ -244,17 +256,13 @@ Test(costmodel, report_table_follows_a_second_turn) { check_exact_predictions(20
    sittings; +9.2 % on every row here). */
 Test(costmodel, report_table_takes_ar_prefill_from_the_ar_run) { check_exact_predictions(0, 50000); }
 
-/* A prompt the AR run has no row for (a resumed or cut run): its method's own prefill stands in
-   on both sides, and the caption counts it; with AR's row back, the count is gone. */
+/* A prompt the AR run has no row for (a resumed or cut run): the caption says nothing while AR
+   has every row; once one is gone, the method's own prefill stands in on both sides for that
+   prompt and the caption counts it. */
 Test(costmodel, report_table_counts_prompts_without_an_ar_row)
 {
     char dir[] = "/tmp/arb_costaXXXXXX", path[64];
-    cr_assert(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/c.db", dir);
-    arb_store *st = NULL;
-    arb_err err = {0};
-    cr_assert_eq(arb_store_open(path, &st, &err), ARB_OK, "%s", err.msg);
-    build_cost_db(st, 0, 4, 50000);
+    arb_store *st = open_cost_db(dir, path, sizeof path, 0, 4, 50000);
     arb_report_opts o = arb_report_default_opts();
     o.table = "cost", o.fmt = ARB_FMT_MD, o.n_boot = 0;
     int rc;
@@ -274,9 +282,7 @@ Test(costmodel, report_table_counts_prompts_without_an_ar_row)
     /* three tree runs, one prompt each */
     cr_assert(strstr(out, "(3 prompts without an AR row: the method's own prefill on both sides)"), "%s", out);
     free(out);
-    arb_store_close(st);
-    unlink(path);
-    rmdir(dir);
+    close_cost_db(st, dir, path);
 }
 
 /* Write a profile fitted on `cost` at the bench's shapes (wide trees 1..64 nodes at 64 and
