@@ -9,7 +9,7 @@
  * i.e. what AR would cost over the method's own step trace, both from the fit. The prefills
  * are not modelled but measured: the method's from its own rows, AR's from the AR sibling's
  * row of the same prompt (a drafter that harvests the prompt's top-K pays the output head on
- * every prompt position, 23-38 % more prefill, which AR does not; the method's own prefill
+ * every prompt position, 5-38 % more prefill, which AR does not; the method's own prefill
  * stands in only where the AR run has no row for the prompt). The harness's own work (draft,
  * verify, update, commit) comes from the run's rows.
  * Measured speedup is the paired per-prompt figure of the summary table. With a bench
