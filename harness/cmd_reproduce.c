@@ -26,7 +26,7 @@ static const char description[] =
     "PAPER is goose, dte or entmtp. Runs every config behind the paper's claims (results/paper/claims.json)\n"
     "like `arbor run` (finished prompts are skipped, so a second call resumes), then prints per\n"
     "claim the paper's figure, ours, a 95% bootstrap interval over prompts and a verdict: holds,\n"
-    "fails, inconclusive (the interval straddles the threshold), missing (no data), untestable\n"
+    "fails, inconclusive (the interval straddles the threshold, or one prompt), missing (no data), untestable\n"
     "(docs/reproduce.md).\n";
 
 typedef struct args {

@@ -424,8 +424,10 @@ static int eval_cell(ctx *x, int g, const char *const *ds, int nd, const int *wa
     cell->paper = paper_stat(x, ds, nd, want, nw);
     if (!rc && complete)
         rc = bootstrap(x, s, ns, cell, err);
+    /* One prompt has no interval (every resample is that prompt): inconclusive, whatever the
+       point says. */
     if (!rc && complete)
-        cell->verdict = arb_repro_verdict(x->c, cell->lo, cell->hi);
+        cell->verdict = cell->n < 2 ? ARB_VERDICT_INCONCLUSIVE : arb_repro_verdict(x->c, cell->lo, cell->hi);
     release_strata(s, ns);
     return rc;
 }

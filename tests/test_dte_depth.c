@@ -105,4 +105,10 @@ Test(dte_depth, tiny_run_is_deterministic_and_in_range, .timeout = 900)
     strip_times(a);
     strip_times(b);
     cr_assert_str_eq(a, b, "same seed, same tables");
+    /* one root: the Traversal-vs-verifier intervals are points, so no verdict but inconclusive */
+    o.every = 8;
+    cr_assert_eq(run_once(&o, a, sizeof a, &err), ARB_OK, "%s", err.msg);
+    cr_assert(strstr(a, ", 1 roots\n"), "%s", a);
+    cr_assert(strstr(a, "| inconclusive (one root) |"), "%s", a);
+    cr_assert(!strstr(a, "| holds |") && !strstr(a, "| fails |"), "%s", a);
 }

@@ -197,6 +197,31 @@ Test(reproduce, pairs_prompts_across_methods, .init = setup, .fini = teardown)
     arb_repro_result_release(&r);
 }
 
+/* One prompt per method: the point says A is 50 % ahead, but a single prompt has no interval
+   (every resample is that prompt), so the cell is inconclusive, not "holds"; with two prompts
+   the same gap holds. */
+Test(reproduce, a_single_prompt_is_inconclusive, .init = setup, .fini = teardown)
+{
+    put_series("a0", "A", "humaneval", 1, 3.0, 0.0);
+    put_series("b0", "B", "humaneval", 1, 2.0, 0.0);
+    arb_repro_opts o = arb_repro_default_opts();
+    arb_claim c = claim(ARB_CLAIM_ORDER, "A", "B", NULL);
+    arb_repro_result r = eval(&c, &o);
+    cr_assert_eq(r.n_cells, 1);
+    cr_assert_eq(r.cells[0].n, 1);
+    cr_assert_float_eq(r.cells[0].v, 0.5, 1e-9);
+    cr_assert(r.cells[0].uninformative);
+    cr_assert_eq(r.cells[0].verdict, ARB_VERDICT_INCONCLUSIVE);
+    cr_assert_eq(r.verdict, ARB_VERDICT_INCONCLUSIVE);
+    arb_repro_result_release(&r);
+    put_prompt("a0", 1, 3000, 1000, 2, 4);
+    put_prompt("b0", 1, 2000, 1000, 2, 4);
+    r = eval(&c, &o);
+    cr_assert_eq(r.cells[0].n, 2);
+    cr_assert_eq(r.verdict, ARB_VERDICT_HOLDS);
+    arb_repro_result_release(&r);
+}
+
 Test(reproduce, sign_is_a_macro_over_datasets_and_abs_holds_within_tolerance, .init = setup, .fini = teardown)
 {
     put_series("a0", "abl", "humaneval", 12, 2.7, 0.05), put_series("r0", "REF", "humaneval", 12, 3.0, 0.05);
