@@ -299,6 +299,14 @@ int arb_cmd_reproduce(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc < 0 ? 0 : rc;
+    /* --no-run reads what is there; a --db named by hand that is not there is a typo, not
+       a database with nothing measured (the default results/<config>.db may be absent:
+       those claims are missing) */
+    struct stat sb;
+    if (a.no_run && a.db && stat(a.db, &sb) != 0) {
+        fprintf(stderr, "arbor reproduce: %s: no such database (--no-run only reads)\n", a.db);
+        return 1;
+    }
     arb_err err = {0};
     plan p = {0};
     if (plan_load(&a, &p, &err)) {

@@ -329,3 +329,18 @@ Test(cli, usage_errors_exit_2_naming_the_option, .init = find_binary)
                   out);
     }
 }
+
+/* A database path that is not there: commands that only read say so and exit 1 (`reproduce
+   --no-run --db` used to print every claim as "missing" and exit 0, hiding a typo). */
+Test(cli, reading_a_missing_database_fails_naming_it, .init = find_binary)
+{
+    static const char *const cases[] = {"report --db /nonexistent/a.db --table summary",
+                                        "reproduce goose --no-run --db /nonexistent/a.db",
+                                        "plot --db /nonexistent/a.db --out /tmp"};
+    static char out[1 << 14], cmd[8192];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s 2>&1", arbor_bin, cases[i]);
+        cr_expect_eq(run(cmd, out, sizeof out), 1, "arbor %s: exit status (%s)", cases[i], out);
+        cr_expect(strstr(out, "/nonexistent/a.db: no such database") != NULL, "arbor %s: %s", cases[i], out);
+    }
+}
