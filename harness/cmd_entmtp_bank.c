@@ -167,9 +167,9 @@ int arb_entmtp_cmd_bank(int argc, char **argv)
         {.name = "--frontier", .kind = ARB_OPT_KIND_STR, .dst = &frontier, .metavar = "FILE", .required = true,
          .help = "JSON of arbor entmtp frontier (its debiased hull trees are timed)"},
         {.name = "--heads", .kind = ARB_OPT_KIND_STR, .dst = &heads, .metavar = "PATH", .required = true,
-         .help = "Hydra heads GGUF (< 32 characters: a method parameter)"},
+         .help = "Hydra heads GGUF"},
         {.name = "--out", .kind = ARB_OPT_KIND_STR, .dst = &out, .metavar = "FILE", .required = true,
-         .help = "bank JSON (< 32 characters: the method's bank parameter)"},
+         .help = "bank JSON to write"},
         ARB_OPT_STR("--model", "M", &model, "default (the cached SmolLM2-135M) or a GGUF path"),
         ARB_OPT_STR("--dataset", "NAME", &dataset, "timing prompts (default gsm8k-train)"),
         ARB_OPT_INT("--skip", "N", &skip, 0, 1 << 24, "records skipped first: past the calibration ones (default 100)"),
@@ -344,9 +344,9 @@ int arb_entmtp_cmd_table(int argc, char **argv)
     const char *clock = "wall";
     const arb_opt opts[] = {
         {.name = "--heads", .kind = ARB_OPT_KIND_STR, .dst = &heads, .metavar = "PATH", .required = true,
-         .help = "Hydra heads GGUF (< 32 characters)"},
+         .help = "Hydra heads GGUF"},
         {.name = "--bank", .kind = ARB_OPT_KIND_STR, .dst = &bank, .metavar = "FILE", .required = true,
-         .help = "bank JSON of arbor entmtp bank for this dataset (< 32 characters)"},
+         .help = "bank JSON of arbor entmtp bank for this dataset"},
         ARB_OPT_STR("--model", "M", &model, "default (the cached SmolLM2-135M) or a GGUF path"),
         ARB_OPT_STR("--dataset", "NAME", &dataset, "evaluation prompts (default gsm8k)"),
         ARB_OPT_INT("--skip", "N", &skip, 0, 1 << 24, "records skipped first (default 0)"),

@@ -1,9 +1,12 @@
 /* cmd_run.c — `arbor run CONFIG`: run an experiment config into a results database. */
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "config.h"
+#include "drafters/medusa.h"
 #include "opts.h"
 #include "report.h"
 #include "runner.h"
@@ -94,6 +97,26 @@ static int print_table(const char *db, const char *table)
     return rc;
 }
 
+/* --check: a heads file named by a method (a path or "{cache}/NAME"; "default" depends on the
+   model's digest, which --check does not read) must exist, since a run would stop at it. */
+static int check_heads_files(const char *path, const arb_config *c)
+{
+    for (int k = 0; k < c->n_methods; k++) {
+        const arb_method_spec *s = &c->methods[k].spec;
+        char kind[64], file[4096];
+        arb_err err = {0};
+        if (arb_heads_file_for(s, NULL, NULL, kind, sizeof kind, &err) || !kind[0] || !strcmp(s->heads, "default"))
+            continue;
+        struct stat sb;
+        if (arb_heads_file_for(s, NULL, "", file, sizeof file, &err) || stat(file, &sb) != 0) {
+            fprintf(stderr, "arbor run: %s: methods[%d].heads: %s: %s (train one with arbor train %s)\n", path, k,
+                    err.msg[0] ? s->heads : file, err.msg[0] ? err.msg : "no such file", kind);
+            return 2;
+        }
+    }
+    return 0;
+}
+
 int arb_cmd_run(int argc, char **argv)
 {
     arb_run_opts o = arb_run_default_opts();
@@ -109,8 +132,9 @@ int arb_cmd_run(int argc, char **argv)
     }
     if (a.check) {
         print_matrix(a.config, c);
+        const int hrc = check_heads_files(a.config, c);
         arb_config_free(c);
-        return 0;
+        return hrc;
     }
     o.stop = &stop_flag;
     signal(SIGINT, on_signal);

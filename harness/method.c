@@ -173,7 +173,7 @@ static const arb_method_param params[] = {
     {"top_k", ARB_PARAM_INT, OFF(top_k), "*", 0, 1 << 20, "top-k filter, 0 = off"},
     {"seed", ARB_PARAM_U64, OFF(seed), "*", 0, 1.8e19, "run seed"},
     {"draft_model", ARB_PARAM_STR, OFF(draft_model), "draft " E2, 0, 0, "self (target cut) | target (same GGUF, q = p) | GGUF path"},
-    {"heads", ARB_PARAM_STR, OFF(heads), "medusa hydra eagle eagle-dte", 0, 0, "default | heads GGUF path (arbor train)"},
+    {"heads", ARB_PARAM_STR, OFF(heads), "medusa hydra eagle eagle-dte", 0, 0, "default | {cache}/NAME | heads GGUF path (arbor train)"},
     {"tree", ARB_PARAM_STR, OFF(tree), "medusa hydra", 0, 0, "mc_sim_7b_63 | auto (budget nodes from held-out rank accuracy)"},
     {"bank", ARB_PARAM_STR, OFF(bank), "medusa hydra", 0, 0, "EntMTP TopologyBank JSON (arbor entmtp bank)"},
     {"tree_sched", ARB_PARAM_STR, OFF(tree_sched), "medusa hydra", 0, 0, "\"\" | static | entmtp_tau | ladder (needs bank)"},

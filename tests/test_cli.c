@@ -344,3 +344,34 @@ Test(cli, reading_a_missing_database_fails_naming_it, .init = find_binary)
         cr_expect(strstr(out, "/nonexistent/a.db: no such database") != NULL, "arbor %s: %s", cases[i], out);
     }
 }
+
+/* `run --check` reads no model but does look for a heads file a method names: a path, or
+   "{cache}/NAME" (a file in $ARBOR_CACHE, how the committed EntMTP configs name theirs). */
+Test(cli, run_check_finds_a_missing_heads_file_in_the_cache, .init = find_binary)
+{
+    char dir[] = "/tmp/arb_cli_heads_XXXXXX", cfg[128], heads[128], cmd[8192];
+    static char out[1 << 14];
+    cr_assert(mkdtemp(dir));
+    snprintf(cfg, sizeof cfg, "%s/c.json", dir);
+    snprintf(heads, sizeof heads, "%s/hy.gguf", dir);
+    FILE *f = fopen(cfg, "w");
+    cr_assert(f);
+    fputs("{\"name\": \"heads-check\", \"models\": [{\"id\": \"m\", \"path\": \"default\"}],\n"
+          " \"datasets\": [{\"name\": \"gsm8k\", \"limit\": 1}],\n"
+          " \"methods\": [{\"id\": \"AR\", \"preset\": \"ar\"},\n"
+          "             {\"id\": \"H\", \"preset\": \"hydra\", \"heads\": \"{cache}/hy.gguf\"}]}\n",
+          f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "ARBOR_CACHE=%s %s run %s --check 2>&1", dir, arbor_bin, cfg);
+    cr_expect_eq(run(cmd, out, sizeof out), 2, "%s", out);
+    char want[256];
+    snprintf(want, sizeof want, "methods[1].heads: %s: no such file (train one with arbor train hydra)", heads);
+    cr_expect(strstr(out, want) != NULL, "no \"%s\" in: %s", want, out);
+    f = fopen(heads, "w"); /* --check only asks that the file is there */
+    cr_assert(f);
+    fclose(f);
+    cr_expect_eq(run(cmd, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "2 methods") != NULL, "%s", out);
+    unlink(heads), unlink(cfg);
+    cr_expect_eq(rmdir(dir), 0);
+}

@@ -102,6 +102,17 @@ int arb_heads_file_for(const arb_method_spec *s, const char *model_path, const c
         return (size_t)snprintf(buf, cap, "%s", kind) < cap ? ARB_OK : ARB_ERR(err, ARB_E_RANGE, "heads: buffer too small");
     if (!strcmp(s->heads, "default"))
         return arb_medusa_default_path(kind, model_path, sha256, buf, cap, err);
+    /* "{cache}/NAME": a file in arbor's cache, so a committed config names a heads file
+       trained on the user's machine without a home directory in it */
+    if (!strncmp(s->heads, "{cache}/", 8)) {
+        char dir[4096];
+        const int rc = arb_cache_dir(dir, sizeof dir, err);
+        if (rc)
+            return rc;
+        if ((size_t)snprintf(buf, cap, "%s/%s", dir, s->heads + 8) >= cap)
+            return ARB_ERR(err, ARB_E_RANGE, "heads: path too long");
+        return ARB_OK;
+    }
     if ((size_t)snprintf(buf, cap, "%s", s->heads) >= cap)
         return ARB_ERR(err, ARB_E_RANGE, "heads: path too long");
     return ARB_OK;
