@@ -44,7 +44,7 @@ static const char engine_description[] =
     "  memory    RSS and KV-cache bytes per token\n"
     "--llama-bench PATH runs `PATH -m M -p 0 -n STEPS -t N -r R` (R = --llama-reps, default 2)\n"
     "right after arbor's decode, --rounds times (default 2), and prints both rates and their ratio.\n"
-    "CPU: the eval cost model t(n, L) = w(n) + a n L (harness/costmodel.h) is fitted on the wide\n"
+    "CPU: the eval cost model t(n, L) = w(n) + (b + a n) L (harness/costmodel.h) is fitted on the wide\n"
     "trees at a 64-token context and at a long one; --save-profile writes it, with this machine's\n"
     "fingerprint, to $ARBOR_CACHE/cost/<fingerprint>.json (`arbor report --table cost`).\n"
     "The long context is --context L (default: the longest a 64-node tree fits on); its 1-64-node\n"

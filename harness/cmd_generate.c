@@ -189,7 +189,7 @@ int arb_cmd_generate(int argc, char **argv)
     double tau = (double)r.n_generated / r.n_target_calls;
     fprintf(stderr,
             "\n[%s%s] %d prompt tokens, %d generated in %d target calls: tau %.3f, %.2f tok/s, "
-            "time to first token %.1f ms, harness %.2f%% of eval, tables %.2f MB%s\n"
+            "time to first token %.1f ms, harness (drafting included) %.2f%% of eval, tables %.2f MB%s\n"
             "process CPU %.1f ms, %.3f ms per step after prefill%s\n",
             spec.id, spec.temperature > 0 && arb_verifier_find(spec.verifier)->approximate ? " (approximate)" : "",
             r.n_prompt, r.n_generated, r.n_target_calls, tau, r.n_generated / (r.wall_us / 1e6),

@@ -15,6 +15,9 @@ arb_load_opts arb_gen_load_opts(void)
     /* Unknown names were always ignored (the best family); keep that for the variable,
        while arb_model_load rejects them as an option. */
     lo.isa = isa && arb_cpu_kernels(isa) ? isa : NULL;
+    if (isa && *isa && !lo.isa)
+        fprintf(stderr, "arbor: ARBOR_ISA=%s is not a kernel family here (scalar, avx2, avx512vnni where the "
+                        "CPU has it); using the best\n", isa);
     lo.attn_scalar = getenv("ARBOR_ATTN_SCALAR") != NULL;
     lo.no_pack = no_pack && *no_pack && *no_pack != '0';
     const char *no_huge = getenv("ARBOR_NO_HUGEPAGES");

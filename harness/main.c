@@ -30,7 +30,7 @@ static const struct arb_cmd cmds[] = {
     {"bench-harness", arb_cmd_bench_harness, "harness costs: n-gram lookups vs context, table memory, per-step work"},
     {"synth-model", arb_cmd_synth_model, "write a random-weight GGUF of a real 1B-8B shape (GPU timing model)"},
     {"distill", arb_cmd_distill, "the target's greedy answers to training prompts, for training heads (resumable)"},
-    {"train", arb_cmd_train, "train Medusa or Hydra heads on a distill file (frozen target, AdamW, held-out split)"},
+    {"train", arb_cmd_train, "train Medusa, Hydra or EAGLE heads, or the NDE selector (frozen target, AdamW, held-out split)"},
     {"datastore", arb_cmd_datastore, "build a REST retrieval datastore (code or chat corpus) or show one's header"},
     {"entmtp", arb_cmd_entmtp, "EntMTP: acceptance frontier of Hydra trees (score_all + debiasing) on calibration prompts"},
     {"dte-depth", arb_cmd_dte_depth, "per-depth OT acceptance rates and L1(p,q) along draft paths (DTE Fig. 1)"},

@@ -500,8 +500,8 @@ int arb_method_spec_validate(const arb_method_spec *s, arb_err *err)
        by-name case left: "none" is method.c's own row, the drafter that drafts nothing. */
     if (s->temperature > 0 && d != &arb_drafter_none && !d->q_rows)
         return ARB_ERR(err, ARB_E_UNSUPPORTED,
-                       "method %s: temperature: speculative sampling is not implemented yet for drafter %s "
-                       "(greedy only; use ar)", s->id, s->drafter);
+                       "method %s: temperature: drafter %s is greedy only (it has no draft laws); sampling "
+                       "runs with ar or drafter %s", s->id, s->drafter, drafters_with(has_q_rows, ", ", names, sizeof names));
     return ARB_OK;
 }
 

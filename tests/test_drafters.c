@@ -153,8 +153,8 @@ Test(drafters, generic_checks_read_the_table)
     expect_error(&s, ARB_E_INVAL, "method PLD: topology: 'iso' needs drafter goose");
     s = preset("medusa");
     s.temperature = 0.7;
-    expect_error(&s, ARB_E_UNSUPPORTED, "method Medusa: temperature: speculative sampling is not implemented "
-                                        "yet for drafter medusa (greedy only; use ar)");
+    expect_error(&s, ARB_E_UNSUPPORTED, "method Medusa: temperature: drafter medusa is greedy only (it has no draft "
+                                        "laws); sampling runs with ar or drafter draft, eagle2-draft, eagle-dte");
     s = preset("ar"); /* AR samples the target itself */
     s.temperature = 0.7;
     cr_assert_eq(arb_method_spec_validate(&s, NULL), ARB_OK);
