@@ -372,3 +372,34 @@ Test(heads, tiny_model_training_lowers_held_out_loss, .timeout = 120)
     arb_ctx_free(c);
     arb_model_free(m);
 }
+
+/* A method's `heads` value as a file: "default" is the cache's file for the model (kind, model
+   file name, 12 hex of its digest), "{cache}/NAME" is NAME in the cache directory, anything else
+   is the path itself; the cache is $ARBOR_CACHE. */
+Test(heads, heads_values_resolve_to_files)
+{
+    char dir[] = "/tmp/arb_heads_path_XXXXXX", path[4096], want[4096];
+    cr_assert(mkdtemp(dir));
+    const char *old = getenv("ARBOR_CACHE");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("ARBOR_CACHE", dir, 1);
+    arb_err err = {0};
+    static const char sha[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    cr_assert_eq(arb_heads_path("{cache}/hyE.gguf", "hydra", "/m/model.gguf", sha, path, sizeof path, &err), ARB_OK,
+                 "%s", err.msg);
+    snprintf(want, sizeof want, "%s/hyE.gguf", dir);
+    cr_assert_str_eq(path, want);
+    cr_assert_eq(arb_heads_path("default", "hydra", "/m/model.gguf", sha, path, sizeof path, &err), ARB_OK, "%s", err.msg);
+    snprintf(want, sizeof want, "%s/heads/hydra-model.gguf.0123456789ab.gguf", dir);
+    cr_assert_str_eq(path, want);
+    cr_assert_eq(arb_heads_path("/x/{cache}/h.gguf", "hydra", "/m/model.gguf", sha, path, sizeof path, &err), ARB_OK);
+    cr_assert_str_eq(path, "/x/{cache}/h.gguf", "only a leading {cache}/ is the cache");
+    cr_assert_eq(arb_heads_path("{cache}/h.gguf", "hydra", "/m/model.gguf", sha, path, 8, &err), ARB_E_RANGE);
+    if (saved)
+        setenv("ARBOR_CACHE", saved, 1), free(saved);
+    else
+        unsetenv("ARBOR_CACHE");
+    snprintf(want, sizeof want, "%s/heads", dir);
+    rmdir(want);
+    cr_assert_eq(rmdir(dir), 0);
+}

@@ -18,12 +18,8 @@ int arb_eagle_follow_bind(arb_eagle_follow *f, arb_ctx *target, const char *head
     int rc = arb_sha256_file(arb_model_path(m), sha, err);
     if (rc)
         return rc;
-    if (!strcmp(heads, "default")) {
-        if ((rc = arb_medusa_default_path("eagle", arb_model_path(m), sha, path, sizeof path, err)))
-            return rc;
-    } else {
-        snprintf(path, sizeof path, "%s", heads);
-    }
+    if ((rc = arb_heads_path(heads, "eagle", arb_model_path(m), sha, path, sizeof path, err)))
+        return rc;
     arb_heads_meta meta;
     if ((rc = arb_eagle_load(path, sha, &f->h, &meta, err))) {
         if (rc == ARB_E_IO || rc == ARB_E_NOTFOUND) {

@@ -89,6 +89,27 @@ int arb_medusa_default_path(const char *kind, const char *model_path, const char
     return ARB_OK;
 }
 
+int arb_heads_path(const char *heads, const char *kind, const char *model_path, const char *sha256, char *buf,
+                   size_t cap, arb_err *err)
+{
+    if (!strcmp(heads, "default"))
+        return arb_medusa_default_path(kind, model_path, sha256, buf, cap, err);
+    /* "{cache}/NAME": a file in arbor's cache, so a committed config names a heads file
+       trained on the user's machine without a home directory in it */
+    if (!strncmp(heads, "{cache}/", 8)) {
+        char dir[4096];
+        const int rc = arb_cache_dir(dir, sizeof dir, err);
+        if (rc)
+            return rc;
+        if ((size_t)snprintf(buf, cap, "%s/%s", dir, heads + 8) >= cap)
+            return ARB_ERR(err, ARB_E_RANGE, "heads: path too long");
+        return ARB_OK;
+    }
+    if ((size_t)snprintf(buf, cap, "%s", heads) >= cap)
+        return ARB_ERR(err, ARB_E_RANGE, "heads: path too long");
+    return ARB_OK;
+}
+
 int arb_heads_file_for(const arb_method_spec *s, const char *model_path, const char *sha256, char *buf, size_t cap,
                        arb_err *err)
 {
@@ -100,22 +121,7 @@ int arb_heads_file_for(const arb_method_spec *s, const char *model_path, const c
         return ARB_OK;
     if (!sha256) /* only asking whether s loads heads: no digest, no cache directories */
         return (size_t)snprintf(buf, cap, "%s", kind) < cap ? ARB_OK : ARB_ERR(err, ARB_E_RANGE, "heads: buffer too small");
-    if (!strcmp(s->heads, "default"))
-        return arb_medusa_default_path(kind, model_path, sha256, buf, cap, err);
-    /* "{cache}/NAME": a file in arbor's cache, so a committed config names a heads file
-       trained on the user's machine without a home directory in it */
-    if (!strncmp(s->heads, "{cache}/", 8)) {
-        char dir[4096];
-        const int rc = arb_cache_dir(dir, sizeof dir, err);
-        if (rc)
-            return rc;
-        if ((size_t)snprintf(buf, cap, "%s/%s", dir, s->heads + 8) >= cap)
-            return ARB_ERR(err, ARB_E_RANGE, "heads: path too long");
-        return ARB_OK;
-    }
-    if ((size_t)snprintf(buf, cap, "%s", s->heads) >= cap)
-        return ARB_ERR(err, ARB_E_RANGE, "heads: path too long");
-    return ARB_OK;
+    return arb_heads_path(s->heads, kind, model_path, sha256, buf, cap, err);
 }
 
 /* ---------------- the drafters (drafter.h vtable) ---------------- */
@@ -208,12 +214,8 @@ static int md_bind(void *st, arb_ctx *target, arb_err *err)
     int rc = arb_sha256_file(arb_model_path(m), sha, err);
     if (rc)
         return rc;
-    if (!strcmp(d->spec.heads, "default")) {
-        if ((rc = arb_medusa_default_path(kname, arb_model_path(m), sha, path, sizeof path, err)))
-            return rc;
-    } else {
-        snprintf(path, sizeof path, "%s", d->spec.heads);
-    }
+    if ((rc = arb_heads_path(d->spec.heads, kname, arb_model_path(m), sha, path, sizeof path, err)))
+        return rc;
     arb_heads_meta meta;
     if ((rc = arb_heads_load(path, sha, &d->h, &meta, err))) {
         if (rc == ARB_E_IO || rc == ARB_E_NOTFOUND)

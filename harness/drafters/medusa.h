@@ -39,9 +39,14 @@ int arb_medusa_tree_auto(const float (*acc)[ARB_HEADS_RANKS], int K, int n_nodes
 int arb_medusa_default_path(const char *kind, const char *model_path, const char *sha256, char *buf, size_t cap,
                             arb_err *err);
 
+/* A method's `heads` value as a file: "default" (the path above), "{cache}/NAME" (NAME in
+   arbor's cache directory, how committed configs name a file trained on the user's machine),
+   or the path itself. */
+int arb_heads_path(const char *heads, const char *kind, const char *model_path, const char *sha256, char *buf,
+                   size_t cap, arb_err *err);
+
 /* The trained-heads file method s loads for the model at model_path (sha256 its hex digest):
-   its drafter's heads_kind slot names the kind, s->heads "default" resolves as above, any other
-   value is the path. buf = "" when s loads no heads file. sha256 NULL: only whether it loads
+   its drafter's heads_kind slot names the kind, s->heads resolves by arb_heads_path. buf = "" when s loads no heads file. sha256 NULL: only whether it loads
    one (buf = its kind, nothing computed or created). */
 int arb_heads_file_for(const arb_method_spec *s, const char *model_path, const char *sha256, char *buf, size_t cap,
                        arb_err *err);
