@@ -62,6 +62,8 @@ typedef struct runner {
     arb_progress pg;
     arb_run_summary *sum;
     char session_base[64];
+    char kernels[64];  /* the loaded model's kernel family (sessions.kernels) */
+    int n_threads;     /* and its kernel threads */
 } runner;
 
 arb_run_opts arb_run_default_opts(void)
@@ -415,7 +417,8 @@ static int run_group(runner *R, const arb_model *m, arb_ctx *ctx, const char *mo
                             .cpu_flags = R->si.cpu_flags, .gpu = R->si.gpu, .compiler = R->si.compiler,
                             .build_type = R->si.build_type, .git_rev = R->si.git_rev,
                             .version = R->si.version, .n_cores = R->si.n_cores,
-                            .mem_bytes = R->si.mem_bytes, .status = "running"};
+                            .mem_bytes = R->si.mem_bytes, .status = "running", .kernels = R->kernels,
+                            .n_threads = R->n_threads};
     char shard[32];
     snprintf(shard, sizeof shard, "%d/%d", R->o->shard_i, R->o->shard_n);
     ss.shard = shard;
@@ -593,6 +596,11 @@ static int run_model(runner *R, int mi, arb_dataset **dss, arb_err *err)
         rc = arb_ctx_new(m, &co, &ctx, err);
     if (rc)
         arb_err_prefix(err, "models[%d] (%s)", mi, cm->id);
+    else if (arb_ctx_on_device(ctx))
+        snprintf(R->kernels, sizeof R->kernels, "%s", cm->gpu_exact ? "cuda-exact" : "cuda");
+    else
+        arb_gen_kernels_label(&lo, R->kernels, sizeof R->kernels);
+    R->n_threads = rc ? 0 : arb_ctx_n_threads(ctx);
     for (int di = 0; di < R->c->n_datasets && !rc; di++)
         for (int si = 0; si < R->c->n_sampling && !rc; si++)
             for (int ei = 0; ei < R->c->n_seeds && !rc; ei++)

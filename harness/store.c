@@ -33,7 +33,8 @@ static const char schema_sql[] =
     " session TEXT PRIMARY KEY, run_key TEXT NOT NULL, shard TEXT, hostname TEXT,"
     " cpu_model TEXT, cpu_flags TEXT, n_cores INTEGER, mem_bytes INTEGER, gpu TEXT,"
     " compiler TEXT, build_type TEXT, git_rev TEXT, version TEXT, status TEXT,"
-    " started_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')), updated_at TEXT);"
+    " started_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')), updated_at TEXT,"
+    " kernels TEXT, n_threads INTEGER);"
     "CREATE TABLE IF NOT EXISTS prompts("
     " run_key TEXT NOT NULL, prompt_id TEXT NOT NULL, prompt_idx INTEGER, session TEXT,"
     " n_prompt INTEGER, n_gen INTEGER, n_calls INTEGER, wall_us INTEGER, prefill_us INTEGER,"
@@ -179,14 +180,18 @@ int arb_store_open(const char *path, arb_store **out, arb_err *err)
             goto fail;
         }
     }
-    if (version == 1 || version == 2) { /* v2 added steps.stop_fanout, v3 prompts.cpu_us; older rows
-                                           keep NULL (unknown) */
-        char sql[384];
+    if (version >= 1 && version < ARB_STORE_SCHEMA_VERSION) {
+        /* v2 added steps.stop_fanout, v3 prompts.cpu_us, v4 sessions.kernels and n_threads;
+           older rows keep NULL (unknown) */
+        char sql[512];
         snprintf(sql, sizeof sql,
-                 "BEGIN IMMEDIATE; %s ALTER TABLE prompts ADD COLUMN cpu_us INTEGER;"
+                 "BEGIN IMMEDIATE; %s%s%s"
                  " INSERT OR REPLACE INTO meta VALUES('schema_version','%d'); PRAGMA user_version=%d; COMMIT;",
-                 version == 1 ? "ALTER TABLE steps ADD COLUMN stop_fanout INTEGER;" : "", ARB_STORE_SCHEMA_VERSION,
-                 ARB_STORE_SCHEMA_VERSION);
+                 version < 2 ? "ALTER TABLE steps ADD COLUMN stop_fanout INTEGER;" : "",
+                 version < 3 ? "ALTER TABLE prompts ADD COLUMN cpu_us INTEGER;" : "",
+                 version < 4 ? "ALTER TABLE sessions ADD COLUMN kernels TEXT; ALTER TABLE sessions ADD COLUMN n_threads INTEGER;"
+                             : "",
+                 ARB_STORE_SCHEMA_VERSION, ARB_STORE_SCHEMA_VERSION);
         if ((rc = exec(s, sql, err))) {
             exec(s, "ROLLBACK", NULL);
             goto fail;
@@ -261,8 +266,8 @@ int arb_store_session_put(arb_store *s, const arb_store_session *x, arb_err *err
     sqlite3_stmt *st = NULL;
     int rc = prepare(s,
                      "INSERT INTO sessions(session,run_key,shard,hostname,cpu_model,cpu_flags,gpu,"
-                     "compiler,build_type,git_rev,version,status,n_cores,mem_bytes,updated_at)"
-                     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,strftime('%Y-%m-%dT%H:%M:%SZ','now'))"
+                     "compiler,build_type,git_rev,version,status,n_cores,mem_bytes,updated_at,kernels,n_threads)"
+                     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,strftime('%Y-%m-%dT%H:%M:%SZ','now'),?,?)"
                      " ON CONFLICT(session) DO UPDATE SET status=excluded.status,"
                      " updated_at=excluded.updated_at",
                      &st, err);
@@ -274,6 +279,9 @@ int arb_store_session_put(arb_store *s, const arb_store_session *x, arb_err *err
         bind_text(st, i + 1, txt[i]);
     sqlite3_bind_int(st, 13, x->n_cores);
     sqlite3_bind_int64(st, 14, x->mem_bytes);
+    bind_text(st, 15, x->kernels);
+    if (x->n_threads > 0)
+        sqlite3_bind_int(st, 16, x->n_threads);
     rc = step_write(s, st, err, "sessions");
     sqlite3_finalize(st);
     return rc;

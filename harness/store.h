@@ -24,7 +24,7 @@
 
 #include "error.h"
 
-#define ARB_STORE_SCHEMA_VERSION 3 /* 2: steps.stop_fanout; 3: prompts.cpu_us */
+#define ARB_STORE_SCHEMA_VERSION 4 /* 2: steps.stop_fanout; 3: prompts.cpu_us; 4: sessions.kernels, n_threads */
 #define ARB_STORE_NSRC 8 /* source columns, indexed like arb_src in tree.h (0 = root, unused) */
 
 typedef struct arb_store arb_store;
@@ -45,6 +45,9 @@ typedef struct arb_store_run {   /* strings may be NULL (stored as NULL) */
 typedef struct arb_store_session { /* one run in one invocation: where it was measured */
     const char *session, *run_key, *shard; /* unique id, run, "i/N" */
     const char *hostname, *cpu_model, *cpu_flags, *gpu, *compiler, *build_type, *git_rev, *version;
+    const char *kernels;         /* the engine's kernel family as it ran ("avx2", "avx512vnni-smallpages",
+                                    "cuda-exact"; NULL unknown): ARBOR_ISA and --backend change it */
+    int n_threads;               /* kernel threads (0 unknown) */
     int n_cores;
     int64_t mem_bytes;
     const char *status;          /* "running" | "done" | "interrupted" | "failed" */

@@ -265,9 +265,11 @@ Test(store, model_sha256_is_cached, .init = mkdir_tmp, .fini = rm_tmp)
     arb_store_close(s);
 }
 
-/* SQL that turns a database into what arbor wrote before schema v2 / v3. */
-#define BEFORE_V2 "ALTER TABLE steps DROP COLUMN stop_fanout; ALTER TABLE prompts DROP COLUMN cpu_us; PRAGMA user_version=1;"
-#define BEFORE_V3 "ALTER TABLE prompts DROP COLUMN cpu_us; PRAGMA user_version=2;"
+/* SQL that turns a database into what arbor wrote before schema v2 / v3 / v4. */
+#define NO_V4 "ALTER TABLE sessions DROP COLUMN kernels; ALTER TABLE sessions DROP COLUMN n_threads;"
+#define BEFORE_V2 NO_V4 "ALTER TABLE steps DROP COLUMN stop_fanout; ALTER TABLE prompts DROP COLUMN cpu_us; PRAGMA user_version=1;"
+#define BEFORE_V3 NO_V4 "ALTER TABLE prompts DROP COLUMN cpu_us; PRAGMA user_version=2;"
+#define BEFORE_V4 NO_V4 "PRAGMA user_version=3;"
 
 /* Run k1 with prompt p0 (seed, 5 steps) written, `downgrade` applied, then reopened (so migrated). */
 static arb_store *migrated_db(const char *name, int seed, const char *downgrade)
@@ -283,14 +285,26 @@ static arb_store *migrated_db(const char *name, int seed, const char *downgrade)
     return s;
 }
 
-/* A v1 database gains steps.stop_fanout and prompts.cpu_us, a v2 one prompts.cpu_us; the old
-   rows keep NULL there, new rows fill them. */
+/* A v1 database gains steps.stop_fanout, prompts.cpu_us and sessions.kernels / n_threads, a v2
+   one the last three, a v3 one the sessions' two; the old rows keep NULL there, new rows fill
+   them. */
 Test(store, older_databases_migrate_and_keep_their_rows, .init = mkdir_tmp, .fini = rm_tmp)
 {
-    for (int v = 1; v <= 2; v++) {
-        arb_store *s = migrated_db(v == 1 ? "old1.db" : "old2.db", 3, v == 1 ? BEFORE_V2 : BEFORE_V3);
+    static const char *const name[] = {"", "old1.db", "old2.db", "old3.db"}, *const down[] = {"", BEFORE_V2, BEFORE_V3,
+                                                                                             BEFORE_V4};
+    for (int v = 1; v <= 3; v++) {
+        arb_store *s = open_db(name[v]);
         arb_err err = {0};
-        cr_assert_eq(count(s, "SELECT COUNT(*) FROM prompts WHERE cpu_us IS NULL AND wall_us = 5000"), 1);
+        arb_store_session ss = {.session = "s0", .run_key = "k1", .hostname = "h", .cpu_model = "c", .status = "done",
+                                .kernels = "avx2", .n_threads = 2};
+        cr_assert_eq(arb_store_session_put(s, &ss, &err), ARB_OK, "%s", err.msg);
+        arb_store_close(s);
+        s = migrated_db(name[v], 3, down[v]);
+        cr_assert_eq(count(s, "SELECT COUNT(*) FROM sessions WHERE kernels IS NULL AND n_threads IS NULL"), 1);
+        ss.session = "s1";
+        cr_assert_eq(arb_store_session_put(s, &ss, &err), ARB_OK, "%s", err.msg);
+        cr_assert_eq(count(s, "SELECT n_threads FROM sessions WHERE session = 's1' AND kernels = 'avx2'"), 2);
+        cr_assert_eq(count(s, "SELECT COUNT(*) FROM prompts WHERE cpu_us IS NULL AND wall_us = 5000"), v < 3);
         cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps WHERE stop_fanout IS NULL"), v == 1 ? 5 : 1);
         cr_assert_eq(put_prompt(s, "k1", "p1", 4, 5, &err), ARB_OK, "%s", err.msg);
         cr_assert_eq(count(s, "SELECT COUNT(*) FROM steps"), 10);
