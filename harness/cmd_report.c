@@ -27,6 +27,8 @@ static const char description[] =
     "  cost     tau, measured speedup, the speedup the eval cost model t(n, L) predicts (fitted on\n"
     "           the database's other runs; with --profile also from a bench profile) and GPU\n"
     "           roofline projections, per greedy method x dataset\n"
+    "  machines where the runs were measured: machine, kernel family and threads, build, GPU,\n"
+    "           with the runs, sessions and prompts of each (timings compare within one row)\n"
     "  auto     dte when every speculative run uses a draft model, else table3 (default)\n"
     "Pivot keys (--rows, --cols): model method base_method dataset drafter topology sweep seed\n"
     "temperature top_p sampling config (sampling: the whole setting, e.g. 'T=1 p=0.9').\n";

@@ -520,7 +520,7 @@ static const struct { const char *name; int (*fn)(rctx *, arb_grid *, arb_err *)
     {"table1", table1}, {"table2", table2}, {"table3", table3}, {"pivot", pivot},
     {"summary", summary}, {"synergy", synergy}, {"depth", depth}, {"dte", arb_report_dte},
     {"sequoia-p", arb_report_sequoia_p}, {"cost", arb_report_cost},
-    {"entmtp1", arb_report_entmtp1},
+    {"entmtp1", arb_report_entmtp1}, {"machines", arb_report_machines},
 };
 
 int arb_report_write(sqlite3 *db, const arb_report_opts *o, FILE *out, arb_err *err)
@@ -532,7 +532,7 @@ int arb_report_write(sqlite3 *db, const arb_report_opts *o, FILE *out, arb_err *
             fn = tables[i].fn;
     if (!fn && !autot)
         return ARB_ERR(err, ARB_E_INVAL, "unknown table '%s' (auto table1 table2 table3 pivot "
-                       "summary synergy depth dte sequoia-p cost entmtp1)", o->table);
+                       "summary synergy depth dte sequoia-p cost entmtp1 machines)", o->table);
     /* Intervals cost n_boot resamples per cell: compute them only where they are printed. */
     arb_report_opts eo = *o;
     if ((!o->ci && (autot || (strcmp(o->table, "summary") && strcmp(o->table, "synergy")))) ||

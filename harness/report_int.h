@@ -70,6 +70,8 @@ int arb_report_sequoia_p(arb_rctx *c, arb_grid *g, arb_err *err);
 /* report_cost.c: predicted (cost model, leave-one-run-out) beside measured speedup, and GPU
    roofline projections (table "cost"). */
 int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err);
+/* report_machines.c: the sessions' machines, kernels, threads and builds (table "machines"). */
+int arb_report_machines(arb_rctx *c, arb_grid *g, arb_err *err);
 
 /* report_entmtp.c: EntMTP Table 1 (table "entmtp1"), the paper's numbers beside ours. */
 int arb_report_entmtp1(arb_rctx *c, arb_grid *g, arb_err *err);

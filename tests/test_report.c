@@ -371,3 +371,52 @@ Test(report, merged_shards_equal_the_unsharded_database, .init = setup, .fini = 
     snprintf(cmd, sizeof cmd, "%s merge %s/s1.db -o %s/s1.db >/dev/null 2>&1", bin, dir, dir);
     cr_assert_eq(sh(cmd), 2);
 }
+
+/* `--table machines`: one row per machine, kernel family + threads and build, from the
+   sessions table, with the runs, sessions and prompts of each; a second setup in the same
+   database is said in the caption. */
+Test(report, machines_groups_sessions_by_setup)
+{
+    char d[] = "/tmp/arb_machines_XXXXXX", path[64];
+    cr_assert(mkdtemp(d));
+    snprintf(path, sizeof path, "%s/m.db", d);
+    arb_store *s = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_store_open(path, &s, &err), ARB_OK, "%s", err.msg);
+    static const char *const keys[] = {"r0", "r1", "r2"}, *const kern[] = {"avx512vnni", "avx512vnni", "avx2"};
+    int32_t ids[4] = {1, 2, 3, 4};
+    for (int i = 0; i < 3; i++) {
+        arb_store_run r = {.run_key = keys[i], .method = i ? "PLD" : "AR", .drafter = i ? "pld" : "none", .model_id = "m",
+                           .dataset = "humaneval", .max_new_tokens = 4, .top_p = 1};
+        cr_assert_eq(arb_store_run_put(s, &r, &err), ARB_OK, "%s", err.msg);
+        char sess[16];
+        snprintf(sess, sizeof sess, "s%d", i);
+        arb_store_session ss = {.session = sess, .run_key = keys[i], .hostname = "h", .cpu_model = "EPYC", .n_cores = 2,
+                                .git_rev = "abc", .build_type = "release", .compiler = "gcc", .status = "done",
+                                .kernels = kern[i], .n_threads = i == 2 ? 1 : 2};
+        cr_assert_eq(arb_store_session_put(s, &ss, &err), ARB_OK, "%s", err.msg);
+        for (int p = 0; p <= i; p++) {
+            char pid[16];
+            snprintf(pid, sizeof pid, "P/%d", p);
+            arb_store_prompt pr = {.prompt_id = pid, .prompt_idx = p, .session = sess, .n_prompt = 3, .n_gen = 4,
+                                   .n_calls = 4, .wall_us = 100, .n_repeats = 1, .stop = "limit", .lossless = -1,
+                                   .ids = ids};
+            cr_assert_eq(arb_store_prompt_put(s, keys[i], &pr, NULL, 0, &err), ARB_OK, "%s", err.msg);
+        }
+    }
+    arb_report_opts o = arb_report_default_opts();
+    o.table = "machines";
+    int rc;
+    char *out = report_capture(s, &o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", out);
+    cr_assert(strstr(out, "| h: EPYC, 2 cores | avx512vnni, 2 threads | abc release gcc | none | 2 | 2 | 3 |"), "%s", out);
+    cr_assert(strstr(out, "| h: EPYC, 2 cores | avx2, 1 thread | abc release gcc | none | 1 | 1 | 3 |"), "%s", out);
+    cr_assert(strstr(out, "Several setups"), "%s", out);
+    free(out);
+    arb_store_close(s);
+    unlink(path);
+    char p2[80];
+    snprintf(p2, sizeof p2, "%s-wal", path), unlink(p2);
+    snprintf(p2, sizeof p2, "%s-shm", path), unlink(p2);
+    cr_assert_eq(rmdir(d), 0);
+}

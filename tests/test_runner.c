@@ -165,6 +165,8 @@ Test(runner, resume_after_kill_equals_uninterrupted_and_shards_merge, .init = se
     cr_assert_gt(q1(db, "SELECT COUNT(*) FROM steps"), 0);
     cr_assert_eq(q1(db, "SELECT COUNT(*) FROM sessions WHERE status = 'done' AND cpu_model <> ''"
                         " AND n_cores > 0 AND mem_bytes > 0 AND git_rev <> '' AND compiler <> ''"), 4);
+    /* the kernel family and threads as they ran (schema v4): all cores by default */
+    cr_assert_eq(q1(db, "SELECT COUNT(*) FROM sessions WHERE kernels <> '' AND n_threads = n_cores"), 4);
     cr_assert_eq(q1(db, "SELECT COUNT(DISTINCT model_sha256) FROM runs WHERE length(model_sha256) = 64"), 1);
     sqlite3_close(db);
 
