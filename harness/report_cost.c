@@ -43,6 +43,8 @@ typedef struct cost_rows {   /* every step of the database, and every prompt */
     int *p_run, *p_prompt, *p_gen;
     double *p_prefill;       /* µs; < 0 unknown (a database without the column's value) */
     char **p_id;             /* prompt_id */
+    char **setup;            /* per run (rctx index): "cpu|kernels|threads" of its session; "" unknown */
+    int n_runs;
 } cost_rows;
 
 static void rows_release(cost_rows *r)
@@ -52,6 +54,9 @@ static void rows_release(cost_rows *r)
     for (int k = 0; r->p_id && k < r->n_prompts; k++)
         free(r->p_id[k]);
     free(r->p_id);
+    for (int k = 0; r->setup && k < r->n_runs; k++)
+        free(r->setup[k]);
+    free(r->setup);
     memset(r, 0, sizeof *r);
 }
 
@@ -131,6 +136,25 @@ static int load_rows(const arb_rctx *c, cost_rows *r, arb_err *err)
         oom = !(r->p_id[k] = strdup(id ? id : ""));
     }
     sqlite3_finalize(st);
+    st = NULL;
+    /* Each run's setup (schema v4 sessions; older ones say only the CPU): the fit takes only
+       runs of the predicted run's setup, since a database merged from several machines, kernel
+       families or thread counts holds several cost surfaces. */
+    r->n_runs = c->n;
+    if (rc == SQLITE_OK && !oom && !(r->setup = calloc((size_t)(c->n ? c->n : 1), sizeof(char *))))
+        oom = true;
+    if (rc == SQLITE_OK && !oom)
+        rc = sqlite3_prepare_v2(c->db,
+                                "SELECT run_key, COALESCE(cpu_model, '') || '|' || COALESCE(kernels, '') || '|' ||"
+                                " COALESCE(n_threads, 0) FROM sessions GROUP BY run_key",
+                                -1, &st, NULL);
+    while (rc == SQLITE_OK && !oom && sqlite3_step(st) == SQLITE_ROW) {
+        const int i = run_index(c, (const char *)sqlite3_column_text(st, 0));
+        const char *v = (const char *)sqlite3_column_text(st, 1);
+        if (i >= 0 && !r->setup[i])
+            oom = !(r->setup[i] = strdup(v ? v : ""));
+    }
+    sqlite3_finalize(st);
     if (rc != SQLITE_OK || oom) {
         rows_release(r);
         return oom ? ARB_ERR(err, ARB_E_NOMEM, "cost: out of memory for %d prompts", np)
@@ -139,14 +163,17 @@ static int load_rows(const arb_rctx *c, cost_rows *r, arb_err *err)
     return ARB_OK;
 }
 
-/* Fit on the steps of every run but `skip` (-1: all) of the same model as run `like`. */
+static const char *setup_of(const cost_rows *r, int i) { return r->setup && r->setup[i] ? r->setup[i] : ""; }
+
+/* Fit on the steps of every run but `skip` (-1: all) of the same model and setup as run `like`. */
 static int fit_without(const arb_rctx *c, const cost_rows *r, int skip, int like, int *n, int *L, double *t,
                        arb_cost_model *cm, arb_err *err)
 {
     int m = 0;
     for (int k = 0; k < r->n_steps; k++) {
         const int i = r->s_run[k];
-        if (i < 0 || i == skip || strcmp(c->runs[i].model, c->runs[like].model))
+        if (i < 0 || i == skip || strcmp(c->runs[i].model, c->runs[like].model) ||
+            strcmp(setup_of(r, i), setup_of(r, like)))
             continue;
         n[m] = r->s_n[k] > 0 ? r->s_n[k] : 1, L[m] = r->s_L[k], t[m] = r->s_eval[k], m++;
     }

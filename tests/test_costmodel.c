@@ -319,6 +319,49 @@ static double json_cell(const cJSON *rows, const char *method, const char *col)
     return NAN;
 }
 
+/* A database holding two setups (sessions.kernels: here T16 ran with other kernels, its evals
+   twice as dear): each run's leave-one-run-out fit takes only its own setup's runs, so T8 and
+   T32 are still predicted exactly (a fit through T16's dear 16-node steps would put T8's 8-node
+   cost between w(1) and a doubled w(16)), and T16, alone in its setup, gets no prediction. */
+Test(costmodel, report_table_fits_each_setup_apart)
+{
+    char dir[] = "/tmp/arb_costsXXXXXX", path[64];
+    arb_store *st = open_cost_db(dir, path, sizeof path, 0, 4, 0);
+    arb_err err = {0};
+    for (int m = 0; m < 4; m++) {
+        char key[17], sess[8];
+        snprintf(key, sizeof key, "c%015d", m);
+        snprintf(sess, sizeof sess, "s%d", m);
+        arb_store_session ss = {.session = sess, .run_key = key, .hostname = "h", .cpu_model = "cpu", .status = "done",
+                                .kernels = m == 2 ? "avx2" : "avx512vnni", .n_threads = 1};
+        cr_assert_eq(arb_store_session_put(st, &ss, &err), ARB_OK, "%s", err.msg);
+    }
+    cr_assert_eq(sqlite3_exec(arb_store_db(st),
+                              "UPDATE steps SET eval_us = 2 * eval_us WHERE run_key = 'c000000000000002';"
+                              "UPDATE prompts SET wall_us = wall_us + (SELECT SUM(eval_us) / 2 FROM steps s"
+                              " WHERE s.run_key = prompts.run_key AND s.prompt_id = prompts.prompt_id)"
+                              " WHERE run_key = 'c000000000000002'",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    arb_report_opts o = arb_report_default_opts();
+    o.table = "cost", o.fmt = ARB_FMT_JSON, o.n_boot = 0;
+    int rc;
+    char *out = report_capture(st, &o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", out);
+    cJSON *j = cJSON_Parse(out);
+    cr_assert(cJSON_IsArray(j), "%s", out);
+    cr_assert_eq(cJSON_GetArraySize(j), 2, "T16 has no other run of its setup to fit on: %s", out);
+    for (int k = 0; k < 2; k++) {
+        const char *meth = k ? "T32" : "T8";
+        const double meas = json_cell(j, meth, "this machine speedup"), pred = json_cell(j, meth, "this machine predicted");
+        cr_assert(meas > 0.5, "%s", out);
+        cr_assert_float_eq(pred, meas, 2e-3 * meas, "%s: %s", meth, out);
+    }
+    cJSON_Delete(j);
+    free(out);
+    close_cost_db(st, dir, path);
+}
+
 /* `report --table cost --profile FILE`: the bench profile's prediction is the measured
    speedup when the profile holds the surface the runs were timed on, moves when it does not,
    is the only prediction a database with one method and its AR gets, and a bad file is an
