@@ -52,6 +52,8 @@ typedef struct mstate {        /* one method of a group */
     char session[96];
     bool used;                 /* warmed up in this process */
     bool hot;                  /* tables persist across prompts: replay skipped ones */
+    char other_setup[160];     /* an earlier session of the run measured on another setup ("" none):
+                                  said once, when this session adds its first prompt */
 } mstate;
 
 typedef struct runner {
@@ -458,6 +460,8 @@ static int run_group(runner *R, const arb_model *m, arb_ctx *ctx, const char *mo
         ss.session = ms[k].session, ss.run_key = ms[k].key;
         if (!rc)
             rc = arb_store_session_put(R->st, &ss, err);
+        if (!rc)
+            rc = arb_store_session_other_setup(R->st, &ss, ms[k].other_setup, sizeof ms[k].other_setup, err);
         ms[k].hot = spec.hot_start;
         if (!rc && (rc = arb_decoder_new(ctx, &spec, &ms[k].d, err)))
             arb_err_prefix(err, "method %s", c->methods[k].label);
@@ -497,6 +501,15 @@ static int run_group(runner *R, const arb_model *m, arb_ctx *ctx, const char *mo
                 R->sum->n_skipped++;
                 arb_progress_step(&R->pg, 1, false, label);
                 continue;
+            }
+            if (ms[k].other_setup[0] && R->o->log) { /* a resumed run's timings are about to mix setups */
+                fprintf(R->o->log,
+                        "\nrun: NOTE %s on %s: earlier prompts of this run were measured with %s, this session runs "
+                        "%s, %d thread%s on %s; its tok/s and speedups mix the two (another --db keeps them apart; "
+                        "arbor report --table machines)\n",
+                        c->methods[k].label, cd->name, ms[k].other_setup, R->kernels, R->n_threads,
+                        R->n_threads == 1 ? "" : "s", R->si.cpu_model);
+                ms[k].other_setup[0] = 0;
             }
             double walls[ARB_CONFIG_MAX_REPEATS], cpus[ARB_CONFIG_MAX_REPEATS];
             int reps = c->repeats; /* the config parser bounds it by ARB_CONFIG_MAX_REPEATS */

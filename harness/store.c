@@ -261,6 +261,33 @@ int arb_store_run_put(arb_store *s, const arb_store_run *r, arb_err *err)
     return rc;
 }
 
+int arb_store_session_other_setup(arb_store *s, const arb_store_session *x, char *buf, size_t cap, arb_err *err)
+{
+    buf[0] = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(s,
+                     "SELECT kernels || ', ' || n_threads || CASE WHEN n_threads = 1 THEN ' thread' ELSE ' threads' END"
+                     " || ' on ' || COALESCE(cpu_model, '?') FROM sessions WHERE run_key = ?1 AND session <> ?2"
+                     " AND kernels IS NOT NULL AND n_threads IS NOT NULL"
+                     " AND (kernels <> ?3 OR n_threads <> ?4 OR COALESCE(cpu_model, '') <> ?5)"
+                     " ORDER BY started_at LIMIT 1",
+                     &st, err);
+    if (rc)
+        return rc;
+    bind_text(st, 1, x->run_key);
+    bind_text(st, 2, x->session);
+    bind_text(st, 3, x->kernels ? x->kernels : "");
+    sqlite3_bind_int(st, 4, x->n_threads);
+    bind_text(st, 5, x->cpu_model ? x->cpu_model : "");
+    const int r = sqlite3_step(st);
+    if (r == SQLITE_ROW)
+        snprintf(buf, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+    else if (r != SQLITE_DONE)
+        rc = db_err(s, err, "sessions");
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int arb_store_session_put(arb_store *s, const arb_store_session *x, arb_err *err)
 {
     sqlite3_stmt *st = NULL;

@@ -88,6 +88,10 @@ void arb_store_close(arb_store *s);             /* NULL-safe */
 sqlite3 *arb_store_db(arb_store *s);            /* for queries (report, metrics) */
 const char *arb_store_path(const arb_store *s);
 int arb_store_run_put(arb_store *s, const arb_store_run *r, arb_err *err);
+/* Whether another session of x->run_key (not x->session) ran on another setup: a different CPU
+   model, kernel family or thread count (sessions without the v4 columns are not compared).
+   *buf = "" when none, else that session's "kernels, N threads on CPU". */
+int arb_store_session_other_setup(arb_store *s, const arb_store_session *x, char *buf, size_t cap, arb_err *err);
 int arb_store_session_put(arb_store *s, const arb_store_session *x, arb_err *err); /* upsert */
 int arb_store_prompt_done(arb_store *s, const char *run_key, const char *prompt_id, bool *done,
                           arb_err *err);

@@ -226,6 +226,35 @@ Test(runner, bad_invocations_fail_cleanly, .init = setup, .fini = teardown)
     cr_assert_eq(system(cmd), 0);
 }
 
+/* Resuming into the same database with another thread count: the session that adds a run's
+   first new prompt says that the run now mixes setups (once per run), and one that adds nothing
+   says nothing. */
+Test(runner, resume_on_another_setup_is_noted, .init = setup, .fini = teardown, .timeout = 600)
+{
+    char db[400], cmd[4096], log[440];
+    snprintf(db, sizeof db, "%s/setup.db", dir);
+    snprintf(log, sizeof log, "%s.log", db);
+    static const char *const steps[] = {"--threads 1 --limit 1", "--threads 2 --limit 2", "--threads 2 --limit 2"};
+    static char out[1 << 16];
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s run %s --db %s %s >/dev/null 2>%s", bin, cfg, db, steps[i], log);
+        cr_assert_eq(system(cmd), 0, "%s", cmd);
+        FILE *f = fopen(log, "r");
+        cr_assert(f);
+        const size_t n = fread(out, 1, sizeof out - 1, f);
+        out[n] = 0;
+        fclose(f);
+        int notes = 0;
+        for (const char *p = out; (p = strstr(p, "run: NOTE ")); p++)
+            notes++;
+        cr_assert_eq(notes, i == 1 ? 4 : 0, "run %d (%s): %s", i, steps[i], out);
+        if (i == 1)
+            cr_assert(strstr(out, "run: NOTE AR on gsm8k: earlier prompts of this run were measured with ") &&
+                          strstr(out, ", 1 thread on "),
+                      "%s", out);
+    }
+}
+
 #include "runner.h"
 
 Test(runner, shard_syntax)

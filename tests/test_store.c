@@ -337,3 +337,39 @@ Test(store, merge_matches_columns_by_name, .init = mkdir_tmp, .fini = rm_tmp)
     cr_assert_eq(count(m, "SELECT cpu_us FROM prompts WHERE prompt_id = 'p1'"), 4003);
     arb_store_close(m);
 }
+
+/* A run resumed on another setup: the store names an earlier session of the run whose CPU,
+   kernel family or thread count differs; the same setup, another run's sessions and sessions
+   without the v4 columns do not count. */
+Test(store, session_other_setup_names_a_differing_earlier_session, .init = mkdir_tmp, .fini = rm_tmp)
+{
+    arb_store *s = open_db("setup.db");
+    arb_err err = {0};
+    put_run(s, "k1");
+    put_run(s, "k2");
+    arb_store_session a = {.session = "a", .run_key = "k1", .cpu_model = "EPYC", .status = "done", .kernels = "avx2",
+                           .n_threads = 1};
+    arb_store_session old = {.session = "old", .run_key = "k1", .cpu_model = "Xeon", .status = "done"}; /* pre-v4 */
+    arb_store_session other = {.session = "o", .run_key = "k2", .cpu_model = "Xeon", .status = "done",
+                               .kernels = "scalar", .n_threads = 4};
+    cr_assert_eq(arb_store_session_put(s, &a, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_store_session_put(s, &old, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_store_session_put(s, &other, &err), ARB_OK, "%s", err.msg);
+    char buf[160];
+    arb_store_session b = a;
+    b.session = "b";
+    cr_assert_eq(arb_store_session_other_setup(s, &b, buf, sizeof buf, &err), ARB_OK, "%s", err.msg);
+    cr_assert_str_eq(buf, "", "same setup");
+    b.n_threads = 2;
+    cr_assert_eq(arb_store_session_other_setup(s, &b, buf, sizeof buf, &err), ARB_OK, "%s", err.msg);
+    cr_assert_str_eq(buf, "avx2, 1 thread on EPYC");
+    b.n_threads = 1, b.kernels = "avx512vnni";
+    cr_assert_eq(arb_store_session_other_setup(s, &b, buf, sizeof buf, &err), ARB_OK, "%s", err.msg);
+    cr_assert_str_eq(buf, "avx2, 1 thread on EPYC");
+    b.kernels = "avx2", b.cpu_model = "Xeon";
+    cr_assert_eq(arb_store_session_other_setup(s, &b, buf, sizeof buf, &err), ARB_OK, "%s", err.msg);
+    cr_assert_str_eq(buf, "avx2, 1 thread on EPYC");
+    cr_assert_eq(arb_store_session_other_setup(s, &a, buf, sizeof buf, &err), ARB_OK, "%s", err.msg);
+    cr_assert_str_eq(buf, "", "a session is not compared with itself");
+    arb_store_close(s);
+}
