@@ -145,6 +145,16 @@ int arb_cmd_compare(int argc, char **argv)
     if (!rc)
         rc = open_side(paths[1], &n, &err);
     int regress = 0, missing = 0, matched = 0;
+    /* tok/s and speedups are timings: say so when the two databases were measured on different
+       setups (kernels, threads, CPU), where a change is not the code's (tau and the acceptance
+       metrics do not depend on them) */
+    const bool timing = m == ARB_METRIC_TPS || m == ARB_METRIC_SPEEDUP || m == ARB_METRIC_TPS_CPU ||
+                        m == ARB_METRIC_SPEEDUP_CPU || m == ARB_METRIC_TPS_DECODE || m == ARB_METRIC_SPEEDUP_DECODE;
+    char setup_b[512], setup_n[512];
+    if (!rc && timing && !arb_store_setups(b.st, setup_b, sizeof setup_b, &err) &&
+        !arb_store_setups(n.st, setup_n, sizeof setup_n, &err) && setup_b[0] && setup_n[0] && strcmp(setup_b, setup_n))
+        fprintf(stderr, "arbor compare: NOTE: %s was measured with %s, %s with %s: %s compares different setups\n",
+                paths[0], setup_b, paths[1], setup_n, arb_metric_name(m));
     if (!rc) {
         printf("| model | dataset | method | prompts | base %s | new %s | change | status |\n"
                "|---|---|---|---:|---:|---:|---:|---|\n", arb_metric_name(m), arb_metric_name(m));

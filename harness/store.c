@@ -288,6 +288,27 @@ int arb_store_session_other_setup(arb_store *s, const arb_store_session *x, char
     return rc;
 }
 
+int arb_store_setups(arb_store *s, char *buf, size_t cap, arb_err *err)
+{
+    buf[0] = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(s,
+                     "SELECT kernels || ', ' || n_threads || CASE WHEN n_threads = 1 THEN ' thread' ELSE ' threads' END"
+                     " || ' on ' || COALESCE(cpu_model, '?') AS x FROM sessions"
+                     " WHERE kernels IS NOT NULL AND n_threads IS NOT NULL GROUP BY x ORDER BY MIN(started_at), x",
+                     &st, err);
+    size_t n = 0;
+    int r;
+    while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        const int w = snprintf(buf + n, cap - n, "%s%s", n ? "; " : "", (const char *)sqlite3_column_text(st, 0));
+        if (w < 0 || (size_t)w >= cap - n)
+            break; /* a long list is cut: it is only printed */
+        n += (size_t)w;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int arb_store_session_put(arb_store *s, const arb_store_session *x, arb_err *err)
 {
     sqlite3_stmt *st = NULL;

@@ -92,6 +92,9 @@ int arb_store_run_put(arb_store *s, const arb_store_run *r, arb_err *err);
    model, kernel family or thread count (sessions without the v4 columns are not compared).
    *buf = "" when none, else that session's "kernels, N threads on CPU". */
 int arb_store_session_other_setup(arb_store *s, const arb_store_session *x, char *buf, size_t cap, arb_err *err);
+/* The database's distinct setups ("kernels, N threads on CPU", schema v4 sessions only), "; "
+   between them, in first-seen order; "" when none is recorded. */
+int arb_store_setups(arb_store *s, char *buf, size_t cap, arb_err *err);
 int arb_store_session_put(arb_store *s, const arb_store_session *x, arb_err *err); /* upsert */
 int arb_store_prompt_done(arb_store *s, const char *run_key, const char *prompt_id, bool *done,
                           arb_err *err);

@@ -343,6 +343,56 @@ Test(report, compare_exit_codes, .init = setup, .fini = teardown)
     cr_assert_eq(sh(cmd), 1);
 }
 
+/* The setup of each side (sessions.kernels, n_threads, cpu_model): compare notes it when a
+   timing metric compares databases measured on different setups, and only then. */
+static void put_setup(const char *name, const char *kernels, int threads)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    arb_store *s = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_store_open(path, &s, &err), ARB_OK, "%s", err.msg);
+    char key[17];
+    fx_key(0, 0, 0, key);
+    arb_store_session ss = {.session = "x", .run_key = key, .cpu_model = "EPYC", .status = "done", .kernels = kernels,
+                            .n_threads = threads};
+    cr_assert_eq(arb_store_session_put(s, &ss, &err), ARB_OK, "%s", err.msg);
+    arb_store_close(s);
+}
+
+static int compare_notes(const char *bin, const char *metric)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s compare %s/base.db %s/new.db --metric %s 2>&1 >/dev/null | grep -c 'NOTE: .*base.db was "
+             "measured with avx512vnni, 2 threads on EPYC, .*new.db with avx2, 1 thread on EPYC: '", bin, dir, dir, metric);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    cr_assert_eq(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    return n;
+}
+
+Test(report, compare_notes_timings_across_setups, .init = setup, .fini = teardown)
+{
+    const char *bin = arbor();
+    build_db("base.db", 0, 1);
+    build_db("new.db", 0, 1);
+    put_setup("base.db", "avx512vnni", 2);
+    put_setup("new.db", "avx512vnni", 2);
+    cr_assert_eq(compare_notes(bin, "speedup"), 0, "the same setup");
+    char path[400]; /* new.db measured on another setup */
+    snprintf(path, sizeof path, "%s/new.db", dir);
+    arb_store *s = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_store_open(path, &s, &err), ARB_OK);
+    cr_assert_eq(sqlite3_exec(arb_store_db(s), "UPDATE sessions SET kernels = 'avx2', n_threads = 1", NULL, NULL, NULL),
+                 SQLITE_OK);
+    arb_store_close(s);
+    cr_assert_eq(compare_notes(bin, "speedup"), 1);
+    cr_assert_eq(compare_notes(bin, "tps_cpu"), 1);
+    cr_assert_eq(compare_notes(bin, "tau"), 0, "tau is no timing");
+}
+
 Test(report, merged_shards_equal_the_unsharded_database, .init = setup, .fini = teardown)
 {
     const char *bin = arbor();
