@@ -261,13 +261,17 @@ int arb_store_run_put(arb_store *s, const arb_store_run *r, arb_err *err)
     return rc;
 }
 
+/* A session's setup as text, "avx2, 1 thread on AMD EPYC" (schema v4 columns; NULL without them). */
+#define SETUP_SQL                                                                                                     \
+    "kernels || ', ' || n_threads || CASE WHEN n_threads = 1 THEN ' thread' ELSE ' threads' END || ' on ' ||"          \
+    " COALESCE(cpu_model, '?')"
+
 int arb_store_session_other_setup(arb_store *s, const arb_store_session *x, char *buf, size_t cap, arb_err *err)
 {
     buf[0] = 0;
     sqlite3_stmt *st = NULL;
     int rc = prepare(s,
-                     "SELECT kernels || ', ' || n_threads || CASE WHEN n_threads = 1 THEN ' thread' ELSE ' threads' END"
-                     " || ' on ' || COALESCE(cpu_model, '?') FROM sessions WHERE run_key = ?1 AND session <> ?2"
+                     "SELECT " SETUP_SQL " FROM sessions WHERE run_key = ?1 AND session <> ?2"
                      " AND kernels IS NOT NULL AND n_threads IS NOT NULL"
                      " AND (kernels <> ?3 OR n_threads <> ?4 OR COALESCE(cpu_model, '') <> ?5)"
                      " ORDER BY started_at LIMIT 1",
@@ -293,18 +297,21 @@ int arb_store_setups(arb_store *s, char *buf, size_t cap, arb_err *err)
     buf[0] = 0;
     sqlite3_stmt *st = NULL;
     int rc = prepare(s,
-                     "SELECT kernels || ', ' || n_threads || CASE WHEN n_threads = 1 THEN ' thread' ELSE ' threads' END"
-                     " || ' on ' || COALESCE(cpu_model, '?') AS x FROM sessions"
+                     "SELECT " SETUP_SQL " AS x FROM sessions"
                      " WHERE kernels IS NOT NULL AND n_threads IS NOT NULL GROUP BY x ORDER BY MIN(started_at), x",
                      &st, err);
     size_t n = 0;
-    int r;
+    int r = SQLITE_DONE;
     while (!rc && (r = sqlite3_step(st)) == SQLITE_ROW) {
         const int w = snprintf(buf + n, cap - n, "%s%s", n ? "; " : "", (const char *)sqlite3_column_text(st, 0));
-        if (w < 0 || (size_t)w >= cap - n)
-            break; /* a long list is cut: it is only printed */
+        if (w < 0 || (size_t)w >= cap - n) {
+            r = SQLITE_DONE; /* a long list is cut: it is only printed */
+            break;
+        }
         n += (size_t)w;
     }
+    if (!rc && r != SQLITE_DONE)
+        rc = db_err(s, err, "sessions");
     sqlite3_finalize(st);
     return rc;
 }
