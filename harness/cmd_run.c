@@ -108,7 +108,7 @@ static int check_heads_files(const char *path, const arb_config *c)
         if (arb_heads_file_for(s, NULL, NULL, kind, sizeof kind, &err) || !kind[0] || !strcmp(s->heads, "default"))
             continue;
         struct stat sb;
-        if (arb_heads_file_for(s, NULL, "", file, sizeof file, &err) || stat(file, &sb) != 0) {
+        if (arb_heads_path(s->heads, kind, NULL, NULL, file, sizeof file, &err) || stat(file, &sb) != 0) {
             fprintf(stderr, "arbor run: %s: methods[%d].heads: %s: %s (train one with arbor train %s)\n", path, k,
                     err.msg[0] ? s->heads : file, err.msg[0] ? err.msg : "no such file", kind);
             return 2;

@@ -14,10 +14,7 @@ arb_load_opts arb_gen_load_opts(void)
     const char *isa = getenv("ARBOR_ISA"), *no_pack = getenv("ARBOR_NO_PACK");
     /* Unknown names were always ignored (the best family); keep that for the variable,
        while arb_model_load rejects them as an option. */
-    lo.isa = isa && arb_cpu_kernels(isa) ? isa : NULL;
-    if (isa && *isa && !lo.isa)
-        fprintf(stderr, "arbor: ARBOR_ISA=%s is not a kernel family here (scalar, avx2, avx512vnni where the "
-                        "CPU has it); using the best\n", isa);
+    lo.isa = isa && arb_cpu_kernels(isa) ? isa : NULL; /* main() warns once about an unknown one */
     lo.attn_scalar = getenv("ARBOR_ATTN_SCALAR") != NULL;
     lo.no_pack = no_pack && *no_pack && *no_pack != '0';
     const char *no_huge = getenv("ARBOR_NO_HUGEPAGES");

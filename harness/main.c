@@ -6,6 +6,7 @@
 #include "arb_config.h"
 #include "arb_git_rev.h"
 #include "cli.h"
+#include "engine.h"
 
 struct arb_cmd {
     const char *name;
@@ -67,6 +68,12 @@ int main(int argc, char **argv)
         printf("arbor %s (%s, %s, git %s)\n", ARB_VERSION, ARB_BUILD_TYPE, ARB_COMPILER, ARB_GIT_REV);
         return 0;
     }
+    /* arb_gen_load_opts ignores an unknown ARBOR_ISA (the best family runs); say so once per
+       process, not at every model load */
+    const char *isa = getenv("ARBOR_ISA");
+    if (isa && *isa && !arb_cpu_kernels(isa))
+        fprintf(stderr, "arbor: ARBOR_ISA=%s is not a kernel family here (scalar, avx2, avx512vnni where the "
+                        "CPU has it); using the best\n", isa);
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(argv[1], cmds[i].name))
             exit(cmds[i].fn(argc - 1, argv + 1));

@@ -64,7 +64,7 @@ typedef struct runner {
     arb_progress pg;
     arb_run_summary *sum;
     char session_base[64];
-    char kernels[64];  /* the loaded model's kernel family (sessions.kernels) */
+    char kernels[64];  /* the loaded model's kernels (sessions.kernels): si.kernels, or cuda */
     int n_threads;     /* and its kernel threads */
 } runner;
 
@@ -609,10 +609,9 @@ static int run_model(runner *R, int mi, arb_dataset **dss, arb_err *err)
         rc = arb_ctx_new(m, &co, &ctx, err);
     if (rc)
         arb_err_prefix(err, "models[%d] (%s)", mi, cm->id);
-    else if (arb_ctx_on_device(ctx))
-        snprintf(R->kernels, sizeof R->kernels, "%s", cm->gpu_exact ? "cuda-exact" : "cuda");
     else
-        arb_gen_kernels_label(&lo, R->kernels, sizeof R->kernels);
+        snprintf(R->kernels, sizeof R->kernels, "%s",
+                 arb_ctx_on_device(ctx) ? cm->gpu_exact ? "cuda-exact" : "cuda" : R->si.kernels);
     R->n_threads = rc ? 0 : arb_ctx_n_threads(ctx);
     for (int di = 0; di < R->c->n_datasets && !rc; di++)
         for (int si = 0; si < R->c->n_sampling && !rc; si++)

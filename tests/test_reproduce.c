@@ -103,18 +103,26 @@ static arb_repro_result eval(const arb_claim *c, const arb_repro_opts *o)
     return r;
 }
 
-Test(reproduce, order_clearly_holds_and_clearly_fails, .init = setup, .fini = teardown)
+/* A (tau 3.0) and B (2.0) on n HumanEval prompts each (noise amp), and the claim A >= B on them. */
+static arb_repro_result a_over_b(int n, double amp)
 {
-    put_series("a0", "A", "humaneval", 20, 3.0, 0.1);
-    put_series("b0", "B", "humaneval", 20, 2.0, 0.1);
-    arb_repro_opts o = arb_repro_default_opts();
-    arb_claim c = claim(ARB_CLAIM_ORDER, "A", "B", NULL);
+    put_series("a0", "A", "humaneval", n, 3.0, amp);
+    put_series("b0", "B", "humaneval", n, 2.0, amp);
+    const arb_repro_opts o = arb_repro_default_opts();
+    const arb_claim c = claim(ARB_CLAIM_ORDER, "A", "B", NULL);
     arb_repro_result r = eval(&c, &o);
     cr_assert_eq(r.n_cells, 1);
+    cr_assert_eq(r.cells[0].n, n);
+    return r;
+}
+
+Test(reproduce, order_clearly_holds_and_clearly_fails, .init = setup, .fini = teardown)
+{
+    arb_repro_opts o = arb_repro_default_opts();
+    arb_repro_result r = a_over_b(20, 0.1);
     cr_assert_str_eq(r.cells[0].label, "humaneval");
     cr_assert_float_eq(r.cells[0].v, 0.5, 1e-9, "3.0 / 2.0 - 1");
     cr_assert(r.cells[0].lo > 0.4 && r.cells[0].hi < 0.6, "[%g, %g]", r.cells[0].lo, r.cells[0].hi);
-    cr_assert_eq(r.cells[0].n, 20);
     cr_assert_eq(r.verdict, ARB_VERDICT_HOLDS);
     arb_repro_result_release(&r);
     arb_claim rev = claim(ARB_CLAIM_ORDER, "B", "A", NULL); /* B >= A is false */
@@ -202,13 +210,7 @@ Test(reproduce, pairs_prompts_across_methods, .init = setup, .fini = teardown)
    the same gap holds. */
 Test(reproduce, a_single_prompt_is_inconclusive, .init = setup, .fini = teardown)
 {
-    put_series("a0", "A", "humaneval", 1, 3.0, 0.0);
-    put_series("b0", "B", "humaneval", 1, 2.0, 0.0);
-    arb_repro_opts o = arb_repro_default_opts();
-    arb_claim c = claim(ARB_CLAIM_ORDER, "A", "B", NULL);
-    arb_repro_result r = eval(&c, &o);
-    cr_assert_eq(r.n_cells, 1);
-    cr_assert_eq(r.cells[0].n, 1);
+    arb_repro_result r = a_over_b(1, 0.0);
     cr_assert_float_eq(r.cells[0].v, 0.5, 1e-9);
     cr_assert(r.cells[0].uninformative);
     cr_assert_eq(r.cells[0].verdict, ARB_VERDICT_INCONCLUSIVE);
@@ -216,6 +218,8 @@ Test(reproduce, a_single_prompt_is_inconclusive, .init = setup, .fini = teardown
     arb_repro_result_release(&r);
     put_prompt("a0", 1, 3000, 1000, 2, 4);
     put_prompt("b0", 1, 2000, 1000, 2, 4);
+    const arb_repro_opts o = arb_repro_default_opts();
+    const arb_claim c = claim(ARB_CLAIM_ORDER, "A", "B", NULL);
     r = eval(&c, &o);
     cr_assert_eq(r.cells[0].n, 2);
     cr_assert_eq(r.verdict, ARB_VERDICT_HOLDS);
