@@ -593,3 +593,121 @@ Test(cuda_host, split_attention_merge_equals_the_softmax)
             }
         }
 }
+
+/* The warp attention's parts (cuda_attn.h): fixed places c * w that tile every key list,
+   w = ARB_ATTN_WARP_KEYS until S parts fill up, within the scores the kernel sizes for the
+   context; and while w is ARB_ATTN_WARP_KEYS a part's keys do not depend on L. */
+Test(cuda_host, warp_attention_parts_sit_at_fixed_places)
+{
+    const int S = ARB_ATTN_MAX_SPLITS;
+    for (int L = 1; L <= 3000; L++) {
+        const int w = arb_attn_warp_width(L, S), U = (L + w - 1) / w;
+        cr_assert(U >= 1 && U <= S, "L %d: %d parts", L, U);
+        cr_assert(w == ARB_ATTN_WARP_KEYS || L > ARB_ATTN_WARP_KEYS * S, "L %d: width %d", L, w);
+        cr_assert_leq(w, arb_attn_warp_width(3000, S), "L %d: width %d over the context's", L, w);
+        cr_assert_eq(arb_attn_warp_begin(L, 0, w), 0);
+        cr_assert_eq(arb_attn_warp_begin(L, S, w), L, "L %d: the parts end at %d", L, arb_attn_warp_begin(L, S, w));
+        for (int c = 0; c < S; c++) {
+            const int k0 = arb_attn_warp_begin(L, c, w), k1 = arb_attn_warp_begin(L, c + 1, w);
+            cr_assert(k1 >= k0 && k1 - k0 <= w, "L %d: part %d = [%d, %d)", L, c, k0, k1);
+            cr_assert((k1 > k0) == (c < U), "L %d: part %d of %d used", L, c, U);
+            if (w == ARB_ATTN_WARP_KEYS && k1 - k0 == w)
+                cr_assert_eq(k0, c * ARB_ATTN_WARP_KEYS, "L %d: a full part moved", L);
+        }
+    }
+}
+
+/* The warp kernel's arithmetic, lane by lane as the device runs it (lane t: keys t, t + 32,
+   ...; scores by arb_attn_warp_dot; max and sum by butterflies over the lanes' key-order
+   partials; values per element in key order), merged by the shared functions, equals the
+   softmax-weighted sum of the values in double, for head sizes 64 and 128 and lists from 1
+   key to past the S * 32 keys where parts grow. Dropping a part's last key fails it. */
+static void warp_partials(const float *q, const float *k, const float *v, int hd, int L, float scale, int drop,
+                          float *part)
+{
+    const int S = ARB_ATTN_MAX_SPLITS, st = ARB_ATTN_PART(hd), w = arb_attn_warp_width(L, S);
+    static float sc[4096];
+    for (int c = 0; c < S; c++) {
+        float *po = part + c * st;
+        const int k0 = arb_attn_warp_begin(L, c, w), nk = arb_attn_warp_begin(L, c + 1, w) - k0 - (drop == c);
+        if (nk <= 0) {
+            po[0] = -INFINITY, po[1] = NAN;
+            continue;
+        }
+        float lm[32], ls[32];
+        for (int t = 0; t < nk; t++)
+            sc[t] = arb_attn_warp_dot(q, k + (size_t)(k0 + t) * hd, hd, scale);
+        for (int l = 0; l < 32; l++) {
+            lm[l] = -INFINITY;
+            for (int t = l; t < nk; t += 32)
+                lm[l] = fmaxf(lm[l], sc[t]);
+        }
+        float m = -INFINITY;
+        for (int l = 0; l < 32; l++)
+            m = fmaxf(m, lm[l]); /* a max: any order gives the butterfly's */
+        for (int l = 0; l < 32; l++) {
+            ls[l] = 0.0f;
+            for (int t = l; t < nk; t += 32) {
+                sc[t] = expf(sc[t] - m);
+                ls[l] += sc[t];
+            }
+        }
+        po[0] = m, po[1] = arb_attn_butterfly_sum(ls);
+        for (int j = 0; j < hd; j++) {
+            float o = 0.0f;
+            for (int t = 0; t < nk; t++)
+                o = fmaf(sc[t], v[(size_t)(k0 + t) * hd + j], o);
+            po[2 + j] = o;
+        }
+    }
+}
+
+Test(cuda_host, warp_attention_equals_the_softmax)
+{
+    enum { HDMAX = 128, LMAX = 1100 };
+    static float q[HDMAX], k[LMAX * HDMAX], v[LMAX * HDMAX], part[ARB_ATTN_MAX_SPLITS * ARB_ATTN_PART(HDMAX)];
+    unsigned seed = 91;
+    for (int i = 0; i < LMAX * HDMAX; i++) {
+        seed = seed * 1103515245u + 12345u;
+        k[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+        seed = seed * 1103515245u + 12345u;
+        v[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+    }
+    for (int j = 0; j < HDMAX; j++) {
+        seed = seed * 1103515245u + 12345u;
+        q[j] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 8.0f;
+    }
+    const int hds[] = {64, 128}, Ls[] = {1, 7, 31, 32, 33, 100, 517, 1024, 1025, LMAX};
+    for (size_t a = 0; a < sizeof hds / sizeof hds[0]; a++)
+        for (size_t b = 0; b < sizeof Ls / sizeof Ls[0]; b++)
+            for (int drop = -1; drop <= 0; drop++) {
+                const int hd = hds[a], L = Ls[b], st = ARB_ATTN_PART(hd);
+                const float scale = 1.0f / sqrtf((float)hd);
+                if (drop == 0 && L < 2)
+                    continue;
+                warp_partials(q, k, v, hd, L, scale, drop, part);
+                double sc[LMAX], mx = -INFINITY, den = 0.0, err = 0.0;
+                for (int t = 0; t < L; t++) {
+                    double d = 0.0;
+                    for (int j = 0; j < hd; j++)
+                        d += (double)q[j] * k[(size_t)t * hd + j];
+                    sc[t] = d * scale;
+                    mx = fmax(mx, sc[t]);
+                }
+                for (int t = 0; t < L; t++)
+                    den += exp(sc[t] - mx);
+                const float M = arb_attn_merge_max(part, ARB_ATTN_MAX_SPLITS, st);
+                const float inv = 1.0f / arb_attn_merge_den(part, ARB_ATTN_MAX_SPLITS, st, M);
+                for (int j = 0; j < hd; j++) {
+                    double want = 0.0;
+                    for (int t = 0; t < L; t++)
+                        want += exp(sc[t] - mx) / den * v[(size_t)t * hd + j];
+                    const float got = arb_attn_merge_num(part, ARB_ATTN_MAX_SPLITS, st, M, j) * inv;
+                    err = fmax(err, fabs(got - want));
+                }
+                if (drop < 0)
+                    cr_assert_leq(err, 2e-6, "hd %d, L %d: off by %.3g", hd, L, err);
+                else
+                    cr_assert_gt(err, 2e-6, "hd %d, L %d: a missing key went unnoticed (%.3g)", hd, L, err);
+            }
+}

@@ -254,6 +254,34 @@ Test(gpu, exact_trees_equal_ar_qwen2) { exact_trees("qwen2", false, 10, 12, 0); 
 Test(gpu, exact_trees_equal_ar_qwen3) { exact_trees("qwen3", true, 10, 13, 0); }
 Test(gpu, exact_trees_equal_ar_one_kv_head) { exact_trees("llama", true, 10, 14, 1); }
 
+/* The warp attention (ARBOR_CUDA_ATTN=warp, cuda_attn.h): exact trees equal their AR chains,
+   also with key lists past the S x 32 keys where its parts widen (a 2048-token context),
+   and the F32 models agree with the CPU as with the split kernel. */
+static void warp_exact_trees(const char *arch, int n_trees, uint64_t seed, int max_prefix)
+{
+    need_gpu();
+    setenv("ARBOR_CUDA_ATTN", "warp", 1);
+    synth_opts o = {.arch = arch, .tied = true, .seed = seed, .n_ctx = 2048};
+    arb_load_opts lg = gpu_opts(true);
+    arb_model *m = load_synth_opts(&o, &lg);
+    check_stats st = {0};
+    uint64_t s = seed * 7919 + 5;
+    for (int t = 0; t < n_trees; t++)
+        check_random_tree(m, &s, S_VOCAB, max_prefix, &st);
+    cr_log_info("cuda-exact warp attention %s, prefixes to %d: %d trees, %d nodes, %d mismatching nodes", arch,
+                max_prefix, st.trees, st.nodes, st.mismatches);
+    cr_assert_eq(st.mismatches, 0, "%s: %d of %d nodes differ from AR", arch, st.mismatches, st.nodes);
+    arb_model_free(m);
+}
+
+Test(gpu, warp_attention_exact_trees_equal_ar) { warp_exact_trees("llama", 12, 31, 200); }
+Test(gpu, warp_attention_exact_trees_equal_ar_long_lists) { warp_exact_trees("qwen3", 6, 32, 1900); }
+Test(gpu, warp_attention_f32_matches_cpu)
+{
+    setenv("ARBOR_CUDA_ATTN", "warp", 1);
+    cpu_vs_gpu((synth_opts){.arch = "qwen2", .seed = 4, .all_f32 = true}, true, 1e-4);
+}
+
 Test(gpu, exact_chunked_prefill_commit_hidden)
 {
     need_gpu();
@@ -593,6 +621,12 @@ static void smollm2_exact_trees(const char *gemv, int n_trees, uint64_t seed)
 
 Test(gpu, smollm2_exact_trees_equal_ar) { smollm2_exact_trees(NULL, 20, 4242); }
 Test(gpu, smollm2_exact_packed_trees_equal_ar) { smollm2_exact_trees("packed", 10, 4343); }
+
+Test(gpu, smollm2_warp_attention_exact_trees_equal_ar)
+{
+    setenv("ARBOR_CUDA_ATTN", "warp", 1);
+    smollm2_exact_trees(NULL, 10, 4545);
+}
 
 /* Fast mode is not batch-invariant: a node inside a cuBLAS batch (16+ nodes) and the same
    node alone (a GEMV) differ. How far, per GEMV: the figures check-lossless's mismatch

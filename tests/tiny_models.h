@@ -119,6 +119,7 @@ typedef struct synth_opts {
     int n_layer;       /* 0: S_LAYER */
     int swa;           /* gemma3: attention.sliding_window (0: key absent, every layer global) */
     bool swa_base_same; /* gemma3: rope.freq_base_swa written equal to rope.freq_base */
+    int n_ctx;         /* 0: S_CTX (the context_length written) */
 } synth_opts;
 
 enum { S_EMBD = 64, S_LAYER = 2, S_HEAD = 4, S_HEAD_KV = 2, S_HD = 16, S_FF = 128, S_VOCAB = 300, S_CTX = 512 };
@@ -216,7 +217,7 @@ static char *write_synth(const synth_opts *o)
     KU("feed_forward_length", S_FF);
     KU("attention.head_count", S_HEAD);
     KU("attention.head_count_kv", (uint32_t)hkv);
-    KU("context_length", S_CTX);
+    KU("context_length", (uint32_t)(o->n_ctx ? o->n_ctx : S_CTX));
     KU("vocab_size", S_VOCAB);
     if (o->head_dim) {
         KU("attention.key_length", (uint32_t)hd);

@@ -110,4 +110,69 @@ ARB_ATTN_HD float arb_attn_merge_num(const float *pb, int S, int stride, float M
     return o;
 }
 
+/* The warp attention (ARBOR_CUDA_ATTN=warp): one warp per part, lane t of the warp taking
+   keys t, t + 32, ... of its part, so a part costs no block barrier. Parts lie at fixed
+   places: part c = keys [c w, (c + 1) w) of the list (cut at L), w = arb_attn_warp_width(L, S):
+   ARB_ATTN_WARP_KEYS while the list fits S such parts, else ceil(L / S). A function of L
+   alone, as above; and while w = ARB_ATTN_WARP_KEYS a part's keys do not depend on L at all,
+   so the nodes of one tree share their prefix parts (a later kernel may read them once). */
+#define ARB_ATTN_WARP_KEYS 32
+
+ARB_ATTN_HD int arb_attn_warp_width(int L, int S)
+{
+    const int w = (L + S - 1) / S;
+    return w > ARB_ATTN_WARP_KEYS ? w : ARB_ATTN_WARP_KEYS;
+}
+
+/* First key of part c (c * w, at most L). */
+ARB_ATTN_HD int arb_attn_warp_begin(int L, int c, int w)
+{
+    const long long b = (long long)c * w;
+    return b < L ? (int)b : L;
+}
+
+/* Four consecutive floats: one 16-byte load on the device (p 16-byte aligned: the kernel
+   runs only for head_dim and row strides that are multiples of 4), four loads on the host. */
+ARB_ATTN_HD void arb_attn_ld4(const float *p, float o[4])
+{
+#ifdef __CUDA_ARCH__
+    const float4 t = *(const float4 *)p;
+    o[0] = t.x, o[1] = t.y, o[2] = t.z, o[3] = t.w;
+#else
+    o[0] = p[0], o[1] = p[1], o[2] = p[2], o[3] = p[3];
+#endif
+}
+
+/* One key's score, one lane: q . k over j in order, into four sums by j mod 4, added as
+   (s0 + s1) + (s2 + s3), times scale (hd a multiple of 4). */
+ARB_ATTN_HD float arb_attn_warp_dot(const float *q, const float *k, int hd, float scale)
+{
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+#ifdef __CUDA_ARCH__
+#pragma unroll 8
+#endif
+    for (int j = 0; j < hd; j += 4) {
+        float kk[4], qq[4];
+        arb_attn_ld4(k + j, kk);
+        arb_attn_ld4(q + j, qq);
+        s0 = fmaf(qq[0], kk[0], s0), s1 = fmaf(qq[1], kk[1], s1);
+        s2 = fmaf(qq[2], kk[2], s2), s3 = fmaf(qq[3], kk[3], s3);
+    }
+    return ((s0 + s1) + (s2 + s3)) * scale;
+}
+
+/* The warp's butterfly over its 32 lanes (lane l adds lane l ^ off's value, off = 16, 8, 4,
+   2, 1): what __shfl_xor_sync sums give every lane; here on an array, for the host. */
+ARB_ATTN_HD float arb_attn_butterfly_sum(float v[32])
+{
+    for (int off = 16; off > 0; off >>= 1) {
+        float t[32];
+        for (int l = 0; l < 32; l++)
+            t[l] = v[l] + v[l ^ off];
+        for (int l = 0; l < 32; l++)
+            v[l] = t[l];
+    }
+    return v[0];
+}
+
 #endif

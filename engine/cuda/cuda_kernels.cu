@@ -1342,6 +1342,98 @@ __global__ void attention_merge_kernel(attn_launch a)
         a.out[((size_t)i * a.n_head + h) * hd + j] = arb_attn_merge_num(pb, S, st, M, j) * inv;
 }
 
+// Warp attention (ARBOR_CUDA_ATTN=warp; cuda_attn.h): the split kernel's partials, one warp
+// per part. The split kernel spends a part on a whole block: two block reductions and four
+// barriers per part, and its value sums walk the part's keys one at a time per thread, so a
+// 64-node tree on the default model (each block walking 29 parts of ~20 keys) cost 5.2 ms.
+// Here lane t takes keys t, t + 32, ... of the part: its score is arb_attn_warp_dot (lane
+// t reads key t's row itself, 16 bytes at a time), the part's max and sum are warp
+// butterflies (lane sums in key order first), and for the values lane t owns elements
+// j = t + 32 r, summed over the part's keys in key order (fmaf), KB keys' loads in flight.
+// Parts c = 4 z + w, then + 4 Z (block z of Z = gridDim.z, warp w): which warp runs a part
+// does not change its arithmetic. R = ceil(head_dim / 32) elements per lane at most.
+constexpr int kWarpAttnWarps = 4;
+
+template <int R>
+__global__ void __launch_bounds__(kWarpAttnWarps * 32) attention_warp_kernel(attn_launch a)
+{
+    pdl_enter();
+    extern __shared__ __align__(16) float smw[]; // q is read 16 bytes at a time
+    __shared__ int depth_s;
+    constexpr int KB = R > 4 ? 4 : 8; // keys whose value loads are in flight together
+    const int i = blockIdx.x, h = blockIdx.y, S = a.splits, hd = a.head_dim;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int kvh = h / (a.n_head / a.n_head_kv);
+    float *qs = smw;                                                  // hd (a multiple of 4)
+    int *anc = (int *)(qs + hd);                                      // n_batch_max
+    float *sc = (float *)(anc + a.n_batch_max) + (size_t)warp * a.warp_keys; // this warp's part
+    if (threadIdx.x == 0)
+        depth_s = node_ancestors(a.parent, i, anc);
+    for (int j = threadIdx.x; j < hd; j += blockDim.x)
+        qs[j] = a.q[((size_t)i * a.n_head + h) * hd + j];
+    __syncthreads();
+    const int n_prefix = *a.n_prefix;
+    const int L = n_prefix + depth_s, w = arb_attn_warp_width(L, S);
+    const float *kb = a.k + (size_t)kvh * hd, *vb = a.v + (size_t)kvh * hd;
+    for (int c = blockIdx.z * kWarpAttnWarps + warp; c < S; c += gridDim.z * kWarpAttnWarps) {
+        float *po = a.part + (((size_t)i * a.n_head + h) * S + c) * (size_t)ARB_ATTN_PART(hd);
+        const int k0 = arb_attn_warp_begin(L, c, w), nk = arb_attn_warp_begin(L, c + 1, w) - k0;
+        if (nk <= 0) { // an unused part: the merge skips it by its max
+            if (lane == 0)
+                po[0] = -INFINITY;
+            continue;
+        }
+        float m = -INFINITY;
+        for (int t = lane; t < nk; t += 32) {
+            const float *kr = kb + (size_t)key_row(k0 + t, n_prefix, anc) * a.kv_stride;
+            const float s = arb_attn_warp_dot(qs, kr, hd, a.scale);
+            sc[t] = s;
+            m = fmaxf(m, s);
+        }
+        for (int off = 16; off > 0; off >>= 1)
+            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+        float sum = 0.0f;
+        for (int t = lane; t < nk; t += 32) {
+            const float e = expf(sc[t] - m);
+            sc[t] = e;
+            sum += e;
+        }
+        for (int off = 16; off > 0; off >>= 1)
+            sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        __syncwarp(); // every lane's e in sc
+        float o[R];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            o[r] = 0.0f;
+        for (int t0 = 0; t0 < nk; t0 += KB) {
+            float vv[KB][R];
+#pragma unroll
+            for (int u = 0; u < KB; u++) {
+                const int t = t0 + u;
+                const float *vr = vb + (size_t)key_row(k0 + (t < nk ? t : 0), n_prefix, anc) * a.kv_stride;
+#pragma unroll
+                for (int r = 0; r < R; r++)
+                    vv[u][r] = t < nk && lane + 32 * r < hd ? vr[lane + 32 * r] : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < KB; u++)
+                if (t0 + u < nk) {
+                    const float e = sc[t0 + u];
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+                        o[r] = fmaf(e, vv[u][r], o[r]);
+                }
+        }
+        if (lane == 0)
+            po[0] = m, po[1] = sum;
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (lane + 32 * r < hd)
+                po[2 + lane + 32 * r] = o[r];
+        __syncwarp(); // sc free for the warp's next part
+    }
+}
+
 // Argmax of each row, the lowest id among equal maxima (as the CPU greedy walk). That
 // answer does not depend on the order of comparisons, so the row is split: block
 // (row, p) of stage 1 takes the p-th of kArgParts contiguous parts, and one warp per
@@ -1610,6 +1702,17 @@ void k_to_half_f32(kstream st, const float *x, size_t n, __half *out)
     klaunch(st, f32_to_half_kernel, blocks_for(n, 256), 256, 0, x, n, out);
 }
 
+// The warp kernel's dynamic shared memory: q, the ancestors, each warp's part scores.
+static size_t warp_attention_smem(int head_dim, int n_batch_max, int warp_keys)
+{
+    return sizeof(float) * ((size_t)head_dim + (size_t)kWarpAttnWarps * warp_keys) + sizeof(int) * (size_t)n_batch_max;
+}
+
+bool k_attention_warp_fits(int head_dim, int kv_stride)
+{
+    return head_dim % 4 == 0 && kv_stride % 4 == 0 && head_dim <= 32 * 8;
+}
+
 size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim)
 {
     return sizeof(float) * ((size_t)head_dim + kAttnThreads + (size_t)n_ctx) + sizeof(int) * (size_t)n_batch_max;
@@ -1642,6 +1745,24 @@ void k_attention(kstream st, const attn_launch *a)
         const dim3 grid((unsigned)a->n, (unsigned)a->n_head);
         klaunch(st, attention_kernel, grid, kAttnThreads, k_attention_smem(a->n_ctx, a->n_batch_max, a->head_dim),
                 *a);
+        return;
+    }
+    if (a->warp) {
+        // Blocks per (node, head): enough for every part at batch 1 (4 warps each), fewer
+        // as the eval grows (arb_attn_groups); the part's arithmetic does not depend on it.
+        const int z = arb_attn_groups(a->n, a->n_head, (a->splits + kWarpAttnWarps - 1) / kWarpAttnWarps);
+        const dim3 grid((unsigned)a->n, (unsigned)a->n_head, (unsigned)z);
+        const size_t smem = warp_attention_smem(a->head_dim, a->n_batch_max, a->warp_keys);
+        const int R = (a->head_dim + 31) / 32;
+        if (R <= 1)
+            klaunch(st, attention_warp_kernel<1>, grid, kWarpAttnWarps * 32, smem, *a);
+        else if (R <= 2)
+            klaunch(st, attention_warp_kernel<2>, grid, kWarpAttnWarps * 32, smem, *a);
+        else if (R <= 4)
+            klaunch(st, attention_warp_kernel<4>, grid, kWarpAttnWarps * 32, smem, *a);
+        else
+            klaunch(st, attention_warp_kernel<8>, grid, kWarpAttnWarps * 32, smem, *a);
+        klaunch(st, attention_merge_kernel, dim3((unsigned)a->n, (unsigned)a->n_head), 64, 0, *a);
         return;
     }
     // The split kernel's scores: at most ceil(n_ctx / splits) keys per part (less than
