@@ -599,20 +599,22 @@ Test(cuda_host, split_attention_merge_equals_the_softmax)
    context; and while w is ARB_ATTN_WARP_KEYS a part's keys do not depend on L. */
 Test(cuda_host, warp_attention_parts_sit_at_fixed_places)
 {
-    const int S = ARB_ATTN_MAX_SPLITS;
+    const int S = ARB_ATTN_MAX_SPLITS, Ks[] = {1, 8, 16, ARB_ATTN_WARP_KEYS, 100};
+    for (size_t kk = 0; kk < sizeof Ks / sizeof Ks[0]; kk++)
     for (int L = 1; L <= 3000; L++) {
-        const int w = arb_attn_warp_width(L, S), U = (L + w - 1) / w;
+        const int K = Ks[kk];
+        const int w = arb_attn_warp_width(L, S, K), U = (L + w - 1) / w;
         cr_assert(U >= 1 && U <= S, "L %d: %d parts", L, U);
-        cr_assert(w == ARB_ATTN_WARP_KEYS || L > ARB_ATTN_WARP_KEYS * S, "L %d: width %d", L, w);
-        cr_assert_leq(w, arb_attn_warp_width(3000, S), "L %d: width %d over the context's", L, w);
+        cr_assert(w == K || L > K * S, "L %d, K %d: width %d", L, K, w);
+        cr_assert_leq(w, arb_attn_warp_width(3000, S, K), "L %d: width %d over the context's", L, w);
         cr_assert_eq(arb_attn_warp_begin(L, 0, w), 0);
         cr_assert_eq(arb_attn_warp_begin(L, S, w), L, "L %d: the parts end at %d", L, arb_attn_warp_begin(L, S, w));
         for (int c = 0; c < S; c++) {
             const int k0 = arb_attn_warp_begin(L, c, w), k1 = arb_attn_warp_begin(L, c + 1, w);
             cr_assert(k1 >= k0 && k1 - k0 <= w, "L %d: part %d = [%d, %d)", L, c, k0, k1);
             cr_assert((k1 > k0) == (c < U), "L %d: part %d of %d used", L, c, U);
-            if (w == ARB_ATTN_WARP_KEYS && k1 - k0 == w)
-                cr_assert_eq(k0, c * ARB_ATTN_WARP_KEYS, "L %d: a full part moved", L);
+            if (w == K && k1 - k0 == w)
+                cr_assert_eq(k0, c * K, "L %d: a full part moved", L);
         }
     }
 }
@@ -625,7 +627,7 @@ Test(cuda_host, warp_attention_parts_sit_at_fixed_places)
 static void warp_partials(const float *q, const float *k, const float *v, int hd, int L, float scale, int drop,
                           float *part)
 {
-    const int S = ARB_ATTN_MAX_SPLITS, st = ARB_ATTN_PART(hd), w = arb_attn_warp_width(L, S);
+    const int S = ARB_ATTN_MAX_SPLITS, st = ARB_ATTN_PART(hd), w = arb_attn_warp_width(L, S, ARB_ATTN_WARP_KEYS);
     static float sc[4096];
     for (int c = 0; c < S; c++) {
         float *po = part + c * st;

@@ -110,18 +110,19 @@ ARB_ATTN_HD float arb_attn_merge_num(const float *pb, int S, int stride, float M
     return o;
 }
 
-/* The warp attention (ARBOR_CUDA_ATTN=warp): one warp per part, lane t of the warp taking
-   keys t, t + 32, ... of its part, so a part costs no block barrier. Parts lie at fixed
-   places: part c = keys [c w, (c + 1) w) of the list (cut at L), w = arb_attn_warp_width(L, S):
-   ARB_ATTN_WARP_KEYS while the list fits S such parts, else ceil(L / S). A function of L
-   alone, as above; and while w = ARB_ATTN_WARP_KEYS a part's keys do not depend on L at all,
-   so the nodes of one tree share their prefix parts (a later kernel may read them once). */
+/* The warp attention (the default where it fits; cuda_kernels.cu, attention_warp_kernel):
+   one warp per part, lane t of the warp taking keys t, t + 32, ... of its part, so a part
+   costs no block barrier. Parts lie at fixed places: part c = keys [c w, (c + 1) w) of the
+   list (cut at L), w = arb_attn_warp_width(L, S, K): K keys (ARB_ATTN_WARP_KEYS;
+   ARBOR_CUDA_ATTN=warp:K) while the list fits S such parts, else ceil(L / S). A function of
+   L alone, as above; and while w = K a part's keys do not depend on L at all, so the nodes
+   of one tree share their prefix parts (a later kernel may read them once). */
 #define ARB_ATTN_WARP_KEYS 32
 
-ARB_ATTN_HD int arb_attn_warp_width(int L, int S)
+ARB_ATTN_HD int arb_attn_warp_width(int L, int S, int K)
 {
     const int w = (L + S - 1) / S;
-    return w > ARB_ATTN_WARP_KEYS ? w : ARB_ATTN_WARP_KEYS;
+    return w > K ? w : K;
 }
 
 /* First key of part c (c * w, at most L). */

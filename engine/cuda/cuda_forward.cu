@@ -37,7 +37,8 @@ struct arb_cuda_ctx {
     int attn_splits;       // arb_attn_splits (1: the block kernel; ARBOR_CUDA_ATTN=block)
     int attn_chunk;        // keys per part (ARBOR_CUDA_ATTN=chunk:N), 0: attn_splits parts
     int attn_block_from;   // evals of this many nodes or more run the block kernel (fast mode)
-    int attn_warp;         // 1: the warp kernel computes the partials (ARBOR_CUDA_ATTN=warp)
+    int attn_warp;         // 1: the warp kernel computes the partials (the default where it fits)
+    int attn_warp_keys;    // its parts' keys (cuda_attn.h, arb_attn_warp_width; ARBOR_CUDA_ATTN=warp:K)
     float *attn_part;      // the split kernel's partials: n_batch_max x n_head x splits x (head_dim + 2)
     void *blas_ws;         // cuBLAS workspace, fixed so that a step can be captured
     void *amax_scratch;    // k_argmax's per-part maxima, n_batch_max rows
@@ -165,32 +166,34 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     const size_t kvd = (size_t)m->n_head_kv * m->head_dim, ff = (size_t)m->n_ff;
     const size_t xbd = qd > E ? qd : E, h16 = ff > xbd ? ff : xbd;
     const size_t kv_bytes = (size_t)n_layer * n_ctx * kvd * sizeof(float);
-    // Which attention kernel (docs/gpu.md): exact mode runs the split kernel at every node
+    // Which attention kernel (docs/gpu.md): exact mode runs the warp kernel at every node
     // count (a node's sums must not depend on the eval's size); fast mode runs it below
-    // ARB_CUDA_GEMM_MIN_NODES, where decode's few blocks per layer gain most, and the
-    // one-block-per-head kernel for the big evals that cuBLAS serves anyway (fewer, fuller
-    // blocks there). ARBOR_CUDA_ATTN=split|block forces one kernel at every size;
-    // chunk:N the split kernel at every size with parts of about N keys (fewer parts for
-    // short lists: an experiment for big evals, docs/gpu.md).
+    // ARB_CUDA_GEMM_MIN_NODES and the one-block-per-head kernel for the big evals that
+    // cuBLAS serves anyway (fewer, fuller blocks there). The split kernel (a block per part)
+    // where the warp kernel does not fit the shape (rows not 16-byte multiples, head_dim >
+    // 256). ARBOR_CUDA_ATTN forces one kernel at every size, for comparisons: block, split,
+    // chunk:N (the split kernel, parts of about N keys), warp or warp:K (parts of K keys,
+    // default ARB_ATTN_WARP_KEYS).
     const char *attn = getenv("ARBOR_CUDA_ATTN");
-    int chunk = 0, used = 0;
-    if (attn && *attn && strcmp(attn, "block") && strcmp(attn, "split") && strcmp(attn, "warp") &&
-        !(sscanf(attn, "chunk:%d%n", &chunk, &used) == 1 && !attn[used] && chunk >= 1 && chunk <= 4096)) {
+    int chunk = 0, wkeys = ARB_ATTN_WARP_KEYS, used = 0;
+    const bool forced = attn && *attn;
+    if (forced && strcmp(attn, "block") && strcmp(attn, "split") && strcmp(attn, "warp") &&
+        !(sscanf(attn, "chunk:%d%n", &chunk, &used) == 1 && !attn[used] && chunk >= 1 && chunk <= 4096) &&
+        !(sscanf(attn, "warp:%d%n", &wkeys, &used) == 1 && !attn[used] && wkeys >= 1 && wkeys <= 1024)) {
         free(c);
-        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_ATTN=%s: expected split, block, warp or chunk:N (1..4096 keys)",
+        return ARB_ERR(err, ARB_E_INVAL,
+                       "ARBOR_CUDA_ATTN=%s: expected block, split, chunk:N (1..4096 keys), warp or warp:K (1..1024 keys)",
                        attn);
     }
-    c->attn_chunk = chunk;
-    const bool forced = attn && *attn;
+    c->attn_chunk = chunk, c->attn_warp_keys = wkeys;
     c->attn_splits = forced && !strcmp(attn, "block") ? 1 : arb_attn_splits(m->n_head);
-    // warp: fixed parts of ARB_ATTN_WARP_KEYS keys, at most ARB_ATTN_MAX_SPLITS of them (the
-    // split kernel where the shape does not suit it: rows not 16-byte multiples, head_dim > 256).
-    if (forced && !strcmp(attn, "warp") && k_attention_warp_fits(m->head_dim, m->n_head_kv * m->head_dim))
+    const bool want_warp = !forced || !strncmp(attn, "warp", 4);
+    if (want_warp && k_attention_warp_fits(m->head_dim, m->n_head_kv * m->head_dim))
         c->attn_warp = 1, c->attn_splits = ARB_ATTN_MAX_SPLITS;
     // That is: the block kernel only where cuBLAS already makes big evals differ from
     // their chains. Where it serves no matrix (exact mode; fast mode with every matrix in
     // the int8 layout, ARBOR_CUDA_GEMV=dp4a, whose tree kernel is batch-invariant) the
-    // split kernel runs at every size.
+    // warp (or split) kernel runs at every size.
     c->attn_block_from = !forced && model_uses_gemm(m) ? ARB_CUDA_GEMM_MIN_NODES : INT_MAX;
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (c->attn_splits > 1)
@@ -331,7 +334,8 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     aa.n_head = m->n_head, aa.n_head_kv = m->n_head_kv, aa.head_dim = hd, aa.scale = 1.0f / sqrtf((float)hd);
     aa.out = c->att, aa.n_ctx = c->n_ctx, aa.n_batch_max = c->n_batch_max;
     aa.splits = n >= c->attn_block_from ? 1 : c->attn_splits, aa.chunk = c->attn_chunk, aa.part = c->attn_part;
-    aa.warp = c->attn_warp, aa.warp_keys = arb_attn_warp_width(c->n_ctx, c->attn_splits);
+    aa.warp = c->attn_warp, aa.warp_min = c->attn_warp_keys;
+    aa.warp_keys = arb_attn_warp_width(c->n_ctx, c->attn_splits, c->attn_warp_keys);
     const size_t layer_rows = (size_t)c->n_ctx * kvd;
     // The int8 GEMV's inputs are quantized once each: by the RMSNorms themselves, and
     // after attention and SwiGLU, for the matrices in the int8 layout (dmat.q8x: exact mode,

@@ -109,9 +109,9 @@ struct attn_launch {
     int splits;
     int chunk; // keys per part (cuda_attn.h, arb_attn_parts_used); 0: always `splits` parts
     float *part;
-    // 1: the warp kernel computes the partials (ARBOR_CUDA_ATTN=warp; cuda_attn.h's fixed
-    // parts of ARB_ATTN_WARP_KEYS keys, splits = their most), warp_keys floats of scores per warp.
-    int warp, warp_keys;
+    // 1: the warp kernel computes the partials (cuda_attn.h's fixed parts of warp_min keys,
+    // wider for long lists; splits = their most), warp_keys floats of scores per warp.
+    int warp, warp_min, warp_keys;
 };
 size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim);
 // Whether the warp attention kernel can run this shape (16-byte rows, head_dim <= 256).

@@ -1342,7 +1342,7 @@ __global__ void attention_merge_kernel(attn_launch a)
         a.out[((size_t)i * a.n_head + h) * hd + j] = arb_attn_merge_num(pb, S, st, M, j) * inv;
 }
 
-// Warp attention (ARBOR_CUDA_ATTN=warp; cuda_attn.h): the split kernel's partials, one warp
+// Warp attention (the default where it fits; cuda_attn.h): the split kernel's partials, one warp
 // per part. The split kernel spends a part on a whole block: two block reductions and four
 // barriers per part, and its value sums walk the part's keys one at a time per thread, so a
 // 64-node tree on the default model (each block walking 29 parts of ~20 keys) cost 5.2 ms.
@@ -1373,7 +1373,7 @@ __global__ void __launch_bounds__(kWarpAttnWarps * 32) attention_warp_kernel(att
         qs[j] = a.q[((size_t)i * a.n_head + h) * hd + j];
     __syncthreads();
     const int n_prefix = *a.n_prefix;
-    const int L = n_prefix + depth_s, w = arb_attn_warp_width(L, S);
+    const int L = n_prefix + depth_s, w = arb_attn_warp_width(L, S, a.warp_min);
     const float *kb = a.k + (size_t)kvh * hd, *vb = a.v + (size_t)kvh * hd;
     for (int c = blockIdx.z * kWarpAttnWarps + warp; c < S; c += gridDim.z * kWarpAttnWarps) {
         float *po = a.part + (((size_t)i * a.n_head + h) * S + c) * (size_t)ARB_ATTN_PART(hd);
