@@ -170,8 +170,8 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     // count (a node's sums must not depend on the eval's size); fast mode runs it below
     // ARB_CUDA_GEMM_MIN_NODES and the one-block-per-head kernel for the big evals that
     // cuBLAS serves anyway (fewer, fuller blocks there). The split kernel (a block per part)
-    // where the warp kernel does not fit the shape (rows not 16-byte multiples, head_dim >
-    // 256). ARBOR_CUDA_ATTN forces one kernel at every size, for comparisons: block, split,
+    // where the warp kernel does not fit (rows not 16-byte multiples, head_dim > 256, or
+    // more than 48 KB of shared memory for its scores and the eval's ancestors). ARBOR_CUDA_ATTN forces one kernel at every size, for comparisons: block, split,
     // chunk:N (the split kernel, parts of about N keys), warp or warp:K (parts of K keys,
     // default ARB_ATTN_WARP_KEYS).
     const char *attn = getenv("ARBOR_CUDA_ATTN");
@@ -188,7 +188,7 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     c->attn_chunk = chunk, c->attn_warp_keys = wkeys;
     c->attn_splits = forced && !strcmp(attn, "block") ? 1 : arb_attn_splits(m->n_head);
     const bool want_warp = !forced || !strncmp(attn, "warp", 4);
-    if (want_warp && k_attention_warp_fits(m->head_dim, m->n_head_kv * m->head_dim))
+    if (want_warp && k_attention_warp_fits(m->head_dim, m->n_head_kv * m->head_dim, n_ctx, n_batch_max, wkeys))
         c->attn_warp = 1, c->attn_splits = ARB_ATTN_MAX_SPLITS;
     // That is: the block kernel only where cuBLAS already makes big evals differ from
     // their chains. Where it serves no matrix (exact mode; fast mode with every matrix in

@@ -114,8 +114,9 @@ struct attn_launch {
     int warp, warp_min, warp_keys;
 };
 size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim);
-// Whether the warp attention kernel can run this shape (16-byte rows, head_dim <= 256).
-bool k_attention_warp_fits(int head_dim, int kv_stride);
+// Whether the warp attention kernel can run this shape and context (16-byte rows,
+// head_dim <= 256, its shared memory within the default 48 KB for parts of `keys` keys).
+bool k_attention_warp_fits(int head_dim, int kv_stride, int n_ctx, int n_batch_max, int keys);
 // Once per context: allow the attention kernels all the dynamic shared memory the device
 // can give them (*max_dynamic).
 cudaError_t k_attention_prepare(size_t smem_optin, size_t *max_dynamic);

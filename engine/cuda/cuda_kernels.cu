@@ -1708,9 +1708,13 @@ static size_t warp_attention_smem(int head_dim, int n_batch_max, int warp_keys)
     return sizeof(float) * ((size_t)head_dim + (size_t)kWarpAttnWarps * warp_keys) + sizeof(int) * (size_t)n_batch_max;
 }
 
-bool k_attention_warp_fits(int head_dim, int kv_stride)
+bool k_attention_warp_fits(int head_dim, int kv_stride, int n_ctx, int n_batch_max, int keys)
 {
-    return head_dim % 4 == 0 && kv_stride % 4 == 0 && head_dim <= 32 * 8;
+    // 48 KB: the dynamic shared memory a kernel gets without an attribute (a context the
+    // block kernel fits, up to ~56K keys, needs under 31 KB here at n_batch_max 512).
+    const size_t smem = warp_attention_smem(head_dim, n_batch_max,
+                                            arb_attn_warp_width(n_ctx, ARB_ATTN_MAX_SPLITS, keys));
+    return head_dim % 4 == 0 && kv_stride % 4 == 0 && head_dim <= 32 * 8 && smem <= 48 * 1024;
 }
 
 size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim)
