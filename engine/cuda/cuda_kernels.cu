@@ -1145,6 +1145,21 @@ __device__ __forceinline__ int key_row(int k, int n_prefix, const int *anc)
     return k < n_prefix ? k : n_prefix + anc[k - n_prefix];
 }
 
+// Every attention kernel's start for node i, query head h: thread 0 writes the node's
+// ancestors (root first) into anc, the block loads q into qs, then a barrier. Returns L,
+// the length of the node's key list (the prefix, read on the device since a captured step
+// replays at any prefix length, then the ancestors and the node).
+__device__ int attn_node_start(const attn_launch &a, int i, int h, float *qs, int *anc)
+{
+    __shared__ int depth_s;
+    if (threadIdx.x == 0)
+        depth_s = node_ancestors(a.parent, i, anc);
+    for (int j = threadIdx.x; j < a.head_dim; j += blockDim.x)
+        qs[j] = a.q[((size_t)i * a.n_head + h) * a.head_dim + j];
+    __syncthreads();
+    return *a.n_prefix + depth_s;
+}
+
 // Scores of keys k0 .. k0 + nk of a node's list into sc[0..nk): warp w of the block takes
 // keys w, w + W, ... (W warps), four at a time so that their loads are in flight together;
 // each key's dot reads lane elements j = lane, lane + 32, ... in order (fmaf), then a fixed
@@ -1253,20 +1268,13 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(attn_launch a)
     pdl_enter();
     extern __shared__ float sm[];
     __shared__ float red[33];
-    __shared__ int depth_s;
     const int i = blockIdx.x, h = blockIdx.y, hd = a.head_dim;
     const int kvh = h / (a.n_head / a.n_head_kv);
     float *qs = sm;                               // hd
     float *part = qs + hd;                        // kAttnThreads
     int *anc = (int *)(part + kAttnThreads);      // n_batch_max
     float *sc = (float *)(anc + a.n_batch_max);   // n_ctx
-    if (threadIdx.x == 0)
-        depth_s = node_ancestors(a.parent, i, anc);
-    for (int j = threadIdx.x; j < hd; j += blockDim.x)
-        qs[j] = a.q[((size_t)i * a.n_head + h) * hd + j];
-    __syncthreads();
-    const int n_prefix = *a.n_prefix; // on the device: a captured step replays at any prefix length
-    const int L = n_prefix + depth_s;
+    const int L = attn_node_start(a, i, h, qs, anc), n_prefix = *a.n_prefix;
     const size_t koff = (size_t)kvh * hd;
     block_scores(a.k + koff, a.kv_stride, hd, qs, a.scale, 0, L, n_prefix, anc, sc);
     __syncthreads();
@@ -1295,20 +1303,13 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(attn_lau
     pdl_enter();
     extern __shared__ float sm[];
     __shared__ float red[33];
-    __shared__ int depth_s;
     const int i = blockIdx.x, h = blockIdx.y, S = a.splits, hd = a.head_dim;
     const int kvh = h / (a.n_head / a.n_head_kv);
     float *qs = sm;                              // hd
     float *part = qs + hd;                       // kSplitThreads
     int *anc = (int *)(part + kSplitThreads);    // n_batch_max
     float *sc = (float *)(anc + a.n_batch_max);  // at most ceil(n_ctx / S) keys
-    if (threadIdx.x == 0)
-        depth_s = node_ancestors(a.parent, i, anc);
-    for (int j = threadIdx.x; j < hd; j += blockDim.x)
-        qs[j] = a.q[((size_t)i * a.n_head + h) * hd + j];
-    __syncthreads();
-    const int n_prefix = *a.n_prefix;
-    const int L = n_prefix + depth_s;
+    const int L = attn_node_start(a, i, h, qs, anc), n_prefix = *a.n_prefix;
     const size_t koff = (size_t)kvh * hd;
     const int U = arb_attn_parts_used(L, S, a.chunk);
     for (int c = blockIdx.z; c < S; c += gridDim.z) {
@@ -1359,7 +1360,6 @@ __global__ void __launch_bounds__(kWarpAttnWarps * 32) attention_warp_kernel(att
 {
     pdl_enter();
     extern __shared__ __align__(16) float smw[]; // q is read 16 bytes at a time
-    __shared__ int depth_s;
     constexpr int KB = R > 4 ? 4 : 8; // keys whose value loads are in flight together
     const int i = blockIdx.x, h = blockIdx.y, S = a.splits, hd = a.head_dim;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -1367,13 +1367,8 @@ __global__ void __launch_bounds__(kWarpAttnWarps * 32) attention_warp_kernel(att
     float *qs = smw;                                                  // hd (a multiple of 4)
     int *anc = (int *)(qs + hd);                                      // n_batch_max
     float *sc = (float *)(anc + a.n_batch_max) + (size_t)warp * a.warp_keys; // this warp's part
-    if (threadIdx.x == 0)
-        depth_s = node_ancestors(a.parent, i, anc);
-    for (int j = threadIdx.x; j < hd; j += blockDim.x)
-        qs[j] = a.q[((size_t)i * a.n_head + h) * hd + j];
-    __syncthreads();
-    const int n_prefix = *a.n_prefix;
-    const int L = n_prefix + depth_s, w = arb_attn_warp_width(L, S, a.warp_min);
+    const int L = attn_node_start(a, i, h, qs, anc), n_prefix = *a.n_prefix;
+    const int w = arb_attn_warp_width(L, S, a.warp_min);
     const float *kb = a.k + (size_t)kvh * hd, *vb = a.v + (size_t)kvh * hd;
     for (int c = blockIdx.z * kWarpAttnWarps + warp; c < S; c += gridDim.z * kWarpAttnWarps) {
         float *po = a.part + (((size_t)i * a.n_head + h) * S + c) * (size_t)ARB_ATTN_PART(hd);
