@@ -217,6 +217,45 @@ Test(tr, adjacency_unigram_bigram_merge_and_overwrite)
     arb_adj_free(a);
 }
 
+/* arb_adj_write_rows (prefetch, then the rows in order) leaves the tables exactly as one
+   arb_adj_write per row: unigram rows, fill, and every bigram lookup, with a bigram tier small
+   enough that writes evict (the eviction picks depend on the order of the stamps), rows
+   without a previous token, out-of-range tokens, and prev = NULL. */
+Test(tr, adjacency_rows_write_as_single_writes)
+{
+    enum { V = 300, K = 5, N = 400 };
+    arb_adj *a, *b;
+    cr_assert_eq(arb_adj_new(V, K, 5, &a, NULL), ARB_OK);
+    cr_assert_eq(arb_adj_new(V, K, 5, &b, NULL), ARB_OK);
+    static int32_t prev[N], tok[N], ids[N * 7];
+    static float sc[N * 7];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) {
+            prev[i] = i % 11 == 0 ? -1 : (int32_t)(rnd() % 40);
+            tok[i] = i % 97 == 5 ? V + 3 : (int32_t)(rnd() % 60); /* one out of range now and then */
+            for (int j = 0; j < 7; j++) /* stride 7 > K: the rows' tails are not read */
+                ids[i * 7 + j] = (int32_t)(rnd() % V), sc[i * 7 + j] = (float)(rnd() % 1000) / 1000.0f;
+        }
+        const bool with_prev = round != 1;
+        for (int i = 0; i < N; i++)
+            arb_adj_write(a, with_prev ? prev[i] : -1, tok[i], ids + i * 7, sc + i * 7);
+        arb_adj_write_rows(b, N, with_prev ? prev : NULL, tok, ids, sc, 7);
+        cr_assert_eq(arb_adj_fill(a), arb_adj_fill(b), "round %d: fill", round);
+        for (int p = -1; p < 40; p++)
+            for (int t = 0; t < 60; t++) {
+                int32_t ia[16], ib[16];
+                float sa[16], sb[16];
+                bool ha, hb;
+                const int na = arb_adj_succ(a, p, t, true, ia, sa, &ha), nb = arb_adj_succ(b, p, t, true, ib, sb, &hb);
+                cr_assert(na == nb && ha == hb && !memcmp(ia, ib, sizeof(int32_t) * (size_t)na) &&
+                              !memcmp(sa, sb, sizeof(float) * (size_t)na),
+                          "round %d: succ(%d, %d) differs", round, p, t);
+            }
+    }
+    arb_adj_free(a);
+    arb_adj_free(b);
+}
+
 static arb_method_spec tr_spec(void)
 {
     arb_method_spec s = {0};

@@ -287,8 +287,7 @@ static void gd_propose(void *st, const int32_t *S, int n_S, arb_tree *t, arb_ste
 static void gd_harvest(void *st, const arb_harvest *h)
 {
     arb_goose *g = st;
-    for (int i = 0; i < h->n; i++)
-        arb_adj_write(g->adj, h->prev[i], h->tok[i], h->ids + (size_t)i * h->K, h->scores + (size_t)i * h->K);
+    arb_adj_write_rows(g->adj, h->n, h->prev, h->tok, h->ids, h->scores, h->K);
 }
 
 static void gd_verified(void *st, const arb_tree *t, const int32_t *path, int n_path, arb_step_record *rec)

@@ -32,6 +32,10 @@ int arb_adj_new(int n_vocab, int K, int bigram_log2, arb_adj **out, arb_err *err
 void arb_adj_free(arb_adj *a);
 void arb_adj_clear(arb_adj *a);
 void arb_adj_write(arb_adj *a, int32_t prev, int32_t tok, const int32_t *ids, const float *scores);
+/* arb_adj_write for n rows (prev[i] or, prev NULL, -1; tok[i]; ids / scores at i * stride),
+   in order, with every row's table lines prefetched first. */
+void arb_adj_write_rows(arb_adj *a, int n, const int32_t *prev, const int32_t *tok, const int32_t *ids,
+                        const float *scores, int stride);
 /* Unigram row of tok: K ids (zeros if never written); *written whether it ever was. */
 const int32_t *arb_adj_row(const arb_adj *a, int32_t tok, bool *written);
 /* succ(prev, tok): bigram list (if use_bigram and present), then unigram entries not yet
