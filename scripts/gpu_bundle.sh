@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
         --build) build=$2 ;; --out) out=$2 ;; --model) model=$2 ;; --data) data=$2 ;; --datasets) datasets=$2 ;;
         esac
         shift 2 ;;
-    -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_bundle.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
     esac
 done
