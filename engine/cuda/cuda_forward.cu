@@ -171,7 +171,8 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     // ARB_CUDA_GEMM_MIN_NODES and the one-block-per-head kernel for the big evals that
     // cuBLAS serves anyway (fewer, fuller blocks there). The split kernel (a block per part)
     // where the warp kernel does not fit (rows not 16-byte multiples, head_dim > 256, or
-    // more than 48 KB of shared memory for its scores and the eval's ancestors). ARBOR_CUDA_ATTN forces one kernel at every size, for comparisons: block, split,
+    // more than 48 KB of shared memory for its scores and the eval's ancestors).
+    // ARBOR_CUDA_ATTN forces one kernel at every size, for comparisons: block, split,
     // chunk:N (the split kernel, parts of about N keys), warp or warp:K (parts of K keys,
     // default ARB_ATTN_WARP_KEYS).
     const char *attn = getenv("ARBOR_CUDA_ATTN");
