@@ -713,3 +713,62 @@ Test(cuda_host, warp_attention_equals_the_softmax)
                     cr_assert_gt(err, 2e-6, "hd %d, L %d: a missing key went unnoticed (%.3g)", hd, L, err);
             }
 }
+
+/* The parallel merge (ARBOR_CUDA_MERGE=parallel, attention_merge_parallel_kernel) reorders the
+   serial merge's work without changing a sum: w_c = expf(m_c - M) formed once per part, the
+   denominator in part order, element sums over parts 0..U-1 (U one past the last part used)
+   in part order, skipping empty parts. Here its statements on the host against
+   arb_attn_merge_*: the same bits, with empty parts in the middle (m = -inf, s = 0, o = 0: the
+   split kernel's parts of a list shorter than S) and unused parts at the end (only m written;
+   NaN elsewhere, never read). */
+Test(cuda_host, parallel_merge_gives_the_serial_bits)
+{
+    enum { HD = 64, S = ARB_ATTN_MAX_SPLITS };
+    const int st = ARB_ATTN_PART(HD);
+    static float pb[S * ARB_ATTN_PART(HD)];
+    unsigned seed = 5;
+    for (int trial = 0; trial < 200; trial++) {
+        const int used = 1 + trial % S;
+        for (int c = 0; c < S; c++) {
+            float *po = pb + c * st;
+            seed = seed * 1103515245u + 12345u;
+            const bool empty = c < used && c > 0 && (seed >> 20) % 5 == 0;
+            if (c >= used) {
+                po[0] = -INFINITY, po[1] = NAN;
+                for (int j = 0; j < HD; j++)
+                    po[2 + j] = NAN;
+                continue;
+            }
+            po[0] = empty ? -INFINITY : ((float)(seed >> 8) / 16777216.0f - 0.5f) * 20.0f;
+            po[1] = empty ? 0.0f : 1.0f + (float)(seed % 1000) / 37.0f;
+            for (int j = 0; j < HD; j++) {
+                seed = seed * 1103515245u + 12345u;
+                po[2 + j] = empty ? 0.0f : (float)(seed >> 8) / 16777216.0f - 0.5f;
+            }
+        }
+        /* the kernel's statements */
+        float ms[S], ss[S], ws[S], M = -INFINITY, den = 0.0f;
+        int U = 0;
+        for (int c = 0; c < S; c++)
+            ms[c] = pb[c * st], ss[c] = pb[c * st + 1];
+        for (int c = 0; c < S; c++)
+            M = fmaxf(M, ms[c]);
+        for (int c = 0; c < S; c++)
+            ws[c] = ms[c] != -INFINITY ? expf(ms[c] - M) : 0.0f;
+        for (int c = 0; c < S; c++)
+            if (ms[c] != -INFINITY)
+                den = fmaf(ws[c], ss[c], den), U = c + 1;
+        const float inv = 1.0f / den;
+        /* the serial merge */
+        const float M1 = arb_attn_merge_max(pb, S, st), inv1 = 1.0f / arb_attn_merge_den(pb, S, st, M1);
+        cr_assert(memcmp(&inv, &inv1, sizeof inv) == 0, "trial %d: 1 / denominator %.9g vs %.9g", trial, inv, inv1);
+        for (int j = 0; j < HD; j++) {
+            float o = 0.0f;
+            for (int c = 0; c < U; c++)
+                if (ms[c] != -INFINITY)
+                    o = fmaf(ws[c], pb[c * st + 2 + j], o);
+            const float got = o * inv, want = arb_attn_merge_num(pb, S, st, M1, j) * inv1;
+            cr_assert(memcmp(&got, &want, sizeof got) == 0, "trial %d, element %d: %.9g vs %.9g", trial, j, got, want);
+        }
+    }
+}

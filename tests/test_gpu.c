@@ -282,6 +282,59 @@ Test(gpu, warp_attention_f32_matches_cpu)
     cpu_vs_gpu((synth_opts){.arch = "qwen2", .seed = 4, .all_f32 = true}, true, 1e-4);
 }
 
+/* The parallel merge (ARBOR_CUDA_MERGE=parallel) has the serial merge's arithmetic, and in
+   exact mode (the wo matrix in the int8 layout) it also quantizes the attention output for
+   the int8 GEMV: every node's logits must be the same bits as with the serial merge, for the
+   split and the warp kernels, and where the quantized row has padding blocks (head_dim 32:
+   4 of 32 blocks used). Two contexts of one model (the variable is read at context creation),
+   the same prompt and random trees. */
+static void merge_variants_agree(arb_model *m, int n_vocab, const char *attn, uint64_t seed, int trees)
+{
+    setenv("ARBOR_CUDA_ATTN", attn, 1);
+    uint64_t s = seed;
+    int nodes = 0;
+    for (int t = 0; t < trees; t++) {
+        const int P = 1 + rnd(&s, 150), n = 1 + rnd(&s, 64);
+        int32_t tok[150 + 64], par[64];
+        for (int i = 0; i < P; i++)
+            tok[i] = rnd(&s, n_vocab);
+        random_tree(&s, n, n_vocab, tok + P, par);
+        float *lg[2];
+        for (int v = 0; v < 2; v++) {
+            setenv("ARBOR_CUDA_MERGE", v ? "parallel" : "serial", 1);
+            arb_ctx *c = check_ctx(m, 256, 64, 0, false);
+            float *pre = malloc(sizeof(float) * (size_t)n_vocab * P);
+            lg[v] = malloc(sizeof(float) * (size_t)n_vocab * n);
+            cr_assert(pre && lg[v]);
+            check_prefill(c, tok, P, pre);
+            check_eval(c, tok + P, par, n, lg[v], NULL);
+            free(pre);
+            arb_ctx_free(c);
+        }
+        for (int i = 0; i < n; i++)
+            cr_assert(!memcmp(lg[0] + (size_t)i * n_vocab, lg[1] + (size_t)i * n_vocab, sizeof(float) * (size_t)n_vocab),
+                      "%s attention, tree %d (prefix %d, %d nodes): node %d differs between the merges", attn, t, P, n, i);
+        nodes += n;
+        free(lg[0]);
+        free(lg[1]);
+    }
+    cr_log_info("%s attention: %d trees, %d nodes, the parallel merge = the serial one", attn, trees, nodes);
+}
+
+Test(gpu, parallel_merge_gives_the_serial_bits)
+{
+    need_gpu();
+    const bool exact[2] = {true, false};
+    for (int e = 0; e < 2; e++) {
+        synth_opts o = {.arch = "llama", .tied = true, .seed = 41, .head_dim = 32};
+        arb_load_opts lg = gpu_opts(exact[e]);
+        arb_model *m = load_synth_opts(&o, &lg);
+        merge_variants_agree(m, S_VOCAB, "warp", 51 + e, 6);
+        merge_variants_agree(m, S_VOCAB, "split", 61 + e, 6);
+        arb_model_free(m);
+    }
+}
+
 Test(gpu, exact_chunked_prefill_commit_hidden)
 {
     need_gpu();
@@ -626,6 +679,20 @@ Test(gpu, smollm2_warp_attention_exact_trees_equal_ar)
 {
     setenv("ARBOR_CUDA_ATTN", "warp", 1);
     smollm2_exact_trees(NULL, 10, 4545);
+}
+
+Test(gpu, smollm2_parallel_merge_gives_the_serial_bits)
+{
+    need_gpu();
+    char path[1024];
+    if (!arb_test_default_model(path, sizeof path))
+        cr_skip_test("default model not found: %s", path);
+    arb_load_opts lg = gpu_opts(true);
+    arb_model *m = load_path(path, &lg);
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    merge_variants_agree(m, mi.n_vocab, "warp", 71, 4);
+    arb_model_free(m);
 }
 
 /* Fast mode is not batch-invariant: a node inside a cuBLAS batch (16+ nodes) and the same

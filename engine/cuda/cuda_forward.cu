@@ -39,6 +39,7 @@ struct arb_cuda_ctx {
     int attn_block_from;   // evals of this many nodes or more run the block kernel (fast mode)
     int attn_warp;         // 1: the warp kernel computes the partials (the default where it fits)
     int attn_warp_keys;    // its parts' keys (cuda_attn.h, arb_attn_warp_width; ARBOR_CUDA_ATTN=warp:K)
+    int attn_merge_parallel; // ARBOR_CUDA_MERGE=parallel: the parallel merge (the same bits; k_attention)
     float *attn_part;      // the split kernel's partials: n_batch_max x n_head x splits x (head_dim + 2)
     void *blas_ws;         // cuBLAS workspace, fixed so that a step can be captured
     void *amax_scratch;    // k_argmax's per-part maxima, n_batch_max rows
@@ -196,6 +197,15 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     // the int8 layout, ARBOR_CUDA_GEMV=dp4a, whose tree kernel is batch-invariant) the
     // warp (or split) kernel runs at every size.
     c->attn_block_from = !forced && model_uses_gemm(m) ? ARB_CUDA_GEMM_MIN_NODES : INT_MAX;
+    // The merge of the split and warp kernels' partials: serial (the default, the kernel the
+    // H100 ran) or parallel (the same bits, fewer round trips, the output quantized in it for
+    // an int8 wo; written for the next GPU session, docs/gpu.md).
+    const char *merge = getenv("ARBOR_CUDA_MERGE");
+    if (merge && *merge && strcmp(merge, "serial") && strcmp(merge, "parallel")) {
+        free(c);
+        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_MERGE=%s: expected serial or parallel", merge);
+    }
+    c->attn_merge_parallel = merge && !strcmp(merge, "parallel");
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (c->attn_splits > 1)
         c->attn_part = (float *)dalloc(nb * m->n_head * c->attn_splits * ARB_ATTN_PART(m->head_dim) * sizeof(float), &e);
@@ -335,7 +345,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     aa.n_head = m->n_head, aa.n_head_kv = m->n_head_kv, aa.head_dim = hd, aa.scale = 1.0f / sqrtf((float)hd);
     aa.out = c->att, aa.n_ctx = c->n_ctx, aa.n_batch_max = c->n_batch_max;
     aa.splits = n >= c->attn_block_from ? 1 : c->attn_splits, aa.chunk = c->attn_chunk, aa.part = c->attn_part;
-    aa.warp = c->attn_warp, aa.warp_min = c->attn_warp_keys;
+    aa.warp = c->attn_warp, aa.warp_min = c->attn_warp_keys, aa.merge_parallel = c->attn_merge_parallel;
     aa.warp_keys = arb_attn_warp_width(c->n_ctx, c->attn_splits, c->attn_warp_keys);
     const size_t layer_rows = (size_t)c->n_ctx * kvd;
     // The int8 GEMV's inputs are quantized once each: by the RMSNorms themselves, and
@@ -373,11 +383,13 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
         k_rope_store(st, c->q, c->kn, c->vn, kl, vl, n, m->n_head, m->n_head_kv, hd, d_pos, c->cs, m->neox, d_pre);
         prof_mark(c, PROF_ROPE);
         aa.k = kl, aa.v = vl;
-        k_attention(st, &aa);
+        xq8 qa = xq_for(c, qd);
+        bool att_q = false;
+        k_attention(st, &aa, L->wo.q8x ? &qa : NULL, &att_q);
         prof_mark(c, PROF_ATTN);
         if (gemm)
             k_to_half_f32(st, c->att, (size_t)n * qd, x16);
-        xq = quant_for(c, c->att, n, qd, L->wo.q8x, &qb);
+        xq = att_q ? &qa : quant_for(c, c->att, n, qd, L->wo.q8x, &qb);
         prof_mark(c, PROF_QUANT);
         matmul(c, &L->wo, c->att, x16, n, c->x, true, xq); // x += wo . att
         prof_mark(c, PROF_WO);

@@ -112,6 +112,7 @@ struct attn_launch {
     // 1: the warp kernel computes the partials (cuda_attn.h's fixed parts of warp_min keys,
     // wider for long lists; splits = their most), warp_keys floats of scores per warp.
     int warp, warp_min, warp_keys;
+    int merge_parallel; // 1: the parallel merge (ARBOR_CUDA_MERGE=parallel; the same bits)
 };
 size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim);
 // Whether the warp attention kernel can run this shape and context (16-byte rows,
@@ -120,7 +121,9 @@ bool k_attention_warp_fits(int head_dim, int kv_stride, int n_ctx, int n_batch_m
 // Once per context: allow the attention kernels all the dynamic shared memory the device
 // can give them (*max_dynamic).
 cudaError_t k_attention_prepare(size_t smem_optin, size_t *max_dynamic);
-void k_attention(kstream st, const attn_launch *a);
+// oq (or NULL): where the int8 GEMV wants the output quantized; *quantized says whether the
+// merge did it (the parallel merge, head_dim a multiple of 32), else the caller quantizes.
+void k_attention(kstream st, const attn_launch *a, const xq8 *oq, bool *quantized);
 // Argmax per row (lowest id among equal maxima); scratch: k_argmax_scratch_bytes(rows).
 size_t k_argmax_scratch_bytes(int rows);
 void k_argmax(kstream st, const float *logits, int rows, int n_vocab, void *scratch, int32_t *out);

@@ -1343,6 +1343,85 @@ __global__ void attention_merge_kernel(attn_launch a)
         a.out[((size_t)i * a.n_head + h) * hd + j] = arb_attn_merge_num(pb, S, st, M, j) * inv;
 }
 
+// The merge with the same arithmetic, in parallel (ARBOR_CUDA_MERGE=parallel; not yet the
+// default: written after the H100 runs of the twenty-second session, not yet run on a
+// device). The serial merge above walks the S partials three times per thread, each load
+// waiting for the last: S round trips to memory per loop (the warp kernel's S is 32, also
+// for lists of one part). Here thread c < S loads part c's m and s at once; every thread
+// takes M over them in part order, thread c forms w_c = expf(m_c - M) once (the value
+// arb_attn_merge_den / _num form for that part), thread 0 sums the denominator in part
+// order and finds U, one past the last part used (the rest are skipped by both functions
+// anyway); thread j then sums element j over parts 0..U-1 in order, eight parts' loads in
+// flight. The same fmaf sequences: the same bits as the serial merge. One thread per
+// element (blockDim = 32 ceil(head_dim / 32)). With oq (the wo matrix in the int8 layout,
+// head_dim a multiple of 32), each warp also quantizes its 32 outputs as k_quant_q8 would
+// (warp_q8), and the last head's block writes the row's padding blocks (zeros, as
+// k_quant_q8 writes them): one launch less per layer.
+__global__ void attention_merge_parallel_kernel(attn_launch a, xq8 oq)
+{
+    pdl_enter();
+    __shared__ float ms[ARB_ATTN_MAX_SPLITS], ss[ARB_ATTN_MAX_SPLITS], ws[ARB_ATTN_MAX_SPLITS];
+    __shared__ float inv_s;
+    __shared__ int used_s;
+    const int i = blockIdx.x, h = blockIdx.y, S = a.splits, hd = a.head_dim, st = ARB_ATTN_PART(hd);
+    const int j = threadIdx.x, lane = threadIdx.x & 31;
+    const float *pb = a.part + ((size_t)i * a.n_head + h) * S * (size_t)st;
+    if (j < S)
+        ms[j] = pb[(size_t)j * st], ss[j] = pb[(size_t)j * st + 1];
+    __syncthreads();
+    float M = -INFINITY;
+    for (int c = 0; c < S; c++)
+        M = fmaxf(M, ms[c]);
+    if (j < S)
+        ws[j] = ms[j] != -INFINITY ? expf(ms[j] - M) : 0.0f;
+    __syncthreads();
+    if (j == 0) {
+        float den = 0.0f;
+        int U = 0;
+        for (int c = 0; c < S; c++)
+            if (ms[c] != -INFINITY)
+                den = fmaf(ws[c], ss[c], den), U = c + 1;
+        inv_s = 1.0f / den, used_s = U;
+    }
+    __syncthreads();
+    const int U = used_s;
+    float o = 0.0f;
+    if (j < hd)
+        for (int c0 = 0; c0 < U; c0 += 8) {
+            float v[8];
+#pragma unroll
+            for (int u = 0; u < 8; u++) // loaded whether used or not: a skipped part's value is never read
+                v[u] = c0 + u < U ? pb[(size_t)(c0 + u) * st + 2 + j] : 0.0f;
+#pragma unroll
+            for (int u = 0; u < 8; u++)
+                if (c0 + u < U && ms[c0 + u] != -INFINITY)
+                    o = fmaf(ws[c0 + u], v[u], o);
+        }
+    const float out = o * inv_s;
+    if (j < hd)
+        a.out[((size_t)i * a.n_head + h) * hd + j] = out;
+    if (!oq.q)
+        return;
+    // the head's 32-blocks of the row (hd % 32 == 0: every lane of these warps has an element)
+    const int blk = (h * hd + j) / 32;
+    float db;
+    int sum;
+    const int qi = warp_q8(out, &db, &sum);
+    ((int8_t *)oq.q)[(size_t)i * oq.ldq + h * hd + j] = (int8_t)qi;
+    if (lane == 0) {
+        ((float *)oq.d)[(size_t)i * oq.ldb + blk] = db;
+        ((int32_t *)oq.isum)[(size_t)i * oq.ldb + blk] = sum;
+    }
+    if (h == a.n_head - 1) // the padding blocks after the row's n_head * hd values
+        for (int b = a.n_head * hd / 32 + (j >> 5); b < oq.ldb; b += blockDim.x >> 5) {
+            ((int8_t *)oq.q)[(size_t)i * oq.ldq + b * 32 + lane] = 0;
+            if (lane == 0) {
+                ((float *)oq.d)[(size_t)i * oq.ldb + b] = 0.0f;
+                ((int32_t *)oq.isum)[(size_t)i * oq.ldb + b] = 0;
+            }
+        }
+}
+
 // Warp attention (the default where it fits; cuda_attn.h): the split kernel's partials, one warp
 // per part. The split kernel spends a part on a whole block: two block reductions and four
 // barriers per part, and its value sums walk the part's keys one at a time per thread, so a
@@ -1738,8 +1817,23 @@ cudaError_t k_attention_prepare(size_t smem_optin, size_t *max_dynamic)
     return e;
 }
 
-void k_attention(kstream st, const attn_launch *a)
+// The merge of the partials: the serial kernel, or with a->merge_parallel the parallel one,
+// which also quantizes the output for the int8 GEMV when oq is given (then *quantized).
+static void launch_merge(kstream st, const attn_launch *a, const xq8 *oq, bool *quantized)
 {
+    const dim3 grid((unsigned)a->n, (unsigned)a->n_head);
+    if (!a->merge_parallel) {
+        klaunch(st, attention_merge_kernel, grid, 64, 0, *a);
+        return;
+    }
+    const bool q = oq && a->head_dim % 32 == 0;
+    klaunch(st, attention_merge_parallel_kernel, grid, 32 * ((a->head_dim + 31) / 32), 0, *a, q ? *oq : xq8{});
+    *quantized = q;
+}
+
+void k_attention(kstream st, const attn_launch *a, const xq8 *oq, bool *quantized)
+{
+    *quantized = false;
     if (a->splits <= 1) {
         const dim3 grid((unsigned)a->n, (unsigned)a->n_head);
         klaunch(st, attention_kernel, grid, kAttnThreads, k_attention_smem(a->n_ctx, a->n_batch_max, a->head_dim),
@@ -1761,7 +1855,7 @@ void k_attention(kstream st, const attn_launch *a)
             klaunch(st, attention_warp_kernel<4>, grid, kWarpAttnWarps * 32, smem, *a);
         else
             klaunch(st, attention_warp_kernel<8>, grid, kWarpAttnWarps * 32, smem, *a);
-        klaunch(st, attention_merge_kernel, dim3((unsigned)a->n, (unsigned)a->n_head), 64, 0, *a);
+        launch_merge(st, a, oq, quantized);
         return;
     }
     // The split kernel's scores: at most ceil(n_ctx / splits) keys per part (less than
@@ -1771,7 +1865,7 @@ void k_attention(kstream st, const attn_launch *a)
     const int z = arb_attn_groups(a->n, a->n_head, a->splits);
     klaunch(st, attention_split_kernel, dim3((unsigned)a->n, (unsigned)a->n_head, (unsigned)z), kSplitThreads, smem,
             *a);
-    klaunch(st, attention_merge_kernel, dim3((unsigned)a->n, (unsigned)a->n_head), 64, 0, *a);
+    launch_merge(st, a, oq, quantized);
 }
 
 size_t k_argmax_scratch_bytes(int rows) { return (size_t)rows * kArgParts * (sizeof(float) + sizeof(int32_t)); }
