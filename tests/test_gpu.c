@@ -650,11 +650,11 @@ Test(gpu, smollm2_laws_on_demand_exact) { smollm2_laws_on_demand(true); }
 
 /* Exact mode on the default model: every node of random trees bit-identical to its AR
    chain; gemv: ARBOR_CUDA_GEMV to force (NULL: exact mode's default). */
-static void smollm2_exact_trees(const char *gemv, int n_trees, uint64_t seed)
+/* The default model on the device in exact mode, its vocabulary in *n_vocab; skips the
+   test without a device or the model. */
+static arb_model *smollm2_exact_or_skip(int *n_vocab)
 {
     need_gpu();
-    if (gemv)
-        setenv("ARBOR_CUDA_GEMV", gemv, 1);
     char path[1024];
     if (!arb_test_default_model(path, sizeof path))
         cr_skip_test("default model not found: %s", path);
@@ -662,10 +662,20 @@ static void smollm2_exact_trees(const char *gemv, int n_trees, uint64_t seed)
     arb_model *m = load_path(path, &lg);
     arb_model_info mi;
     arb_model_get_info(m, &mi);
+    *n_vocab = mi.n_vocab;
+    return m;
+}
+
+static void smollm2_exact_trees(const char *gemv, int n_trees, uint64_t seed)
+{
+    if (gemv)
+        setenv("ARBOR_CUDA_GEMV", gemv, 1);
+    int n_vocab;
+    arb_model *m = smollm2_exact_or_skip(&n_vocab);
     check_stats st = {0};
     uint64_t s = seed;
     for (int t = 0; t < n_trees; t++)
-        check_random_tree(m, &s, mi.n_vocab, 300, &st);
+        check_random_tree(m, &s, n_vocab, 300, &st);
     cr_log_info("smollm2 cuda-exact%s%s: %d trees, %d nodes, %d mismatching nodes", gemv ? " " : "",
                 gemv ? gemv : "", st.trees, st.nodes, st.mismatches);
     cr_assert_eq(st.mismatches, 0);
@@ -683,15 +693,9 @@ Test(gpu, smollm2_warp_attention_exact_trees_equal_ar)
 
 Test(gpu, smollm2_parallel_merge_gives_the_serial_bits)
 {
-    need_gpu();
-    char path[1024];
-    if (!arb_test_default_model(path, sizeof path))
-        cr_skip_test("default model not found: %s", path);
-    arb_load_opts lg = gpu_opts(true);
-    arb_model *m = load_path(path, &lg);
-    arb_model_info mi;
-    arb_model_get_info(m, &mi);
-    merge_variants_agree(m, mi.n_vocab, "warp", 71, 4);
+    int n_vocab;
+    arb_model *m = smollm2_exact_or_skip(&n_vocab);
+    merge_variants_agree(m, n_vocab, "warp", 71, 4);
     arb_model_free(m);
 }
 
