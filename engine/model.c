@@ -722,6 +722,7 @@ void arb_model_get_info(const arb_model *m, arb_model_info *out)
     out->eot = m->tok ? arb_tokenizer_eot(m->tok) : -1;
     out->n_params = m->n_params;
     out->weight_bytes = m->weight_bytes;
+    out->backend = arb_load_opts_backend_name(&m->opts);
 }
 
 int arb_model_weight_pages(const arb_model *m, uint64_t *copy_bytes, uint64_t *huge_bytes, arb_err *err)

@@ -243,15 +243,17 @@ int arb_autobudget_resolve(arb_ctx *c, int n_threads, arb_method_spec *s, FILE *
     arb_machine_get(&mach);
     arb_model_info mi;
     arb_model_get_info(m, &mi);
-    const arb_load_opts lo = arb_gen_load_opts();
-    char fp[200], path[4400], kl[32];
-    arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_gen_kernels_label(&lo, kl, sizeof kl), n_threads > 0 ? n_threads : mach.n_cores,
-                         mi.name, (double)mi.weight_bytes);
-    int rc = arb_cost_profile_path(fp, false, path, sizeof path, err);
-    if (rc)
+    char fp[200], path[4400];
+    /* the CPU's profile for a CPU run, the GPU's (device and mode) for a GPU run */
+    int rc = arb_gen_cost_fingerprint(c, n_threads, fp, sizeof fp, err);
+    if (rc || (rc = arb_cost_profile_path(fp, false, path, sizeof path, err)))
         return rc;
     arb_cost_model cm;
     if ((rc = arb_cost_load(path, &cm, err))) {
+        if (rc == ARB_E_NOTFOUND && arb_ctx_on_device(c))
+            return ARB_ERR(err, rc, "method %s: budget \"auto\" needs this GPU's cost profile for backend %s (%s): "
+                           "run `arbor bench engine --model <the same model> --backend %s --save-profile` first",
+                           s->id, mi.backend, path, mi.backend);
         if (rc == ARB_E_NOTFOUND)
             return ARB_ERR(err, rc, "method %s: budget \"auto\" needs this machine's cost profile (%s): run "
                            "`arbor bench engine --model <the same model> --threads %d --save-profile` first",

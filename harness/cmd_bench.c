@@ -44,9 +44,11 @@ static const char engine_description[] =
     "  memory    RSS and KV-cache bytes per token\n"
     "--llama-bench PATH runs `PATH -m M -p 0 -n STEPS -t N -r R` (R = --llama-reps, default 2)\n"
     "right after arbor's decode, --rounds times (default 2), and prints both rates and their ratio.\n"
-    "CPU: the eval cost model t(n, L) = w(n) + (b + a n) L (harness/costmodel.h) is fitted on the wide\n"
+    "The eval cost model t(n, L) = w(n) + (b + a n) L (harness/costmodel.h) is fitted on the wide\n"
     "trees at a 64-token context and at a long one; --save-profile writes it, with this machine's\n"
-    "fingerprint, to $ARBOR_CACHE/cost/<fingerprint>.json (`arbor report --table cost`).\n"
+    "fingerprint, to $ARBOR_CACHE/cost/<fingerprint>.json (`arbor report --table cost`), where\n"
+    "`budget: \"auto\"` reads it: the CPU's (kernels, threads) for CPU runs, the GPU's (device,\n"
+    "cuda or cuda-exact) for runs on that backend.\n"
     "The long context is --context L (default: the longest a 64-node tree fits on); its 1-64-node\n"
     "ratios are printed too. --isa forces a CPU kernel family (scalar, avx2, avx512vnni: the\n"
     "load option isa); --trees-only skips the roofline, prefill, decode and memory lines;\n"
@@ -54,7 +56,8 @@ static const char engine_description[] =
     "shared machine and with --threads 1 it leaves out the time other processes hold the core.\n"
     "--backend cuda|cuda-exact: the GPU (README, GPU backend): trees up to 128 nodes, evals\n"
     "return one argmax per node (no logits rows to the host; one line shows the cost of\n"
-    "copying them), and the roofline is the measured device read bandwidth.\n";
+    "copying them), the roofline is the measured device read bandwidth, and the cost model\n"
+    "is fitted on the GPU's own trees.\n";
 
 static const char usage[] =
     "usage: arbor bench engine|fidelity [options]   (arbor bench <benchmark> --help)\n"
@@ -225,10 +228,15 @@ static int prefix64(bench *b, arb_err *err)
     return 0;
 }
 
+static int cost_profile(bench *b, const int *sizes, int n_sizes, const double *tt64, int reps, int L2,
+                        const char *fingerprint, bool save, arb_err *err);
+
 /* The GPU half of `bench engine`: device, measured bandwidth roofline, prefill, decode,
-   1..128-node trees (argmax per node returned), and the cost of full logits rows. */
+   1..128-node trees (argmax per node returned), the cost of full logits rows, and the cost
+   model t(n, L) of this GPU and mode (fitted as on the CPU; saved with --save-profile under the
+   device's fingerprint, arb_gen_cost_fingerprint, where `budget: "auto"` on this backend reads it). */
 static int bench_gpu(bench *b, const char *backend, double t_load, int steps, int prefill, int reps, bool quick,
-                     arb_err *err)
+                     int L2, bool save_profile, arb_err *err)
 {
     arb_gpu_info di;
     if (arb_gpu_info_get(&di, err))
@@ -281,6 +289,10 @@ static int bench_gpu(bench *b, const char *backend, double t_load, int steps, in
     printf("logits    full rows to the host: 1 node %.3f ms, 64 nodes %.3f ms, 128 nodes %.3f ms (wide; %.1f MB\n"
            "          at 64 nodes) = %.2fx the argmax-only eval at 64 nodes\n", 1e3 * tl[1][0], 1e3 * tl[1][6],
            1e3 * tl[1][7], 64.0 * b->mi.n_vocab * 4 / 1e6, tl[1][6] / tt[1][6]);
+    char fp[200];
+    if (arb_gen_cost_fingerprint(b->c, 0, fp, sizeof fp, err) ||
+        cost_profile(b, sizes, 7, tt[1], reps, L2, fp, save_profile, err))
+        return -1;
     const double kv_tok = 2.0 * b->mi.n_layer * b->mi.n_head_kv * b->mi.head_dim * sizeof(float);
     printf("memory    KV cache %.1f KB per token (f32, on the device)\n", kv_tok / 1024.0);
     return 0;
@@ -445,7 +457,8 @@ static int bench_engine(int argc, char **argv)
         print_pages(m, &lo);
     fflush(stdout);
     if (gpu) {
-        rc = bench_gpu(&b, backend, t_load, steps, prefill, reps, quick, &err);
+        rc = bench_gpu(&b, backend, t_load, steps, prefill, reps, quick, context > 0 ? context : co.n_ctx - 66,
+                       save_profile, &err);
         if (rc < 0)
             goto fail;
         goto out;

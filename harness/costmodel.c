@@ -287,6 +287,12 @@ void arb_cost_fingerprint(char *buf, size_t cap, const char *cpu_model, const ch
              weight_bytes / 1e6);
 }
 
+void arb_cost_fingerprint_gpu(char *buf, size_t cap, const char *device, const char *backend, const char *model_name,
+                              double weight_bytes)
+{
+    snprintf(buf, cap, "%s | %s | gpu | %s %.1fMB", device, backend, model_name, weight_bytes / 1e6);
+}
+
 int arb_cost_profile_path(const char *fingerprint, bool mkdir_dir, char *buf, size_t cap, arb_err *err)
 {
     char dir[4096], name[200];

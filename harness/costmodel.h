@@ -60,6 +60,9 @@ int arb_cost_load(const char *path, arb_cost_model *out, arb_err *err);
    <weight MB>MB" (the bench writes it, `budget: "auto"` looks it up). */
 void arb_cost_fingerprint(char *buf, size_t cap, const char *cpu_model, const char *kernels, int threads,
                           const char *model_name, double weight_bytes);
+/* A GPU's: "<device> | <backend> | gpu | <model name> <weight MB>MB". */
+void arb_cost_fingerprint_gpu(char *buf, size_t cap, const char *device, const char *backend, const char *model_name,
+                              double weight_bytes);
 /* $ARBOR_CACHE/cost/<fingerprint as a file name>.json; mkdir creates cost/ when set. */
 int arb_cost_profile_path(const char *fingerprint, bool mkdir_dir, char *buf, size_t cap, arb_err *err);
 

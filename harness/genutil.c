@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "costmodel.h"
 #include "modelfetch.h"
 
 arb_load_opts arb_gen_load_opts(void)
@@ -28,6 +29,27 @@ const char *arb_gen_kernels_label(const arb_load_opts *lo, char *buf, size_t cap
     snprintf(buf, cap, "%s%s%s", k ? k : "unknown", lo->no_pack && k && strcmp(k, "scalar") ? "-nopack" : "",
              lo->no_huge_pages ? "-smallpages" : "");
     return buf;
+}
+
+int arb_gen_cost_fingerprint(const arb_ctx *c, int n_threads, char *buf, size_t cap, arb_err *err)
+{
+    arb_model_info mi;
+    arb_model_get_info(arb_ctx_model(c), &mi);
+    if (arb_ctx_on_device(c)) {
+        arb_gpu_info gi;
+        const int rc = arb_gpu_info_get(&gi, err);
+        if (rc)
+            return rc;
+        arb_cost_fingerprint_gpu(buf, cap, gi.name, mi.backend, mi.name, (double)mi.weight_bytes);
+        return ARB_OK;
+    }
+    arb_machine mach;
+    arb_machine_get(&mach);
+    const arb_load_opts lo = arb_gen_load_opts();
+    char kl[32];
+    arb_cost_fingerprint(buf, cap, mach.cpu_model, arb_gen_kernels_label(&lo, kl, sizeof kl),
+                         n_threads > 0 ? n_threads : mach.n_cores, mi.name, (double)mi.weight_bytes);
+    return ARB_OK;
 }
 
 int arb_gen_load(const char *model_spec, const char *backend, int n_threads, int n_ctx, arb_model **m, arb_ctx **c,

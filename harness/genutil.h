@@ -26,6 +26,12 @@ arb_load_opts arb_gen_load_opts(void);
    layout (other kernels, other speed: a profile fitted on one must not budget the
    other). Writes into buf (32 bytes are enough) and returns it. */
 const char *arb_gen_kernels_label(const arb_load_opts *lo, char *buf, size_t cap);
+/* The cost-profile fingerprint of evals on c (costmodel.h): on the CPU, this machine's CPU,
+   the kernel family (arb_gen_kernels_label of arb_gen_load_opts()) and n_threads (0: all
+   cores); on a GPU backend the device's name and the backend, "cuda" or "cuda-exact" (host
+   threads do not set a GPU's costs). The model's name and weight bytes either way. A profile
+   of one therefore never budgets the other. ARB_E_NODEVICE if the device cannot be asked. */
+int arb_gen_cost_fingerprint(const arb_ctx *c, int n_threads, char *buf, size_t cap, arb_err *err);
 
 /* model_spec: "default" or a path (modelfetch.h). backend: "cpu", "cuda", "cuda-exact"
    (NULL = cpu). n_ctx 0 = the engine default; c NULL: the model only. Load options:

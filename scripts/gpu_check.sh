@@ -1,8 +1,9 @@
 #!/bin/bash
 # gpu_check.sh — the GPU checks of docs/gpu.md in one run, for a machine with an NVIDIA GPU
 # (a CI runner with a GPU, a borrowed machine): the gpu test suite, `arbor bench engine` on
-# the default model and on a synthetic 8B Q4_0 per backend, `arbor check-lossless` per mode,
-# and `arbor run configs/gpu.json` with its table. Each step's output goes to OUT/<step>.txt;
+# the default model (saving each mode's cost profile) and on a synthetic 8B Q4_0 per backend,
+# `arbor check-lossless` per mode with the fixed and the "auto" budgets, and `arbor run
+# configs/gpu.json` with its table. Each step's output goes to OUT/<step>.txt;
 # OUT/summary.txt lists every step with its exit status and seconds. A failed step does not
 # stop the others; the script exits 1 if any failed (2 on a bad option). Fast mode's
 # check-lossless is reported but not counted: near-tie mismatches are allowed there.
@@ -80,8 +81,8 @@ step() {
 cat "$out/summary.txt"
 
 step suite 600 "$test_gpu" --verbose=1 -j1
-for b in cuda cuda-exact; do
-    step "bench-default-$b" 300 "$arbor" bench engine --backend "$b" --steps "$steps" --prefill 128 --reps 2
+for b in cuda cuda-exact; do # --save-profile: the GPU's cost model, for the auto budgets below
+    step "bench-default-$b" 300 "$arbor" bench engine --backend "$b" --steps "$steps" --prefill 128 --reps 2 --save-profile
 done
 if [ $big -eq 1 ]; then
     m8=$tmp/arbor-gpu-check-llama-8b-q4_0.gguf
@@ -95,6 +96,12 @@ step "lossless-cuda (info)" 900 "$arbor" check-lossless --backend cuda --dataset
     --max-new 128 --methods pld,tr,goose
 step lossless-cuda-exact 900 "$arbor" check-lossless --backend cuda-exact --datasets humaneval,gsm8k \
     --limit "$limit" --max-new 128 --methods pld,tr,goose
+for b in cuda cuda-exact; do # budget "auto" from the profiles just saved (fast mode: informative)
+    name="auto-budgets-$b"
+    [ "$b" = cuda ] && name="$name (info)"
+    step "$name" 900 "$arbor" check-lossless --backend "$b" --datasets humaneval,gsm8k --limit "$limit" \
+        --max-new 128 --methods pld-auto,tr-auto,goose-auto
+done
 step run-gpu-json 1800 "$arbor" run configs/gpu.json --limit "$limit" --db "$out/gpu.db" --quiet
 step report-table3 60 "$arbor" report --db "$out/gpu.db" --table table3
 echo "outputs in $out" | tee -a "$out/summary.txt"

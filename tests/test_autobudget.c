@@ -11,6 +11,7 @@
 #include "arb_git_rev.h"
 #include "autobudget.h"
 #include "drafters/tr.h"
+#include "genutil.h"
 #include "heads_file.h"
 #include "method.h"
 #include "sha256.h"
@@ -157,6 +158,50 @@ Test(autobudget, resolve_finds_the_profile_or_names_the_command)
     arb_ctx_free(c);
     arb_model_free(m);
     unlink(path);
+    remove_dir(dir);
+}
+
+/* The fingerprint a run looks its profile up by (arb_gen_cost_fingerprint): on a CPU context
+   the bench's CPU fingerprint (this CPU, the kernels, the threads; 0 = all cores), and a GPU's
+   profile for the same model (arb_cost_fingerprint_gpu: device, backend) is not a CPU run's:
+   with only that one saved, a CPU run still asks for its own. */
+Test(autobudget, a_cpu_run_reads_the_cpu_profile_only)
+{
+    char dir[] = "/tmp/arb_autoXXXXXX";
+    cr_assert(mkdtemp(dir));
+    setenv("ARBOR_CACHE", dir, 1);
+    synth_opts so = {.arch = "llama", .seed = 3};
+    arb_model *m = load_synth(&so, 1);
+    arb_ctx *c = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_ctx_new(m, &(arb_ctx_opts){.n_ctx = 64}, &c, &err), ARB_OK, "%s", err.msg);
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    cr_assert_str_eq(mi.backend, "cpu");
+    arb_machine mach;
+    arb_machine_get(&mach);
+    const arb_load_opts lo = arb_gen_load_opts();
+    char got[200], want[200], kl[32];
+    for (int t = 0; t <= 2; t++) {
+        cr_assert_eq(arb_gen_cost_fingerprint(c, t, got, sizeof got, &err), ARB_OK, "%s", err.msg);
+        arb_cost_fingerprint(want, sizeof want, mach.cpu_model, arb_gen_kernels_label(&lo, kl, sizeof kl),
+                             t ? t : mach.n_cores, mi.name, (double)mi.weight_bytes);
+        cr_assert_str_eq(got, want, "threads %d", t);
+    }
+    char gpu_fp[200], path[4400];
+    arb_cost_fingerprint_gpu(gpu_fp, sizeof gpu_fp, "NVIDIA H100 80GB HBM3", "cuda-exact", mi.name,
+                             (double)mi.weight_bytes);
+    cr_assert(strcmp(gpu_fp, got) && strstr(gpu_fp, "H100") && strstr(gpu_fp, "cuda-exact"), "%s", gpu_fp);
+    cr_assert_eq(arb_cost_profile_path(gpu_fp, true, path, sizeof path, &err), ARB_OK, "%s", err.msg);
+    arb_cost_model cm = curve(0.0);
+    cr_assert_eq(arb_cost_save(&cm, path, &err), ARB_OK, "%s", err.msg);
+    arb_method_spec s;
+    cr_assert_eq(arb_method_spec_preset("goose", &s, &err), ARB_OK);
+    s.budget_auto = true;
+    cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_E_NOTFOUND, "the GPU's profile budgeted a CPU run");
+    cr_assert(strstr(err.msg, "this machine's cost profile") && strstr(err.msg, "--threads 1"), "%s", err.msg);
+    arb_ctx_free(c);
+    arb_model_free(m);
     remove_dir(dir);
 }
 

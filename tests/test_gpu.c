@@ -17,6 +17,8 @@
  */
 #include <sys/stat.h>
 
+#include "autobudget.h"
+#include "costmodel.h"
 #include "decode.h"
 #include "default_model.h"
 #include "genutil.h"
@@ -333,6 +335,47 @@ Test(gpu, parallel_merge_gives_the_serial_bits)
         merge_variants_agree(m, S_VOCAB, "split", 61 + e, 6);
         arb_model_free(m);
     }
+}
+
+/* budget "auto" on a GPU backend reads the GPU's profile (device and mode: what `arbor bench
+   engine --backend B --save-profile` writes), names that command when it is missing, and
+   never the CPU's. */
+Test(gpu, auto_budget_reads_the_gpu_profile)
+{
+    need_gpu();
+    char dir[] = "/tmp/arb_gpuautoXXXXXX";
+    cr_assert(mkdtemp(dir));
+    setenv("ARBOR_CACHE", dir, 1);
+    synth_opts o = {.arch = "llama", .tied = true, .seed = 81};
+    arb_load_opts lg = gpu_opts(true);
+    arb_model *m = load_synth_opts(&o, &lg);
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    cr_assert_str_eq(mi.backend, "cuda-exact");
+    arb_ctx *c = check_ctx(m, 128, 64, 0, false);
+    arb_err err = {0};
+    arb_method_spec s;
+    cr_assert_eq(arb_method_spec_preset("goose", &s, &err), ARB_OK);
+    s.budget_auto = true;
+    cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_E_NOTFOUND);
+    cr_assert(strstr(err.msg, "--backend cuda-exact --save-profile"), "%s", err.msg);
+    char fp[200], path[4400];
+    arb_gpu_info gi;
+    cr_assert_eq(arb_gpu_info_get(&gi, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_gen_cost_fingerprint(c, 1, fp, sizeof fp, &err), ARB_OK, "%s", err.msg);
+    cr_assert(strstr(fp, gi.name) && strstr(fp, "| cuda-exact |"), "%s", fp);
+    cr_assert_eq(arb_cost_profile_path(fp, true, path, sizeof path, &err), ARB_OK, "%s", err.msg);
+    /* a flat curve (a tree costs one node, the GPU setting): the largest budget */
+    arb_cost_model cm = {.n_knots = 2, .knot = {1, 128}, .w_us = {1000.0, 1000.0}};
+    cr_assert_eq(arb_cost_save(&cm, path, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert(!s.budget_auto && s.budget > 8, "budget %d from a flat GPU curve", s.budget);
+    cr_log_info("auto budget on %s: B = %d from %s", fp, s.budget, path);
+    arb_ctx_free(c);
+    arb_model_free(m);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
 }
 
 Test(gpu, exact_chunked_prefill_commit_hidden)

@@ -94,6 +94,7 @@ typedef struct arb_model_info {
     int32_t bos, eos, eot; /* -1 when absent */
     uint64_t n_params;
     uint64_t weight_bytes; /* bytes of tensor data as stored (quantized) */
+    const char *backend;   /* where it runs: "cpu", "cuda" or "cuda-exact" (arb_load_opts_backend_name) */
 } arb_model_info;
 
 /* Load a GGUF (llama/qwen2/qwen3/gemma3). Errors name the file and the missing tensor or key. */
