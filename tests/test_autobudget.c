@@ -101,17 +101,27 @@ static void profile_path_for(const arb_model *m, char *path, size_t cap)
     cr_assert_eq(arb_cost_profile_path(fp, true, path, cap, &err), ARB_OK, "%s", err.msg);
 }
 
-Test(autobudget, resolve_finds_the_profile_or_names_the_command)
+/* A resolve test's setup: a fresh cache directory (dir, "/tmp/arb_autoXXXXXX") as
+   ARBOR_CACHE, a synthetic llama on one CPU thread and a 64-token context on it. */
+static arb_model *cache_model_ctx(char *dir, arb_ctx **c)
 {
-    char dir[] = "/tmp/arb_autoXXXXXX";
     cr_assert(mkdtemp(dir));
     setenv("ARBOR_CACHE", dir, 1);
     synth_opts so = {.arch = "llama", .seed = 3};
     arb_model *m = load_synth(&so, 1);
-    arb_ctx *c = NULL;
+    arb_err err = {0};
+    *c = NULL;
+    cr_assert_eq(arb_ctx_new(m, &(arb_ctx_opts){.n_ctx = 64}, c, &err), ARB_OK, "%s", err.msg);
+    return m;
+}
+
+Test(autobudget, resolve_finds_the_profile_or_names_the_command)
+{
+    char dir[] = "/tmp/arb_autoXXXXXX";
+    arb_ctx *c;
+    arb_model *m = cache_model_ctx(dir, &c);
     arb_method_spec s;
     arb_err err = {0};
-    cr_assert_eq(arb_ctx_new(m, &(arb_ctx_opts){.n_ctx = 64}, &c, &err), ARB_OK, "%s", err.msg);
     cr_assert_eq(arb_method_spec_preset("goose", &s, &err), ARB_OK);
     s.budget_auto = true;
     cr_assert_eq(arb_autobudget_resolve(c, 1, &s, NULL, &err), ARB_E_NOTFOUND);
@@ -168,13 +178,9 @@ Test(autobudget, resolve_finds_the_profile_or_names_the_command)
 Test(autobudget, a_cpu_run_reads_the_cpu_profile_only)
 {
     char dir[] = "/tmp/arb_autoXXXXXX";
-    cr_assert(mkdtemp(dir));
-    setenv("ARBOR_CACHE", dir, 1);
-    synth_opts so = {.arch = "llama", .seed = 3};
-    arb_model *m = load_synth(&so, 1);
-    arb_ctx *c = NULL;
+    arb_ctx *c;
+    arb_model *m = cache_model_ctx(dir, &c);
     arb_err err = {0};
-    cr_assert_eq(arb_ctx_new(m, &(arb_ctx_opts){.n_ctx = 64}, &c, &err), ARB_OK, "%s", err.msg);
     arb_model_info mi;
     arb_model_get_info(m, &mi);
     cr_assert_str_eq(mi.backend, "cpu");
