@@ -16,13 +16,16 @@ int arb_commit(arb_ctx *c, const int32_t *path, int n, arb_err *err) { NOT_REACH
 const char *arb_cpu_kernels(const char *isa) { NOT_REACHED; }
 arb_ctx_opts arb_ctx_default_opts(void) { NOT_REACHED; }
 void arb_ctx_free(arb_ctx *c) { NOT_REACHED; }
+bool arb_ctx_on_device(const arb_ctx *c) { NOT_REACHED; }
 const arb_model *arb_ctx_model(const arb_ctx *c) { NOT_REACHED; }
 int arb_ctx_n_past(const arb_ctx *c) { NOT_REACHED; }
 int arb_ctx_new(arb_model *m, const arb_ctx_opts *o, arb_ctx **out, arb_err *err) { NOT_REACHED; }
 int arb_ctx_truncate(arb_ctx *c, int n_past) { NOT_REACHED; }
 int arb_eval(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, float *logits,
              float *hidden, arb_err *err) { NOT_REACHED; }
+int arb_gpu_info_get(arb_gpu_info *out, arb_err *err) { NOT_REACHED; }
 arb_load_opts arb_load_default_opts(void) { NOT_REACHED; }
+void arb_machine_get(arb_machine *out) { NOT_REACHED; }
 int arb_load_opts_set_backend(arb_load_opts *o, const char *name, arb_err *err) { NOT_REACHED; }
 void arb_model_free(arb_model *m) { NOT_REACHED; }
 void arb_model_get_info(const arb_model *m, arb_model_info *out) { NOT_REACHED; }
