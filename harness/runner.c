@@ -609,9 +609,11 @@ static int run_model(runner *R, int mi, arb_dataset **dss, arb_err *err)
         rc = arb_ctx_new(m, &co, &ctx, err);
     if (rc)
         arb_err_prefix(err, "models[%d] (%s)", mi, cm->id);
-    else
-        snprintf(R->kernels, sizeof R->kernels, "%s",
-                 arb_ctx_on_device(ctx) ? cm->gpu_exact ? "cuda-exact" : "cuda" : R->si.kernels);
+    else { /* the engine names a GPU backend ("cuda", "cuda-exact"); sysinfo the CPU's kernels */
+        arb_model_info info;
+        arb_model_get_info(m, &info);
+        snprintf(R->kernels, sizeof R->kernels, "%s", strcmp(info.backend, "cpu") ? info.backend : R->si.kernels);
+    }
     R->n_threads = rc ? 0 : arb_ctx_n_threads(ctx);
     for (int di = 0; di < R->c->n_datasets && !rc; di++)
         for (int si = 0; si < R->c->n_sampling && !rc; si++)
