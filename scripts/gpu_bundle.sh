@@ -38,7 +38,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 for f in "$build/harness/arbor" "$build/tests/test_gpu"; do
     [ -x "$f" ] || { echo "gpu_bundle.sh: $f: not an executable (build first, or --build)" >&2; exit 2; }
 done
-if ! ldd "$build/harness/arbor" | grep -q 'libcudart'; then
+if ! ldd "$build/harness/arbor" | grep 'libcudart' > /dev/null; then # not -q: under pipefail an early exit can SIGPIPE ldd
     echo "gpu_bundle.sh: $build/harness/arbor was built without CUDA (no libcudart): nothing to check on a GPU" >&2
     exit 2
 fi

@@ -11,7 +11,7 @@ pkgs=(meson ninja-build pkg-config gcc libsqlite3-dev libcjson-dev libcriterion-
       libdivsufsort-dev libpython3.11-minimal libpython3.11-stdlib)
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" > /dev/null || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "setup: apt-get install ${missing[*]}"
