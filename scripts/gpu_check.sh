@@ -9,7 +9,7 @@
 # check-lossless is reported but not counted: near-tie mismatches are allowed there.
 #
 #   scripts/gpu_check.sh [--build DIR] [--arbor PATH] [--test-gpu PATH] [--out DIR]
-#                        [--limit N] [--steps N] [--no-8b] [--env NAME=VALUE ...]
+#                        [--limit N] [--steps N] [--no-8b] [--env NAME=VALUE ...] [--ab]
 #
 #   --build DIR      meson build directory with harness/arbor and tests/test_gpu (build-release)
 #   --arbor PATH     the arbor binary (default DIR/harness/arbor)
@@ -19,13 +19,17 @@
 #   --steps N        decode steps of the engine benches (default 512: the context grows to N)
 #   --no-8b          skip the synthetic 8B model (it needs ~5 GB in $TMPDIR and ~5 GB of GPU memory)
 #   --env NAME=VAL   run every step with this variable set (repeatable), e.g. ARBOR_CUDA_ATTN=block
+#   --ab             instead of the benches and runs: the suite, then exact-mode engine benches of
+#                    the kernel variants not yet measured (none, ARBOR_CUDA_MERGE=parallel,
+#                    ARBOR_CUDA_GLU=fused, both), two alternated rounds on the default model and
+#                    the 8B shape (bench-ab-*.txt; docs/gpu.md, "The next GPU session")
 #
 # Needs the default model (`arbor fetch-model`, or $ARBOR_MODEL / $ARBOR_CACHE) and $ARBOR_DATA
 # holding humaneval and gsm8k (`datasets/fetch --only humaneval,gsm8k`). Run from the
 # repository root (configs/gpu.json is read from there).
 set -u
 
-build=build-release arbor='' test_gpu='' out='' limit=5 steps=512 big=1
+build=build-release arbor='' test_gpu='' out='' limit=5 steps=512 big=1 ab=0
 envs=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -36,10 +40,11 @@ while [ $# -gt 0 ]; do
     --limit) limit=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --no-8b) big=0; shift ;;
+    --ab) ab=1; shift ;;
     --env)
         case "$2" in *=*) envs+=("$2") ;; *) echo "gpu_check.sh: --env $2: expected NAME=VALUE" >&2; exit 2 ;; esac
         shift 2 ;;
-    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_check.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
     esac
 done
@@ -81,6 +86,36 @@ step() {
 cat "$out/summary.txt"
 
 step suite 600 "$test_gpu" --verbose=1 -j1
+if [ $ab -eq 1 ]; then
+    # variant NAME: the environment of one A/B arm (VAR=VALUE words; none for the default)
+    variant() {
+        case "$1" in
+        base) echo ;;
+        merge) echo ARBOR_CUDA_MERGE=parallel ;;
+        glu) echo ARBOR_CUDA_GLU=fused ;;
+        both) echo ARBOR_CUDA_MERGE=parallel ARBOR_CUDA_GLU=fused ;;
+        esac
+    }
+    models=(default)
+    m8=$tmp/arbor-gpu-check-llama-8b-q4_0.gguf
+    if [ $big -eq 1 ]; then
+        step synth-8b 600 "$arbor" synth-model --shape llama-8b --type q4_0 --out "$m8" && models+=("$m8")
+    fi
+    for r in 1 2; do
+        for mdl in "${models[@]}"; do
+            tag=default
+            [ "$mdl" = default ] || tag=8b
+            for v in base merge glu both; do
+                # shellcheck disable=SC2046 # the variant's words are separate assignments
+                step "bench-ab-$tag-$v-r$r" 300 env $(variant $v) "$arbor" bench engine --model "$mdl" \
+                    --backend cuda-exact --steps "$steps" --prefill 128 --reps 2
+            done
+        done
+    done
+    rm -f "$m8"
+    echo "outputs in $out" | tee -a "$out/summary.txt"
+    exit $failed
+fi
 for b in cuda cuda-exact; do # --save-profile: the GPU's cost model, for the auto budgets below
     step "bench-default-$b" 300 "$arbor" bench engine --backend "$b" --steps "$steps" --prefill 128 --reps 2 --save-profile
 done

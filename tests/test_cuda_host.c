@@ -772,3 +772,49 @@ Test(cuda_host, parallel_merge_gives_the_serial_bits)
         }
     }
 }
+
+/* The fused gate/up kernel (ARBOR_CUDA_GLU=fused, gemv_packed_glu_q8_kernel) quantizes what
+   it computes: block b must compute exactly the rows of activation block b (32 b .. 32 b + 31,
+   each once, in slot row - 32 b), its warps (arb_glu_q8_warps x 32 threads, within a block's
+   1024) covering them, and the blocks it launches plus the padding the last block writes must
+   be every activation block of the down matrix's input (arb_pack_chunks x 32) once. Checked
+   for the node groups the GEMV uses (1, 2, 4, 8) and widths from one block to an 8B model's
+   14336, SmolLM2's 1536 among them. */
+Test(cuda_host, fused_glu_blocks_compute_their_activation_blocks)
+{
+    static const int widths[] = {1, 31, 32, 33, 128, 1000, 1024, 1536, 1537, 4096, 14336};
+    static const int groups[] = {1, 2, 4, 8};
+    for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+        for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++) {
+            const int n_out = widths[wi], nt = groups[gi], W = arb_glu_q8_warps(nt), R = arb_glu_q8_rows_per_warp(nt);
+            cr_assert_eq(W * R, 32, "nt %d: %d warps x %d rows", nt, W, R);
+            cr_assert_leq(32 * W, 1024, "nt %d: %d threads", nt, 32 * W);
+            const int nb = arb_glu_q8_blocks(n_out), ldb = arb_pack_chunks(n_out) * 32;
+            cr_assert_leq(nb, ldb);
+            static unsigned char seen[14336 + 32];
+            memset(seen, 0, sizeof seen);
+            for (int b = 0; b < nb; b++) {
+                unsigned slots = 0;
+                for (int w = 0; w < W; w++)
+                    for (int k = 0; k < R; k++) {
+                        const int row = arb_glu_q8_row(nt, b, w, k), slot = row - 32 * b;
+                        cr_assert(slot >= 0 && slot < 32, "n_out %d, nt %d: block %d, warp %d row %d", n_out, nt, b, w, row);
+                        cr_assert(!(slots >> slot & 1), "n_out %d, nt %d: slot %d twice in block %d", n_out, nt, slot, b);
+                        slots |= 1u << slot;
+                        if (row < n_out)
+                            seen[row]++;
+                    }
+                cr_assert_eq(slots, 0xffffffffu, "n_out %d, nt %d: block %d leaves slots empty", n_out, nt, b);
+            }
+            for (int r = 0; r < n_out; r++)
+                cr_assert_eq(seen[r], 1, "n_out %d, nt %d: row %d computed %d times", n_out, nt, r, seen[r]);
+            /* blocks 0..nb-1 quantized by their own launch block; the kernel's padding loop in
+               the last block (b = nb - 1, warp w: pb = b + 1 + w, + W ...) writes nb..ldb-1 */
+            unsigned char pad[14336 / 32 + 64] = {0};
+            for (int w = 0; w < W; w++)
+                for (int pb = nb - 1 + 1 + w; pb < ldb; pb += W)
+                    pad[pb]++;
+            for (int pb = 0; pb < ldb; pb++)
+                cr_assert_eq(pad[pb], pb >= nb, "n_out %d, nt %d: padding block %d written %d times", n_out, nt, pb, pad[pb]);
+        }
+}

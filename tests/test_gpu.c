@@ -284,43 +284,53 @@ Test(gpu, warp_attention_f32_matches_cpu)
     cpu_vs_gpu((synth_opts){.arch = "qwen2", .seed = 4, .all_f32 = true}, true, 1e-4);
 }
 
-/* The parallel merge (ARBOR_CUDA_MERGE=parallel) has the serial merge's arithmetic, and in
-   exact mode (the wo matrix in the int8 layout) it also quantizes the attention output for
-   the int8 GEMV: every node's logits must be the same bits as with the serial merge, for the
-   split and the warp kernels, and where the quantized row has padding blocks (head_dim 32:
-   4 of 32 blocks used). Two contexts of one model (the variable is read at context creation),
-   the same prompt and random trees. */
-static void merge_variants_agree(arb_model *m, int n_vocab, const char *attn, uint64_t seed, int trees)
+/* Two settings of a context-creation variable (var = v[0], then v[1]) that must give the same
+   bits: two contexts of one model (the variable is read at context creation), the same
+   prompt and random trees of 1..max_nodes nodes, every node's logits compared. */
+static void env_variants_agree(arb_model *m, int n_vocab, const char *var, const char *const v[2], uint64_t seed,
+                               int trees, int max_nodes)
 {
-    setenv("ARBOR_CUDA_ATTN", attn, 1);
     uint64_t s = seed;
     int nodes = 0;
     for (int t = 0; t < trees; t++) {
-        const int P = 1 + rnd(&s, 150), n = 1 + rnd(&s, 64);
+        const int P = 1 + rnd(&s, 150), n = 1 + rnd(&s, max_nodes);
         int32_t tok[150 + 64], par[64];
         for (int i = 0; i < P; i++)
             tok[i] = rnd(&s, n_vocab);
         random_tree(&s, n, n_vocab, tok + P, par);
         float *lg[2];
-        for (int v = 0; v < 2; v++) {
-            setenv("ARBOR_CUDA_MERGE", v ? "parallel" : "serial", 1);
+        for (int k = 0; k < 2; k++) {
+            setenv(var, v[k], 1);
             arb_ctx *c = check_ctx(m, 256, 64, 0, false);
             float *pre = malloc(sizeof(float) * (size_t)n_vocab * P);
-            lg[v] = malloc(sizeof(float) * (size_t)n_vocab * n);
-            cr_assert(pre && lg[v]);
+            lg[k] = malloc(sizeof(float) * (size_t)n_vocab * n);
+            cr_assert(pre && lg[k]);
             check_prefill(c, tok, P, pre);
-            check_eval(c, tok + P, par, n, lg[v], NULL);
+            check_eval(c, tok + P, par, n, lg[k], NULL);
             free(pre);
             arb_ctx_free(c);
         }
         for (int i = 0; i < n; i++)
             cr_assert(!memcmp(lg[0] + (size_t)i * n_vocab, lg[1] + (size_t)i * n_vocab, sizeof(float) * (size_t)n_vocab),
-                      "%s attention, tree %d (prefix %d, %d nodes): node %d differs between the merges", attn, t, P, n, i);
+                      "%s=%s / %s, tree %d (prefix %d, %d nodes): node %d differs", var, v[0], v[1], t, P, n, i);
         nodes += n;
         free(lg[0]);
         free(lg[1]);
     }
-    cr_log_info("%s attention: %d trees, %d nodes, the parallel merge = the serial one", attn, trees, nodes);
+    unsetenv(var);
+    cr_log_info("%s=%s and %s: %d trees, %d nodes, the same bits", var, v[0], v[1], trees, nodes);
+}
+
+/* The parallel merge (ARBOR_CUDA_MERGE=parallel) has the serial merge's arithmetic, and in
+   exact mode (the wo matrix in the int8 layout) it also quantizes the attention output for
+   the int8 GEMV: every node's logits must be the same bits as with the serial merge, for the
+   split and the warp kernels, and where the quantized row has padding blocks (head_dim 32:
+   4 of 32 blocks used). */
+static const char *const merge_values[2] = {"serial", "parallel"};
+static void merge_variants_agree(arb_model *m, int n_vocab, const char *attn, uint64_t seed, int trees)
+{
+    setenv("ARBOR_CUDA_ATTN", attn, 1);
+    env_variants_agree(m, n_vocab, "ARBOR_CUDA_MERGE", merge_values, seed, trees, 64);
 }
 
 Test(gpu, parallel_merge_gives_the_serial_bits)
@@ -334,6 +344,28 @@ Test(gpu, parallel_merge_gives_the_serial_bits)
         merge_variants_agree(m, S_VOCAB, "warp", 51 + e, 6);
         merge_variants_agree(m, S_VOCAB, "split", 61 + e, 6);
         arb_model_free(m);
+    }
+}
+
+/* SwiGLU's output quantized in the gate/up kernel (ARBOR_CUDA_GLU=fused, exact mode: the
+   int8 layout) against the separate k_quant_q8 launch: the same bits at 1-15 nodes (the
+   GEMV's node groups of 1, 2, 4 and 8; from 16 the tree kernel serves the matrices and
+   nothing is fused), with n_ff = 128: 4 activation blocks of 32 used, 28 padding blocks
+   written by the last block. ffn_up in ffn_gate's type, as k_gemv_glu needs. Fast mode's
+   float GEMV never fuses; ARBOR_CUDA_GEMV=dp4a puts it in the int8 layout too. */
+static const char *const glu_values[2] = {"separate", "fused"};
+Test(gpu, fused_glu_quantization_gives_the_separate_bits)
+{
+    need_gpu();
+    for (int e = 0; e < 2; e++) {
+        if (e) /* fast mode with the int8 GEMV */
+            setenv("ARBOR_CUDA_GEMV", "dp4a", 1);
+        synth_opts o = {.arch = "llama", .tied = true, .seed = 43, .up_like_gate = true};
+        arb_load_opts lg = gpu_opts(!e);
+        arb_model *m = load_synth_opts(&o, &lg);
+        env_variants_agree(m, S_VOCAB, "ARBOR_CUDA_GLU", glu_values, 81 + e, 12, 15);
+        arb_model_free(m);
+        unsetenv("ARBOR_CUDA_GEMV");
     }
 }
 
@@ -739,6 +771,14 @@ Test(gpu, smollm2_parallel_merge_gives_the_serial_bits)
     int n_vocab;
     arb_model *m = smollm2_exact_or_skip(&n_vocab);
     merge_variants_agree(m, n_vocab, "warp", 71, 4);
+    arb_model_free(m);
+}
+
+Test(gpu, smollm2_fused_glu_quantization_gives_the_separate_bits)
+{
+    int n_vocab;
+    arb_model *m = smollm2_exact_or_skip(&n_vocab);
+    env_variants_agree(m, n_vocab, "ARBOR_CUDA_GLU", glu_values, 91, 6, 15);
     arb_model_free(m);
 }
 

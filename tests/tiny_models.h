@@ -120,6 +120,7 @@ typedef struct synth_opts {
     int swa;           /* gemma3: attention.sliding_window (0: key absent, every layer global) */
     bool swa_base_same; /* gemma3: rope.freq_base_swa written equal to rope.freq_base */
     int n_ctx;         /* 0: S_CTX (the context_length written) */
+    bool up_like_gate; /* ffn_up in ffn_gate's type (Q4_1), so one GPU kernel serves both (k_gemv_glu) */
 } synth_opts;
 
 enum { S_EMBD = 64, S_LAYER = 2, S_HEAD = 4, S_HEAD_KV = 2, S_HD = 16, S_FF = 128, S_VOCAB = 300, S_CTX = 512 };
@@ -171,7 +172,7 @@ static char *write_synth(const synth_opts *o)
         TL("attn_output.weight", ARB_TYPE_Q4_1, S_HEAD * hd, S_EMBD, 2);
         TL("ffn_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
         TL("ffn_gate.weight", gemma ? ARB_TYPE_Q5_0 : ARB_TYPE_Q4_1, S_EMBD, S_FF, 2);
-        TL("ffn_up.weight", ARB_TYPE_Q8_0, S_EMBD, S_FF, 2);
+        TL("ffn_up.weight", o->up_like_gate && !gemma ? ARB_TYPE_Q4_1 : ARB_TYPE_Q8_0, S_EMBD, S_FF, 2);
         TL("ffn_down.weight", ARB_TYPE_Q4_1, S_FF, S_EMBD, 2);
         if (!strcmp(o->arch, "qwen2")) {
             TL("attn_q.bias", ARB_TYPE_F32, S_HEAD * hd, 1, 1);

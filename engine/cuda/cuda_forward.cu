@@ -31,6 +31,9 @@ struct arb_cuda_ctx {
     int8_t *xq;            // the int8 GEMV's activations (k_quant_q8): n_batch_max x the widest input,
     float *xq_d;           // in whole chunks, and their block scales and integer sums
     int32_t *xq_isum;
+    int8_t *xo;            // ARBOR_CUDA_GLU=fused: the gate/up kernel's quantized output (the down
+    float *xo_d;           // matrix's input), apart from xq, which that kernel reads; else NULL
+    int32_t *xo_isum;
     int32_t *d_ints;       // tok, parent, pos, argmax (n_batch_max each), then n_prefix
     int32_t *h_ints;       // pinned staging of the same
     size_t attn_smem;
@@ -40,6 +43,7 @@ struct arb_cuda_ctx {
     int attn_warp;         // 1: the warp kernel computes the partials (the default where it fits)
     int attn_warp_keys;    // its parts' keys (cuda_attn.h, arb_attn_warp_width; ARBOR_CUDA_ATTN=warp:K)
     int attn_merge_parallel; // ARBOR_CUDA_MERGE=parallel: the parallel merge (the same bits; k_attention)
+    int glu_fused;         // ARBOR_CUDA_GLU=fused: SwiGLU's output quantized in the gate/up kernel
     float *attn_part;      // the split kernel's partials: n_batch_max x n_head x splits x (head_dim + 2)
     void *blas_ws;         // cuBLAS workspace, fixed so that a step can be captured
     void *amax_scratch;    // k_argmax's per-part maxima, n_batch_max rows
@@ -206,6 +210,15 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
         return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_MERGE=%s: expected serial or parallel", merge);
     }
     c->attn_merge_parallel = merge && !strcmp(merge, "parallel");
+    // SwiGLU's output for an int8 down matrix: quantized by k_quant_q8 (separate, the default,
+    // the kernels the H100 ran) or in the gate/up kernel itself (fused: the same bits, one
+    // launch less per layer; written for the next GPU session, docs/gpu.md).
+    const char *glu = getenv("ARBOR_CUDA_GLU");
+    if (glu && *glu && strcmp(glu, "separate") && strcmp(glu, "fused")) {
+        free(c);
+        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_GLU=%s: expected separate or fused", glu);
+    }
+    c->glu_fused = glu && !strcmp(glu, "fused");
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (c->attn_splits > 1)
         c->attn_part = (float *)dalloc(nb * m->n_head * c->attn_splits * ARB_ATTN_PART(m->head_dim) * sizeof(float), &e);
@@ -224,6 +237,11 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     c->xq = (int8_t *)dalloc(nb * xq_w, &e);
     c->xq_d = (float *)dalloc(nb * xq_w / 32 * sizeof(float), &e);
     c->xq_isum = (int32_t *)dalloc(nb * xq_w / 32 * sizeof(int32_t), &e);
+    if (c->glu_fused) {
+        c->xo = (int8_t *)dalloc(nb * xq_w, &e);
+        c->xo_d = (float *)dalloc(nb * xq_w / 32 * sizeof(float), &e);
+        c->xo_isum = (int32_t *)dalloc(nb * xq_w / 32 * sizeof(int32_t), &e);
+    }
     c->kn = (float *)dalloc(nb * kvd * sizeof(float), &e);
     c->vn = (float *)dalloc(nb * kvd * sizeof(float), &e);
     c->d_ints = (int32_t *)dalloc((4 * nb + 4) * sizeof(int32_t), &e);
@@ -306,7 +324,7 @@ extern "C" void arb_cuda_ctx_free(arb_cuda_ctx *c)
     }
     void *bufs[] = {c->k, c->v, c->cs, c->x, c->xb, c->q, c->att, c->hg, c->hu, c->logits, c->x16, c->d_ints,
                     c->kn, c->vn, c->blas_ws, c->amax_scratch, c->topk_ids, c->topk_p, c->xq, c->xq_d,
-                    c->xq_isum, c->attn_part};
+                    c->xq_isum, c->xo, c->xo_d, c->xo_isum, c->attn_part};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
     cudaFreeHost(c->h_ints);
@@ -397,13 +415,21 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
         xq = ffn8 ? &qn : NULL;
         k_rmsnorm(st, c->x, L->ffn_norm, n, E, m->eps, c->xb, x16, xq);
         prof_mark(c, PROF_NORM);
-        if (gemm || !k_gemv_glu(st, &L->w_gate, &L->w_up, c->xb, E, n, c->hg, xq)) {
+        // with ARBOR_CUDA_GLU=fused and an int8 down matrix, the gate/up kernel also
+        // quantizes its output, into the second buffer (its input is in the first)
+        const int nblk_ff = arb_pack_chunks(m->n_ff) * 32;
+        const xq8 qo = {c->xo, c->xo_d, c->xo_isum, nblk_ff * 32, nblk_ff};
+        const bool fuse = c->glu_fused && L->w_down.q8x && L->w_gate.q8x && !gemm;
+        bool glu_q = false;
+        if (!gemm && k_gemv_glu(st, &L->w_gate, &L->w_up, c->xb, E, n, c->hg, xq, fuse ? &qo : NULL)) {
+            glu_q = fuse;
+        } else {
             matmul(c, &L->w_gate, c->xb, x16, n, c->hg, false, xq);
             matmul(c, &L->w_up, c->xb, x16, n, c->hu, false, xq);
             k_swiglu(st, c->hg, c->hu, (size_t)n * m->n_ff, x16);
         }
         prof_mark(c, PROF_FFN_IN);
-        xq = quant_for(c, c->hg, n, m->n_ff, L->w_down.q8x, &qb);
+        xq = glu_q ? &qo : quant_for(c, c->hg, n, m->n_ff, L->w_down.q8x, &qb);
         prof_mark(c, PROF_QUANT);
         matmul(c, &L->w_down, c->hg, x16, n, c->x, true, xq); // x += w_down . (silu(g) u)
         prof_mark(c, PROF_DOWN);

@@ -80,9 +80,11 @@ bool k_gemv_multi(kstream st, const dmat *const *w, int nw, const float *x, int 
                   const xq8 *xq);
 // y = SiLU(gate . x) * (up . x) in one launch, each dot exactly as k_gemv's and the
 // SiLU as k_swiglu's (y: n x n_out). false, launching nothing, unless both are packed
-// with one type and shape.
+// with one type and shape. oq (optional; ARBOR_CUDA_GLU=fused): y also quantized for the
+// int8 GEMV into oq (n_in = n_out), as k_quant_q8 would write it; oq must not alias xq, and
+// with oq the matrices must be in the int8 layout (else false).
 bool k_gemv_glu(kstream st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y,
-                const xq8 *xq);
+                const xq8 *xq, const xq8 *oq);
 void k_get_rows(kstream st, const dmat *w, const int32_t *ids, int n, float *out);
 void k_to_half(kstream st, const dmat *w, __half *out); // whole matrix, for fast mode
 // out = x / rms(x) * g per row of dim (double sum of squares, fixed order); out16 optional.

@@ -913,6 +913,71 @@ __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_glu_kernel(c
     }
 }
 
+// gemv_packed_glu_kernel with its output also quantized for the int8 GEMV of the down
+// matrix (ARBOR_CUDA_GLU=fused; written after the twenty-second session's H100 runs, not yet
+// run on a device): block b computes rows 32 b .. 32 b + 31 (cuda_pack.h, arb_glu_q8_row),
+// each row exactly as gemv_packed_glu_kernel computes it (the same row_dot, butterflies and
+// SiLU, written to y as there), keeps the 32 values of each node in shared memory, and warp
+// t then quantizes node t's block b as k_quant_q8 would (warp_q8 of the same floats, rows
+// past n_out as zeros); the last block also writes the padding blocks up to oq.ldb. So y and
+// the int8 blocks are the bits of the two launches they replace. oq must not alias x (the
+// context's second int8 buffer, xq_out).
+template <int T, int NT, typename X>
+__global__ void __launch_bounds__(NT == 1 ? 1024 : 512, 1)
+    gemv_packed_glu_q8_kernel(const uint8_t *gq, const uint8_t *gs, const uint8_t *uq, const uint8_t *us, int n_in,
+                              int n_out, X x, float *y, int ldy, xq8 oq)
+{
+    pdl_enter();
+    static_assert(NT <= 16, "one warp per node quantizes");
+    constexpr int RPW = NT == 1 ? 1 : 2, W = 32 / RPW;
+    __shared__ float ys[NT][32];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, b = blockIdx.x;
+#pragma unroll
+    for (int k = 0; k < RPW; k++) {
+        const int row = arb_glu_q8_row(NT, b, warp, k), slot = row - 32 * b;
+        if (row >= n_out) { // warp-uniform: the block's rows past the matrix quantize as zeros
+            if (lane < NT)
+                ys[lane][slot] = 0.0f;
+            continue;
+        }
+        const size_t qo = (size_t)row * packed_row_q<T>(n_in), so = (size_t)row * packed_row_s<T>(n_in);
+        float ag[NT], au[NT];
+        row_dot<T, NT>(gq + qo, gs + so, n_in, x, lane, ag);
+        row_dot<T, NT>(uq + qo, us + so, n_in, x, lane, au);
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            const float g = warp_sum(ag[t]), u = warp_sum(au[t]);
+            if (lane == 0) {
+                const float v = silu_mul(g, u);
+                y[(size_t)t * ldy + row] = v;
+                ys[t][slot] = v;
+            }
+        }
+    }
+    __syncthreads();
+    if (warp < NT) {
+        const int t = warp;
+        float d;
+        int sum;
+        const int qi = warp_q8(ys[t][lane], &d, &sum);
+        ((int8_t *)oq.q)[(size_t)t * oq.ldq + (size_t)b * 32 + lane] = (int8_t)qi;
+        if (lane == 0) {
+            ((float *)oq.d)[(size_t)t * oq.ldb + b] = d;
+            ((int32_t *)oq.isum)[(size_t)t * oq.ldb + b] = sum;
+        }
+    }
+    if (b == (int)gridDim.x - 1) // the padding blocks after the last row's block
+        for (int pb = b + 1 + warp; pb < oq.ldb; pb += W)
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                ((int8_t *)oq.q)[(size_t)t * oq.ldq + (size_t)pb * 32 + lane] = 0;
+                if (lane == 0) {
+                    ((float *)oq.d)[(size_t)t * oq.ldb + pb] = 0.0f;
+                    ((int32_t *)oq.isum)[(size_t)t * oq.ldb + pb] = 0;
+                }
+            }
+}
+
 template <int T, int NT, typename X>
 void launch_packed(kstream st, const packed_set &ms, int n_in, const X &x, bool acc)
 {
@@ -939,9 +1004,22 @@ void gemv_packed_type(kstream st, const dmat *const *w, int nw, const X &x, int 
 }
 
 template <int T, typename X>
-void glu_packed_type(kstream st, const dmat *gate, const dmat *up, const X &x, int n, float *y)
+void glu_packed_type(kstream st, const dmat *gate, const dmat *up, const X &x, int n, float *y, const xq8 *oq)
 {
     const int n_in = gate->n_in, no = gate->n_out;
+    // fused only on int8 inputs (exact mode's layout): with float inputs the kernel would
+    // spill at one node (ptxas, sm_90: 100-600 bytes), and k_gemv_glu's callers ask for it
+    // only with gate in the int8 layout
+    if constexpr (std::is_same<X, xq8>::value)
+        if (oq) {
+            const unsigned grid = (unsigned)arb_glu_q8_blocks(no);
+            by_node_groups(n, [&](int t, auto g) {
+                constexpr int G = decltype(g)::value;
+                klaunch(st, gemv_packed_glu_q8_kernel<T, G, X>, grid, 32 * arb_glu_q8_warps(G), 0, gate->pq, gate->ps,
+                        up->pq, up->ps, n_in, no, x_from(x, t), y + (size_t)t * no, no, x_from(*oq, t));
+            });
+            return;
+        }
     const unsigned grid = (unsigned)((no + 3) / 4);
     by_node_groups(n, [&](int t, auto g) {
         klaunch(st, gemv_packed_glu_kernel<T, decltype(g)::value, X>, grid, 128, 0, 
@@ -1695,24 +1773,25 @@ bool k_gemv_multi(kstream st, const dmat *const *w, int nw, const float *x, int 
 
 template <int T>
 static void glu_dispatch(kstream st, const dmat *gate, const dmat *up, const float *x, int ldx, const xq8 *xq,
-                         int n, float *y)
+                         int n, float *y, const xq8 *oq)
 {
     if (gate->q8x)
-        glu_packed_type<T>(st, gate, up, *xq, n, y);
+        glu_packed_type<T>(st, gate, up, *xq, n, y, oq);
     else
-        glu_packed_type<T>(st, gate, up, xf32{x, ldx}, n, y);
+        glu_packed_type<T>(st, gate, up, xf32{x, ldx}, n, y, oq);
 }
 
 bool k_gemv_glu(kstream st, const dmat *gate, const dmat *up, const float *x, int ldx, int n, float *y,
-                const xq8 *xq)
+                const xq8 *xq, const xq8 *oq)
 {
     const dmat *w[2] = {gate, up};
-    if (!same_packed(w, 2, xq) || gate->n_out != up->n_out || (gate->q8x && n >= ARB_CUDA_TREE_MIN_NODES))
+    if (!same_packed(w, 2, xq) || gate->n_out != up->n_out || (gate->q8x && n >= ARB_CUDA_TREE_MIN_NODES) ||
+        (oq && !gate->q8x))
         return false;
     switch (gate->type) {
-    case ARB_TYPE_Q4_0: glu_dispatch<ARB_TYPE_Q4_0>(st, gate, up, x, ldx, xq, n, y); return true;
-    case ARB_TYPE_Q4_1: glu_dispatch<ARB_TYPE_Q4_1>(st, gate, up, x, ldx, xq, n, y); return true;
-    case ARB_TYPE_Q8_0: glu_dispatch<ARB_TYPE_Q8_0>(st, gate, up, x, ldx, xq, n, y); return true;
+    case ARB_TYPE_Q4_0: glu_dispatch<ARB_TYPE_Q4_0>(st, gate, up, x, ldx, xq, n, y, oq); return true;
+    case ARB_TYPE_Q4_1: glu_dispatch<ARB_TYPE_Q4_1>(st, gate, up, x, ldx, xq, n, y, oq); return true;
+    case ARB_TYPE_Q8_0: glu_dispatch<ARB_TYPE_Q8_0>(st, gate, up, x, ldx, xq, n, y, oq); return true;
     default: return false;
     }
 }

@@ -202,4 +202,19 @@ ARB_PACK_HD float arb_slot_butterfly(const float *p)
     return s[0];
 }
 
+/* The gate/up GEMV with its output quantized (ARBOR_CUDA_GLU=fused, cuda_kernels.cu,
+   gemv_packed_glu_q8_kernel): block b computes output rows 32 b .. 32 b + 31, which are
+   exactly the activation block b that the int8 GEMV of the down matrix reads, so the block
+   can quantize them itself (k_quant_q8's work, one launch less per layer). Its W warps
+   (32 / rows per warp) take rows in turn: warp w computes rows 32 b + w + W k. At one node a
+   warp computes one row (1024 threads, 64 registers: gemv_packed_glu_kernel's 8 blocks of
+   128), at 2-8 nodes two (512 threads, 128 registers: its 4 blocks of 128). */
+ARB_PACK_HD int arb_glu_q8_rows_per_warp(int nt) { return nt == 1 ? 1 : 2; }
+ARB_PACK_HD int arb_glu_q8_warps(int nt) { return 32 / arb_glu_q8_rows_per_warp(nt); }
+/* Output row of warp w's k-th row in block b. */
+ARB_PACK_HD int arb_glu_q8_row(int nt, int b, int w, int k) { return 32 * b + w + arb_glu_q8_warps(nt) * k; }
+/* Blocks of a launch for n_out rows; the last one also zeroes the activation blocks
+   [arb_glu_q8_blocks(n_out), ldb) of its nodes, the padding k_quant_q8 writes as zeros. */
+ARB_PACK_HD int arb_glu_q8_blocks(int n_out) { return (n_out + 31) / 32; }
+
 #endif
