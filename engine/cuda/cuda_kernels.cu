@@ -890,8 +890,23 @@ __device__ __forceinline__ float silu_mul(float g, float u)
     return s * u;
 }
 
-// Gate and up rows r in one warp, each summed exactly as gemv_packed_kernel sums it,
-// and y = SiLU(gate) * up written directly: one launch instead of three.
+// SiLU(gate row . x) * (up row . x) of NT nodes by one warp: each dot summed exactly as
+// gemv_packed_kernel sums it; every lane gets v[t].
+template <int T, int NT, typename X>
+__device__ __forceinline__ void glu_row(const uint8_t *gq, const uint8_t *gs, const uint8_t *uq, const uint8_t *us,
+                                        int n_in, const X &x, int row, int lane, float *v)
+{
+    const size_t qo = (size_t)row * packed_row_q<T>(n_in), so = (size_t)row * packed_row_s<T>(n_in);
+    float ag[NT], au[NT];
+    row_dot<T, NT>(gq + qo, gs + so, n_in, x, lane, ag);
+    row_dot<T, NT>(uq + qo, us + so, n_in, x, lane, au);
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+        v[t] = silu_mul(warp_sum(ag[t]), warp_sum(au[t]));
+}
+
+// Gate and up rows r in one warp (glu_row), and y = SiLU(gate) * up written directly: one
+// launch instead of three.
 template <int T, int NT, typename X>
 __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_glu_kernel(const uint8_t *gq, const uint8_t *gs,
                                                                const uint8_t *uq, const uint8_t *us, int n_in,
@@ -901,27 +916,22 @@ __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_glu_kernel(c
     const int row = blockIdx.x * 4 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= n_out)
         return;
-    const size_t qo = (size_t)row * packed_row_q<T>(n_in), so = (size_t)row * packed_row_s<T>(n_in);
-    float ag[NT], au[NT];
-    row_dot<T, NT>(gq + qo, gs + so, n_in, x, lane, ag);
-    row_dot<T, NT>(uq + qo, us + so, n_in, x, lane, au);
+    float v[NT];
+    glu_row<T, NT>(gq, gs, uq, us, n_in, x, row, lane, v);
 #pragma unroll
-    for (int t = 0; t < NT; t++) {
-        const float g = warp_sum(ag[t]), u = warp_sum(au[t]);
+    for (int t = 0; t < NT; t++)
         if (lane == 0)
-            y[(size_t)t * ldy + row] = silu_mul(g, u);
-    }
+            y[(size_t)t * ldy + row] = v[t];
 }
 
 // gemv_packed_glu_kernel with its output also quantized for the int8 GEMV of the down
 // matrix (ARBOR_CUDA_GLU=fused; written after the twenty-second session's H100 runs, not yet
 // run on a device): block b computes rows 32 b .. 32 b + 31 (cuda_pack.h, arb_glu_q8_row),
-// each row exactly as gemv_packed_glu_kernel computes it (the same row_dot, butterflies and
-// SiLU, written to y as there), keeps the 32 values of each node in shared memory, and warp
-// t then quantizes node t's block b as k_quant_q8 would (warp_q8 of the same floats, rows
-// past n_out as zeros); the last block also writes the padding blocks up to oq.ldb. So y and
-// the int8 blocks are the bits of the two launches they replace. oq must not alias x (the
-// context's second int8 buffer, xq_out).
+// each as gemv_packed_glu_kernel computes it (glu_row, written to y as there), keeps the 32
+// values of each node in shared memory, and warp t then quantizes node t's block b as
+// k_quant_q8 would (warp_q8 of the same floats, rows past n_out as zeros); the last block
+// also writes the padding blocks up to oq.ldb. So y and the int8 blocks are the bits of the
+// two launches they replace. oq must not alias x (the context's second int8 buffer, xo).
 template <int T, int NT, typename X>
 __global__ void __launch_bounds__(NT == 1 ? 1024 : 512, 1)
     gemv_packed_glu_q8_kernel(const uint8_t *gq, const uint8_t *gs, const uint8_t *uq, const uint8_t *us, int n_in,
@@ -940,19 +950,14 @@ __global__ void __launch_bounds__(NT == 1 ? 1024 : 512, 1)
                 ys[lane][slot] = 0.0f;
             continue;
         }
-        const size_t qo = (size_t)row * packed_row_q<T>(n_in), so = (size_t)row * packed_row_s<T>(n_in);
-        float ag[NT], au[NT];
-        row_dot<T, NT>(gq + qo, gs + so, n_in, x, lane, ag);
-        row_dot<T, NT>(uq + qo, us + so, n_in, x, lane, au);
+        float v[NT];
+        glu_row<T, NT>(gq, gs, uq, us, n_in, x, row, lane, v);
 #pragma unroll
-        for (int t = 0; t < NT; t++) {
-            const float g = warp_sum(ag[t]), u = warp_sum(au[t]);
+        for (int t = 0; t < NT; t++)
             if (lane == 0) {
-                const float v = silu_mul(g, u);
-                y[(size_t)t * ldy + row] = v;
-                ys[t][slot] = v;
+                y[(size_t)t * ldy + row] = v[t];
+                ys[t][slot] = v[t];
             }
-        }
     }
     __syncthreads();
     if (warp < NT) {
