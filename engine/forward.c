@@ -391,10 +391,10 @@ static int forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n,
 
 int arb_ctx_output_head(arb_ctx *c, const float *hidden, int n, float *logits, arb_err *err)
 {
-    if (c->cuda)
-        return ARB_ERR(err, ARB_E_UNSUPPORTED, "output head: CPU contexts only");
     if (n < 1 || n > c->n_batch_max || !hidden || !logits)
         return ARB_ERR(err, ARB_E_INVAL, "output head: %d rows (1..%d) or NULL buffers", n, c->n_batch_max);
+    if (c->cuda)
+        return arb_cuda_output_head(c->cuda, hidden, n, logits, err);
     arb_backend_matmul(&c->be, &c->m->output, hidden, n, logits, c->work);
     return ARB_OK;
 }

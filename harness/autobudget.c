@@ -144,8 +144,8 @@ static double mono_us(void)
 
 /* One drafting pass as the drafter runs it (heads.c: the rows through the context's own output
    head, then each row's top-K), timed on the target context before its run starts (the call
-   uses only the context's scratch): best of 3 after one warm-up. 0 when the backend has no
-   arb_ctx_output_head (a GPU context) or the context takes fewer rows. */
+   uses only the context's scratch; on a GPU context the device's head with its copies): best of 3
+   after one warm-up. 0 when arb_ctx_output_head fails (the context takes fewer rows). */
 static double time_pass_us(arb_ctx *c, int rows)
 {
     arb_model_info mi;

@@ -404,7 +404,7 @@ int arb_lm_head_bind(arb_lm_head *lm, arb_ctx *ctx, const float *w_lm, arb_err *
         free(L);
         return ARB_ERR(err, ARB_E_NOMEM, "output head: out of memory");
     }
-    arb_err pe = {0}; /* ARB_E_UNSUPPORTED on a GPU context: the f32 copy it is */
+    arb_err pe = {0}; /* a context whose call fails (e.g. no rows fit): the f32 copy it is */
     if (arb_ctx_output_head(ctx, z, 1, L, &pe) == ARB_OK)
         lm->ctx = ctx;
     free(z);

@@ -62,8 +62,9 @@ void arb_heads_init(arb_heads *h, uint64_t seed);
 
 /* What a draft head's output rows z (final-norm space, E floats) are scored with: logits = W_out z.
    The target context's own output head as stored (arb_ctx_output_head: quantized, the kernel
-   arb_eval uses, ~7x fewer bytes than f32; CPU contexts) when ctx is set and f32 is false, else the
-   f32 copy w_lm [V x E] (always set: the fallback on a GPU context, and what training used).
+   arb_eval uses, ~7x fewer bytes than f32; on a GPU context the device's head) when ctx is set and
+   f32 is false, else the f32 copy w_lm [V x E] (always set: the fallback where the context's call
+   fails, e.g. more rows than its n_batch_max, and what training used).
    Neither applies the final norm, as training did not (z is already in the space the head sees).
    Shared by the Medusa, Hydra and EAGLE drafters. */
 typedef struct arb_lm_head {

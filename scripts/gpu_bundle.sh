@@ -4,33 +4,39 @@
 # SQLite, cJSON), or that cannot fetch anything: a borrowed machine, a GPU runner. Inside: the
 # stripped arbor and test_gpu of a CUDA build, the shared libraries they load beyond the C/C++
 # runtime and cuBLAS (cuBLAS is hundreds of MB; every CUDA machine has it), gpu_check.sh and the
-# configs it reads, env.sh (source it: PATH, LD_LIBRARY_PATH with the machine's cuBLAS, ARBOR_MODEL
-# and ARBOR_DATA when the bundle holds them) and run.sh (gpu_check.sh with the bundle's binaries).
+# configs it reads, env.sh (source it: PATH, LD_LIBRARY_PATH with the machine's cuBLAS, ARBOR_MODEL,
+# ARBOR_DATA and ARBOR_CACHE when the bundle holds them) and run.sh (gpu_check.sh with the bundle's
+# binaries).
 # The binaries need a glibc at least as new as the build machine's.
 #
 #   scripts/gpu_bundle.sh [--build DIR] [--out FILE] [--model FILE] [--data DIR] [--datasets a,b]
+#                         [--heads FILE]
 #
 #   --build DIR      meson build with CUDA (default build-release): harness/arbor, tests/test_gpu
 #   --out FILE       the tarball (default results/arbor-gpu-bundle.tar.xz; .tar.gz and .tar work)
 #   --model FILE     put this GGUF in (as the default model: ARBOR_MODEL); ~100 MB for SmolLM2
 #   --data DIR       the datasets directory (ARBOR_DATA) to take --datasets from
 #   --datasets LIST  which of its datasets go in (default humaneval,gsm8k: what gpu_check.sh runs)
+#   --heads FILE     a Medusa heads file of the model (arbor train medusa; ~5 MB for SmolLM2), put in
+#                    the bundle's cache (ARBOR_CACHE) under its name, where the medusa preset's
+#                    default finds it: gpu_check.sh then runs Medusa on the device too
 #
 # On the GPU machine:
 #   tar xf arbor-gpu-bundle.tar.xz && arbor-gpu/run.sh [gpu_check.sh options, e.g. --limit 5]
 #   . arbor-gpu/env.sh && arbor bench engine --backend cuda-exact      # anything else
 set -euo pipefail
 
-build=build-release out=results/arbor-gpu-bundle.tar.xz model='' data='' datasets=humaneval,gsm8k
+build=build-release out=results/arbor-gpu-bundle.tar.xz model='' data='' datasets=humaneval,gsm8k heads=
 while [ $# -gt 0 ]; do
     case "$1" in
-    --build | --out | --model | --data | --datasets)
+    --build | --out | --model | --data | --datasets | --heads)
         [ $# -ge 2 ] || { echo "gpu_bundle.sh: $1 needs a value" >&2; exit 2; }
         case "$1" in
         --build) build=$2 ;; --out) out=$2 ;; --model) model=$2 ;; --data) data=$2 ;; --datasets) datasets=$2 ;;
+        --heads) heads=$2 ;;
         esac
         shift 2 ;;
-    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_bundle.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
     esac
 done
@@ -44,6 +50,7 @@ if ! ldd "$build/harness/arbor" | grep 'libcudart' > /dev/null; then # not -q: u
 fi
 [ -z "$model" ] || [ -r "$model" ] || { echo "gpu_bundle.sh: --model $model: not a readable file" >&2; exit 2; }
 [ -z "$data" ] || [ -d "$data" ] || { echo "gpu_bundle.sh: --data $data: not a directory" >&2; exit 2; }
+[ -z "$heads" ] || [ -r "$heads" ] || { echo "gpu_bundle.sh: --heads $heads: not a readable file" >&2; exit 2; }
 case "$out" in
 *.tar.xz) comp=(-J) ;; *.tar.gz | *.tgz) comp=(-z) ;; *.tar) comp=() ;;
 *) echo "gpu_bundle.sh: --out $out: expected a .tar.xz, .tar.gz or .tar name" >&2; exit 2 ;;
@@ -71,6 +78,10 @@ if [ -n "$model" ]; then
     mkdir -p "$b/model"
     cp "$model" "$b/model/"
 fi
+if [ -n "$heads" ]; then
+    mkdir -p "$b/cache/heads"
+    cp "$heads" "$b/cache/heads/"
+fi
 if [ -n "$data" ]; then
     IFS=, read -r -a names <<< "$datasets"
     for d in "${names[@]}"; do
@@ -93,6 +104,7 @@ for f in "$ARBOR_BUNDLE"/model/*.gguf; do
     [ -f "$f" ] && [ -z "${ARBOR_MODEL:-}" ] && export ARBOR_MODEL=$f
 done
 [ -d "$ARBOR_BUNDLE/data" ] && [ -z "${ARBOR_DATA:-}" ] && export ARBOR_DATA=$ARBOR_BUNDLE/data
+[ -d "$ARBOR_BUNDLE/cache" ] && [ -z "${ARBOR_CACHE:-}" ] && export ARBOR_CACHE=$ARBOR_BUNDLE/cache
 unset cublas f
 EOF
 cat > "$b/run.sh" <<'EOF'
@@ -106,4 +118,4 @@ EOF
 chmod +x "$b/run.sh"
 mkdir -p "$(dirname "$out")"
 tar -C "$stage" -c "${comp[@]}" -f "$out" arbor-gpu
-echo "gpu_bundle.sh: $out ($(du -h "$out" | cut -f1); $(ls "$b/lib" | wc -l) libraries$([ -n "$model" ] && echo ", the model")$([ -n "$data" ] && echo ", data: $datasets"))"
+echo "gpu_bundle.sh: $out ($(du -h "$out" | cut -f1); $(ls "$b/lib" | wc -l) libraries$([ -n "$model" ] && echo ", the model")$([ -n "$heads" ] && echo ", heads $(basename "$heads")")$([ -n "$data" ] && echo ", data: $datasets"))"

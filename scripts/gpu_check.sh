@@ -2,8 +2,9 @@
 # gpu_check.sh — the GPU checks of docs/gpu.md in one run, for a machine with an NVIDIA GPU
 # (a CI runner with a GPU, a borrowed machine): the gpu test suite, `arbor bench engine` on
 # the default model (saving each mode's cost profile) and on a synthetic 8B Q4_0 per backend,
-# `arbor check-lossless` per mode with the fixed and the "auto" budgets, and `arbor run
-# configs/gpu.json` with its table. Each step's output goes to OUT/<step>.txt;
+# `arbor check-lossless` per mode with the fixed and the "auto" budgets (and Medusa's heads where a
+# heads file of the model is in the cache: arbor train medusa, or gpu_bundle.sh --heads), and
+# `arbor run configs/gpu.json` with its table. Each step's output goes to OUT/<step>.txt;
 # OUT/summary.txt lists every step with its exit status and seconds. A failed step does not
 # stop the others; the script exits 1 if any failed (2 on a bad option). Fast mode's
 # check-lossless is reported but not counted: near-tie mismatches are allowed there.
@@ -137,6 +138,15 @@ for b in cuda cuda-exact; do # budget "auto" from the profiles just saved (fast 
     step "$name" 900 "$arbor" check-lossless --backend "$b" --datasets humaneval,gsm8k --limit "$limit" \
         --max-new 128 --methods pld-auto,tr-auto,goose-auto
 done
+# Medusa: its heads scored by the device's output head (arb_ctx_output_head), when the cache holds
+# a heads file (the preset's default path is <cache>/heads/medusa-<model>.<sha12>.gguf)
+cache=${ARBOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/arbor}
+if compgen -G "$cache/heads/medusa-*.gguf" > /dev/null; then
+    step "heads-cuda (info)" 900 "$arbor" check-lossless --backend cuda --datasets humaneval,gsm8k --limit "$limit" \
+        --max-new 128 --methods medusa
+    step heads-cuda-exact 900 "$arbor" check-lossless --backend cuda-exact --datasets humaneval,gsm8k \
+        --limit "$limit" --max-new 128 --methods medusa
+fi
 step run-gpu-json 1800 "$arbor" run configs/gpu.json --limit "$limit" --db "$out/gpu.db" --quiet
 step report-table3 60 "$arbor" report --db "$out/gpu.db" --table table3
 echo "outputs in $out" | tee -a "$out/summary.txt"

@@ -369,6 +369,55 @@ Test(gpu, fused_glu_quantization_gives_the_separate_bits)
     }
 }
 
+/* arb_ctx_output_head on a GPU context: an eval's own hidden rows through the device's head
+   path give that eval's logits bit for bit (exact mode: also one row alone; fast mode at the
+   same row count, below the 16 rows where cuBLAS serves the head), trees of 1-15 nodes after a
+   random prompt; afterwards arb_eval_logits_row refuses the eval's rows (the head call wrote
+   over them) and bad row counts are refused. */
+static void output_head_agrees(arb_model *m, int n_vocab, int n_embd, bool exact, uint64_t seed, int trees)
+{
+    uint64_t s = seed;
+    arb_ctx *c = check_ctx(m, 256, 16, 0, true);
+    float *lg = malloc(sizeof(float) * (size_t)n_vocab * 150), *got = malloc(sizeof(float) * (size_t)n_vocab * 15);
+    float *hid = malloc(sizeof(float) * (size_t)n_embd * 15);
+    cr_assert(lg && got && hid);
+    arb_err err = {0};
+    for (int t = 0; t < trees; t++) {
+        const int P = 1 + rnd(&s, 100), n = 1 + rnd(&s, 15);
+        int32_t tok[100 + 15], par[15];
+        for (int i = 0; i < P; i++)
+            tok[i] = rnd(&s, n_vocab);
+        cr_assert_eq(arb_ctx_truncate(c, 0), ARB_OK);
+        check_prefill(c, tok, P, lg);
+        random_tree(&s, n, n_vocab, tok + P, par);
+        check_eval(c, tok + P, par, n, lg, hid);
+        cr_assert_eq(arb_ctx_output_head(c, hid, n, got, &err), ARB_OK, "%s", err.msg);
+        cr_assert(!memcmp(got, lg, sizeof(float) * (size_t)n_vocab * n), "tree %d (%d nodes): the head of the eval's hidden rows differs from its logits", t, n);
+        if (exact) {
+            const int i = rnd(&s, n);
+            cr_assert_eq(arb_ctx_output_head(c, hid + (size_t)i * n_embd, 1, got, &err), ARB_OK, "%s", err.msg);
+            cr_assert(!memcmp(got, lg + (size_t)i * n_vocab, sizeof(float) * (size_t)n_vocab), "tree %d: row %d alone differs", t, i);
+        }
+        cr_assert_eq(arb_eval_logits_row(c, 0, got, &err), ARB_E_INVAL, "the eval's rows after an output head call");
+    }
+    cr_assert_eq(arb_ctx_output_head(c, hid, 17, got, &err), ARB_E_INVAL);
+    cr_assert_eq(arb_ctx_output_head(c, hid, 0, got, &err), ARB_E_INVAL);
+    free(lg), free(got), free(hid);
+    arb_ctx_free(c);
+}
+
+Test(gpu, output_head_gives_the_eval_logits)
+{
+    need_gpu();
+    for (int e = 0; e < 2; e++) {
+        synth_opts o = {.arch = "llama", .tied = e == 0, .seed = 45};
+        arb_load_opts lg = gpu_opts(e == 0);
+        arb_model *m = load_synth_opts(&o, &lg);
+        output_head_agrees(m, S_VOCAB, S_EMBD, e == 0, 101 + e, 8);
+        arb_model_free(m);
+    }
+}
+
 /* budget "auto" on a GPU backend reads the GPU's profile (device and mode: what `arbor bench
    engine --backend B --save-profile` writes), names that command when it is missing, and
    never the CPU's. */
@@ -771,6 +820,14 @@ Test(gpu, smollm2_parallel_merge_gives_the_serial_bits)
     int n_vocab;
     arb_model *m = smollm2_exact_or_skip(&n_vocab);
     merge_variants_agree(m, n_vocab, "warp", 71, 4);
+    arb_model_free(m);
+}
+
+Test(gpu, smollm2_output_head_gives_the_eval_logits)
+{
+    int n_vocab;
+    arb_model *m = smollm2_exact_or_skip(&n_vocab);
+    output_head_agrees(m, n_vocab, 576, true, 111, 4);
     arb_model_free(m);
 }
 

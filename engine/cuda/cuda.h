@@ -120,6 +120,11 @@ int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err *err);
    if the last forward computed no such row. */
 int arb_cuda_logits_row(arb_cuda_ctx *c, int r, float *row, arb_err *err);
 
+/* logits [n x n_vocab] (host) = the model's output head on n host rows of final-norm hidden
+   state, 1 <= n <= n_batch_max: the forward's own head path on the device (arb_ctx_output_head).
+   Overwrites the last forward's logits rows (arb_cuda_logits_row then refuses them). */
+int arb_cuda_output_head(arb_cuda_ctx *c, const float *hidden, int n, float *logits, arb_err *err);
+
 /* Rows n_past + path[j] -> n_past + j for every layer (path strictly increasing). */
 int arb_cuda_kv_commit(arb_cuda_ctx *c, int n_past, const int32_t *path, int n, arb_err *err);
 

@@ -554,12 +554,44 @@ extern "C" int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err
 extern "C" int arb_cuda_logits_row(arb_cuda_ctx *c, int r, float *row, arb_err *err)
 {
     if (r < 0 || r >= c->head_rows || !row)
-        return ARB_ERR(err, ARB_E_INVAL, "backend cuda: logits row %d of the last forward's %d", r, c->head_rows);
+        return ARB_ERR(err, ARB_E_INVAL,
+                       "backend cuda: logits row %d of the last forward's %d (none after an output head call)", r,
+                       c->head_rows);
     const int V = c->m->n_vocab;
     const cudaError_t e =
         cudaMemcpyAsync(row, c->logits + (size_t)r * V, (size_t)V * sizeof(float), cudaMemcpyDeviceToHost, c->st);
     const cudaError_t se = e == cudaSuccess ? cudaStreamSynchronize(c->st) : e;
     return se == cudaSuccess ? ARB_OK : fail(err, se, "logits row");
+}
+
+extern "C" int arb_cuda_output_head(arb_cuda_ctx *c, const float *hidden, int n, float *logits, arb_err *err)
+{
+    const arb_cuda_model *m = c->m;
+    if (n < 1 || n > c->n_batch_max || !hidden || !logits)
+        return ARB_ERR(err, ARB_E_INVAL, "backend cuda: output head of %d rows (1..%d) or NULL buffers", n,
+                       c->n_batch_max);
+    const int E = m->n_embd;
+    const cudaStream_t st = c->st;
+    // The rows go where the forward's final RMSNorm leaves its output (xb) and take the
+    // forward's head path from there (enqueue_step): the FP16 copy for cuBLAS at 16+ rows,
+    // the int8 blocks for a head in the int8 layout (k_quant_q8: warp_q8 of the same floats,
+    // as the RMSNorm's own quantization), the same GEMV. So a forward's hidden rows give its
+    // logits back bit for bit (exact mode; fast mode at the same row count). The head writes
+    // c->logits: the last forward's rows are gone (arb_cuda_logits_row refuses them).
+    c->head_rows = 0;
+    cudaMemcpyAsync(c->xb, hidden, (size_t)n * E * sizeof(float), cudaMemcpyHostToDevice, st);
+    const bool hgemm = c->blas && n >= ARB_CUDA_GEMM_MIN_NODES;
+    if (hgemm)
+        k_to_half_f32(ks(c), c->xb, (size_t)n * E, c->x16);
+    xq8 qb;
+    const xq8 *hq = quant_for(c, c->xb, n, E, m->output.q8x, &qb);
+    matmul(c, &m->output, c->xb, hgemm ? c->x16 : NULL, n, c->logits, false, hq);
+    cudaMemcpyAsync(logits, c->logits, (size_t)n * m->n_vocab * sizeof(float), cudaMemcpyDeviceToHost, st);
+    const cudaError_t e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess)
+        return fail(err, e, "output head");
+    const cudaError_t le = cudaGetLastError();
+    return le == cudaSuccess ? ARB_OK : fail(err, le, "output head (kernel launch)");
 }
 
 extern "C" int arb_cuda_kv_commit(arb_cuda_ctx *c, int n_past, const int32_t *path, int n, arb_err *err)

@@ -179,8 +179,11 @@ int arb_prefill_ex(arb_ctx *c, const int32_t *tok, int n, const arb_eval_out *la
    logits[r] = W_out hidden[r] (n x n_vocab). For draft heads that predict hidden states (EAGLE).
    1 <= n <= the context's n_batch_max; the same kernel as arb_eval's head, so a row's logits do
    not depend on n or on the other rows (batch-invariant), and equal arb_eval's logits for its own
-   hidden rows. CPU contexts only (ARB_E_UNSUPPORTED with a GPU backend). Allocates nothing; uses
-   the context's scratch, so not concurrently with an eval on the same context. */
+   hidden rows. On a GPU backend the rows go to the device and take the eval's own head path
+   there (bit for bit arb_eval's logits for its hidden rows in exact mode; in fast mode at the
+   same row count, since cuBLAS serves 16+ rows), the logits come back, and the last eval's rows
+   are gone (arb_eval_logits_row refuses them until the next eval). Allocates nothing; uses the
+   context's scratch, so not concurrently with an eval on the same context. */
 int arb_ctx_output_head(arb_ctx *c, const float *hidden, int n, float *logits, arb_err *err);
 
 int arb_ctx_n_past(const arb_ctx *c);          /* committed prefix length */
