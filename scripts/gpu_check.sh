@@ -22,8 +22,9 @@
 #   --env NAME=VAL   run every step with this variable set (repeatable), e.g. ARBOR_CUDA_ATTN=block
 #   --ab             instead of the benches and runs: the suite, then exact-mode engine benches of
 #                    the kernel variants not yet measured (none, ARBOR_CUDA_MERGE=parallel,
-#                    ARBOR_CUDA_GLU=fused, both), two alternated rounds on the default model and
-#                    the 8B shape (bench-ab-*.txt; docs/gpu.md, "The next GPU session")
+#                    ARBOR_CUDA_MERGE=fused, ARBOR_CUDA_GLU=fused, fused merge + fused GLU), two
+#                    alternated rounds on the default model and the 8B shape (bench-ab-*.txt;
+#                    docs/gpu.md, "The next GPU session")
 #
 # Needs the default model (`arbor fetch-model`, or $ARBOR_MODEL / $ARBOR_CACHE) and $ARBOR_DATA
 # holding humaneval and gsm8k (`datasets/fetch --only humaneval,gsm8k`). Run from the
@@ -45,7 +46,7 @@ while [ $# -gt 0 ]; do
     --env)
         case "$2" in *=*) envs+=("$2") ;; *) echo "gpu_check.sh: --env $2: expected NAME=VALUE" >&2; exit 2 ;; esac
         shift 2 ;;
-    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_check.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
     esac
 done
@@ -93,8 +94,9 @@ if [ $ab -eq 1 ]; then
         case "$1" in
         base) echo ;;
         merge) echo ARBOR_CUDA_MERGE=parallel ;;
+        mfused) echo ARBOR_CUDA_MERGE=fused ;;
         glu) echo ARBOR_CUDA_GLU=fused ;;
-        both) echo ARBOR_CUDA_MERGE=parallel ARBOR_CUDA_GLU=fused ;;
+        all) echo ARBOR_CUDA_MERGE=fused ARBOR_CUDA_GLU=fused ;;
         esac
     }
     models=(default)
@@ -106,7 +108,7 @@ if [ $ab -eq 1 ]; then
         for mdl in "${models[@]}"; do
             tag=default
             [ "$mdl" = default ] || tag=8b
-            for v in base merge glu both; do
+            for v in base merge mfused glu all; do
                 # shellcheck disable=SC2046 # the variant's words are separate assignments
                 step "bench-ab-$tag-$v-r$r" 300 env $(variant $v) "$arbor" bench engine --model "$mdl" \
                     --backend cuda-exact --steps "$steps" --prefill 128 --reps 2

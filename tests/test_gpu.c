@@ -347,6 +347,27 @@ Test(gpu, parallel_merge_gives_the_serial_bits)
     }
 }
 
+/* The merge inside the warp kernel (ARBOR_CUDA_MERGE=fused: the last block of each (node, head)
+   by ticket runs the parallel merge's statements) gives the serial merge's bits: both modes, a
+   model with head_dim 32 (the quantized row's padding blocks written by the last head) and one
+   with 16 (no quantization in the merge: 16 is no multiple of 32), random trees of 1-64 nodes,
+   every (node, head) merged once per launch and its counter back at 0 for the next (a stale
+   counter merges early or never: the logits would differ). */
+static const char *const fused_merge_values[2] = {"serial", "fused"};
+Test(gpu, fused_merge_gives_the_serial_bits)
+{
+    need_gpu();
+    setenv("ARBOR_CUDA_ATTN", "warp", 1);
+    for (int e = 0; e < 2; e++)
+        for (int hd = 16; hd <= 32; hd += 16) {
+            synth_opts o = {.arch = "llama", .tied = true, .seed = 47, .head_dim = hd};
+            arb_load_opts lg = gpu_opts(e == 0);
+            arb_model *m = load_synth_opts(&o, &lg);
+            env_variants_agree(m, S_VOCAB, "ARBOR_CUDA_MERGE", fused_merge_values, 121 + e + hd, 6, 64);
+            arb_model_free(m);
+        }
+}
+
 /* SwiGLU's output quantized in the gate/up kernel (ARBOR_CUDA_GLU=fused, exact mode: the
    int8 layout) against the separate k_quant_q8 launch: the same bits at 1-15 nodes (the
    GEMV's node groups of 1, 2, 4 and 8; from 16 the tree kernel serves the matrices and
@@ -820,6 +841,15 @@ Test(gpu, smollm2_parallel_merge_gives_the_serial_bits)
     int n_vocab;
     arb_model *m = smollm2_exact_or_skip(&n_vocab);
     merge_variants_agree(m, n_vocab, "warp", 71, 4);
+    arb_model_free(m);
+}
+
+Test(gpu, smollm2_fused_merge_gives_the_serial_bits)
+{
+    int n_vocab;
+    arb_model *m = smollm2_exact_or_skip(&n_vocab);
+    setenv("ARBOR_CUDA_ATTN", "warp", 1);
+    env_variants_agree(m, n_vocab, "ARBOR_CUDA_MERGE", fused_merge_values, 131, 4, 64);
     arb_model_free(m);
 }
 

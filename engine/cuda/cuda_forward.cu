@@ -42,7 +42,9 @@ struct arb_cuda_ctx {
     int attn_block_from;   // evals of this many nodes or more run the block kernel (fast mode)
     int attn_warp;         // 1: the warp kernel computes the partials (the default where it fits)
     int attn_warp_keys;    // its parts' keys (cuda_attn.h, arb_attn_warp_width; ARBOR_CUDA_ATTN=warp:K)
-    int attn_merge_parallel; // ARBOR_CUDA_MERGE=parallel: the parallel merge (the same bits; k_attention)
+    int attn_merge_parallel; // ARBOR_CUDA_MERGE=parallel|fused: the parallel merge (the same bits; k_attention)
+    int attn_merge_fused;  // ARBOR_CUDA_MERGE=fused: ... in the warp kernel's last block (attn_ticket)
+    int *attn_ticket;      // n_batch_max x n_head counters for it, zero between launches
     int glu_fused;         // ARBOR_CUDA_GLU=fused: SwiGLU's output quantized in the gate/up kernel
     float *attn_part;      // the split kernel's partials: n_batch_max x n_head x splits x (head_dim + 2)
     void *blas_ws;         // cuBLAS workspace, fixed so that a step can be captured
@@ -202,14 +204,16 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     // warp (or split) kernel runs at every size.
     c->attn_block_from = !forced && model_uses_gemm(m) ? ARB_CUDA_GEMM_MIN_NODES : INT_MAX;
     // The merge of the split and warp kernels' partials: serial (the default, the kernel the
-    // H100 ran) or parallel (the same bits, fewer round trips, the output quantized in it for
-    // an int8 wo; written for the next GPU session, docs/gpu.md).
+    // H100 ran), parallel (the same bits, fewer round trips, the output quantized in it for
+    // an int8 wo) or fused (the parallel merge inside the warp kernel; the split kernel keeps
+    // the parallel one); the last two written for the next GPU session, docs/gpu.md.
     const char *merge = getenv("ARBOR_CUDA_MERGE");
-    if (merge && *merge && strcmp(merge, "serial") && strcmp(merge, "parallel")) {
+    if (merge && *merge && strcmp(merge, "serial") && strcmp(merge, "parallel") && strcmp(merge, "fused")) {
         free(c);
-        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_MERGE=%s: expected serial or parallel", merge);
+        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_MERGE=%s: expected serial, parallel or fused", merge);
     }
-    c->attn_merge_parallel = merge && !strcmp(merge, "parallel");
+    c->attn_merge_fused = merge && !strcmp(merge, "fused");
+    c->attn_merge_parallel = merge && (!strcmp(merge, "parallel") || c->attn_merge_fused);
     // SwiGLU's output for an int8 down matrix: quantized by k_quant_q8 (separate, the default,
     // the kernels the H100 ran) or in the gate/up kernel itself (fused: the same bits, one
     // launch less per layer; written for the next GPU session, docs/gpu.md).
@@ -245,6 +249,11 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     c->kn = (float *)dalloc(nb * kvd * sizeof(float), &e);
     c->vn = (float *)dalloc(nb * kvd * sizeof(float), &e);
     c->d_ints = (int32_t *)dalloc((4 * nb + 4) * sizeof(int32_t), &e);
+    if (c->attn_merge_fused) {
+        c->attn_ticket = (int *)dalloc(nb * m->n_head * sizeof(int), &e);
+        if (e == cudaSuccess)
+            e = cudaMemset(c->attn_ticket, 0, nb * m->n_head * sizeof(int));
+    }
     c->amax_scratch = dalloc(k_argmax_scratch_bytes(n_batch_max), &e);
     if (!m->exact)
         c->blas_ws = dalloc(BLAS_WS_BYTES, &e);
@@ -324,7 +333,7 @@ extern "C" void arb_cuda_ctx_free(arb_cuda_ctx *c)
     }
     void *bufs[] = {c->k, c->v, c->cs, c->x, c->xb, c->q, c->att, c->hg, c->hu, c->logits, c->x16, c->d_ints,
                     c->kn, c->vn, c->blas_ws, c->amax_scratch, c->topk_ids, c->topk_p, c->xq, c->xq_d,
-                    c->xq_isum, c->xo, c->xo_d, c->xo_isum, c->attn_part};
+                    c->xq_isum, c->xo, c->xo_d, c->xo_isum, c->attn_part, c->attn_ticket};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
     cudaFreeHost(c->h_ints);
@@ -364,6 +373,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     aa.out = c->att, aa.n_ctx = c->n_ctx, aa.n_batch_max = c->n_batch_max;
     aa.splits = n >= c->attn_block_from ? 1 : c->attn_splits, aa.chunk = c->attn_chunk, aa.part = c->attn_part;
     aa.warp = c->attn_warp, aa.warp_min = c->attn_warp_keys, aa.merge_parallel = c->attn_merge_parallel;
+    aa.merge_fused = c->attn_merge_fused, aa.ticket = c->attn_ticket;
     aa.warp_keys = arb_attn_warp_width(c->n_ctx, c->attn_splits, c->attn_warp_keys);
     const size_t layer_rows = (size_t)c->n_ctx * kvd;
     // The int8 GEMV's inputs are quantized once each: by the RMSNorms themselves, and

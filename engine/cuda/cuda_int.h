@@ -115,6 +115,10 @@ struct attn_launch {
     // wider for long lists; splits = their most), warp_keys floats of scores per warp.
     int warp, warp_min, warp_keys;
     int merge_parallel; // 1: the parallel merge (ARBOR_CUDA_MERGE=parallel; the same bits)
+    // 1 (ARBOR_CUDA_MERGE=fused, the warp kernel only): the parallel merge in the warp kernel's
+    // last block per (node, head); ticket: n_batch_max x n_head counters, zero between launches
+    int merge_fused;
+    int *ticket;
 };
 size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim);
 // Whether the warp attention kernel can run this shape and context (16-byte rows,

@@ -1440,25 +1440,29 @@ __global__ void attention_merge_kernel(attn_launch a)
 // head_dim a multiple of 32), each warp also quantizes its 32 outputs as k_quant_q8 would
 // (warp_q8), and the last head's block writes the row's padding blocks (zeros, as
 // k_quant_q8 writes them): one launch less per layer.
-__global__ void attention_merge_parallel_kernel(attn_launch a, xq8 oq)
+//
+// The parallel merge of node i, head h by the calling block (every thread calls it; any
+// blockDim that is a multiple of 32 and at least ARB_ATTN_MAX_SPLITS): thread j takes the
+// elements j, j + blockDim, ... The partials are read past L1 (__ldcg): in the fused merge
+// (attention_warp_kernel<R, true>) other blocks of this launch wrote them.
+__device__ void merge_parallel_block(const attn_launch &a, int i, int h, const xq8 &oq)
 {
-    pdl_enter();
     __shared__ float ms[ARB_ATTN_MAX_SPLITS], ss[ARB_ATTN_MAX_SPLITS], ws[ARB_ATTN_MAX_SPLITS];
     __shared__ float inv_s;
     __shared__ int used_s;
-    const int i = blockIdx.x, h = blockIdx.y, S = a.splits, hd = a.head_dim, st = ARB_ATTN_PART(hd);
-    const int j = threadIdx.x, lane = threadIdx.x & 31;
+    const int S = a.splits, hd = a.head_dim, st = ARB_ATTN_PART(hd);
+    const int tid = threadIdx.x, lane = threadIdx.x & 31;
     const float *pb = a.part + ((size_t)i * a.n_head + h) * S * (size_t)st;
-    if (j < S)
-        ms[j] = pb[(size_t)j * st], ss[j] = pb[(size_t)j * st + 1];
+    if (tid < S)
+        ms[tid] = __ldcg(pb + (size_t)tid * st), ss[tid] = __ldcg(pb + (size_t)tid * st + 1);
     __syncthreads();
     float M = -INFINITY;
     for (int c = 0; c < S; c++)
         M = fmaxf(M, ms[c]);
-    if (j < S)
-        ws[j] = ms[j] != -INFINITY ? expf(ms[j] - M) : 0.0f;
+    if (tid < S)
+        ws[tid] = ms[tid] != -INFINITY ? expf(ms[tid] - M) : 0.0f;
     __syncthreads();
-    if (j == 0) {
+    if (tid == 0) {
         float den = 0.0f;
         int U = 0;
         for (int c = 0; c < S; c++)
@@ -1468,41 +1472,51 @@ __global__ void attention_merge_parallel_kernel(attn_launch a, xq8 oq)
     }
     __syncthreads();
     const int U = used_s;
-    float o = 0.0f;
-    if (j < hd)
-        for (int c0 = 0; c0 < U; c0 += 8) {
-            float v[8];
+    const int hd32 = 32 * ((hd + 31) / 32);
+    for (int j0 = 0; j0 < hd32; j0 += blockDim.x) {
+        const int j = j0 + tid;
+        float o = 0.0f;
+        if (j < hd)
+            for (int c0 = 0; c0 < U; c0 += 8) {
+                float v[8];
 #pragma unroll
-            for (int u = 0; u < 8; u++) // loaded whether used or not: a skipped part's value is never read
-                v[u] = c0 + u < U ? pb[(size_t)(c0 + u) * st + 2 + j] : 0.0f;
+                for (int u = 0; u < 8; u++) // loaded whether used or not: a skipped part's value is never read
+                    v[u] = c0 + u < U ? __ldcg(pb + (size_t)(c0 + u) * st + 2 + j) : 0.0f;
 #pragma unroll
-            for (int u = 0; u < 8; u++)
-                if (c0 + u < U && ms[c0 + u] != -INFINITY)
-                    o = fmaf(ws[c0 + u], v[u], o);
+                for (int u = 0; u < 8; u++)
+                    if (c0 + u < U && ms[c0 + u] != -INFINITY)
+                        o = fmaf(ws[c0 + u], v[u], o);
+            }
+        const float out = o * inv_s;
+        if (j < hd)
+            a.out[((size_t)i * a.n_head + h) * hd + j] = out;
+        if (!oq.q || j0 + (tid & ~31) >= hd) // warp-uniform (hd % 32 == 0 with oq)
+            continue;
+        // the head's 32-blocks of the row: every lane of this warp has an element
+        const int blk = (h * hd + j) / 32;
+        float db;
+        int sum;
+        const int qi = warp_q8(out, &db, &sum);
+        ((int8_t *)oq.q)[(size_t)i * oq.ldq + h * hd + j] = (int8_t)qi;
+        if (lane == 0) {
+            ((float *)oq.d)[(size_t)i * oq.ldb + blk] = db;
+            ((int32_t *)oq.isum)[(size_t)i * oq.ldb + blk] = sum;
         }
-    const float out = o * inv_s;
-    if (j < hd)
-        a.out[((size_t)i * a.n_head + h) * hd + j] = out;
-    if (!oq.q)
-        return;
-    // the head's 32-blocks of the row (hd % 32 == 0: every lane of these warps has an element)
-    const int blk = (h * hd + j) / 32;
-    float db;
-    int sum;
-    const int qi = warp_q8(out, &db, &sum);
-    ((int8_t *)oq.q)[(size_t)i * oq.ldq + h * hd + j] = (int8_t)qi;
-    if (lane == 0) {
-        ((float *)oq.d)[(size_t)i * oq.ldb + blk] = db;
-        ((int32_t *)oq.isum)[(size_t)i * oq.ldb + blk] = sum;
     }
-    if (h == a.n_head - 1) // the padding blocks after the row's n_head * hd values
-        for (int b = a.n_head * hd / 32 + (j >> 5); b < oq.ldb; b += blockDim.x >> 5) {
+    if (oq.q && h == a.n_head - 1) // the padding blocks after the row's n_head * hd values
+        for (int b = a.n_head * hd / 32 + (tid >> 5); b < oq.ldb; b += blockDim.x >> 5) {
             ((int8_t *)oq.q)[(size_t)i * oq.ldq + b * 32 + lane] = 0;
             if (lane == 0) {
                 ((float *)oq.d)[(size_t)i * oq.ldb + b] = 0.0f;
                 ((int32_t *)oq.isum)[(size_t)i * oq.ldb + b] = 0;
             }
         }
+}
+
+__global__ void attention_merge_parallel_kernel(attn_launch a, xq8 oq)
+{
+    pdl_enter();
+    merge_parallel_block(a, blockIdx.x, blockIdx.y, oq);
 }
 
 // Warp attention (the default where it fits; cuda_attn.h): the split kernel's partials, one warp
@@ -1515,10 +1529,17 @@ __global__ void attention_merge_parallel_kernel(attn_launch a, xq8 oq)
 // j = t + 32 r, summed over the part's keys in key order (fmaf), KB keys' loads in flight.
 // Parts c = 4 z + w, then + 4 Z (block z of Z = gridDim.z, warp w): which warp runs a part
 // does not change its arithmetic. R = ceil(head_dim / 32) elements per lane at most.
+// FUSE (ARBOR_CUDA_MERGE=fused; written in the twenty-third session, not yet run on a
+// device): the last of the Z blocks of a (node, head) to finish merges the partials itself
+// (merge_parallel_block, the parallel merge's statements, so the same bits), one launch less
+// per layer. "Last" is a ticket: after its partials are written and fenced, each block's
+// thread 0 adds 1 to the (node, head)'s counter; the block that draws Z - 1 merges and sets the
+// counter back to 0 for the next launch (a captured step replays it). The ticket decides
+// which block merges, never an order of float operations.
 constexpr int kWarpAttnWarps = 4;
 
-template <int R>
-__global__ void __launch_bounds__(kWarpAttnWarps * 32) attention_warp_kernel(attn_launch a)
+template <int R, bool FUSE>
+__global__ void __launch_bounds__(kWarpAttnWarps * 32) attention_warp_kernel(attn_launch a, xq8 oq)
 {
     pdl_enter();
     extern __shared__ __align__(16) float smw[]; // q is read 16 bytes at a time
@@ -1588,6 +1609,22 @@ __global__ void __launch_bounds__(kWarpAttnWarps * 32) attention_warp_kernel(att
             if (lane + 32 * r < hd)
                 po[2 + lane + 32 * r] = o[r];
         __syncwarp(); // sc free for the warp's next part
+    }
+    if constexpr (FUSE) {
+        __shared__ int last_s;
+        __threadfence(); // this block's partials, visible device-wide before its ticket
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            int *ticket = a.ticket + (size_t)i * a.n_head + h;
+            last_s = atomicAdd(ticket, 1) == (int)gridDim.z - 1;
+            if (last_s)
+                *ticket = 0;
+        }
+        __syncthreads();
+        if (last_s) {
+            __threadfence(); // the other blocks' partials: read past L1 in merge_parallel_block
+            merge_parallel_block(a, i, h, oq);
+        }
     }
 }
 
@@ -1868,11 +1905,12 @@ static size_t warp_attention_smem(int head_dim, int n_batch_max, int warp_keys)
 
 bool k_attention_warp_fits(int head_dim, int kv_stride, int n_ctx, int n_batch_max, int keys)
 {
-    // 48 KB: the dynamic shared memory a kernel gets without an attribute (a context the
-    // block kernel fits, up to ~56K keys, needs under 31 KB here at n_batch_max 512).
+    // 48 KB: the shared memory a kernel gets without an attribute (a context the block kernel
+    // fits, up to ~56K keys, needs under 31 KB here at n_batch_max 512), less 1 KB for the
+    // static arrays (the fused merge's, ~400 bytes).
     const size_t smem = warp_attention_smem(head_dim, n_batch_max,
                                             arb_attn_warp_width(n_ctx, ARB_ATTN_MAX_SPLITS, keys));
-    return head_dim % 4 == 0 && kv_stride % 4 == 0 && head_dim <= 32 * 8 && smem <= 48 * 1024;
+    return head_dim % 4 == 0 && kv_stride % 4 == 0 && head_dim <= 32 * 8 && smem + 1024 <= 48 * 1024;
 }
 
 size_t k_attention_smem(int n_ctx, int n_batch_max, int head_dim)
@@ -1931,14 +1969,28 @@ void k_attention(kstream st, const attn_launch *a, const xq8 *oq, bool *quantize
         const dim3 grid((unsigned)a->n, (unsigned)a->n_head, (unsigned)z);
         const size_t smem = warp_attention_smem(a->head_dim, a->n_batch_max, a->warp_keys);
         const int R = (a->head_dim + 31) / 32;
+        if (a->merge_fused) { // the merge in the kernel's last block per (node, head)
+            const bool q = oq && a->head_dim % 32 == 0;
+            const xq8 o = q ? *oq : xq8{};
+            if (R <= 1)
+                klaunch(st, attention_warp_kernel<1, true>, grid, kWarpAttnWarps * 32, smem, *a, o);
+            else if (R <= 2)
+                klaunch(st, attention_warp_kernel<2, true>, grid, kWarpAttnWarps * 32, smem, *a, o);
+            else if (R <= 4)
+                klaunch(st, attention_warp_kernel<4, true>, grid, kWarpAttnWarps * 32, smem, *a, o);
+            else
+                klaunch(st, attention_warp_kernel<8, true>, grid, kWarpAttnWarps * 32, smem, *a, o);
+            *quantized = q;
+            return;
+        }
         if (R <= 1)
-            klaunch(st, attention_warp_kernel<1>, grid, kWarpAttnWarps * 32, smem, *a);
+            klaunch(st, attention_warp_kernel<1, false>, grid, kWarpAttnWarps * 32, smem, *a, xq8{});
         else if (R <= 2)
-            klaunch(st, attention_warp_kernel<2>, grid, kWarpAttnWarps * 32, smem, *a);
+            klaunch(st, attention_warp_kernel<2, false>, grid, kWarpAttnWarps * 32, smem, *a, xq8{});
         else if (R <= 4)
-            klaunch(st, attention_warp_kernel<4>, grid, kWarpAttnWarps * 32, smem, *a);
+            klaunch(st, attention_warp_kernel<4, false>, grid, kWarpAttnWarps * 32, smem, *a, xq8{});
         else
-            klaunch(st, attention_warp_kernel<8>, grid, kWarpAttnWarps * 32, smem, *a);
+            klaunch(st, attention_warp_kernel<8, false>, grid, kWarpAttnWarps * 32, smem, *a, xq8{});
         launch_merge(st, a, oq, quantized);
         return;
     }
