@@ -22,9 +22,9 @@
 #   --env NAME=VAL   run every step with this variable set (repeatable), e.g. ARBOR_CUDA_ATTN=block
 #   --ab             instead of the benches and runs: the suite, then exact-mode engine benches of
 #                    the kernel variants not yet measured (none, ARBOR_CUDA_MERGE=parallel,
-#                    ARBOR_CUDA_MERGE=fused, ARBOR_CUDA_GLU=fused, fused merge + fused GLU), two
-#                    alternated rounds on the default model and the 8B shape (bench-ab-*.txt;
-#                    docs/gpu.md, "The next GPU session")
+#                    ARBOR_CUDA_MERGE=fused, ARBOR_CUDA_GLU=fused, ARBOR_CUDA_QKV=fused, the three
+#                    fused together), two alternated rounds on the default model and the 8B shape
+#                    (bench-ab-*.txt; docs/gpu.md, "The next GPU session")
 #
 # Needs the default model (`arbor fetch-model`, or $ARBOR_MODEL / $ARBOR_CACHE) and $ARBOR_DATA
 # holding humaneval and gsm8k (`datasets/fetch --only humaneval,gsm8k`). Run from the
@@ -96,7 +96,8 @@ if [ $ab -eq 1 ]; then
         merge) echo ARBOR_CUDA_MERGE=parallel ;;
         mfused) echo ARBOR_CUDA_MERGE=fused ;;
         glu) echo ARBOR_CUDA_GLU=fused ;;
-        all) echo ARBOR_CUDA_MERGE=fused ARBOR_CUDA_GLU=fused ;;
+        qkv) echo ARBOR_CUDA_QKV=fused ;;
+        all) echo ARBOR_CUDA_MERGE=fused ARBOR_CUDA_GLU=fused ARBOR_CUDA_QKV=fused ;;
         esac
     }
     models=(default)
@@ -108,7 +109,7 @@ if [ $ab -eq 1 ]; then
         for mdl in "${models[@]}"; do
             tag=default
             [ "$mdl" = default ] || tag=8b
-            for v in base merge mfused glu all; do
+            for v in base merge mfused glu qkv all; do
                 # shellcheck disable=SC2046 # the variant's words are separate assignments
                 step "bench-ab-$tag-$v-r$r" 300 env $(variant $v) "$arbor" bench engine --model "$mdl" \
                     --backend cuda-exact --steps "$steps" --prefill 128 --reps 2

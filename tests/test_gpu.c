@@ -368,6 +368,30 @@ Test(gpu, fused_merge_gives_the_serial_bits)
         }
 }
 
+/* RoPE and the KV store in the Q/K/V GEMV's epilogue (ARBOR_CUDA_QKV=fused: llama's interleaved
+   RoPE, the int8 layout) against the GEMV then rope_store_kernel: the same bits at 1-15 nodes,
+   exact mode and fast mode with dp4a (its int8 GEMV). Q, K and V all Q4_1
+   (synth_opts.kv_like_q), so one launch takes them. qwen2 (NeoX RoPE, biases) and qwen3 (q/k
+   norms) must not take the fused path: fused there would rotate the wrong pairs or skip the
+   norms, and their logits would differ. */
+static const char *const qkv_values[2] = {"separate", "fused"};
+Test(gpu, fused_qkv_rope_gives_the_separate_bits)
+{
+    need_gpu();
+    static const char *archs[] = {"llama", "qwen2", "qwen3"};
+    for (int a = 0; a < 3; a++)
+        for (int e = 0; e < 2; e++) {
+            if (e) /* fast mode with the int8 GEMV */
+                setenv("ARBOR_CUDA_GEMV", "dp4a", 1);
+            synth_opts o = {.arch = archs[a], .tied = true, .seed = 49, .kv_like_q = true};
+            arb_load_opts lg = gpu_opts(!e);
+            arb_model *m = load_synth_opts(&o, &lg);
+            env_variants_agree(m, S_VOCAB, "ARBOR_CUDA_QKV", qkv_values, 141 + 2 * a + e, 8, 15);
+            arb_model_free(m);
+            unsetenv("ARBOR_CUDA_GEMV");
+        }
+}
+
 /* SwiGLU's output quantized in the gate/up kernel (ARBOR_CUDA_GLU=fused, exact mode: the
    int8 layout) against the separate k_quant_q8 launch: the same bits at 1-15 nodes (the
    GEMV's node groups of 1, 2, 4 and 8; from 16 the tree kernel serves the matrices and
@@ -850,6 +874,14 @@ Test(gpu, smollm2_fused_merge_gives_the_serial_bits)
     arb_model *m = smollm2_exact_or_skip(&n_vocab);
     setenv("ARBOR_CUDA_ATTN", "warp", 1);
     env_variants_agree(m, n_vocab, "ARBOR_CUDA_MERGE", fused_merge_values, 131, 4, 64);
+    arb_model_free(m);
+}
+
+Test(gpu, smollm2_fused_qkv_rope_gives_the_separate_bits)
+{
+    int n_vocab;
+    arb_model *m = smollm2_exact_or_skip(&n_vocab);
+    env_variants_agree(m, n_vocab, "ARBOR_CUDA_QKV", qkv_values, 151, 6, 15);
     arb_model_free(m);
 }
 

@@ -121,6 +121,7 @@ typedef struct synth_opts {
     bool swa_base_same; /* gemma3: rope.freq_base_swa written equal to rope.freq_base */
     int n_ctx;         /* 0: S_CTX (the context_length written) */
     bool up_like_gate; /* ffn_up in ffn_gate's type (Q4_1), so one GPU kernel serves both (k_gemv_glu) */
+    bool kv_like_q;    /* attn_k and attn_v in attn_q's type (Q4_1): one GPU launch for Q, K, V */
 } synth_opts;
 
 enum { S_EMBD = 64, S_LAYER = 2, S_HEAD = 4, S_HEAD_KV = 2, S_HD = 16, S_FF = 128, S_VOCAB = 300, S_CTX = 512 };
@@ -167,8 +168,8 @@ static char *write_synth(const synth_opts *o)
         TL("attn_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
         /* gemma3: Q5_0 where Gemma-3 270M's Q4_K_M file has it (640-wide rows) */
         TL("attn_q.weight", gemma ? ARB_TYPE_Q5_0 : ARB_TYPE_Q4_1, S_EMBD, S_HEAD * hd, 2);
-        TL("attn_k.weight", ARB_TYPE_Q8_0, S_EMBD, hkv * hd, 2);
-        TL("attn_v.weight", ARB_TYPE_F32, S_EMBD, hkv * hd, 2);
+        TL("attn_k.weight", o->kv_like_q && !gemma ? ARB_TYPE_Q4_1 : ARB_TYPE_Q8_0, S_EMBD, hkv * hd, 2);
+        TL("attn_v.weight", o->kv_like_q && !gemma ? ARB_TYPE_Q4_1 : ARB_TYPE_F32, S_EMBD, hkv * hd, 2);
         TL("attn_output.weight", ARB_TYPE_Q4_1, S_HEAD * hd, S_EMBD, 2);
         TL("ffn_norm.weight", ARB_TYPE_F32, S_EMBD, 1, 1);
         TL("ffn_gate.weight", gemma ? ARB_TYPE_Q5_0 : ARB_TYPE_Q4_1, S_EMBD, S_FF, 2);

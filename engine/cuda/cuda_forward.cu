@@ -46,6 +46,7 @@ struct arb_cuda_ctx {
     int attn_merge_fused;  // ARBOR_CUDA_MERGE=fused: ... in the warp kernel's last block (attn_ticket)
     int *attn_ticket;      // n_batch_max x n_head counters for it, zero between launches
     int glu_fused;         // ARBOR_CUDA_GLU=fused: SwiGLU's output quantized in the gate/up kernel
+    int qkv_fused;         // ARBOR_CUDA_QKV=fused: RoPE and the KV store in the Q/K/V GEMV (llama)
     float *attn_part;      // the split kernel's partials: n_batch_max x n_head x splits x (head_dim + 2)
     void *blas_ws;         // cuBLAS workspace, fixed so that a step can be captured
     void *amax_scratch;    // k_argmax's per-part maxima, n_batch_max rows
@@ -223,6 +224,14 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
         return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_GLU=%s: expected separate or fused", glu);
     }
     c->glu_fused = glu && !strcmp(glu, "fused");
+    // RoPE and the KV store: their own launch (separate, the default) or the Q/K/V GEMV's
+    // epilogue (fused: llama's interleaved RoPE without biases or q/k norms; the same bits).
+    const char *qkv = getenv("ARBOR_CUDA_QKV");
+    if (qkv && *qkv && strcmp(qkv, "separate") && strcmp(qkv, "fused")) {
+        free(c);
+        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_QKV=%s: expected separate or fused", qkv);
+    }
+    c->qkv_fused = qkv && !strcmp(qkv, "fused");
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (c->attn_splits > 1)
         c->attn_part = (float *)dalloc(nb * m->n_head * c->attn_splits * ARB_ATTN_PART(m->head_dim) * sizeof(float), &e);
@@ -391,24 +400,32 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
         prof_mark(c, PROF_NORM);
         const dmat *qkv[3] = {&L->wq, &L->wk, &L->wv};
         float *const qkv_out[3] = {c->q, c->kn, c->vn};
-        if (gemm || !k_gemv_multi(st, qkv, 3, c->xb, E, n, qkv_out, xq)) {
-            matmul(c, &L->wq, c->xb, x16, n, c->q, false, xq);
-            matmul(c, &L->wk, c->xb, x16, n, c->kn, false, xq);
-            matmul(c, &L->wv, c->xb, x16, n, c->vn, false, xq);
+        // ARBOR_CUDA_QKV=fused: the GEMV rotates q and K and stores K and V itself (llama's
+        // interleaved RoPE, nothing between the GEMV and RoPE)
+        if (c->qkv_fused && !gemm && !m->neox && !L->bq && !L->bk && !L->bv && !L->q_norm &&
+            k_gemv_qkv_rope(st, qkv, n, xq, c->q, kl, vl, hd, d_pos, c->cs, d_pre)) {
+            prof_mark(c, PROF_QKV);
+        } else {
+            if (gemm || !k_gemv_multi(st, qkv, 3, c->xb, E, n, qkv_out, xq)) {
+                matmul(c, &L->wq, c->xb, x16, n, c->q, false, xq);
+                matmul(c, &L->wk, c->xb, x16, n, c->kn, false, xq);
+                matmul(c, &L->wv, c->xb, x16, n, c->vn, false, xq);
+            }
+            prof_mark(c, PROF_QKV);
+            if (L->bq)
+                k_add_bias(st, c->q, L->bq, n, qd);
+            if (L->bk)
+                k_add_bias(st, c->kn, L->bk, n, kvd);
+            if (L->bv)
+                k_add_bias(st, c->vn, L->bv, n, kvd);
+            if (L->q_norm) {
+                k_rmsnorm(st, c->q, L->q_norm, n * m->n_head, hd, m->eps, c->q, NULL, NULL);
+                k_rmsnorm(st, c->kn, L->k_norm, n * m->n_head_kv, hd, m->eps, c->kn, NULL, NULL);
+            }
+            prof_mark(c, PROF_NORM);
+            k_rope_store(st, c->q, c->kn, c->vn, kl, vl, n, m->n_head, m->n_head_kv, hd, d_pos, c->cs, m->neox,
+                         d_pre);
         }
-        prof_mark(c, PROF_QKV);
-        if (L->bq)
-            k_add_bias(st, c->q, L->bq, n, qd);
-        if (L->bk)
-            k_add_bias(st, c->kn, L->bk, n, kvd);
-        if (L->bv)
-            k_add_bias(st, c->vn, L->bv, n, kvd);
-        if (L->q_norm) {
-            k_rmsnorm(st, c->q, L->q_norm, n * m->n_head, hd, m->eps, c->q, NULL, NULL);
-            k_rmsnorm(st, c->kn, L->k_norm, n * m->n_head_kv, hd, m->eps, c->kn, NULL, NULL);
-        }
-        prof_mark(c, PROF_NORM);
-        k_rope_store(st, c->q, c->kn, c->vn, kl, vl, n, m->n_head, m->n_head_kv, hd, d_pos, c->cs, m->neox, d_pre);
         prof_mark(c, PROF_ROPE);
         aa.k = kl, aa.v = vl;
         xq8 qa = xq_for(c, qd);

@@ -78,6 +78,13 @@ void k_pack(kstream st, const dmat *w, uint8_t *qs, uint8_t *sc);
 // accumulate). false, launching nothing, unless all are packed with one type and n_in.
 bool k_gemv_multi(kstream st, const dmat *const *w, int nw, const float *x, int ldx, int n, float *const *y,
                   const xq8 *xq);
+// Q, K and V (w[0..2], packed alike, n_out multiples of 4) on x, then llama's interleaved RoPE
+// and the KV store as k_rope_store does them, in one launch (ARBOR_CUDA_QKV=fused): q (n x
+// w[0]->n_out) rotated in place, K rotated and V into cache rows *n_prefix + i of kc / vc.
+// false, launching nothing, unless the three are packed alike in the int8 layout (xq given)
+// and n < ARB_CUDA_TREE_MIN_NODES.
+bool k_gemv_qkv_rope(kstream st, const dmat *const *w, int n, const xq8 *xq, float *q, float *kc, float *vc,
+                     int head_dim, const int32_t *pos, const float *cs, const int *n_prefix);
 // y = SiLU(gate . x) * (up . x) in one launch, each dot exactly as k_gemv's and the
 // SiLU as k_swiglu's (y: n x n_out). false, launching nothing, unless both are packed
 // with one type and shape. oq (optional; ARBOR_CUDA_GLU=fused): y also quantized for the

@@ -882,6 +882,76 @@ __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_kernel(packe
     }
 }
 
+// RoPE and the KV store after the Q/K/V GEMV, for gemv_packed_rope_kernel: node t0 + t of the
+// launch at position pos[t0 + t], its K and V rows to cache row *n_prefix + t0 + t.
+struct rope_fuse {
+    const int32_t *pos;
+    const float *cs; // n_ctx x head_dim (cos, sin) pairs
+    const int *n_prefix;
+    float *kc, *vc; // this layer's cache
+    int t0, head_dim, kvd;
+};
+
+// One RoPE pair: (x0, x1) rotated by (co, si), as the CPU computes it (rope_rows: two products,
+// then a difference and a sum, each rounded; no contraction into an FMA, which nvcc would do
+// by default). Shared by rope_store_kernel and the fused QKV GEMV, so both give these bits.
+__device__ __forceinline__ void rope_pair(float x0, float x1, float co, float si, float *o0, float *o1)
+{
+    *o0 = __fsub_rn(__fmul_rn(x0, co), __fmul_rn(x1, si));
+    *o1 = __fadd_rn(__fmul_rn(x0, si), __fmul_rn(x1, co));
+}
+
+// The Q/K/V GEMV with RoPE and the KV store of rope_store_kernel in its epilogue
+// (ARBOR_CUDA_QKV=fused, llama's interleaved RoPE only: the pair (2j, 2j + 1) of a head is two
+// adjacent rows; written in the twenty-third session, not yet run on a device). Each of the
+// 4 warps computes its row as gemv_packed_kernel does (row_dot, the butterfly); the block's 4
+// rows are 2 whole pairs of one matrix (head_dim % 4 == 0), so after a barrier thread 2t + p
+// rotates pair p of node t (rope_pair: rope_store_kernel's operations) into q or the K cache,
+// and for V thread 4t + k stores row k. One launch less per layer.
+template <int T, int NT, typename X>
+__global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_rope_kernel(packed_set ms, int n_in, X x,
+                                                                                rope_fuse rf)
+{
+    pdl_enter();
+    __shared__ float sv[NT][4];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tid = threadIdx.x;
+    const int r0 = ms.rows[0], r1 = ms.rows[1], r2 = ms.rows[2], rb = blockIdx.x * 4;
+    if (rb >= r0 + r1 + r2) // block-uniform: the rows come in whole blocks of 4
+        return;
+    const int mi = rb < r0 ? 0 : rb < r0 + r1 ? 1 : 2;
+    const int lr = rb - (mi == 0 ? 0 : mi == 1 ? r0 : r0 + r1); // the block's first row in its matrix
+    const uint8_t *pq = mi == 0 ? ms.pq[0] : mi == 1 ? ms.pq[1] : ms.pq[2];
+    const uint8_t *ps = mi == 0 ? ms.ps[0] : mi == 1 ? ms.ps[1] : ms.ps[2];
+    const int row = lr + warp;
+    float acc[NT];
+    row_dot<T, NT>(pq + (size_t)row * packed_row_q<T>(n_in), ps + (size_t)row * packed_row_s<T>(n_in), n_in, x, lane,
+                   acc);
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        const float v = warp_sum(acc[t]);
+        if (lane == 0)
+            sv[t][warp] = v;
+    }
+    __syncthreads();
+    const int n_prefix = *rf.n_prefix;
+    if (mi == 2) {
+        if (tid < 4 * NT) {
+            const int t = tid >> 2, k = tid & 3;
+            rf.vc[(size_t)(n_prefix + rf.t0 + t) * rf.kvd + lr + k] = sv[t][k];
+        }
+        return;
+    }
+    if (tid < 2 * NT) {
+        const int t = tid >> 1, p = tid & 1, e = lr + 2 * p, j = (e % rf.head_dim) / 2;
+        const float *cc = rf.cs + (size_t)rf.pos[rf.t0 + t] * rf.head_dim;
+        float o0, o1;
+        rope_pair(sv[t][2 * p], sv[t][2 * p + 1], cc[2 * j], cc[2 * j + 1], &o0, &o1);
+        float *dst = mi == 0 ? ms.y[0] + (size_t)t * ms.ldy[0] : rf.kc + (size_t)(n_prefix + rf.t0 + t) * rf.kvd;
+        dst[e] = o0;
+        dst[e + 1] = o1;
+    }
+}
+
 // SiLU(g) * u as the CPU computes it: exp of -|g| only, so it never overflows.
 __device__ __forceinline__ float silu_mul(float g, float u)
 {
@@ -1698,9 +1768,10 @@ __global__ void rope_store_kernel(float *q, const float *kn, const float *vn, fl
     for (int j = threadIdx.x; j < half; j += blockDim.x) {
         const float co = c[2 * j], si = c[2 * j + 1];
         const int a = neox ? j : 2 * j, b = neox ? j + half : 2 * j + 1;
-        const float x0 = src[a], x1 = src[b];
-        dst[a] = x0 * co - x1 * si;
-        dst[b] = x0 * si + x1 * co;
+        float o0, o1;
+        rope_pair(src[a], src[b], co, si, &o0, &o1);
+        dst[a] = o0;
+        dst[b] = o1;
     }
     if (!isq) {
         const float *vs = vn + (size_t)t * kvd + (size_t)h * head_dim;
@@ -1809,6 +1880,40 @@ bool k_gemv_multi(kstream st, const dmat *const *w, int nw, const float *x, int 
     case ARB_TYPE_Q4_0: packed_dispatch<ARB_TYPE_Q4_0>(st, w, nw, x, ldx, xq, n, y, ldy, false); return true;
     case ARB_TYPE_Q4_1: packed_dispatch<ARB_TYPE_Q4_1>(st, w, nw, x, ldx, xq, n, y, ldy, false); return true;
     case ARB_TYPE_Q8_0: packed_dispatch<ARB_TYPE_Q8_0>(st, w, nw, x, ldx, xq, n, y, ldy, false); return true;
+    default: return false;
+    }
+}
+
+template <int T, typename X>
+static void qkv_rope_type(kstream st, const dmat *const *w, const X &x, int n, float *q, const rope_fuse &rf0)
+{
+    packed_set ms = {};
+    ms.n = 3;
+    const int n_in = w[0]->n_in, rows = w[0]->n_out + w[1]->n_out + w[2]->n_out;
+    by_node_groups(n, [&](int t, auto g) {
+        for (int i = 0; i < 3; i++)
+            ms.pq[i] = w[i]->pq, ms.ps[i] = w[i]->ps, ms.rows[i] = w[i]->n_out;
+        ms.y[0] = q + (size_t)t * w[0]->n_out, ms.ldy[0] = w[0]->n_out; // K and V go to the cache
+        rope_fuse rf = rf0;
+        rf.t0 = t;
+        klaunch(st, gemv_packed_rope_kernel<T, decltype(g)::value, X>, (unsigned)(rows / 4), 128, 0, ms, n_in,
+                x_from(x, t), rf);
+    });
+}
+
+// Int8 inputs only (the int8 layout: exact mode, ARBOR_CUDA_GEMV=dp4a): with float inputs the
+// fused kernel spills at one node (ptxas, sm_80/sm_90: up to 640 bytes for Q8_0).
+bool k_gemv_qkv_rope(kstream st, const dmat *const *w, int n, const xq8 *xq, float *q, float *kc, float *vc,
+                     int head_dim, const int32_t *pos, const float *cs, const int *n_prefix)
+{
+    if (!same_packed(w, 3, xq) || !w[0]->q8x || n >= ARB_CUDA_TREE_MIN_NODES || head_dim % 4 != 0 ||
+        w[0]->n_out % 4 != 0 || w[1]->n_out % 4 != 0 || w[1]->n_out != w[2]->n_out)
+        return false;
+    const rope_fuse rf = {pos, cs, n_prefix, kc, vc, 0, head_dim, w[1]->n_out};
+    switch (w[0]->type) {
+    case ARB_TYPE_Q4_0: qkv_rope_type<ARB_TYPE_Q4_0>(st, w, *xq, n, q, rf); return true;
+    case ARB_TYPE_Q4_1: qkv_rope_type<ARB_TYPE_Q4_1>(st, w, *xq, n, q, rf); return true;
+    case ARB_TYPE_Q8_0: qkv_rope_type<ARB_TYPE_Q8_0>(st, w, *xq, n, q, rf); return true;
     default: return false;
     }
 }
