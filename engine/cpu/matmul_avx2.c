@@ -13,9 +13,10 @@
 #include <string.h>
 
 #include "matmul_int.h"
+#include "isa_section.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC target("avx2,fma,f16c")
+ARB_ISA_SECTION_BEGIN("avx2,fma,f16c")
 #include <immintrin.h>
 
 #define AI static inline __attribute__((always_inline))
@@ -439,7 +440,7 @@ AI void kquant_packed_rows(const mm_job *j, int r0, int r1, const int kind)
    codes and their sums, then fsum = d * sum. Every value is the scalar quantizer's:
    max is exact, the divisions and the product are the same IEEE operations, and
    integer sums do not depend on their order. */
-__attribute__((target("avx2,fma"))) static void quant_b32_avx2(const float *x, int n_in, const mm_layout *l,
+__attribute__((target("avx2,fma,f16c"))) static void quant_b32_avx2(const float *x, int n_in, const mm_layout *l,
                                                             uint8_t *dst)
 {
     int8_t *qs = (int8_t *)dst;
@@ -1162,6 +1163,7 @@ const mm_impl arb_mm_avx2 = {
     .q4_k = rows_q4_k, .q5_k = rows_q5_k, .q6_k = rows_q6_k, .f16 = rows_raw, .f32 = rows_raw,
 };
 
+ARB_ISA_SECTION_END
 #else
 const mm_impl arb_mm_avx2 = {.name = "avx2"}; /* not x86-64: never selected */
 void arb_mm_quant_avx2(const float *x, int n_in, const mm_layout *l, uint8_t *dst) { (void)x, (void)n_in, (void)l, (void)dst; }

@@ -24,9 +24,10 @@
  * and the same instructions as when alone (the batch-invariance rule, matmul_int.h).
  */
 #include "matmul_int.h"
+#include "isa_section.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
+ARB_ISA_SECTION_BEGIN("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
 #include <immintrin.h>
 
 #define AI static inline __attribute__((always_inline))
@@ -308,6 +309,7 @@ const mm_impl arb_mm_avx512 = {
     .q4_0 = rows_q4_0, .q4_1 = rows_q4_1, .q8_0 = rows_q8_0, .q4_k = rows_q4_k, .q5_k = rows_q5_k, .q6_k = rows_q6_k,
 };
 
+ARB_ISA_SECTION_END
 #else
 const mm_impl arb_mm_avx512 = {.name = "avx512vnni"}; /* not x86-64: never selected */
 #endif

@@ -2,9 +2,10 @@
  * at a time, RMSNorm's sum of squares in double lanes, and the shared SIMD body (exp,
  * weighted value sum, SwiGLU) on 8 lanes. Bit-identical to vec_scalar.c. */
 #include "vec_int.h"
+#include "isa_section.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC target("avx2,fma")
+ARB_ISA_SECTION_BEGIN("avx2,fma")
 #include <immintrin.h>
 
 /* arb_dot_f32 with one 8-lane register: the same FMAs per lane, then the same
@@ -162,6 +163,7 @@ const vec_impl arb_vec_avx2 = {
     .swiglu = swiglu_avx2,
     .geglu = geglu_avx2,
 };
+ARB_ISA_SECTION_END
 #else
 const vec_impl arb_vec_avx2 = {.name = "avx2"}; /* no kernels: never selected */
 #endif

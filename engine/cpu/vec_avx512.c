@@ -5,9 +5,10 @@
  * max and sum and the sum of squares are AVX2's (their lanes are 8 by definition), and
  * the tails go to the AVX2 kernels. */
 #include "vec_int.h"
+#include "isa_section.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC target("avx2,fma,avx512f")
+ARB_ISA_SECTION_BEGIN("avx2,fma,avx512f")
 #include <immintrin.h>
 
 /* Two keys' 8-dim slices in one register: key a in lanes 0-7, key b in lanes 8-15. */
@@ -124,6 +125,7 @@ const vec_impl arb_vec_avx512 = {
     .swiglu = swiglu_avx512,
     .geglu = geglu_avx512,
 };
+ARB_ISA_SECTION_END
 #else
 const vec_impl arb_vec_avx512 = {.name = "avx512"}; /* no kernels: never selected */
 #endif
