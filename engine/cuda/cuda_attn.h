@@ -1,4 +1,4 @@
-/* cuda_attn.h — the split attention's partition and merge (cuda_kernels.cu,
+/* cuda_attn.h — the split attention's partition and merge (cuda_attention.cu,
  * attention_split_kernel / attention_merge_kernel), one definition for the device and the
  * host, so that the unit suite checks them on machines without a GPU
  * (tests/test_cuda_host.c).
@@ -110,7 +110,7 @@ ARB_ATTN_HD float arb_attn_merge_num(const float *pb, int S, int stride, float M
     return o;
 }
 
-/* The warp attention (the default where it fits; cuda_kernels.cu, attention_warp_kernel):
+/* The warp attention (the default where it fits; cuda_attention.cu, attention_warp_kernel):
    one warp per part, lane t of the warp taking keys t, t + 32, ... of its part, so a part
    costs no block barrier. Parts lie at fixed places: part c = keys [c w, (c + 1) w) of the
    list (cut at L), w = arb_attn_warp_width(L, S, K): K keys (ARB_ATTN_WARP_KEYS;

@@ -60,7 +60,8 @@ struct kstream {
     bool pdl;
 };
 
-// Kernel launchers (cuda_kernels.cu). All run on `st`; none synchronizes.
+// Kernel launchers (cuda_kernels.cu; k_attention* in cuda_attention.cu). All run on `st`; none
+// synchronizes.
 // y[t*ldy + o] (+)= dot(W[o], x[t*ldx ..]) for t < n: the quantized GEMV, 8 nodes per
 // weight read, each (row, node) reduced in an order fixed by n_in alone.
 // xq: x quantized by k_quant_q8, read when w is in the int8 layout (NULL: the float GEMV
