@@ -860,29 +860,30 @@ Test(gpu, smollm2_warp_attention_exact_trees_equal_ar)
     smollm2_exact_trees(NULL, 10, 4545);
 }
 
-Test(gpu, smollm2_parallel_merge_gives_the_serial_bits)
+/* env_variants_agree on the default model in exact mode (or a skip) */
+static void smollm2_variants_agree(const char *var, const char *const v[2], uint64_t seed, int trees, int max_nodes)
 {
     int n_vocab;
     arb_model *m = smollm2_exact_or_skip(&n_vocab);
-    merge_variants_agree(m, n_vocab, "warp", 71, 4);
+    env_variants_agree(m, n_vocab, var, v, seed, trees, max_nodes);
     arb_model_free(m);
+}
+
+Test(gpu, smollm2_parallel_merge_gives_the_serial_bits)
+{
+    setenv("ARBOR_CUDA_ATTN", "warp", 1);
+    smollm2_variants_agree("ARBOR_CUDA_MERGE", merge_values, 71, 4, 64);
 }
 
 Test(gpu, smollm2_fused_merge_gives_the_serial_bits)
 {
-    int n_vocab;
-    arb_model *m = smollm2_exact_or_skip(&n_vocab);
     setenv("ARBOR_CUDA_ATTN", "warp", 1);
-    env_variants_agree(m, n_vocab, "ARBOR_CUDA_MERGE", fused_merge_values, 131, 4, 64);
-    arb_model_free(m);
+    smollm2_variants_agree("ARBOR_CUDA_MERGE", fused_merge_values, 131, 4, 64);
 }
 
 Test(gpu, smollm2_fused_qkv_rope_gives_the_separate_bits)
 {
-    int n_vocab;
-    arb_model *m = smollm2_exact_or_skip(&n_vocab);
-    env_variants_agree(m, n_vocab, "ARBOR_CUDA_QKV", qkv_values, 151, 6, 15);
-    arb_model_free(m);
+    smollm2_variants_agree("ARBOR_CUDA_QKV", qkv_values, 151, 6, 15);
 }
 
 Test(gpu, smollm2_output_head_gives_the_eval_logits)
@@ -895,10 +896,7 @@ Test(gpu, smollm2_output_head_gives_the_eval_logits)
 
 Test(gpu, smollm2_fused_glu_quantization_gives_the_separate_bits)
 {
-    int n_vocab;
-    arb_model *m = smollm2_exact_or_skip(&n_vocab);
-    env_variants_agree(m, n_vocab, "ARBOR_CUDA_GLU", glu_values, 91, 6, 15);
-    arb_model_free(m);
+    smollm2_variants_agree("ARBOR_CUDA_GLU", glu_values, 91, 6, 15);
 }
 
 /* Fast mode is not batch-invariant: a node inside a cuBLAS batch (16+ nodes) and the same

@@ -794,23 +794,37 @@ struct packed_set {
     int rows[3], ldy[3], n; // n matrices
 };
 
+// Row `row` of stacked matrices of r0 and r1 rows (then the third): its matrix *mi and,
+// returned, its row there. The matrix's pointers by selects (set_pq, set_ps), not by a
+// runtime index into the parameter arrays (that copies them to local memory).
+__device__ __forceinline__ int set_row(int r0, int r1, int row, int *mi)
+{
+    *mi = row < r0 ? 0 : row < r0 + r1 ? 1 : 2;
+    return row - (*mi == 0 ? 0 : *mi == 1 ? r0 : r0 + r1);
+}
+__device__ __forceinline__ const uint8_t *set_pq(const packed_set &ms, int mi)
+{
+    return mi == 0 ? ms.pq[0] : mi == 1 ? ms.pq[1] : ms.pq[2];
+}
+__device__ __forceinline__ const uint8_t *set_ps(const packed_set &ms, int mi)
+{
+    return mi == 0 ? ms.ps[0] : mi == 1 ? ms.ps[1] : ms.ps[2];
+}
+
 // One node: at most 64 registers, so that 8 blocks (32 warps) fit an SM and a 4096-row
 // matrix runs in one wave on 132 SMs; more nodes: at most 128.
 template <int T, int NT, typename X>
 __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_kernel(packed_set ms, int n_in, X x, bool accumulate)
 {
     pdl_enter();
-    int row = blockIdx.x * 4 + (threadIdx.x >> 5);
+    const int srow = blockIdx.x * 4 + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
-    // the matrix by selects, not by a runtime index into the parameter arrays (that
-    // copies them to local memory)
     const int r0 = ms.rows[0], r1 = ms.n > 1 ? ms.rows[1] : 0, r2 = ms.n > 2 ? ms.rows[2] : 0;
-    if (row >= r0 + r1 + r2)
+    if (srow >= r0 + r1 + r2)
         return;
-    const int mi = row < r0 ? 0 : row < r0 + r1 ? 1 : 2;
-    row -= mi == 0 ? 0 : mi == 1 ? r0 : r0 + r1;
-    const uint8_t *pq = mi == 0 ? ms.pq[0] : mi == 1 ? ms.pq[1] : ms.pq[2];
-    const uint8_t *ps = mi == 0 ? ms.ps[0] : mi == 1 ? ms.ps[1] : ms.ps[2];
+    int mi;
+    const int row = set_row(r0, r1, srow, &mi);
+    const uint8_t *pq = set_pq(ms, mi), *ps = set_ps(ms, mi);
     float *y = mi == 0 ? ms.y[0] : mi == 1 ? ms.y[1] : ms.y[2];
     const int ldy = mi == 0 ? ms.ldy[0] : mi == 1 ? ms.ldy[1] : ms.ldy[2];
     float acc[NT];
@@ -862,10 +876,11 @@ __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_rope_kernel(
     const int r0 = ms.rows[0], r1 = ms.rows[1], r2 = ms.rows[2], rb = blockIdx.x * 4;
     if (rb >= r0 + r1 + r2) // block-uniform: the rows come in whole blocks of 4
         return;
-    const int mi = rb < r0 ? 0 : rb < r0 + r1 ? 1 : 2;
-    const int lr = rb - (mi == 0 ? 0 : mi == 1 ? r0 : r0 + r1); // the block's first row in its matrix
-    const uint8_t *pq = mi == 0 ? ms.pq[0] : mi == 1 ? ms.pq[1] : ms.pq[2];
-    const uint8_t *ps = mi == 0 ? ms.ps[0] : mi == 1 ? ms.ps[1] : ms.ps[2];
+    int mi;
+    const int lr = set_row(r0, r1, rb, &mi); // the block's first row in its matrix
+    const uint8_t *pq = set_pq(ms, mi), *ps = set_ps(ms, mi);
+    // the row as gemv_packed_kernel computes it (its statements, kept apart so that its
+    // code, the one measured on the H100, stays as it is)
     const int row = lr + warp;
     float acc[NT];
     row_dot<T, NT>(pq + (size_t)row * packed_row_q<T>(n_in), ps + (size_t)row * packed_row_s<T>(n_in), n_in, x, lane,
