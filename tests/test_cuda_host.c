@@ -798,8 +798,10 @@ Test(cuda_host, fused_glu_blocks_compute_their_activation_blocks)
                 for (int w = 0; w < W; w++)
                     for (int k = 0; k < R; k++) {
                         const int row = arb_glu_q8_row(nt, b, w, k), slot = row - 32 * b;
-                        cr_assert(slot >= 0 && slot < 32, "n_out %d, nt %d: block %d, warp %d row %d", n_out, nt, b, w, row);
-                        cr_assert(!(slots >> slot & 1), "n_out %d, nt %d: slot %d twice in block %d", n_out, nt, slot, b);
+                        cr_assert(slot >= 0 && slot < 32, "n_out %d, nt %d: block %d, warp %d row %d", n_out, nt, b,
+                                  w, row);
+                        cr_assert(!(slots >> slot & 1), "n_out %d, nt %d: slot %d twice in block %d", n_out, nt,
+                                  slot, b);
                         slots |= 1u << slot;
                         if (row < n_out)
                             seen[row]++;
@@ -815,6 +817,7 @@ Test(cuda_host, fused_glu_blocks_compute_their_activation_blocks)
                 for (int pb = nb - 1 + 1 + w; pb < ldb; pb += W)
                     pad[pb]++;
             for (int pb = 0; pb < ldb; pb++)
-                cr_assert_eq(pad[pb], pb >= nb, "n_out %d, nt %d: padding block %d written %d times", n_out, nt, pb, pad[pb]);
+                cr_assert_eq(pad[pb], pb >= nb, "n_out %d, nt %d: padding block %d written %d times", n_out, nt,
+                             pb, pad[pb]);
         }
 }

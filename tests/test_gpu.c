@@ -437,11 +437,13 @@ static void output_head_agrees(arb_model *m, int n_vocab, int n_embd, bool exact
         random_tree(&s, n, n_vocab, tok + P, par);
         check_eval(c, tok + P, par, n, lg, hid);
         cr_assert_eq(arb_ctx_output_head(c, hid, n, got, &err), ARB_OK, "%s", err.msg);
-        cr_assert(!memcmp(got, lg, sizeof(float) * (size_t)n_vocab * n), "tree %d (%d nodes): the head of the eval's hidden rows differs from its logits", t, n);
+        cr_assert(!memcmp(got, lg, sizeof(float) * (size_t)n_vocab * n),
+                  "tree %d (%d nodes): the head of the eval's hidden rows differs from its logits", t, n);
         if (exact) {
             const int i = rnd(&s, n);
             cr_assert_eq(arb_ctx_output_head(c, hid + (size_t)i * n_embd, 1, got, &err), ARB_OK, "%s", err.msg);
-            cr_assert(!memcmp(got, lg + (size_t)i * n_vocab, sizeof(float) * (size_t)n_vocab), "tree %d: row %d alone differs", t, i);
+            cr_assert(!memcmp(got, lg + (size_t)i * n_vocab, sizeof(float) * (size_t)n_vocab),
+                      "tree %d: row %d alone differs", t, i);
         }
         cr_assert_eq(arb_eval_logits_row(c, 0, got, &err), ARB_E_INVAL, "the eval's rows after an output head call");
     }

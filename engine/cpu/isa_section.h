@@ -17,7 +17,8 @@
 
 #define ARB_ISA_PRAGMA(x) _Pragma(#x)
 #if defined(__clang__)
-#define ARB_ISA_SECTION_BEGIN(isa) ARB_ISA_PRAGMA(clang attribute push(__attribute__((target(isa))), apply_to = function))
+#define ARB_ISA_SECTION_BEGIN(isa)                                                                                  \
+    ARB_ISA_PRAGMA(clang attribute push(__attribute__((target(isa))), apply_to = function))
 #define ARB_ISA_SECTION_END ARB_ISA_PRAGMA(clang attribute pop)
 #else
 #define ARB_ISA_SECTION_BEGIN(isa) ARB_ISA_PRAGMA(GCC target(isa))
