@@ -122,11 +122,35 @@ bool model_uses_gemm(const arb_cuda_model *m)
     return any;
 }
 
-// The int8 activations of inputs of n_in elements in c's buffers (strides for n_in).
-xq8 xq_for(const arb_cuda_ctx *c, int n_in)
+// int8 activations of inputs of n_in elements in the buffers q, d, isum (strides for n_in:
+// whole chunks, as k_quant_q8 writes them).
+xq8 xq_layout(int8_t *q, float *d, int32_t *isum, int n_in)
 {
     const int nblk = arb_pack_chunks(n_in) * 32;
-    return xq8{c->xq, c->xq_d, c->xq_isum, nblk * 32, nblk};
+    return xq8{q, d, isum, nblk * 32, nblk};
+}
+
+// ... in c's buffers.
+xq8 xq_for(const arb_cuda_ctx *c, int n_in) { return xq_layout(c->xq, c->xq_d, c->xq_isum, n_in); }
+
+// The value of the context-creation variable `var` among values[0..n) (values[0], the
+// default, when unset or empty) into *pick; ARB_E_INVAL naming them otherwise.
+int env_pick(const char *var, const char *const *values, int n, int *pick, arb_err *err)
+{
+    const char *v = getenv(var);
+    *pick = 0;
+    if (!v || !*v)
+        return ARB_OK;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, values[i])) {
+            *pick = i;
+            return ARB_OK;
+        }
+    char list[128] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? (i == n - 1 ? " or " : ", ") : "",
+                 values[i]);
+    return ARB_ERR(err, ARB_E_INVAL, "%s=%s: expected %s", var, v, list);
 }
 
 // x (n rows of n_in) quantized for the int8 GEMV, when one of its readers is in the int8
@@ -208,30 +232,23 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     // H100 ran), parallel (the same bits, fewer round trips, the output quantized in it for
     // an int8 wo) or fused (the parallel merge inside the warp kernel; the split kernel keeps
     // the parallel one); the last two written for the next GPU session, docs/gpu.md.
-    const char *merge = getenv("ARBOR_CUDA_MERGE");
-    if (merge && *merge && strcmp(merge, "serial") && strcmp(merge, "parallel") && strcmp(merge, "fused")) {
-        free(c);
-        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_MERGE=%s: expected serial, parallel or fused", merge);
-    }
-    c->attn_merge_fused = merge && !strcmp(merge, "fused");
-    c->attn_merge_parallel = merge && (!strcmp(merge, "parallel") || c->attn_merge_fused);
     // SwiGLU's output for an int8 down matrix: quantized by k_quant_q8 (separate, the default,
     // the kernels the H100 ran) or in the gate/up kernel itself (fused: the same bits, one
-    // launch less per layer; written for the next GPU session, docs/gpu.md).
-    const char *glu = getenv("ARBOR_CUDA_GLU");
-    if (glu && *glu && strcmp(glu, "separate") && strcmp(glu, "fused")) {
+    // launch less per layer). RoPE and the KV store: their own launch (separate) or the Q/K/V
+    // GEMV's epilogue (fused: llama's interleaved RoPE without biases or q/k norms; the same
+    // bits). The fused variants were written for the next GPU session, docs/gpu.md.
+    static const char *const merges[] = {"serial", "parallel", "fused"}, *const fusing[] = {"separate", "fused"};
+    int merge, glu, qkv, prc;
+    if ((prc = env_pick("ARBOR_CUDA_MERGE", merges, 3, &merge, err)) ||
+        (prc = env_pick("ARBOR_CUDA_GLU", fusing, 2, &glu, err)) ||
+        (prc = env_pick("ARBOR_CUDA_QKV", fusing, 2, &qkv, err))) {
         free(c);
-        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_GLU=%s: expected separate or fused", glu);
+        return prc;
     }
-    c->glu_fused = glu && !strcmp(glu, "fused");
-    // RoPE and the KV store: their own launch (separate, the default) or the Q/K/V GEMV's
-    // epilogue (fused: llama's interleaved RoPE without biases or q/k norms; the same bits).
-    const char *qkv = getenv("ARBOR_CUDA_QKV");
-    if (qkv && *qkv && strcmp(qkv, "separate") && strcmp(qkv, "fused")) {
-        free(c);
-        return ARB_ERR(err, ARB_E_INVAL, "ARBOR_CUDA_QKV=%s: expected separate or fused", qkv);
-    }
-    c->qkv_fused = qkv && !strcmp(qkv, "fused");
+    c->attn_merge_fused = merge == 2;
+    c->attn_merge_parallel = merge >= 1;
+    c->glu_fused = glu == 1;
+    c->qkv_fused = qkv == 1;
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (c->attn_splits > 1)
         c->attn_part = (float *)dalloc(nb * m->n_head * c->attn_splits * ARB_ATTN_PART(m->head_dim) * sizeof(float), &e);
@@ -391,6 +408,9 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     // count (the GEMV, then the tree kernel: batch-invariant in both modes); cuBLAS (fast
     // mode, 16+ nodes) serves the others from the FP16 copies.
     xq8 qb, qn = xq_for(c, E);
+    // ARBOR_CUDA_GLU=fused: the gate/up kernel's int8 output, in the second buffer (its input
+    // is in the first)
+    const xq8 qo = xq_layout(c->xo, c->xo_d, c->xo_isum, m->n_ff);
     for (int l = 0; l < c->n_layer; l++) {
         const dlayer *L = &m->layers[l];
         float *kl = c->k + l * layer_rows, *vl = c->v + l * layer_rows;
@@ -443,9 +463,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
         k_rmsnorm(st, c->x, L->ffn_norm, n, E, m->eps, c->xb, x16, xq);
         prof_mark(c, PROF_NORM);
         // with ARBOR_CUDA_GLU=fused and an int8 down matrix, the gate/up kernel also
-        // quantizes its output, into the second buffer (its input is in the first)
-        const int nblk_ff = arb_pack_chunks(m->n_ff) * 32;
-        const xq8 qo = {c->xo, c->xo_d, c->xo_isum, nblk_ff * 32, nblk_ff};
+        // quantizes its output (qo)
         const bool fuse = c->glu_fused && L->w_down.q8x && L->w_gate.q8x && !gemm;
         bool glu_q = false;
         if (!gemm && k_gemv_glu(st, &L->w_gate, &L->w_up, c->xb, E, n, c->hg, xq, fuse ? &qo : NULL)) {
