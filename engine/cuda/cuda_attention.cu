@@ -334,8 +334,8 @@ __global__ void attention_merge_parallel_kernel(attn_launch a, xq8 oq)
 // j = t + 32 r, summed over the part's keys in key order (fmaf), KB keys' loads in flight.
 // Parts c = 4 z + w, then + 4 Z (block z of Z = gridDim.z, warp w): which warp runs a part
 // does not change its arithmetic. R = ceil(head_dim / 32) elements per lane at most.
-// FUSE (ARBOR_CUDA_MERGE=fused; written in the twenty-third session, not yet run on a
-// device): the last of the Z blocks of a (node, head) to finish merges the partials itself
+// FUSE (ARBOR_CUDA_MERGE=fused, fast mode's default; the same bits as the serial merge on
+// the H100, docs/gpu.md): the last of the Z blocks of a (node, head) to finish merges the partials itself
 // (merge_parallel_block, the parallel merge's statements, so the same bits), one launch less
 // per layer. "Last" is a ticket: after its partials are written and fenced, each block's
 // thread 0 adds 1 to the (node, head)'s counter; the block that draws Z - 1 merges and sets the

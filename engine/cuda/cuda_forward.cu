@@ -133,12 +133,12 @@ xq8 xq_layout(int8_t *q, float *d, int32_t *isum, int n_in)
 // ... in c's buffers.
 xq8 xq_for(const arb_cuda_ctx *c, int n_in) { return xq_layout(c->xq, c->xq_d, c->xq_isum, n_in); }
 
-// The value of the context-creation variable `var` among values[0..n) (values[0], the
-// default, when unset or empty) into *pick; ARB_E_INVAL naming them otherwise.
-int env_pick(const char *var, const char *const *values, int n, int *pick, arb_err *err)
+// The value of the context-creation variable `var` among values[0..n) (values[dflt] when
+// unset or empty) into *pick; ARB_E_INVAL naming them otherwise.
+int env_pick(const char *var, const char *const *values, int n, int dflt, int *pick, arb_err *err)
 {
     const char *v = getenv(var);
-    *pick = 0;
+    *pick = dflt;
     if (!v || !*v)
         return ARB_OK;
     for (int i = 0; i < n; i++)
@@ -228,20 +228,27 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     // the int8 layout, ARBOR_CUDA_GEMV=dp4a, whose tree kernel is batch-invariant) the
     // warp (or split) kernel runs at every size.
     c->attn_block_from = !forced && model_uses_gemm(m) ? ARB_CUDA_GEMM_MIN_NODES : INT_MAX;
-    // The merge of the split and warp kernels' partials: serial (the default, the kernel the
-    // H100 ran), parallel (the same bits, fewer round trips, the output quantized in it for
-    // an int8 wo) or fused (the parallel merge inside the warp kernel; the split kernel keeps
-    // the parallel one); the last two written for the next GPU session, docs/gpu.md.
-    // SwiGLU's output for an int8 down matrix: quantized by k_quant_q8 (separate, the default,
-    // the kernels the H100 ran) or in the gate/up kernel itself (fused: the same bits, one
-    // launch less per layer). RoPE and the KV store: their own launch (separate) or the Q/K/V
-    // GEMV's epilogue (fused: llama's interleaved RoPE without biases or q/k norms; the same
-    // bits). The fused variants were written for the next GPU session, docs/gpu.md.
+    // The merge of the split and warp kernels' partials: serial (a kernel of its own),
+    // parallel (the same bits, fewer round trips, the output quantized in it for an int8 wo)
+    // or fused (the parallel merge inside the warp kernel; the split kernel keeps the
+    // parallel one). All three give the same bits (gpu suite). Default fused in fast mode,
+    // serial in exact mode: on the H100 (2026-11-27, docs/gpu.md "twenty-fourth session") fused
+    // made batch-1 decode 17-18 % faster on the default model and 3-7 % on the 8B shape in
+    // both modes' benches, and fast mode's AR steps 13 % cheaper in `arbor run`; but exact
+    // mode's AR steps in `arbor run` with the three fused variants together grew 7-9 % dearer
+    // past ~100 keys of context, which the bench did not show and which is not yet pinned on
+    // one of them.
+    // SwiGLU's output for an int8 down matrix: quantized by k_quant_q8 (separate, the default)
+    // or in the gate/up kernel itself (fused: the same bits, one launch less per layer). RoPE
+    // and the KV store: their own launch (separate, the default) or the Q/K/V GEMV's epilogue
+    // (fused: llama's interleaved RoPE without biases or q/k norms; the same bits). Both
+    // fusions stay off: on the H100 they cost 1-4 % of the 8B shape's decode and made 8-node
+    // trees 2-6 % dearer on both models.
     static const char *const merges[] = {"serial", "parallel", "fused"}, *const fusing[] = {"separate", "fused"};
     int merge, glu, qkv, prc;
-    if ((prc = env_pick("ARBOR_CUDA_MERGE", merges, 3, &merge, err)) ||
-        (prc = env_pick("ARBOR_CUDA_GLU", fusing, 2, &glu, err)) ||
-        (prc = env_pick("ARBOR_CUDA_QKV", fusing, 2, &qkv, err))) {
+    if ((prc = env_pick("ARBOR_CUDA_MERGE", merges, 3, m->exact ? 0 : 2, &merge, err)) ||
+        (prc = env_pick("ARBOR_CUDA_GLU", fusing, 2, 0, &glu, err)) ||
+        (prc = env_pick("ARBOR_CUDA_QKV", fusing, 2, 0, &qkv, err))) {
         free(c);
         return prc;
     }
