@@ -50,7 +50,9 @@ static const char engine_description[] =
     "`budget: \"auto\"` reads it: the CPU's (kernels, threads) for CPU runs, the GPU's (device,\n"
     "cuda or cuda-exact) for runs on that backend.\n"
     "The long context is --context L (default: the longest a 64-node tree fits on); its 1-64-node\n"
-    "ratios are printed too. --isa forces a CPU kernel family (scalar, avx2, avx512vnni: the\n"
+    "ratios are printed too. --n-ctx N gives the context N tokens of KV capacity (default: what\n"
+    "the timings need; `arbor run` takes the config's n_ctx or 4096) without moving that\n"
+    "long context, to time the engine as a run holds it. --isa forces a CPU kernel family (scalar, avx2, avx512vnni: the\n"
     "load option isa); --trees-only skips the roofline, prefill, decode and memory lines;\n"
     "--cpu-time times the trees (and prefill) in process CPU time instead of wall time: on a\n"
     "shared machine and with --threads 1 it leaves out the time other processes hold the core.\n"
@@ -109,6 +111,7 @@ typedef struct bench {
     float *logits;   /* n_max x n_vocab */
     int32_t *tok, *par, *am; /* am: n_max argmax ids */
     int n_max;
+    int n_ctx;        /* the context's KV capacity (--n-ctx, or what the timings need) */
     bool argmax_only; /* evals return argmax ids, not logits rows (GPU) */
     bool cpu_time;    /* tree timings in process CPU time, not wall time (--cpu-time) */
     bool cold;        /* time each tree right after a tree of another size (--cold) */
@@ -294,7 +297,8 @@ static int bench_gpu(bench *b, const char *backend, double t_load, int steps, in
         cost_profile(b, sizes, 7, tt[1], reps, L2, fp, save_profile, err))
         return -1;
     const double kv_tok = 2.0 * b->mi.n_layer * b->mi.n_head_kv * b->mi.head_dim * sizeof(float);
-    printf("memory    KV cache %.1f KB per token (f32, on the device)\n", kv_tok / 1024.0);
+    printf("memory    KV cache %.1f KB per token (f32, on the device), %d tokens' capacity\n", kv_tok / 1024.0,
+           b->n_ctx);
     return 0;
 }
 
@@ -361,7 +365,7 @@ static int cost_profile(bench *b, const int *sizes, int n_sizes, const double *t
 static int bench_engine(int argc, char **argv)
 {
     const char *model = "default", *llama = NULL, *backend = "cpu", *isa = NULL;
-    int threads = 0, steps = 128, prefill = 512, reps = 5, rounds = 2, llama_reps = 2, context = 0;
+    int threads = 0, steps = 128, prefill = 512, reps = 5, rounds = 2, llama_reps = 2, context = 0, n_ctx = 0;
     bool quick = false, save_profile = false, trees_only = false, cpu_time = false, cold = false;
     const arb_opt opts[] = {
         ARB_OPT_STR("--model", "M", &model, "default (the cached SmolLM2-135M) or a GGUF path"),
@@ -377,6 +381,7 @@ static int bench_engine(int argc, char **argv)
         ARB_OPT_FLAG("--save-profile", &save_profile, "write the fitted cost model to the cache"),
         ARB_OPT_STR("--isa", "NAME", &isa, "CPU kernel family: scalar, avx2, avx512vnni (default: the best)"),
         ARB_OPT_INT("--context", "L", &context, 0, 1 << 20, "long context of the tree timings (default 0 = the longest)"),
+        ARB_OPT_INT("--n-ctx", "N", &n_ctx, 0, 1 << 24, "the context's KV capacity (default 0: what the timings need)"),
         ARB_OPT_FLAG("--trees-only", &trees_only, "only the tree timings and the cost model"),
         ARB_OPT_FLAG("--cpu-time", &cpu_time, "time trees in process CPU time (meaningful with --threads 1)"),
         ARB_OPT_FLAG("--cold", &cold, "time each tree right after one of another size (before 2026-11-26: the "
@@ -430,8 +435,15 @@ static int bench_engine(int argc, char **argv)
     co.n_ctx = b.n_max + steps + 64 + 64;
     if (context > 0 && context + 66 > co.n_ctx)
         co.n_ctx = context + 66;
+    /* The long context of the trees: what the timings need, whatever the capacity (--n-ctx
+       only enlarges the cache, as `arbor run`'s 4096 does, to compare like with like) */
+    const int l_long = context > 0 ? context : co.n_ctx - 66;
+    if (n_ctx > co.n_ctx)
+        co.n_ctx = n_ctx;
+    b.n_ctx = co.n_ctx;
     if (co.n_ctx > b.mi.n_ctx_train && b.mi.n_ctx_train > 0) {
-        fprintf(stderr, "arbor bench engine: --prefill + --steps (or --context) exceed the model's context (%d)\n", b.mi.n_ctx_train);
+        fprintf(stderr, "arbor bench engine: --prefill + --steps (or --context, --n-ctx) exceed the model's context (%d)\n",
+                b.mi.n_ctx_train);
         goto out;
     }
     co.n_batch_max = b.n_max;
@@ -457,8 +469,7 @@ static int bench_engine(int argc, char **argv)
         print_pages(m, &lo);
     fflush(stdout);
     if (gpu) {
-        rc = bench_gpu(&b, backend, t_load, steps, prefill, reps, quick, context > 0 ? context : co.n_ctx - 66,
-                       save_profile, &err);
+        rc = bench_gpu(&b, backend, t_load, steps, prefill, reps, quick, l_long, save_profile, &err);
         if (rc < 0)
             goto fail;
         goto out;
@@ -589,8 +600,8 @@ trees:
         char fp[200], kl[32];
         arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_gen_kernels_label(&lo, kl, sizeof kl), threads, b.mi.name,
                              (double)b.mi.weight_bytes);
-        const int L2 = context > 0 ? context : co.n_ctx - 66; /* default: the longest a 64-node tree fits on */
-        if (cost_profile(&b, sizes, 7, tt[1], reps, L2, fp, save_profile, &err))
+        /* default: the longest a 64-node tree fits on */
+        if (cost_profile(&b, sizes, 7, tt[1], reps, l_long, fp, save_profile, &err))
             goto fail;
     }
     fflush(stdout);
@@ -602,8 +613,8 @@ trees:
     const double kv_tok = 2.0 * b.mi.n_layer * b.mi.n_head_kv * b.mi.head_dim * sizeof(float);
     const double buf_mb = (double)sizeof(float) * b.n_max * b.mi.n_vocab / 1e6;
     printf("memory    RSS %.1f MB at the end, peak %.1f MB (weights are mmapped; includes %.1f MB of bench\n"
-           "          logits buffers); KV cache %.1f KB per token (f32)\n",
-           proc_kb("VmRSS") / 1024.0, proc_kb("VmHWM") / 1024.0, buf_mb, kv_tok / 1024.0);
+           "          logits buffers); KV cache %.1f KB per token (f32), %d tokens' capacity\n",
+           proc_kb("VmRSS") / 1024.0, proc_kb("VmHWM") / 1024.0, buf_mb, kv_tok / 1024.0, b.n_ctx);
     rc = 0;
     goto out;
 fail:

@@ -375,3 +375,40 @@ Test(cli, run_check_finds_a_missing_heads_file_in_the_cache, .init = find_binary
     unlink(heads), unlink(cfg);
     cr_expect_eq(rmdir(dir), 0);
 }
+
+/* `bench engine --n-ctx N` gives the context N tokens of KV capacity (as `arbor run`'s 4096
+   does) but times the trees at the same long context as without it: the memory line names the
+   capacity, the trees line the same cached tokens. A one-layer SmolLM2-shaped model (33 MB). */
+static void bench_line(const char *text, const char *prefix, char *line, size_t cap)
+{
+    const char *p = strstr(text, prefix);
+    cr_assert(p != NULL, "no \"%s\" in: %s", prefix, text);
+    size_t n = strcspn(p, ",\n");
+    cr_assert(n < cap);
+    memcpy(line, p, n);
+    line[n] = 0;
+}
+
+Test(cli, bench_engine_n_ctx_sets_the_capacity_not_the_long_context, .init = find_binary, .timeout = 300)
+{
+    char dir[] = "/tmp/arb_cli_nctx_XXXXXX", model[128], cmd[8192], trees[2][128];
+    static char out[2][1 << 16];
+    cr_assert(mkdtemp(dir));
+    snprintf(model, sizeof model, "%s/m.gguf", dir);
+    snprintf(cmd, sizeof cmd, "%s synth-model --shape smollm2-135m --layers 1 --out %s 2>&1", arbor_bin, model);
+    cr_assert_eq(run(cmd, out[0], sizeof out[0]), 0, "%s", out[0]);
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "%s bench engine --model %s --quick --threads 1 %s 2>&1", arbor_bin, model,
+                 k ? "--n-ctx 3000" : "");
+        cr_assert_eq(run(cmd, out[k], sizeof out[k]), 0, "%s", out[k]);
+        bench_line(out[k], "trees     at ", trees[k], sizeof trees[k]);
+    }
+    cr_expect_str_eq(trees[1], trees[0], "the long context moved with --n-ctx: %s", out[1]);
+    cr_expect(strstr(out[1], "3000 tokens' capacity") != NULL, "%s", out[1]);
+    cr_expect(strstr(out[0], "3000 tokens' capacity") == NULL, "%s", out[0]);
+    snprintf(cmd, sizeof cmd, "%s bench engine --model %s --quick --threads 1 --n-ctx 100000 2>&1", arbor_bin, model);
+    cr_expect_eq(run(cmd, out[0], sizeof out[0]), 1, "%s", out[0]);
+    cr_expect(strstr(out[0], "--n-ctx) exceed the model's context (8192)") != NULL, "%s", out[0]);
+    unlink(model);
+    cr_expect_eq(rmdir(dir), 0);
+}
