@@ -21,10 +21,13 @@
 #   --no-8b          skip the synthetic 8B model (it needs ~5 GB in $TMPDIR and ~5 GB of GPU memory)
 #   --env NAME=VAL   run every step with this variable set (repeatable), e.g. ARBOR_CUDA_ATTN=block
 #   --ab             instead of the benches and runs: the suite, then exact-mode engine benches of
-#                    the kernel variants not yet measured (none, ARBOR_CUDA_MERGE=parallel,
+#                    the kernel variants (the defaults, ARBOR_CUDA_MERGE=parallel,
 #                    ARBOR_CUDA_MERGE=fused, ARBOR_CUDA_GLU=fused, ARBOR_CUDA_QKV=fused, the three
-#                    fused together), two alternated rounds on the default model and the 8B shape
-#                    (bench-ab-*.txt; docs/gpu.md, "The next GPU session")
+#                    fused together), two alternated rounds on the default model and the 8B shape,
+#                    each with the KV capacity `arbor run` gives (--n-ctx 4096) (bench-ab-*.txt);
+#                    then `arbor run configs/gpu.json` under the defaults, serial merge, fused
+#                    merge, fused GLU and fused QKV alone (ab-run-*.db: per-step eval times by
+#                    context; docs/gpu.md, "The next GPU session")
 #
 # Needs the default model (`arbor fetch-model`, or $ARBOR_MODEL / $ARBOR_CACHE) and $ARBOR_DATA
 # holding humaneval and gsm8k (`datasets/fetch --only humaneval,gsm8k`). Run from the
@@ -93,6 +96,7 @@ if [ $ab -eq 1 ]; then
     variant() {
         case "$1" in
         base) echo ;;
+        serial) echo ARBOR_CUDA_MERGE=serial ;;
         merge) echo ARBOR_CUDA_MERGE=parallel ;;
         mfused) echo ARBOR_CUDA_MERGE=fused ;;
         glu) echo ARBOR_CUDA_GLU=fused ;;
@@ -112,11 +116,18 @@ if [ $ab -eq 1 ]; then
             for v in base merge mfused glu qkv all; do
                 # shellcheck disable=SC2046 # the variant's words are separate assignments
                 step "bench-ab-$tag-$v-r$r" 300 env $(variant $v) "$arbor" bench engine --model "$mdl" \
-                    --backend cuda-exact --steps "$steps" --prefill 128 --reps 2
+                    --backend cuda-exact --steps "$steps" --prefill 128 --reps 2 --n-ctx 4096
             done
         done
     done
     rm -f "$m8"
+    # the runs, where the three fused variants together made exact mode's AR steps dearer past
+    # ~100 keys of context (docs/gpu.md, twenty-fourth session): each variant alone
+    for v in base serial mfused glu qkv; do
+        # shellcheck disable=SC2046
+        step "ab-run-$v" 900 env $(variant $v) "$arbor" run configs/gpu.json --limit "$limit" \
+            --db "$out/ab-run-$v.db" --quiet
+    done
     echo "outputs in $out" | tee -a "$out/summary.txt"
     exit $failed
 fi
