@@ -30,11 +30,13 @@ def commands(arbor):
 
 def subcommands(cmd, first):
     """A dispatching command's subcommands, from its usage line
-    ("usage: arbor bench engine|fidelity [options]   (arbor bench <benchmark> --help)")."""
+    ("usage: arbor bench engine|fidelity [options]   (arbor bench <benchmark> --help)",
+    "usage: arbor nde data|train|eval [options]   (arbor nde VERB --help for each)")."""
     head = f"usage: arbor {cmd} "
-    if not first.startswith(head) or "<" not in first or "--help)" not in first:
+    if not first.startswith(head) or "--help" not in first:
         return []
-    return first[len(head):].split()[0].split("|")
+    word = first[len(head):].split()[0]
+    return word.split("|") if "|" in word else []
 
 
 def synopsis(arbor, cmd, sub=None):
