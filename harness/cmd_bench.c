@@ -150,21 +150,34 @@ static double run_decode(bench *b, int steps, arb_err *err)
     return steps / (now_s() - t0);
 }
 
+/* How long the same tree runs untimed before its timed eval: on an Intel Xeon with a 260 MB L3
+   (2026-11-27, docs/cost-model.md) a one-node eval after a 64-node one cost 1.7-1.8x its decode-
+   loop time, and ~10 one-node evals (~30 ms) passed before it was back; one untimed eval was
+   not enough there. */
+#define BENCH_WARM_S 0.05
+
 /* Chain (or, wide, a root and n - 1 children) of n pseudo-random tokens on top of the current
-   prefix; seconds or < 0. The timed eval follows an untimed one of the same tree, as a run's
-   step follows a step like it (AR: one node after one node), unless b->cold: then it follows
-   whatever the caller evaluated last, in the rotations below a tree of another size. That
-   matters on the CPU: measured on the AMD EPYC build machine (docs/cost-model.md), a one-node
-   eval right after a 64-node one costs ~10 % more than in a decode loop, trees of 2-64 nodes
-   ~1-4 %, and a profile timed cold over-predicted every speedup by 5-15 %. */
+   prefix; seconds or < 0. The timed eval follows untimed ones of the same tree (at least one,
+   for at least BENCH_WARM_S), as a run's step follows steps like it (AR: one node after one
+   node), unless b->cold: then it follows whatever the caller evaluated last, in the rotations
+   below a tree of another size. That matters on the CPU: measured on the AMD EPYC build machine
+   (docs/cost-model.md), a one-node eval right after a 64-node one costs ~10 % more than in a
+   decode loop, trees of 2-64 nodes ~1-4 %, and a profile timed cold over-predicted every
+   speedup by 5-15 %; on the Intel machine above, one untimed eval left the one-node time 1.7x
+   the runs' and the profile 30-66 % off them. */
 static double run_eval(bench *b, int n, int wide, arb_err *err)
 {
     for (int i = 0; i < n; i++) {
         b->tok[i] = (int32_t)((7919u * (unsigned)(i + 11)) % (unsigned)b->mi.n_vocab);
         b->par[i] = wide ? (i == 0 ? -1 : 0) : i - 1;
     }
-    if (!b->cold && bench_eval(b, b->tok, b->par, n, err))
-        return -1;
+    if (!b->cold) {
+        const double w0 = now_s();
+        do
+            if (bench_eval(b, b->tok, b->par, n, err))
+                return -1;
+        while (now_s() - w0 < BENCH_WARM_S);
+    }
     const double t0 = bench_now(b);
     if (bench_eval(b, b->tok, b->par, n, err))
         return -1;
