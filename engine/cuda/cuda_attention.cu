@@ -231,9 +231,9 @@ __global__ void attention_merge_kernel(attn_launch a)
         a.out[((size_t)i * a.n_head + h) * hd + j] = arb_attn_merge_num(pb, S, st, M, j) * inv;
 }
 
-// The merge with the same arithmetic, in parallel (ARBOR_CUDA_MERGE=parallel; not yet the
-// default: written after the H100 runs of the twenty-second session, not yet run on a
-// device). The serial merge above walks the S partials three times per thread, each load
+// The merge with the same arithmetic, in parallel (ARBOR_CUDA_MERGE=parallel; the serial
+// merge's bits on the H100, and 8-9 % of a decode step faster, docs/gpu.md; not the default
+// while exact-mode runs are unexplained there). The serial merge above walks the S partials three times per thread, each load
 // waiting for the last: S round trips to memory per loop (the warp kernel's S is 32, also
 // for lists of one part). Here thread c < S loads part c's m and s at once; every thread
 // takes M over them in part order, thread c forms w_c = expf(m_c - M) once (the value
