@@ -233,18 +233,18 @@ __global__ void attention_merge_kernel(attn_launch a)
 
 // The merge with the same arithmetic, in parallel (ARBOR_CUDA_MERGE=parallel; the serial
 // merge's bits on the H100, and 8-9 % of a decode step faster, docs/gpu.md; not the default
-// while exact-mode runs are unexplained there). The serial merge above walks the S partials three times per thread, each load
-// waiting for the last: S round trips to memory per loop (the warp kernel's S is 32, also
-// for lists of one part). Here thread c < S loads part c's m and s at once; every thread
-// takes M over them in part order, thread c forms w_c = expf(m_c - M) once (the value
-// arb_attn_merge_den / _num form for that part), thread 0 sums the denominator in part
-// order and finds U, one past the last part used (the rest are skipped by both functions
-// anyway); thread j then sums element j over parts 0..U-1 in order, eight parts' loads in
-// flight. The same fmaf sequences: the same bits as the serial merge. One thread per
+// while exact-mode runs are unexplained there). The serial merge above walks the S partials
+// three times per thread, each load waiting for the last: S round trips to memory per loop (the
+// warp kernel's S is 32, also for lists of one part). Here thread c < S loads part c's m and s
+// at once; every thread takes M over them in part order, thread c forms w_c = expf(m_c - M)
+// once (the value arb_attn_merge_den / _num form for that part), thread 0 sums the denominator
+// in part order and finds U, one past the last part used (the rest are skipped by both
+// functions anyway); thread j then sums element j over parts 0..U-1 in order, eight parts'
+// loads in flight. The same fmaf sequences: the same bits as the serial merge. One thread per
 // element (blockDim = 32 ceil(head_dim / 32)). With oq (the wo matrix in the int8 layout,
 // head_dim a multiple of 32), each warp also quantizes its 32 outputs as k_quant_q8 would
-// (warp_q8), and the last head's block writes the row's padding blocks (zeros, as
-// k_quant_q8 writes them): one launch less per layer.
+// (warp_q8), and the last head's block writes the row's padding blocks (zeros, as k_quant_q8
+// writes them): one launch less per layer.
 //
 // The parallel merge of node i, head h by the calling block (every thread calls it; any
 // blockDim that is a multiple of 32 and at least ARB_ATTN_MAX_SPLITS): thread j takes the
@@ -334,13 +334,13 @@ __global__ void attention_merge_parallel_kernel(attn_launch a, xq8 oq)
 // j = t + 32 r, summed over the part's keys in key order (fmaf), KB keys' loads in flight.
 // Parts c = 4 z + w, then + 4 Z (block z of Z = gridDim.z, warp w): which warp runs a part
 // does not change its arithmetic. R = ceil(head_dim / 32) elements per lane at most.
-// FUSE (ARBOR_CUDA_MERGE=fused, fast mode's default; the same bits as the serial merge on
-// the H100, docs/gpu.md): the last of the Z blocks of a (node, head) to finish merges the partials itself
-// (merge_parallel_block, the parallel merge's statements, so the same bits), one launch less
-// per layer. "Last" is a ticket: after its partials are written and fenced, each block's
+// FUSE (ARBOR_CUDA_MERGE=fused, fast mode's default; the same bits as the serial merge on the
+// H100, docs/gpu.md): the last of the Z blocks of a (node, head) to finish merges the partials
+// itself (merge_parallel_block, the parallel merge's statements, so the same bits), one launch
+// less per layer. "Last" is a ticket: after its partials are written and fenced, each block's
 // thread 0 adds 1 to the (node, head)'s counter; the block that draws Z - 1 merges and sets the
-// counter back to 0 for the next launch (a captured step replays it). The ticket decides
-// which block merges, never an order of float operations.
+// counter back to 0 for the next launch (a captured step replays it). The ticket decides which
+// block merges, never an order of float operations.
 constexpr int kWarpAttnWarps = 4;
 
 template <int R, bool FUSE>

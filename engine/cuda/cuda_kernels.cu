@@ -861,12 +861,12 @@ __device__ __forceinline__ void rope_pair(float x0, float x1, float co, float si
 
 // The Q/K/V GEMV with RoPE and the KV store of rope_store_kernel in its epilogue
 // (ARBOR_CUDA_QKV=fused, llama's interleaved RoPE only: the pair (2j, 2j + 1) of a head is two
-// adjacent rows; the separate launches' bits on the H100, but not faster on the 8B shape:
-// off by default, docs/gpu.md). Each of the
-// 4 warps computes its row as gemv_packed_kernel does (row_dot, the butterfly); the block's 4
-// rows are 2 whole pairs of one matrix (head_dim % 4 == 0), so after a barrier thread 2t + p
-// rotates pair p of node t (rope_pair: rope_store_kernel's operations) into q or the K cache,
-// and for V thread 4t + k stores row k. One launch less per layer.
+// adjacent rows; the separate launches' bits on the H100, but not faster on the 8B shape: off
+// by default, docs/gpu.md). Each of the 4 warps computes its row as gemv_packed_kernel does
+// (row_dot, the butterfly); the block's 4 rows are 2 whole pairs of one matrix (head_dim % 4 ==
+// 0), so after a barrier thread 2t + p rotates pair p of node t (rope_pair: rope_store_kernel's
+// operations) into q or the K cache, and for V thread 4t + k stores row k. One launch less per
+// layer.
 template <int T, int NT, typename X>
 __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_rope_kernel(packed_set ms, int n_in, X x,
                                                                                 rope_fuse rf)
@@ -960,14 +960,14 @@ __global__ void __launch_bounds__(128, NT == 1 ? 8 : 4) gemv_packed_glu_kernel(c
     }
 }
 
-// gemv_packed_glu_kernel with its output also quantized for the int8 GEMV of the down
-// matrix (ARBOR_CUDA_GLU=fused; the separate launches' bits on the H100, but slower on the 8B
-// shape: off by default, docs/gpu.md): block b computes rows 32 b .. 32 b + 31 (cuda_pack.h, arb_glu_q8_row),
-// each as gemv_packed_glu_kernel computes it (glu_row, written to y as there), keeps the 32
-// values of each node in shared memory, and warp t then quantizes node t's block b as
-// k_quant_q8 would (warp_q8 of the same floats, rows past n_out as zeros); the last block
-// also writes the padding blocks up to oq.ldb. So y and the int8 blocks are the bits of the
-// two launches they replace. oq must not alias x (the context's second int8 buffer, xo).
+// gemv_packed_glu_kernel with its output also quantized for the int8 GEMV of the down matrix
+// (ARBOR_CUDA_GLU=fused; the separate launches' bits on the H100, but slower on the 8B shape:
+// off by default, docs/gpu.md): block b computes rows 32 b .. 32 b + 31 (cuda_pack.h,
+// arb_glu_q8_row), each as gemv_packed_glu_kernel computes it (glu_row, written to y as there),
+// keeps the 32 values of each node in shared memory, and warp t then quantizes node t's block b
+// as k_quant_q8 would (warp_q8 of the same floats, rows past n_out as zeros); the last block
+// also writes the padding blocks up to oq.ldb. So y and the int8 blocks are the bits of the two
+// launches they replace. oq must not alias x (the context's second int8 buffer, xo).
 template <int T, int NT, typename X>
 __global__ void __launch_bounds__(NT == 1 ? 1024 : 512, 1)
     gemv_packed_glu_q8_kernel(const uint8_t *gq, const uint8_t *gs, const uint8_t *uq, const uint8_t *us, int n_in,
