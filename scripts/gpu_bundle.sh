@@ -9,12 +9,16 @@
 # binaries).
 # The binaries need a glibc at least as new as the build machine's.
 #
-#   scripts/gpu_bundle.sh [--build DIR] [--out FILE] [--model FILE] [--data DIR] [--datasets a,b]
-#                         [--heads FILE]
+#   scripts/gpu_bundle.sh [--build DIR] [--out FILE] [--model FILE] [--split MB] [--data DIR]
+#                         [--datasets a,b] [--heads FILE]
 #
 #   --build DIR      meson build with CUDA (default build-release): harness/arbor, tests/test_gpu
 #   --out FILE       the tarball (default results/arbor-gpu-bundle.tar.xz; .tar.gz and .tar work)
 #   --model FILE     put this GGUF in (as the default model: ARBOR_MODEL); ~100 MB for SmolLM2
+#   --split MB       keep the model out of the tarball, in parts of at most MB MiB beside it
+#                    (FILE.model.000, .001, ...), for transfers with a size limit (the device
+#                    machines here take 64 MiB per call); there `arbor-gpu/assemble.sh PART...`
+#                    joins them into the bundle's model/ and checks the sha256 recorded here
 #   --data DIR       the datasets directory (ARBOR_DATA) to take --datasets from
 #   --datasets LIST  which of its datasets go in (default humaneval,gsm8k: what gpu_check.sh runs)
 #   --heads FILE     a Medusa heads file of the model (arbor train medusa; ~5 MB for SmolLM2), put in
@@ -26,17 +30,17 @@
 #   . arbor-gpu/env.sh && arbor bench engine --backend cuda-exact      # anything else
 set -euo pipefail
 
-build=build-release out=results/arbor-gpu-bundle.tar.xz model='' data='' datasets=humaneval,gsm8k heads=
+build=build-release out=results/arbor-gpu-bundle.tar.xz model='' data='' datasets=humaneval,gsm8k heads= split=
 while [ $# -gt 0 ]; do
     case "$1" in
-    --build | --out | --model | --data | --datasets | --heads)
+    --build | --out | --model | --data | --datasets | --heads | --split)
         [ $# -ge 2 ] || { echo "gpu_bundle.sh: $1 needs a value" >&2; exit 2; }
         case "$1" in
         --build) build=$2 ;; --out) out=$2 ;; --model) model=$2 ;; --data) data=$2 ;; --datasets) datasets=$2 ;;
-        --heads) heads=$2 ;;
+        --heads) heads=$2 ;; --split) split=$2 ;;
         esac
         shift 2 ;;
-    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_bundle.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
     esac
 done
@@ -51,6 +55,11 @@ fi
 [ -z "$model" ] || [ -r "$model" ] || { echo "gpu_bundle.sh: --model $model: not a readable file" >&2; exit 2; }
 [ -z "$data" ] || [ -d "$data" ] || { echo "gpu_bundle.sh: --data $data: not a directory" >&2; exit 2; }
 [ -z "$heads" ] || [ -r "$heads" ] || { echo "gpu_bundle.sh: --heads $heads: not a readable file" >&2; exit 2; }
+case "$split" in
+'') ;;
+*[!0-9]* | 0*) echo "gpu_bundle.sh: --split $split: expected a positive number of MiB" >&2; exit 2 ;;
+*) [ -n "$model" ] || { echo "gpu_bundle.sh: --split needs --model" >&2; exit 2; } ;;
+esac
 case "$out" in
 *.tar.xz) comp=(-J) ;; *.tar.gz | *.tgz) comp=(-z) ;; *.tar) comp=() ;;
 *) echo "gpu_bundle.sh: --out $out: expected a .tar.xz, .tar.gz or .tar name" >&2; exit 2 ;;
@@ -74,9 +83,36 @@ ldd "$build/harness/arbor" "$build/tests/test_gpu" | awk '/=> \// {print $1, $3}
     done
 cp "$root/scripts/gpu_check.sh" "$b/scripts/"
 cp "$root/configs/gpu.json" "$root/configs/gpu-sampling.json" "$b/configs/"
-if [ -n "$model" ]; then
+if [ -n "$model" ] && [ -z "$split" ]; then
     mkdir -p "$b/model"
     cp "$model" "$b/model/"
+elif [ -n "$model" ]; then # the parts beside the tarball; the name and sha256 inside it
+    (cd "$(dirname "$model")" && sha256sum "$(basename "$model")") > "$b/model.sha256"
+    mkdir -p "$(dirname "$out")"
+    rm -f "$out".model.[0-9][0-9][0-9]
+    split -b "${split}M" -d -a 3 "$model" "$out.model."
+    cat > "$b/assemble.sh" <<'EOF'
+#!/bin/bash
+# arbor-gpu/assemble.sh PART... — the model that gpu_bundle.sh --split left beside the tarball:
+# its parts joined in the order given (FILE.model.000 first) into this bundle's model/, checked
+# against the sha256 recorded when the bundle was made; env.sh then sets ARBOR_MODEL to it.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+[ $# -gt 0 ] || { echo "usage: $0 PART... (the FILE.model.NNN parts, in order)" >&2; exit 2; }
+name=$(awk '{print $2}' "$here/model.sha256")
+mkdir -p "$here/model"
+cat "$@" > "$here/model/$name.part" || { rm -f "$here/model/$name.part"; echo "assemble.sh: cannot read the parts" >&2; exit 1; }
+want=$(awk '{print $1}' "$here/model.sha256")
+got=$(sha256sum "$here/model/$name.part" | awk '{print $1}')
+if [ "$got" != "$want" ]; then
+    rm -f "$here/model/$name.part"
+    echo "assemble.sh: the joined parts have sha256 $got, not $name's $want (a part missing, extra or out of order?)" >&2
+    exit 1
+fi
+mv "$here/model/$name.part" "$here/model/$name"
+echo "assemble.sh: $here/model/$name ($(du -h "$here/model/$name" | cut -f1), sha256 checked)"
+EOF
+    chmod +x "$b/assemble.sh"
 fi
 if [ -n "$heads" ]; then
     mkdir -p "$b/cache/heads"
@@ -118,4 +154,6 @@ EOF
 chmod +x "$b/run.sh"
 mkdir -p "$(dirname "$out")"
 tar -C "$stage" -c "${comp[@]}" -f "$out" arbor-gpu
-echo "gpu_bundle.sh: $out ($(du -h "$out" | cut -f1); $(ls "$b/lib" | wc -l) libraries$([ -n "$model" ] && echo ", the model")$([ -n "$heads" ] && echo ", heads $(basename "$heads")")$([ -n "$data" ] && echo ", data: $datasets"))"
+parts=
+[ -n "$split" ] && parts=", the model in $(ls "$out".model.[0-9][0-9][0-9] | wc -l) parts beside it ($out.model.NNN)"
+echo "gpu_bundle.sh: $out ($(du -h "$out" | cut -f1); $(ls "$b/lib" | wc -l) libraries$([ -n "$model" ] && [ -z "$split" ] && echo ", the model")$parts$([ -n "$heads" ] && echo ", heads $(basename "$heads")")$([ -n "$data" ] && echo ", data: $datasets"))"

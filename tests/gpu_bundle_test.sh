@@ -2,7 +2,8 @@
 # tests/gpu_bundle_test.sh SRC BUILD — scripts/gpu_bundle.sh on this build: the tarball unpacks
 # elsewhere; its arbor and test_gpu load every library from the bundle except the C/C++
 # runtime and cuBLAS (a library the bundle lacks fails here); env.sh sets ARBOR_DATA to the
-# bundled datasets; run.sh without a GPU refuses with exit 2 and says why; bad options exit 2.
+# bundled datasets; run.sh without a GPU refuses with exit 2 and says why; bad options exit 2;
+# --split leaves the model in parts beside the tarball, which assemble.sh joins (in order only).
 # Exit 77 (meson: skipped) for a build without CUDA.
 set -u
 src=$1 build=$2
@@ -47,6 +48,23 @@ if ! nvidia-smi -L > /dev/null 2>&1; then
     [ $rc -eq 2 ] || fail "run.sh without a GPU exited $rc (want 2): $out"
     echo "$out" | grep -q 'no NVIDIA GPU' || fail "run.sh without a GPU said: $out"
 fi
+# --split: the model beside the tarball in parts; assemble.sh joins them (in order) into
+# model/, where env.sh finds it, and refuses parts out of order without leaving a model
+head -c 2500000 /dev/urandom > "$tmp/m.gguf"
+bash "$src/scripts/gpu_bundle.sh" --build "$build" --out "$tmp/s.tar.gz" --model "$tmp/m.gguf" --split 1 > /dev/null ||
+    fail "--split exited $?"
+[ "$(ls "$tmp"/s.tar.gz.model.* | wc -l)" -eq 3 ] || fail "--split 1 of 2.5 MB: $(ls "$tmp"/s.tar.gz.model.*)"
+mkdir "$tmp/s" && tar -C "$tmp/s" -xzf "$tmp/s.tar.gz" || fail "the split bundle does not unpack"
+S=$tmp/s/arbor-gpu
+[ ! -e "$S/model" ] || fail "--split left the model in the tarball"
+out=$("$S/assemble.sh" "$tmp/s.tar.gz.model.001" "$tmp/s.tar.gz.model.000" "$tmp/s.tar.gz.model.002" 2>&1)
+[ $? -eq 1 ] && echo "$out" | grep -q 'out of order' || fail "assemble.sh, parts out of order: $out"
+[ ! -e "$S/model/m.gguf" ] || fail "assemble.sh left a model from parts out of order"
+"$S/assemble.sh" "$tmp"/s.tar.gz.model.* > /dev/null || fail "assemble.sh exited $?"
+cmp -s "$tmp/m.gguf" "$S/model/m.gguf" || fail "assemble.sh: the joined model differs"
+(unset ARBOR_MODEL; . "$S/env.sh"; [ "${ARBOR_MODEL:-}" = "$S/model/m.gguf" ]) || fail "env.sh: no ARBOR_MODEL after assemble.sh"
+out=$(bash "$src/scripts/gpu_bundle.sh" --build "$build" --out "$tmp/t.tar.gz" --split 1 2>&1)
+[ $? -eq 2 ] && echo "$out" | grep -q 'split needs --model' || fail "--split without --model: $out"
 out=$(bash "$src/scripts/gpu_bundle.sh" --build "$build" --out "$tmp/b.zip" 2>&1)
 [ $? -eq 2 ] && echo "$out" | grep -q 'b.zip' || fail "--out b.zip: $out"
 out=$(bash "$src/scripts/gpu_bundle.sh" --build "$tmp/none" 2>&1)
