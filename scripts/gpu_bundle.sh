@@ -30,7 +30,7 @@
 #   . arbor-gpu/env.sh && arbor bench engine --backend cuda-exact      # anything else
 set -euo pipefail
 
-build=build-release out=results/arbor-gpu-bundle.tar.xz model='' data='' datasets=humaneval,gsm8k heads= split=
+build=build-release out=results/arbor-gpu-bundle.tar.xz model='' data='' datasets=humaneval,gsm8k heads='' split=''
 while [ $# -gt 0 ]; do
     case "$1" in
     --build | --out | --model | --data | --datasets | --heads | --split)
