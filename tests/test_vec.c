@@ -151,44 +151,56 @@ Test(vec, sumsq_matches_scalar_bits)
     }
 }
 
-/* Attention: nh query heads of one KV head over a scattered key list (as a tree node's
-   ancestors are), head dims on and off the 8/16/64-float grids. */
+/* Attention: nh query rows (one node's heads of one KV head, or two nodes' heads: up to
+   ARB_VEC_QROWS) over a scattered key list (as a tree node's ancestors are), head dims on and
+   off the 8/16/64-float grids, key counts on and off the kernels' 8- and 16-key passes. Every
+   family matches the scalar reference bitwise, and every row matches that row computed alone
+   (the backend pairs tree nodes in one call on this property, backend_cpu.c). */
 Test(vec, scores_and_wsum_match_scalar_bits)
 {
-    enum { N_ROWS = 70, STRIDE = 200 };
+    enum { N_ROWS = 70, STRIDE = 200, R = ARB_VEC_QROWS };
     const int hds[] = {64, 72, 36, 5};
+    const int key_counts[] = {1, 7, 8, 9, 16, 24, 47, 70};
     float *kv = malloc(sizeof(float) * N_ROWS * STRIDE);
     cr_assert(kv);
     fill(kv, (size_t)N_ROWS * STRIDE, 1.0f);
     int32_t rows[N_ROWS];
     for (int j = 0; j < N_ROWS; j++)
         rows[j] = (j * 37) % N_ROWS; /* a permutation: keys out of storage order */
-    float qb[ARB_VEC_HEADS][72], sref[ARB_VEC_HEADS][N_ROWS], sgot[ARB_VEC_HEADS][N_ROWS];
-    float oref[ARB_VEC_HEADS][72], ogot[ARB_VEC_HEADS][72];
+    float qb[R][72], sref[R][N_ROWS], sgot[R][N_ROWS], salone[N_ROWS];
+    float oref[R][72], ogot[R][72], oalone[72];
     fill(&qb[0][0], sizeof qb / sizeof(float), 1.0f);
+    const float *q[R];
+    float *sr[R], *sg[R], *or_[R], *og[R];
+    const float *p[R];
+    for (int h = 0; h < R; h++)
+        q[h] = qb[h], sr[h] = sref[h], sg[h] = sgot[h], or_[h] = oref[h], og[h] = ogot[h], p[h] = sref[h];
     for (int f = 0; f < N_FAMILIES; f++) {
         if (!arb_vec_supported(families[f]))
             continue;
         for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
-            for (int nh = 1; nh <= ARB_VEC_HEADS; nh++)
-                for (int n_keys = 1; n_keys <= N_ROWS; n_keys += 23) {
-                    const int hd = hds[hi];
-                    const float *q[ARB_VEC_HEADS] = {qb[0], qb[1], qb[2]};
-                    float *sr[ARB_VEC_HEADS] = {sref[0], sref[1], sref[2]};
-                    float *sg[ARB_VEC_HEADS] = {sgot[0], sgot[1], sgot[2]};
+            for (int nh = 1; nh <= R; nh++)
+                for (size_t ki = 0; ki < sizeof key_counts / sizeof *key_counts; ki++) {
+                    const int hd = hds[hi], n_keys = key_counts[ki];
                     arb_vec_scalar.scores(q, nh, kv, STRIDE, rows, n_keys, hd, 0.125f, sr);
                     families[f]->scores(q, nh, kv, STRIDE, rows, n_keys, hd, 0.125f, sg);
                     for (int h = 0; h < nh; h++)
                         cr_assert(bits_equal(sref[h], sgot[h], (size_t)n_keys), "%s scores: hd %d nh %d keys %d",
                                   families[f]->name, hd, nh, n_keys);
-                    float *or_[ARB_VEC_HEADS] = {oref[0], oref[1], oref[2]};
-                    float *og[ARB_VEC_HEADS] = {ogot[0], ogot[1], ogot[2]};
-                    const float *p[ARB_VEC_HEADS] = {sref[0], sref[1], sref[2]};
                     arb_vec_scalar.wsum(kv + 3, STRIDE, rows, p, nh, n_keys, hd, or_, 0);
                     families[f]->wsum(kv + 3, STRIDE, rows, p, nh, n_keys, hd, og, 0);
                     for (int h = 0; h < nh; h++)
                         cr_assert(bits_equal(oref[h], ogot[h], (size_t)hd), "%s wsum: hd %d nh %d keys %d",
                                   families[f]->name, hd, nh, n_keys);
+                    for (int h = 0; h < nh; h++) { /* row h alone: the same bits */
+                        float *sa = salone, *oa = oalone;
+                        families[f]->scores(q + h, 1, kv, STRIDE, rows, n_keys, hd, 0.125f, &sa);
+                        cr_assert(bits_equal(sref[h], salone, (size_t)n_keys), "%s scores: row %d of %d alone",
+                                  families[f]->name, h, nh);
+                        families[f]->wsum(kv + 3, STRIDE, rows, p + h, 1, n_keys, hd, &oa, 0);
+                        cr_assert(bits_equal(oref[h], oalone, (size_t)hd), "%s wsum: row %d of %d alone",
+                                  families[f]->name, h, nh);
+                    }
                 }
     }
     free(kv);
@@ -208,23 +220,26 @@ Test(vec, wsum_in_pieces_matches_one_call)
     int32_t rows[N_ROWS];
     for (int j = 0; j < N_ROWS; j++)
         rows[j] = (j * 37) % N_ROWS;
-    float pb[ARB_VEC_HEADS][N_ROWS], oref[ARB_VEC_HEADS][72], ogot[ARB_VEC_HEADS][72];
+    float pb[ARB_VEC_QROWS][N_ROWS], oref[ARB_VEC_QROWS][72], ogot[ARB_VEC_QROWS][72];
     fill(&pb[0][0], sizeof pb / sizeof(float), 1.0f);
+    float *or_[ARB_VEC_QROWS], *og[ARB_VEC_QROWS];
+    const float *p[ARB_VEC_QROWS];
+    for (int h = 0; h < ARB_VEC_QROWS; h++)
+        or_[h] = oref[h], og[h] = ogot[h], p[h] = pb[h];
     const vec_impl *const all[] = {&arb_vec_scalar, &arb_vec_avx2, &arb_vec_avx512};
     for (int f = 0; f < 3; f++) {
         if (!arb_vec_supported(all[f]))
             continue;
         for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
-            for (int nh = 1; nh <= ARB_VEC_HEADS; nh++)
+            for (int nh = 1; nh <= ARB_VEC_QROWS; nh++)
                 for (size_t ci = 0; ci < sizeof cuts / sizeof *cuts; ci++) {
                     const int hd = hds[hi];
-                    float *or_[ARB_VEC_HEADS] = {oref[0], oref[1], oref[2]};
-                    float *og[ARB_VEC_HEADS] = {ogot[0], ogot[1], ogot[2]};
-                    const float *p[ARB_VEC_HEADS] = {pb[0], pb[1], pb[2]};
                     all[f]->wsum(kv + 3, STRIDE, rows, p, nh, N_ROWS, hd, or_, 0);
                     memset(ogot, 0x7f, sizeof ogot); /* garbage that acc = 0 must ignore */
                     for (int k = 0, j0 = 0; k < 3; j0 = cuts[ci][k], k++) {
-                        const float *pk[ARB_VEC_HEADS] = {pb[0] + j0, pb[1] + j0, pb[2] + j0};
+                        const float *pk[ARB_VEC_QROWS];
+                        for (int h = 0; h < ARB_VEC_QROWS; h++)
+                            pk[h] = pb[h] + j0;
                         all[f]->wsum(kv + 3, STRIDE, rows + j0, pk, nh, cuts[ci][k] - j0, hd, og, k > 0);
                     }
                     for (int h = 0; h < nh; h++)

@@ -78,11 +78,12 @@ void arb_vec_scores_avx2(const float *const *q, int nh, const float *k, int stri
                         int n_keys, int hd, float scale, float *const *s)
 {
     _Static_assert(ARB_VEC_HEADS == 3, "the cases below and the register budget are written for 3 heads");
-    switch (nh) {
-    case 3: scores_heads_avx2(q, 3, k, stride, rows, n_keys, hd, scale, s); break;
-    case 2: scores_heads_avx2(q, 2, k, stride, rows, n_keys, hd, scale, s); break;
-    default: scores_heads_avx2(q, 1, k, stride, rows, n_keys, hd, scale, s); break;
-    }
+    for (int h0 = 0; h0 < nh; h0 += ARB_VEC_HEADS) /* 16 registers: 3 rows a pass (rows are independent) */
+        switch (nh - h0 < ARB_VEC_HEADS ? nh - h0 : ARB_VEC_HEADS) {
+        case 3: scores_heads_avx2(q + h0, 3, k, stride, rows, n_keys, hd, scale, s + h0); break;
+        case 2: scores_heads_avx2(q + h0, 2, k, stride, rows, n_keys, hd, scale, s + h0); break;
+        default: scores_heads_avx2(q + h0, 1, k, stride, rows, n_keys, hd, scale, s + h0); break;
+        }
 }
 
 /* arb_sumsq_ref with lanes 0-3 and 4-7 in two double registers. */

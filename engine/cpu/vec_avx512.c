@@ -87,11 +87,57 @@ static inline __attribute__((always_inline)) void scores_heads_avx512(const floa
     }
 }
 
+/* Four to six query rows (two nodes' heads of one KV head): eight keys at a time, so that
+   4 x NQ accumulators, NQ query slices and a key pair fit the 32 registers (24 + 6 + 1 at
+   NQ = 6). Each key pair is loaded once for every row; per (row, key) the lanes, the FMA
+   sequence and hsum8_dot_tree are those of the sixteen-key kernel, so the bits are too.
+   The leftover keys go to the AVX2 kernel, 3 rows a pass (same bits). */
+static inline __attribute__((always_inline)) void scores_rows8_avx512(const float *const *q, const int NQ,
+                                                                      const float *k, int stride,
+                                                                      const int32_t *rows, int n_keys, int hd,
+                                                                      float scale, float *const *s)
+{
+    const int pf = n_keys > ARB_VEC_PREFETCH_MIN;
+    int j = 0;
+    if (hd % 8 == 0) {
+        for (; j + 8 <= n_keys; j += 8) {
+            const float *kr[8];
+            arb_vec_key_block(k, stride, rows, j, 8, n_keys, hd, pf, kr);
+            __m512 acc[ARB_VEC_QROWS][4];
+            for (int h = 0; h < NQ; h++)
+                for (int c = 0; c < 4; c++)
+                    acc[h][c] = _mm512_setzero_ps();
+            for (int d = 0; d < hd; d += 8) {
+                __m512 qv[ARB_VEC_QROWS];
+                for (int h = 0; h < NQ; h++)
+                    qv[h] = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q[h] + d))));
+                for (int c = 0; c < 4; c++) {
+                    const __m512 kv = load_pair(kr[2 * c] + d, kr[2 * c + 1] + d);
+                    for (int h = 0; h < NQ; h++)
+                        acc[h][c] = _mm512_fmadd_ps(qv[h], kv, acc[h][c]);
+                }
+            }
+            for (int h = 0; h < NQ; h++)
+                _mm256_storeu_ps(s[h] + j, _mm256_mul_ps(hsum8_dot_tree(acc[h][0], acc[h][1], acc[h][2], acc[h][3]),
+                                                         _mm256_set1_ps(scale)));
+        }
+    }
+    if (j < n_keys) {
+        float *rest[ARB_VEC_QROWS];
+        for (int h = 0; h < NQ; h++)
+            rest[h] = s[h] + j;
+        arb_vec_scores_avx2(q, NQ, k, stride, rows + j, n_keys - j, hd, scale, rest);
+    }
+}
+
 static void scores_avx512(const float *const *q, int nh, const float *k, int stride, const int32_t *rows,
                           int n_keys, int hd, float scale, float *const *s)
 {
-    _Static_assert(ARB_VEC_HEADS == 3, "the cases below and the register budget are written for 3 heads");
+    _Static_assert(ARB_VEC_HEADS == 3 && ARB_VEC_QROWS == 6, "the cases below and the register budget are written for 3 and 6 rows");
     switch (nh) {
+    case 6: scores_rows8_avx512(q, 6, k, stride, rows, n_keys, hd, scale, s); break;
+    case 5: scores_rows8_avx512(q, 5, k, stride, rows, n_keys, hd, scale, s); break;
+    case 4: scores_rows8_avx512(q, 4, k, stride, rows, n_keys, hd, scale, s); break;
     case 3: scores_heads_avx512(q, 3, k, stride, rows, n_keys, hd, scale, s); break;
     case 2: scores_heads_avx512(q, 2, k, stride, rows, n_keys, hd, scale, s); break;
     default: scores_heads_avx512(q, 1, k, stride, rows, n_keys, hd, scale, s); break;

@@ -23,12 +23,17 @@
    value row load. 3 fits the AVX2 loops' 16 registers (4 x 3 accumulators, 3 query
    vectors, one key vector). Per (key, head) the arithmetic is that of one head alone. */
 #define ARB_VEC_HEADS 3
+/* Query rows per scores / wsum call: the heads of one KV head for one tree node, or for
+   two nodes that read the same key list (backend_cpu.c pairs the nodes of a block over
+   their shared prefix), so that each key and value row is loaded once for both. Rows are
+   independent: a row's results are those of a call with that row alone. */
+#define ARB_VEC_QROWS (2 * ARB_VEC_HEADS)
 
 /* The two attention inner loops, per (node, head group), over key rows rows[0..n_keys):
      scores: s[h][j] = dot_f32(q[h], K[rows[j]]) * scale
      wsum:   out[h][d] = sum_j p[h][j] * V[rows[j]][d]   (sequential fmaf in j from 0.0f)
    k and v point at this KV head's first row; rows are in units of `stride` floats;
-   1 <= nh <= ARB_VEC_HEADS. wsum with acc != 0 continues from the sums already in out
+   1 <= nh <= ARB_VEC_QROWS. wsum with acc != 0 continues from the sums already in out
    instead of 0.0f: a key list cut into consecutive pieces, each a call with acc set for
    every piece but the first, gives the bits of one call over the whole list (a float
    stored to out and loaded back is exact). This is what lets the backend stream a

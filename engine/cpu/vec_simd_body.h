@@ -49,9 +49,10 @@ static void VEC_NAME(exp)(float *s, int n, float mx)
     VEC_EXP_TAIL(s + j, n - j, mx);
 }
 
-/* The weighted value sum for NH heads at once (NH a constant in each instantiation):
-   columns in blocks of 4 vectors (4 x NH accumulators, NH broadcast weights, one value
-   vector), then one vector, then single floats. Per element the sum over keys runs in
+/* The weighted value sum for NH query rows at once (NH a constant in each instantiation;
+   up to ARB_VEC_QROWS with 32 registers, ARB_VEC_HEADS with 16): columns in blocks of 4
+   vectors (4 x NH accumulators, NH broadcast weights, the value vectors), then one vector,
+   then single floats. Per element the sum over keys runs in
    the same order from 0.0f (or, with acc, from the value in out), one FMA per key, as
    the scalar path. */
 VEC_AI void VEC_NAME(wsum_heads)(const float *v, int stride, const int32_t *rows, const float *const *p,
@@ -61,7 +62,7 @@ VEC_AI void VEC_NAME(wsum_heads)(const float *v, int stride, const int32_t *rows
     for (; d0 + 4 * VEC_W <= hd; d0 += 4 * VEC_W) {
         /* rows j < j_pf prefetch row j + ARB_VEC_PREFETCH, in the first pass of a long list */
         const int j_pf = d0 == 0 && n_keys > ARB_VEC_PREFETCH_MIN ? n_keys - ARB_VEC_PREFETCH : 0;
-        VEC_T o[ARB_VEC_HEADS][4];
+        VEC_T o[ARB_VEC_QROWS][4];
         for (int h = 0; h < NH; h++)
             for (int r = 0; r < 4; r++)
                 o[h][r] = acc ? VF(loadu_ps)(out[h] + d0 + VEC_W * r) : VF(setzero_ps)();
@@ -72,7 +73,8 @@ VEC_AI void VEC_NAME(wsum_heads)(const float *v, int stride, const int32_t *rows
 #if VEC_REGS >= 32
             /* the 4 value vectors loaded once into registers, then NH x 4 FMAs: with the
                loads folded into the FMAs instead, the compiler reloads each vector for
-               every head (0.97 against 0.68 ns per (head, key) on Zen 5 at 64 keys) */
+               every head (0.97 against 0.68 ns per (head, key) on Zen 5 at 64 keys); at
+               NH = 6, 24 accumulators, 4 values and a weight fit the 32 registers */
             VEC_T vv[4];
             for (int r = 0; r < 4; r++)
                 vv[r] = VF(loadu_ps)(vr + VEC_W * r);
@@ -116,12 +118,24 @@ VEC_AI void VEC_NAME(wsum_heads)(const float *v, int stride, const int32_t *rows
 static void VEC_NAME(wsum)(const float *v, int stride, const int32_t *rows, const float *const *p, int nh,
                            int n_keys, int hd, float *const *out, int acc)
 {
-    _Static_assert(ARB_VEC_HEADS == 3, "the cases below and the register budget are written for 3 heads");
+    _Static_assert(ARB_VEC_HEADS == 3 && ARB_VEC_QROWS == 6, "the cases below and the register budget are written for 3 and 6 rows");
+#if VEC_REGS >= 32
     switch (nh) {
+    case 6: VEC_NAME(wsum_heads)(v, stride, rows, p, 6, n_keys, hd, out, acc); break;
+    case 5: VEC_NAME(wsum_heads)(v, stride, rows, p, 5, n_keys, hd, out, acc); break;
+    case 4: VEC_NAME(wsum_heads)(v, stride, rows, p, 4, n_keys, hd, out, acc); break;
     case 3: VEC_NAME(wsum_heads)(v, stride, rows, p, 3, n_keys, hd, out, acc); break;
     case 2: VEC_NAME(wsum_heads)(v, stride, rows, p, 2, n_keys, hd, out, acc); break;
     default: VEC_NAME(wsum_heads)(v, stride, rows, p, 1, n_keys, hd, out, acc); break;
     }
+#else
+    for (int h0 = 0; h0 < nh; h0 += ARB_VEC_HEADS) /* 3 rows a pass (rows are independent) */
+        switch (nh - h0 < ARB_VEC_HEADS ? nh - h0 : ARB_VEC_HEADS) {
+        case 3: VEC_NAME(wsum_heads)(v, stride, rows, p + h0, 3, n_keys, hd, out + h0, acc); break;
+        case 2: VEC_NAME(wsum_heads)(v, stride, rows, p + h0, 2, n_keys, hd, out + h0, acc); break;
+        default: VEC_NAME(wsum_heads)(v, stride, rows, p + h0, 1, n_keys, hd, out + h0, acc); break;
+        }
+#endif
 }
 
 /* arb_swiglu_f32 lane for lane: -|x| as minps(x, 0 - x) (the scalar x < 0 ? x : -x,
