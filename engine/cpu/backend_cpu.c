@@ -190,7 +190,8 @@ typedef struct attn_job {
 /* Tasks are (node block, head chunk) pairs. A head chunk is the query heads of one KV
    head, or a single head when there are too few tasks to keep the threads busy (decode
    on many threads). Node blocks hold up to ARB_ATTN_NODE_BLOCK nodes; on
-   several threads there are at least enough of them for 2 tasks per thread. Piece c of
+   several threads there are enough of them for 2 tasks per thread where that leaves
+   no block of one node, else for 1 (pairs, attn_pair). Piece c of
    nc takes a contiguous range of tasks with scratch slot c. Results depend on neither
    the split nor the pieces. */
 static attn_split attn_split_of(const arb_attn_args *a, int nth)
@@ -211,6 +212,12 @@ static attn_split attn_split_of(const arb_attn_args *a, int nth)
         int want = (2 * nth + n_hc - 1) / n_hc;
         want = want < a->n ? want : a->n;
         n_blk = want > n_blk ? want : n_blk;
+        /* but no block of one node where blocks of two still give every thread a task:
+           a pair reads its keys once (attn_pair). Two threads, 2 nodes: one block of 3
+           tasks instead of two of 6, -2 ... -7 % of the eval (docs/engine.md) */
+        const int pairs = a->n / 2 > 1 ? a->n / 2 : 1;
+        if (n_blk > pairs && pairs * n_hc >= nth)
+            n_blk = pairs;
     }
     return (attn_split){per, n_hc, n_blk, n_blk * n_hc};
 }
