@@ -586,6 +586,26 @@ static int run_group(runner *R, const arb_model *m, arb_ctx *ctx, const char *mo
     return rc;
 }
 
+/* The context's first eval pays for memory touched for the first time: the KV cache's
+   (transparent huge) pages, scratch and the threads' first work. Measured on the Intel Xeon
+   build machine (two threads, SmolLM2): the first 155-token prefill of a fresh context took
+   0.44 s against 0.08 s for the next ones. The first generation of a run is AR's (AR runs
+   first), so without this its first prompt carried 0.2-0.6 s more than the other methods'
+   (2.7-4 % of AR's HumanEval wall time in configs/speedup-auto.json, whose "warmup" was 0;
+   docs/cost-model.md). An untimed one-token prefill, then truncate, before any timed work
+   (one token was enough: the next 155-token prefill took its usual time); every method then
+   starts on a warm context, whatever the config's per-method `warmup`. */
+static int warm_context(arb_ctx *ctx, const arb_model *m, arb_err *err)
+{
+    arb_model_info info;
+    arb_model_get_info(m, &info);
+    const int32_t tok = info.bos >= 0 ? info.bos : 0;
+    int rc = arb_prefill_ex(ctx, &tok, 1, NULL, err);
+    if (!rc && arb_ctx_truncate(ctx, 0))
+        rc = ARB_ERR(err, ARB_E_RANGE, "warm-up: truncate to 0 tokens failed");
+    return rc;
+}
+
 static int run_model(runner *R, int mi, arb_dataset **dss, arb_err *err)
 {
     const arb_cfg_model *cm = &R->c->models[mi];
@@ -607,6 +627,8 @@ static int run_model(runner *R, int mi, arb_dataset **dss, arb_err *err)
         co.n_ctx = cm->n_ctx;
     if (!rc)
         rc = arb_ctx_new(m, &co, &ctx, err);
+    if (!rc)
+        rc = warm_context(ctx, m, err);
     if (rc)
         arb_err_prefix(err, "models[%d] (%s)", mi, cm->id);
     else { /* the engine names a GPU backend ("cuda", "cuda-exact"); sysinfo the CPU's kernels */
