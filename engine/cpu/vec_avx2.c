@@ -36,13 +36,51 @@ static inline __m128 hsum4_dot_tree(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
     return _mm_hadd_ps(_mm_hadd_ps(m0, m1), _mm_hadd_ps(m2, m3));
 }
 
-/* Four keys at a time when hd % 8 == 0, for NH heads (16 ymm registers: 4 x NH
-   accumulators, NH query vectors, one key vector); each key row is loaded once for
-   the NH heads. NH is a constant in each instantiation. */
-static inline __attribute__((always_inline)) void scores_heads_avx2(const float *const *q, const int NH,
-                                                                    const float *k, int stride,
-                                                                    const int32_t *rows, int n_keys, int hd,
-                                                                    float scale, float *const *s)
+/* Four keys (kr) for NH heads (16 ymm registers: 4 x NH accumulators, NH query vectors,
+   one key vector): the scores s[h][0..3] of one key block. NH is a constant in each
+   instantiation. */
+static inline __attribute__((always_inline)) void block4_avx2(const float *const *q, const int NH,
+                                                              const float *const *kr, int hd, float scale,
+                                                              float *const *s, int j)
+{
+    __m256 acc[ARB_VEC_HEADS][4];
+    for (int h = 0; h < NH; h++)
+        for (int c = 0; c < 4; c++)
+            acc[h][c] = _mm256_setzero_ps();
+    for (int d = 0; d < hd; d += 8) {
+        __m256 qv[ARB_VEC_HEADS];
+        for (int h = 0; h < NH; h++)
+            qv[h] = _mm256_loadu_ps(q[h] + d);
+        for (int c = 0; c < 4; c++) {
+            const __m256 kv = _mm256_loadu_ps(kr[c] + d);
+            for (int h = 0; h < NH; h++)
+                acc[h][c] = _mm256_fmadd_ps(qv[h], kv, acc[h][c]);
+        }
+    }
+    for (int h = 0; h < NH; h++)
+        _mm_storeu_ps(s[h] + j, _mm_mul_ps(hsum4_dot_tree(acc[h][0], acc[h][1], acc[h][2], acc[h][3]),
+                                           _mm_set1_ps(scale)));
+}
+
+/* The key block for rows rb .. rb + nb - 1 (1 <= nb <= 3). */
+static inline __attribute__((always_inline)) void block4_rows_avx2(const float *const *q, int nb,
+                                                                   const float *const *kr, int hd, float scale,
+                                                                   float *const *s, int j)
+{
+    switch (nb) {
+    case 3: block4_avx2(q, 3, kr, hd, scale, s, j); break;
+    case 2: block4_avx2(q, 2, kr, hd, scale, s, j); break;
+    default: block4_avx2(q, 1, kr, hd, scale, s, j); break;
+    }
+}
+
+/* Four keys at a time when hd % 8 == 0, for nh query rows in groups of up to 3 (the
+   registers' limit): each group's pass over a 4-key block follows the previous group's, so a
+   second group (a second tree node's heads, vec_int.h) finds the block's key rows in L1. Each
+   key row is loaded once for a group's rows; per (row, key) the arithmetic is that of one
+   row alone. The leftover keys one at a time. */
+static void scores_rows_avx2(const float *const *q, int nh, const float *k, int stride, const int32_t *rows,
+                             int n_keys, int hd, float scale, float *const *s)
 {
     const int pf = n_keys > ARB_VEC_PREFETCH_MIN;
     int j = 0;
@@ -50,40 +88,21 @@ static inline __attribute__((always_inline)) void scores_heads_avx2(const float 
         for (; j + 4 <= n_keys; j += 4) {
             const float *kr[4];
             arb_vec_key_block(k, stride, rows, j, 4, n_keys, hd, pf, kr);
-            __m256 acc[ARB_VEC_HEADS][4];
-            for (int h = 0; h < NH; h++)
-                for (int c = 0; c < 4; c++)
-                    acc[h][c] = _mm256_setzero_ps();
-            for (int d = 0; d < hd; d += 8) {
-                __m256 qv[ARB_VEC_HEADS];
-                for (int h = 0; h < NH; h++)
-                    qv[h] = _mm256_loadu_ps(q[h] + d);
-                for (int c = 0; c < 4; c++) {
-                    const __m256 kv = _mm256_loadu_ps(kr[c] + d);
-                    for (int h = 0; h < NH; h++)
-                        acc[h][c] = _mm256_fmadd_ps(qv[h], kv, acc[h][c]);
-                }
-            }
-            for (int h = 0; h < NH; h++)
-                _mm_storeu_ps(s[h] + j, _mm_mul_ps(hsum4_dot_tree(acc[h][0], acc[h][1], acc[h][2], acc[h][3]),
-                                                   _mm_set1_ps(scale)));
+            for (int h0 = 0; h0 < nh; h0 += ARB_VEC_HEADS)
+                block4_rows_avx2(q + h0, nh - h0 < ARB_VEC_HEADS ? nh - h0 : ARB_VEC_HEADS, kr, hd, scale, s + h0,
+                                 j);
         }
     }
     for (; j < n_keys; j++)
-        for (int h = 0; h < NH; h++)
+        for (int h = 0; h < nh; h++)
             s[h][j] = dot_f32_avx2(q[h], k + (size_t)rows[j] * stride, hd) * scale;
 }
 
 void arb_vec_scores_avx2(const float *const *q, int nh, const float *k, int stride, const int32_t *rows,
-                        int n_keys, int hd, float scale, float *const *s)
+                         int n_keys, int hd, float scale, float *const *s)
 {
-    _Static_assert(ARB_VEC_HEADS == 3, "the cases below and the register budget are written for 3 heads");
-    for (int h0 = 0; h0 < nh; h0 += ARB_VEC_HEADS) /* 16 registers: 3 rows a pass (rows are independent) */
-        switch (nh - h0 < ARB_VEC_HEADS ? nh - h0 : ARB_VEC_HEADS) {
-        case 3: scores_heads_avx2(q + h0, 3, k, stride, rows, n_keys, hd, scale, s + h0); break;
-        case 2: scores_heads_avx2(q + h0, 2, k, stride, rows, n_keys, hd, scale, s + h0); break;
-        default: scores_heads_avx2(q + h0, 1, k, stride, rows, n_keys, hd, scale, s + h0); break;
-        }
+    _Static_assert(ARB_VEC_HEADS == 3, "the register budget is written for 3 rows a pass");
+    scores_rows_avx2(q, nh, k, stride, rows, n_keys, hd, scale, s);
 }
 
 /* arb_sumsq_ref with lanes 0-3 and 4-7 in two double registers. */
