@@ -40,86 +40,45 @@ static inline __m256 hsum8_dot_tree(__m512 a01, __m512 a23, __m512 a45, __m512 a
     return _mm512_castps512_ps256(_mm512_permutexvar_ps(order, u));
 }
 
-/* Sixteen keys at a time when hd % 8 == 0, for NH heads: each register holds a pair of
-   keys (load_pair) and the query's 8-dim slice twice, so one 512-bit FMA does the work of
-   two 256-bit ones in arb_dot_f32's lanes; 8 x NH accumulators, NH queries and a pair of
-   keys fit the 32 registers (24 + 3 + 1 at NH = 3). Sixteen keys rather than eight load
-   each query slice half as often: 0.83 -> 0.69 ns per (head, key) with the keys in L1
-   (a node block's key block). The leftover keys go to the AVX2 kernel (same bits). */
-static inline __attribute__((always_inline)) void scores_heads_avx512(const float *const *q, const int NH,
-                                                                      const float *k, int stride,
-                                                                      const int32_t *rows, int n_keys, int hd,
-                                                                      float scale, float *const *s)
+/* KEYS (16 or 8) keys at a time when hd % 8 == 0, for NQ query rows: each register holds a
+   pair of keys (load_pair) and the query's 8-dim slice twice, so one 512-bit FMA does the work
+   of two 256-bit ones in arb_dot_f32's lanes. KEYS / 2 x NQ accumulators, NQ query slices and
+   a key pair fit the 32 registers: sixteen keys for up to 3 rows (one node's heads: 24 + 3 +
+   1), eight for 4-6 (two nodes', vec_int.h: 24 + 6 + 1). Sixteen keys rather than eight load
+   each query slice half as often: 0.83 -> 0.69 ns per (head, key) with the keys in L1 (a node
+   block's key block). Per (row, key) the lanes, the FMA sequence and hsum8_dot_tree are the
+   same whatever KEYS and NQ, so the bits are too. The leftover keys go to the AVX2 kernel
+   (same bits). */
+static inline __attribute__((always_inline)) void scores_rows_avx512(const float *const *q, const int NQ,
+                                                                     const int KEYS, const float *k, int stride,
+                                                                     const int32_t *rows, int n_keys, int hd,
+                                                                     float scale, float *const *s)
 {
     const int pf = n_keys > ARB_VEC_PREFETCH_MIN;
     int j = 0;
     if (hd % 8 == 0) {
-        for (; j + 16 <= n_keys; j += 16) {
+        for (; j + KEYS <= n_keys; j += KEYS) {
             const float *kr[16];
-            arb_vec_key_block(k, stride, rows, j, 16, n_keys, hd, pf, kr);
-            __m512 acc[ARB_VEC_HEADS][8];
-            for (int h = 0; h < NH; h++)
-                for (int c = 0; c < 8; c++)
-                    acc[h][c] = _mm512_setzero_ps();
-            for (int d = 0; d < hd; d += 8) {
-                __m512 qv[ARB_VEC_HEADS];
-                for (int h = 0; h < NH; h++)
-                    qv[h] = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q[h] + d))));
-                for (int c = 0; c < 8; c++) {
-                    const __m512 kv = load_pair(kr[2 * c] + d, kr[2 * c + 1] + d);
-                    for (int h = 0; h < NH; h++)
-                        acc[h][c] = _mm512_fmadd_ps(qv[h], kv, acc[h][c]);
-                }
-            }
-            for (int h = 0; h < NH; h++) {
-                _mm256_storeu_ps(s[h] + j, _mm256_mul_ps(hsum8_dot_tree(acc[h][0], acc[h][1], acc[h][2], acc[h][3]),
-                                                         _mm256_set1_ps(scale)));
-                _mm256_storeu_ps(s[h] + j + 8, _mm256_mul_ps(hsum8_dot_tree(acc[h][4], acc[h][5], acc[h][6], acc[h][7]),
-                                                             _mm256_set1_ps(scale)));
-            }
-        }
-    }
-    if (j < n_keys) {
-        float *rest[ARB_VEC_HEADS];
-        for (int h = 0; h < NH; h++)
-            rest[h] = s[h] + j;
-        arb_vec_scores_avx2(q, NH, k, stride, rows + j, n_keys - j, hd, scale, rest);
-    }
-}
-
-/* Four to six query rows (two nodes' heads of one KV head): eight keys at a time, so that
-   4 x NQ accumulators, NQ query slices and a key pair fit the 32 registers (24 + 6 + 1 at
-   NQ = 6). Each key pair is loaded once for every row; per (row, key) the lanes, the FMA
-   sequence and hsum8_dot_tree are those of the sixteen-key kernel, so the bits are too.
-   The leftover keys go to the AVX2 kernel, 3 rows a pass (same bits). */
-static inline __attribute__((always_inline)) void scores_rows8_avx512(const float *const *q, const int NQ,
-                                                                      const float *k, int stride,
-                                                                      const int32_t *rows, int n_keys, int hd,
-                                                                      float scale, float *const *s)
-{
-    const int pf = n_keys > ARB_VEC_PREFETCH_MIN;
-    int j = 0;
-    if (hd % 8 == 0) {
-        for (; j + 8 <= n_keys; j += 8) {
-            const float *kr[8];
-            arb_vec_key_block(k, stride, rows, j, 8, n_keys, hd, pf, kr);
-            __m512 acc[ARB_VEC_QROWS][4];
+            arb_vec_key_block(k, stride, rows, j, KEYS, n_keys, hd, pf, kr);
+            __m512 acc[ARB_VEC_QROWS][8];
             for (int h = 0; h < NQ; h++)
-                for (int c = 0; c < 4; c++)
+                for (int c = 0; c < KEYS / 2; c++)
                     acc[h][c] = _mm512_setzero_ps();
             for (int d = 0; d < hd; d += 8) {
                 __m512 qv[ARB_VEC_QROWS];
                 for (int h = 0; h < NQ; h++)
                     qv[h] = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(q[h] + d))));
-                for (int c = 0; c < 4; c++) {
+                for (int c = 0; c < KEYS / 2; c++) {
                     const __m512 kv = load_pair(kr[2 * c] + d, kr[2 * c + 1] + d);
                     for (int h = 0; h < NQ; h++)
                         acc[h][c] = _mm512_fmadd_ps(qv[h], kv, acc[h][c]);
                 }
             }
             for (int h = 0; h < NQ; h++)
-                _mm256_storeu_ps(s[h] + j, _mm256_mul_ps(hsum8_dot_tree(acc[h][0], acc[h][1], acc[h][2], acc[h][3]),
-                                                         _mm256_set1_ps(scale)));
+                for (int c = 0; c < KEYS / 2; c += 4) /* 8 keys' dot products per tree */
+                    _mm256_storeu_ps(s[h] + j + 2 * c,
+                                     _mm256_mul_ps(hsum8_dot_tree(acc[h][c], acc[h][c + 1], acc[h][c + 2], acc[h][c + 3]),
+                                                   _mm256_set1_ps(scale)));
         }
     }
     if (j < n_keys) {
@@ -135,12 +94,12 @@ static void scores_avx512(const float *const *q, int nh, const float *k, int str
 {
     _Static_assert(ARB_VEC_HEADS == 3 && ARB_VEC_QROWS == 6, "the cases below and the register budget are written for 3 and 6 rows");
     switch (nh) {
-    case 6: scores_rows8_avx512(q, 6, k, stride, rows, n_keys, hd, scale, s); break;
-    case 5: scores_rows8_avx512(q, 5, k, stride, rows, n_keys, hd, scale, s); break;
-    case 4: scores_rows8_avx512(q, 4, k, stride, rows, n_keys, hd, scale, s); break;
-    case 3: scores_heads_avx512(q, 3, k, stride, rows, n_keys, hd, scale, s); break;
-    case 2: scores_heads_avx512(q, 2, k, stride, rows, n_keys, hd, scale, s); break;
-    default: scores_heads_avx512(q, 1, k, stride, rows, n_keys, hd, scale, s); break;
+    case 6: scores_rows_avx512(q, 6, 8, k, stride, rows, n_keys, hd, scale, s); break;
+    case 5: scores_rows_avx512(q, 5, 8, k, stride, rows, n_keys, hd, scale, s); break;
+    case 4: scores_rows_avx512(q, 4, 8, k, stride, rows, n_keys, hd, scale, s); break;
+    case 3: scores_rows_avx512(q, 3, 16, k, stride, rows, n_keys, hd, scale, s); break;
+    case 2: scores_rows_avx512(q, 2, 16, k, stride, rows, n_keys, hd, scale, s); break;
+    default: scores_rows_avx512(q, 1, 16, k, stride, rows, n_keys, hd, scale, s); break;
     }
 }
 
