@@ -183,6 +183,13 @@ static const struct { const char *json, *want; } bad[] = {
     {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA "," BASE_METH ",\"seed\":[]}", "seed: empty sweep list"},
     {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA "," BASE_METH ",\"warmup\":-1}", "warmup: expected integer in [0, 100], got -1"},
     {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA "," BASE_METH ",\"repeats\":0}", "repeats: expected integer in [1, 100], got 0"},
+    /* a method that learns across generations would learn each repeat from the one before */
+    {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA ",\"methods\":[{\"id\":\"AR\",\"preset\":\"ar\"},"
+     "{\"id\":\"TR\",\"preset\":\"tr\"}],\"repeats\":3}",
+     "repeats: 3 with methods[1] (TR), which learns across generations (hot_start keeps its tables across prompts)"},
+    {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA ",\"methods\":[{\"id\":\"D\",\"preset\":\"goose-dyn-auto\","
+     "\"hot_start\":false}],\"repeats\":2}",
+     "repeats: 2 with methods[0] (D), which learns across generations (topology dynamic)"},
     {"{\"name\":\"x\"," BASE_MODELS "," BASE_DATA "," BASE_METH ",\"chat\":\"yes\"}", "chat: expected boolean, got string"},
     {"{\"name\":\"x\",\n\"models\": [\n  {\"id\": \"m\" \"path\": \"p\"}]}", "t.json:3:14: malformed JSON"},
     {"[1, 2]", "top level: expected an object, got array"},
