@@ -354,6 +354,13 @@ Test(topology, dynamic_learns_from_verified_paths)
                          spine_after[good]);
         else
             cr_assert_eq(spine_after[good], 0, "a match never accepted leaves the tree");
+        /* reset (a new run, e.g. after the runner's warm-up): the tree of a fresh state again */
+        arb_topology_dynamic.reset(st);
+        build_dynamic(st, &t, d, 16);
+        int spine_reset = 0;
+        for (int v = 1; v < t.n; v++)
+            spine_reset += (t.flags[v] & ARB_NODE_SPINE) != 0;
+        cr_assert_eq(spine_reset, spine0, "after reset: %d spine nodes, a fresh state's %d", spine_reset, spine0);
         arb_topology_dynamic.destroy(st);
         arb_tree_release(&t);
     }

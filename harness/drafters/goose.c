@@ -149,6 +149,8 @@ static int gd_begin(void *st, int n_tokens, bool new_run, arb_err *err)
     arb_goose *g = st;
     if (new_run || !g->sp.hot_start)
         arb_adj_clear(g->adj);
+    if (new_run && g->topo->reset) /* what the topology learned belongs to the run, like the table */
+        g->topo->reset(g->tst);
     g->p_s_hat = g->sp.ps_init;
     g->m_sp = 0;
     g->byp_k = 0;

@@ -218,6 +218,14 @@ static void dyn_verified(void *st, const arb_tree *t, const int32_t *path, int n
     arb_chain_stats_observe(&s->spine, n_sp, acc_sp);
 }
 
+static void dyn_reset(void *st)
+{
+    dyn_state *s = st;
+    memset(s->bin_try, 0, sizeof s->bin_try);
+    memset(s->bin_hit, 0, sizeof s->bin_hit);
+    arb_chain_stats_reset(&s->spine);
+}
+
 const arb_topology_i arb_topology_dynamic = {
     .name = "dynamic",
     .wants_match = true,
@@ -225,4 +233,5 @@ const arb_topology_i arb_topology_dynamic = {
     .destroy = dyn_destroy,
     .build = dyn_build,
     .verified = dyn_verified,
+    .reset = dyn_reset,
 };

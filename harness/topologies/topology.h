@@ -57,6 +57,9 @@ typedef struct arb_topology_i {
     /* Optional (NULL: a shape that does not learn): the tree of the last build and its verified
        path (node indices from the anchor, n_path of them). */
     void (*verified)(void *st, const arb_tree *t, const int32_t *path, int n_path);
+    /* Optional (NULL: nothing learned): forget what verified taught, as a new run starts (the
+       drafter's begin with new_run: a run's first prompt, and after the runner's warm-up). */
+    void (*reset)(void *st);
 } arb_topology_i;
 
 extern const arb_topology_i arb_topology_spine, arb_topology_iso, arb_topology_sequoia, arb_topology_dynamic;
