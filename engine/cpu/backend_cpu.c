@@ -377,8 +377,7 @@ static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh
                 continue;
             pair_q(q, x, m, nh, rq);
             pair_rows(sc, x, m, nh, (size_t)lo, rs);
-            vec->scores(rq, m * nh, kbase, a->kv_stride, blk->shared + lo, j1 - lo, hd, a->scale,
-                        rs);
+            vec->scores(rq, m * nh, kbase, a->kv_stride, blk->shared + lo, j1 - lo, hd, a->scale, rs);
         }
     }
     for (int x = 0; x < blk->nb; x++) {

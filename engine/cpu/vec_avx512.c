@@ -75,10 +75,10 @@ static inline __attribute__((always_inline)) void scores_rows_avx512(const float
                 }
             }
             for (int h = 0; h < NQ; h++)
-                for (int c = 0; c < KEYS / 2; c += 4) /* 8 keys' dot products per tree */
-                    _mm256_storeu_ps(s[h] + j + 2 * c,
-                                     _mm256_mul_ps(hsum8_dot_tree(acc[h][c], acc[h][c + 1], acc[h][c + 2], acc[h][c + 3]),
-                                                   _mm256_set1_ps(scale)));
+                for (int c = 0; c < KEYS / 2; c += 4) { /* 8 keys' dot products per tree */
+                    const __m256 dots = hsum8_dot_tree(acc[h][c], acc[h][c + 1], acc[h][c + 2], acc[h][c + 3]);
+                    _mm256_storeu_ps(s[h] + j + 2 * c, _mm256_mul_ps(dots, _mm256_set1_ps(scale)));
+                }
         }
     }
     if (j < n_keys) {
@@ -92,7 +92,8 @@ static inline __attribute__((always_inline)) void scores_rows_avx512(const float
 static void scores_avx512(const float *const *q, int nh, const float *k, int stride, const int32_t *rows,
                           int n_keys, int hd, float scale, float *const *s)
 {
-    _Static_assert(ARB_VEC_HEADS == 3 && ARB_VEC_QROWS == 6, "the cases below and the register budget are written for 3 and 6 rows");
+    _Static_assert(ARB_VEC_HEADS == 3 && ARB_VEC_QROWS == 6,
+                   "the cases below and the register budget are written for 3 and 6 rows");
     switch (nh) {
     case 6: scores_rows_avx512(q, 6, 8, k, stride, rows, n_keys, hd, scale, s); break;
     case 5: scores_rows_avx512(q, 5, 8, k, stride, rows, n_keys, hd, scale, s); break;

@@ -118,7 +118,8 @@ VEC_AI void VEC_NAME(wsum_heads)(const float *v, int stride, const int32_t *rows
 static void VEC_NAME(wsum)(const float *v, int stride, const int32_t *rows, const float *const *p, int nh,
                            int n_keys, int hd, float *const *out, int acc)
 {
-    _Static_assert(ARB_VEC_HEADS == 3 && ARB_VEC_QROWS == 6, "the cases below and the register budget are written for 3 and 6 rows");
+    _Static_assert(ARB_VEC_HEADS == 3 && ARB_VEC_QROWS == 6,
+                   "the cases below and the register budget are written for 3 and 6 rows");
 #if VEC_REGS >= 32
     switch (nh) {
     case 6: VEC_NAME(wsum_heads)(v, stride, rows, p, 6, n_keys, hd, out, acc); break;
