@@ -449,8 +449,9 @@ static int bench_engine(int argc, char **argv)
     co.n_ctx = b.n_max + steps + 64 + 64;
     if (context > 0 && context + 66 > co.n_ctx)
         co.n_ctx = context + 66;
-    /* The long context of the trees: what the timings need, whatever the capacity (--n-ctx
-       only enlarges the cache, as `arbor run`'s 4096 does, to compare like with like) */
+    /* The long context of the trees (default: the longest a 64-node tree fits on), whatever
+       the capacity (--n-ctx only enlarges the cache, as `arbor run`'s 4096 does, to compare
+       like with like) */
     const int l_long = context > 0 ? context : co.n_ctx - 66;
     if (n_ctx > co.n_ctx)
         co.n_ctx = n_ctx;
@@ -614,7 +615,6 @@ trees:
         char fp[200], kl[32];
         arb_cost_fingerprint(fp, sizeof fp, mach.cpu_model, arb_gen_kernels_label(&lo, kl, sizeof kl), threads, b.mi.name,
                              (double)b.mi.weight_bytes);
-        /* default: the longest a 64-node tree fits on */
         if (cost_profile(&b, sizes, 7, tt[1], reps, l_long, fp, save_profile, &err))
             goto fail;
     }

@@ -18,6 +18,7 @@
 #include "dataset.h"
 #include "alloc.h"
 #include "sha256.h"
+#include "topologies/topology.h"
 
 #define PATH_MAX_ 256
 
@@ -316,12 +317,14 @@ static int parse_root(arb_config *c, const cJSON *root, arb_err *err)
        wall time gave 1.68x AR against 1.24-1.27x in runs of one repeat, its τ 1.86 against 1.75. */
     for (int k = 0; k < c->n_methods && c->repeats > 1; k++) {
         const arb_method_spec *sp = &c->methods[k].spec;
-        if (sp->hot_start || !strcmp(sp->topology, "dynamic"))
+        const arb_topology_i *topo = arb_topology_find(sp->topology); /* learns: has a verified hook */
+        if (sp->hot_start || (topo && topo->verified))
             return ARB_ERR(err, ARB_E_INVAL,
-                           "repeats: %d with methods[%d] (%s), which learns across generations (%s): each repeat "
+                           "repeats: %d with methods[%d] (%s), which learns across generations (%s%s): each repeat "
                            "of a prompt would learn from the one before it; use \"repeats\": 1 (docs/config.md)",
                            c->repeats, c->methods[k].index, c->methods[k].label,
-                           sp->hot_start ? "hot_start keeps its tables across prompts" : "topology dynamic");
+                           sp->hot_start ? "hot_start keeps its tables across prompts" : "topology ",
+                           sp->hot_start ? "" : topo->name);
     }
     const cJSON *ch = cJSON_GetObjectItemCaseSensitive(root, "chat");
     if (ch && !cJSON_IsBool(ch))

@@ -271,12 +271,6 @@ static void attn_block_init(const arb_attn_args *a, const attn_split *s, int b, 
     }
 }
 
-/* `off` floats into each of nh rows */
-static void rows_at(float *const *r, int nh, size_t off, float **dst)
-{
-    for (int h = 0; h < nh; h++)
-        dst[h] = r[h] + off;
-}
 
 /* Sliding-window attention (Gemma-3 local layers) as a range restriction: a node's key
    list holds the keys of positions 0..p in order (prefix rows, ancestors root first,
@@ -347,7 +341,6 @@ static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh
     const float *q[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS];
     float *sc[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS], *out[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS];
     float inv[ARB_ATTN_NODE_BLOCK][ARB_VEC_HEADS];
-    float *at[ARB_VEC_HEADS];
     for (int x = 0; x < blk->nb; x++)
         for (int y = 0; y < nh; y++) {
             const size_t qo = ((size_t)(blk->i0 + x) * a->n_head + (size_t)(h + y)) * hd;
@@ -383,8 +376,8 @@ static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh
     for (int x = 0; x < blk->nb; x++) {
         const int n_keys = S + blk->n_own[x], lo = S > k0[x] ? S : k0[x];
         if (lo < n_keys) {
-            rows_at(sc[x], nh, (size_t)lo, at);
-            vec->scores(q[x], nh, kbase, a->kv_stride, blk->own[x] + (lo - S), n_keys - lo, hd, a->scale, at);
+            pair_rows(sc, x, 1, nh, (size_t)lo, rs);
+            vec->scores(q[x], nh, kbase, a->kv_stride, blk->own[x] + (lo - S), n_keys - lo, hd, a->scale, rs);
         }
         for (int y = 0; y < nh; y++) {
             float *w = sc[x][y] + k0[x];
@@ -410,8 +403,8 @@ static void attn_heads(const attn_job *job, const attn_block *blk, int h, int nh
     for (int x = 0; x < blk->nb; x++) {
         const int n_keys = S + blk->n_own[x], lo = S > k0[x] ? S : k0[x];
         if (lo < n_keys) {
-            rows_at(sc[x], nh, (size_t)lo, at);
-            vec->wsum(vbase, a->kv_stride, blk->own[x] + (lo - S), (const float *const *)at, nh, n_keys - lo, hd,
+            pair_rows(sc, x, 1, nh, (size_t)lo, rs);
+            vec->wsum(vbase, a->kv_stride, blk->own[x] + (lo - S), (const float *const *)rs, nh, n_keys - lo, hd,
                       out[x], lo > k0[x]);
         }
         for (int y = 0; y < nh; y++)
