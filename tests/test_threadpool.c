@@ -171,3 +171,32 @@ Test(threadpool, phase_runs_each_slice_once_before_the_chunks)
     }
     arb_threadpool_free(tp);
 }
+
+/* arb_tp_guided: the chunks tile [0, n) in order, none empty, each at least min_chunk
+   but the last, sized ceil(rest / nth) where that is larger (so the first is
+   ceil(n / nth)), never more than cap - 1 of them; a mutation that drops the last
+   remainder or ignores the cap fails here. */
+Test(threadpool, guided_chunks_tile_the_range)
+{
+    int b[130];
+    for (int n = 1; n <= 3100; n += n < 80 ? 1 : 97)
+        for (int nth = 1; nth <= 16; nth++)
+            for (int mc = 0; mc <= 5; mc += 5)
+                for (int cap = 2; cap <= 130; cap += 64) {
+                    const int k = arb_tp_guided(n, nth, mc, b, cap);
+                    cr_assert(k >= 1 && k <= cap - 1, "n %d nth %d cap %d: %d chunks", n, nth, cap, k);
+                    cr_assert_eq(b[0], 0);
+                    cr_assert_eq(b[k], n, "n %d nth %d: chunks end at %d", n, nth, b[k]);
+                    cr_assert_eq(b[1], cap == 2 ? n : ((n + nth - 1) / nth > mc ? (n + nth - 1) / nth : mc < n ? mc : n),
+                                 "n %d nth %d min %d: first chunk %d", n, nth, mc, b[1]);
+                    for (int c = 0; c < k; c++) {
+                        const int sz = b[c + 1] - b[c], rest = n - b[c], want = (rest + nth - 1) / nth;
+                        cr_assert(sz >= 1, "n %d nth %d: chunk %d empty", n, nth, c);
+                        if (c + 1 < k)
+                            cr_assert_eq(sz, want > mc ? want : mc, "n %d nth %d min %d: chunk %d has %d", n, nth, mc, c, sz);
+                    }
+                }
+    /* QKV of the default model at two threads (36 units, min 36 / 16): 18 9 5 2 2 */
+    cr_assert_eq(arb_tp_guided(36, 2, 2, b, 128), 5);
+    cr_assert(b[1] == 18 && b[2] == 27 && b[3] == 32 && b[4] == 34 && b[5] == 36);
+}

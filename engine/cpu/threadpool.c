@@ -227,6 +227,23 @@ void arb_threadpool_run(arb_threadpool *tp, arb_task_fn fn, void *ud)
     arb_threadpool_run_chunks(tp, fn, ud, arb_threadpool_size(tp));
 }
 
+int arb_tp_guided(int n, int nth, int min_chunk, int *bounds, int cap)
+{
+    int k = 0, at = 0;
+    bounds[0] = 0;
+    if (min_chunk < 1)
+        min_chunk = 1;
+    while (at < n) {
+        const int rest = n - at, want = (rest + nth - 1) / nth;
+        int sz = want > min_chunk ? want : min_chunk;
+        if (sz > rest || k == cap - 2)
+            sz = rest;
+        at += sz;
+        bounds[++k] = at;
+    }
+    return k;
+}
+
 void arb_tp_phase_init(arb_tp_phase *ph, void (*fn)(void *ud, int s, int n), void *ud, int n)
 {
     ph->fn = fn;

@@ -34,6 +34,15 @@ void arb_threadpool_run_chunks(arb_threadpool *tp, arb_task_fn fn, void *ud, int
    [arb_tp_part(n, i, k), arb_tp_part(n, i + 1, k)), a function of (n, i, k) only. */
 static inline int arb_tp_part(int n, int i, int k) { return (int)((long long)n * i / k); }
 
+/* Guided chunks of [0, n) for nth threads: chunk c is [bounds[c], bounds[c + 1]), sized
+   ceil(rest / nth) but at least min_chunk. The first nth chunks are long contiguous
+   ranges (with two threads, half and a quarter of the work), the last ones small, so a
+   thread that runs out of work waits for part of a small chunk, and a descheduled
+   thread's share is still taken over. Returns the chunk count K <= cap - 1 (bounds[0] =
+   0, bounds[K] = n; at cap - 1 the last chunk takes what is left). A function of (n,
+   nth, min_chunk, cap) only. n >= 1, nth >= 1, cap >= 2. */
+int arb_tp_guided(int n, int nth, int min_chunk, int *bounds, int cap);
+
 /* A first phase shared by the chunks of one run, instead of a run of its own (one
    publish-and-wait less): every chunk calls arb_tp_phase_run first, which claims
    slices fn(ud, s, n) from a shared counter until none is left, then waits until all
