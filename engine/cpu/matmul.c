@@ -442,10 +442,11 @@ static mm_rows_fn rows_for(const mm_impl *p, const arb_qmat *w)
 #define MM_CHUNK_CAP 128
 
 /* A run's chunks of its `units` 16-row units: guided (arb_tp_guided), none smaller than
-   units / (8 nth). Against 4 nth equal chunks (the split before) this measured 3-7 %
-   faster evals of 1-16 nodes at two threads (docs/engine.md, "Guided chunks"): each
-   thread streams long contiguous row ranges first, and the claims that end a run are
-   small. Which rows a chunk holds never changes a row's result. */
+   units / (8 nth). Against 4 nth equal chunks (the split before), at two threads on an
+   Intel Xeon: evals of 1, 2, 8 and 16 nodes 2.5-7 % cheaper, 4 nodes 0-5 %, prefill up
+   to 5 % (docs/engine.md, "Guided chunks for the matrix runs"): each thread streams long
+   contiguous row ranges first, and the claims that end a run are small. Which rows a
+   chunk holds never changes a row's result. */
 static int mm_chunks(int units, int nth, int *chunk)
 {
     return arb_tp_guided(units, nth, units / (8 * nth), chunk, MM_CHUNK_CAP);

@@ -35,8 +35,8 @@ void arb_threadpool_run_chunks(arb_threadpool *tp, arb_task_fn fn, void *ud, int
 static inline int arb_tp_part(int n, int i, int k) { return (int)((long long)n * i / k); }
 
 /* Guided chunks of [0, n) for nth threads: chunk c is [bounds[c], bounds[c + 1]), sized
-   ceil(rest / nth) but at least min_chunk. The first nth chunks are long contiguous
-   ranges (with two threads, half and a quarter of the work), the last ones small, so a
+   ceil(rest / nth) but at least min_chunk. The first chunks are long contiguous ranges
+   (with two threads, half and then a quarter of the work), the last ones small, so a
    thread that runs out of work waits for part of a small chunk, and a descheduled
    thread's share is still taken over. Returns the chunk count K <= cap - 1 (bounds[0] =
    0, bounds[K] = n; at cap - 1 the last chunk takes what is left). A function of (n,
