@@ -35,6 +35,8 @@ static const char engine_description[] =
     "            root) on a 64-token prefix, as ratios to one node (best of --reps, default 5)\n"
     "  roofline  measured read bandwidth / weight bytes (batch-1 tok/s bound) and the\n"
     "            int8 dot rate of the kernel family's instruction (compute bound for 64 nodes)\n"
+    "  pause     a one-node eval after a 20 ms pause against one right after another (how\n"
+    "            much of the weights a shared cache drops while the engine is idle)\n"
     "  kernels   the same evals' matrix products with the weights already in cache: what the\n"
     "            kernels themselves cost at 1, 8, 16, 64 nodes, as ratios to the measured 1-node eval;\n"
     "            under them the Q4_1 instruction mix (the kernels' instructions, operands in L1) and\n"
@@ -183,6 +185,41 @@ static double run_eval(bench *b, int n, int wide, arb_err *err)
     if (bench_eval(b, b->tok, b->par, n, err))
         return -1;
     return bench_now(b) - t0;
+}
+
+/* A one-node eval right after the same eval, and right after a pause of PAUSE_MS; the
+   medians of PAUSE_REPS pairs into *warm and *paused (seconds). On a host whose cache
+   the weights share with other tenants (the Intel Xeon of docs/cost-model.md, "A shared
+   L3 that forgets"), weights not re-read for a few milliseconds are partly evicted: there
+   a one-node eval after a 40 ms pause cost 1.7-1.9x one after another, spinning or
+   asleep. A run's evals that take longer than AR's, or follow longer ones, pay part of
+   that, which the warm tree timings above do not show; on a host that streams the
+   weights from DRAM anyway the ratio is ~1. */
+#define PAUSE_MS 20
+#define PAUSE_REPS 5
+static int dbl_cmp(const void *x, const void *y)
+{
+    const double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+static int pause_times(bench *b, double *warm, double *paused, arb_err *err)
+{
+    double w[PAUSE_REPS], p[PAUSE_REPS];
+    const struct timespec nap = {0, PAUSE_MS * 1000000L};
+    for (int r = 0; r < PAUSE_REPS; r++) {
+        if ((w[r] = run_eval(b, 1, 0, err)) < 0)
+            return -1;
+        nanosleep(&nap, NULL);
+        const double t0 = bench_now(b);
+        if (bench_eval(b, b->tok, b->par, 1, err))
+            return -1;
+        p[r] = bench_now(b) - t0;
+    }
+    qsort(w, PAUSE_REPS, sizeof *w, dbl_cmp);
+    qsort(p, PAUSE_REPS, sizeof *p, dbl_cmp);
+    *warm = w[PAUSE_REPS / 2];
+    *paused = p[PAUSE_REPS / 2];
+    return 0;
 }
 
 /* llama-bench's tg rate (avg_ts of the CSV row); < 0 if it failed. */
@@ -589,6 +626,15 @@ trees:
     if (!trees_only)
         printf("          64 nodes = %.2fx the int8 roofline, %.2fx the fp32 FMA roofline\n",
                roof64 > 0 ? tt[1][6] / roof64 : 0.0, roof64f > 0 ? tt[1][6] / roof64f : 0.0);
+    {
+        double warm, paused;
+        if (pause_times(&b, &warm, &paused, &err))
+            goto fail;
+        printf("pause     one node %.2f ms right after another, %.2f ms after a %d ms pause = %.2fx (median of %d;\n"
+               "          above ~1.1x the weights leave a shared cache while idle: docs/cost-model.md)\n",
+               1e3 * warm, 1e3 * paused, PAUSE_MS, paused / warm, PAUSE_REPS);
+        fflush(stdout);
+    }
     { /* the kernels' own compute bound: the same matrix products with the weights in cache */
         static const int kn[] = {1, 8, 16, 64};
         double kus[4];

@@ -378,7 +378,8 @@ Test(cli, run_check_finds_a_missing_heads_file_in_the_cache, .init = find_binary
 
 /* `bench engine --n-ctx N` gives the context N tokens of KV capacity (as `arbor run`'s 4096
    does) but times the trees at the same long context as without it: the memory line names the
-   capacity, the trees line the same cached tokens. A one-layer SmolLM2-shaped model (33 MB). */
+   capacity, the trees line the same cached tokens; the pause line's ratio is its two times'.
+   A one-layer SmolLM2-shaped model (33 MB). */
 static void bench_line(const char *text, const char *prefix, char *line, size_t cap)
 {
     const char *p = strstr(text, prefix);
@@ -404,6 +405,14 @@ Test(cli, bench_engine_n_ctx_sets_the_capacity_not_the_long_context, .init = fin
         bench_line(out[k], "trees     at ", trees[k], sizeof trees[k]);
     }
     cr_expect_str_eq(trees[1], trees[0], "the long context moved with --n-ctx: %s", out[1]);
+    /* the pause line: both times and their ratio, consistent within the printed rounding */
+    const char *pl = strstr(out[0], "pause     one node ");
+    cr_assert(pl != NULL, "no pause line in: %s", out[0]);
+    double w = 0, p = 0, r = 0;
+    cr_assert_eq(sscanf(pl, "pause     one node %lf ms right after another, %lf ms after a 20 ms pause = %lfx", &w, &p,
+                        &r), 3, "%s", pl);
+    cr_expect(w > 0.005 && p > 0, "%s", pl);
+    cr_expect(r >= (p - 0.005) / (w + 0.005) - 0.005 && r <= (p + 0.005) / (w - 0.005) + 0.005, "%s", pl);
     cr_expect(strstr(out[1], "3000 tokens' capacity") != NULL, "%s", out[1]);
     cr_expect(strstr(out[0], "3000 tokens' capacity") == NULL, "%s", out[0]);
     snprintf(cmd, sizeof cmd, "%s bench engine --model %s --quick --threads 1 --n-ctx 100000 2>&1", arbor_bin, model);
