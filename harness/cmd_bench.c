@@ -23,6 +23,7 @@
 #include "costmodel.h"
 #include "fidelity.h"
 #include "opts.h"
+#include "resample.h"
 #include "modelfetch.h"
 #include "sysinfo.h"
 
@@ -197,11 +198,6 @@ static double run_eval(bench *b, int n, int wide, arb_err *err)
    weights from DRAM anyway the ratio is ~1. */
 #define PAUSE_MS 20
 #define PAUSE_REPS 5
-static int dbl_cmp(const void *x, const void *y)
-{
-    const double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
 static int pause_times(bench *b, double *warm, double *paused, arb_err *err)
 {
     double w[PAUSE_REPS], p[PAUSE_REPS];
@@ -215,8 +211,8 @@ static int pause_times(bench *b, double *warm, double *paused, arb_err *err)
             return -1;
         p[r] = bench_now(b) - t0;
     }
-    qsort(w, PAUSE_REPS, sizeof *w, dbl_cmp);
-    qsort(p, PAUSE_REPS, sizeof *p, dbl_cmp);
+    qsort(w, PAUSE_REPS, sizeof *w, arb_cmp_double);
+    qsort(p, PAUSE_REPS, sizeof *p, arb_cmp_double);
     *warm = w[PAUSE_REPS / 2];
     *paused = p[PAUSE_REPS / 2];
     return 0;
