@@ -122,8 +122,10 @@ static int parse_args(int argc, char **argv, const char *paths[2], arb_metric *m
     if (prc != ARB_OPTS_OK)
         return prc == ARB_OPTS_HELP ? -1 : 2;
     arb_err err = {0};
-    if (arb_metric_parse(metric, m, &err) || *m == ARB_METRIC_N_PROMPTS) {
-        fprintf(stderr, "arbor compare: --metric: %s\n", err.msg[0] ? err.msg : "not comparable");
+    /* n_prompts counts and repeat16 describes the text: neither is better higher */
+    if (arb_metric_parse(metric, m, &err) || *m == ARB_METRIC_N_PROMPTS || *m == ARB_METRIC_REPEAT16) {
+        fprintf(stderr, "arbor compare: --metric: %s\n",
+                err.msg[0] ? err.msg : "not comparable (a count or a property of the text, not a quality)");
         return 2;
     }
     paths[0] = pos.v[0], paths[1] = pos.v[1];

@@ -29,6 +29,8 @@ static const char description[] =
     "           roofline projections, per greedy method x dataset\n"
     "  machines where the runs were measured: machine, kernel family and threads, build, GPU,\n"
     "           with the runs, sessions and prompts of each (timings compare within one row)\n"
+    "  loops    repeat16 and the speedup apart on the prompts whose output loops (over 10% of\n"
+    "           its tokens end a repeated 16-token run) and on the others, per method x dataset\n"
     "  auto     dte when every speculative run uses a draft model, else table3 (default)\n"
     "Pivot keys (--rows, --cols): model method base_method dataset drafter topology sweep seed\n"
     "temperature top_p sampling config (sampling: the whole setting, e.g. 'T=1 p=0.9').\n";
@@ -46,7 +48,8 @@ static int parse_args(int argc, char **argv, arb_report_opts *o, const char **db
         ARB_OPT_STR("--cols", "K", &o->cols, "pivot column keys (dataset)"),
         ARB_OPT_STR("--metric", "M", &metric,
                     "pivot metric: tau tps speedup p_s p_t spine_share acc_len lossless n_prompts tps_cpu speedup_cpu\n"
-                    "                         tps_decode speedup_decode"),
+                    "                         tps_decode speedup_decode repeat16 (share of the output in\n"
+                    "                         verbatim 16-token repeats)"),
         ARB_OPT_STR("--method", "ID", &o->method, "sequoia-p: only this method"),
         ARB_OPT_STR("--dataset", "NAME", &o->dataset, "sequoia-p: only this dataset"),
         ARB_OPT_STR("--profile", "FILE", &o->profile,

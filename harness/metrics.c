@@ -12,7 +12,7 @@ enum { SRC_PLD = 1, SRC_TR = 2 }; /* arb_src values (tree.h) */
 
 static const char *const metric_names[ARB_METRIC_COUNT] = {
     "tau", "tps", "speedup", "p_s", "p_t", "spine_share", "acc_len", "lossless", "n_prompts", "tps_cpu",
-    "speedup_cpu", "tps_decode", "speedup_decode",
+    "speedup_cpu", "tps_decode", "speedup_decode", "repeat16",
 };
 
 bool arb_metric_paired(arb_metric m)
@@ -34,7 +34,7 @@ int arb_metric_parse(const char *name, arb_metric *out, arb_err *err)
         }
     return ARB_ERR(err, ARB_E_INVAL,
                    "unknown metric '%s' (known: tau tps speedup p_s p_t spine_share acc_len "
-                   "lossless n_prompts tps_cpu speedup_cpu tps_decode speedup_decode)",
+                   "lossless n_prompts tps_cpu speedup_cpu tps_decode speedup_decode repeat16)",
                    name);
 }
 
@@ -209,6 +209,86 @@ static int load_prompts(sqlite3 *db, const char *key, arb_run_stats *s, arb_err 
     return rc;
 }
 
+int64_t arb_metrics_repeat_count(const int32_t *ids, int n, int w)
+{
+    if (w < 1 || n < w)
+        return 0;
+    /* Open addressing over the windows seen so far, keyed by an FNV-1a hash of their ids; a
+       slot holds a window's end + 1 (0 = empty) and its hash, and a hash match is confirmed by
+       comparing the ids, so a collision never counts a repeat. */
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n)
+        cap *= 2;
+    int32_t *end = calloc(cap, sizeof *end);
+    uint64_t *hs = malloc(cap * sizeof *hs);
+    if (!end || !hs) {
+        free(end);
+        free(hs);
+        return -1;
+    }
+    int64_t rep = 0;
+    for (int i = w - 1; i < n; i++) {
+        const int32_t *win = ids + i - w + 1;
+        uint64_t h = 1469598103934665603ull;
+        for (int j = 0; j < w; j++)
+            h = (h ^ (uint32_t)win[j]) * 1099511628211ull;
+        size_t at = (size_t)h & (cap - 1);
+        bool seen = false;
+        for (; end[at]; at = (at + 1) & (cap - 1))
+            if (hs[at] == h && !memcmp(ids + end[at] - w, win, (size_t)w * sizeof *win)) {
+                seen = true;
+                break;
+            }
+        if (seen)
+            rep++;
+        else
+            end[at] = i + 1, hs[at] = h;
+    }
+    free(end);
+    free(hs);
+    return rep;
+}
+
+/* Fill n_ids and n_repeat of s's prompts from the tokens table (both sorted by prompt_id). */
+static int load_repeats(sqlite3 *db, const char *key, arb_run_stats *s, arb_err *err)
+{
+    for (int i = 0; i < s->n; i++)
+        s->p[i].n_ids = -1, s->p[i].n_repeat = 0;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT prompt_id, ids FROM tokens WHERE run_key=? ORDER BY prompt_id", -1, &st,
+                           NULL) != SQLITE_OK)
+        return ARB_ERR(err, ARB_E_DB, "tokens: %s", sqlite3_errmsg(db));
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int32_t *buf = NULL;
+    size_t cap = 0;
+    int rc = ARB_OK, i = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        const char *pid = (const char *)sqlite3_column_text(st, 0);
+        while (pid && i < s->n && strcmp(s->p[i].prompt_id, pid) < 0)
+            i++;
+        if (!pid || i == s->n || strcmp(s->p[i].prompt_id, pid))
+            continue; /* tokens without a prompts row: an interrupted prompt's, never counted */
+        const size_t nb = (size_t)sqlite3_column_bytes(st, 1), n = nb / sizeof(int32_t);
+        if (n > cap) { /* the blob's bytes are not aligned for int32: copied (little-endian, store.c) */
+            int32_t *nbuf = realloc(buf, n * sizeof *nbuf);
+            if (!nbuf) {
+                rc = ARB_ERR(err, ARB_E_NOMEM, "tokens: out of memory");
+                break;
+            }
+            buf = nbuf, cap = n;
+        }
+        if (n)
+            memcpy(buf, sqlite3_column_blob(st, 1), n * sizeof *buf);
+        const int64_t rep = arb_metrics_repeat_count(buf, (int)n, ARB_METRICS_REPEAT_W);
+        if (rep < 0)
+            rc = ARB_ERR(err, ARB_E_NOMEM, "tokens: out of memory");
+        s->p[i].n_ids = (int64_t)n, s->p[i].n_repeat = rep;
+    }
+    free(buf);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* Acceptance by depth. Depth d was within reach on a step when the walk accepted d-1 nodes
    and the last of them had children (stop_fanout > 0), or accepted more. Rows written before
    schema v2 have no stop_fanout: for those, "the tree was at least d deep" stands in, exact for
@@ -248,6 +328,8 @@ int arb_metrics_load(sqlite3 *db, const arb_run_info *info, arb_run_stats *out, 
     memset(out, 0, sizeof *out);
     out->info = info;
     int rc = load_prompts(db, info->run_key, out, err);
+    if (!rc)
+        rc = load_repeats(db, info->run_key, out, err);
     if (!rc)
         rc = load_depths(db, info->run_key, out, err);
     if (rc)
@@ -300,8 +382,8 @@ static double eval(const arb_run_stats *r, const arb_run_stats *ar, arb_metric m
                    int m, int k, int col)
 {
     double g = 0, c = 0, w = 0, st = 0, acc = 0, ns = 0, as = 0, sc = 0, ap = 0, pp = 0, at = 0,
-           pt = 0, ll = 0, lk = 0, cpu = 0, dec = 0, gd = 0;
-    bool cpu_known = true, dec_known = true;
+           pt = 0, ll = 0, lk = 0, cpu = 0, dec = 0, gd = 0, rep = 0, ids = 0;
+    bool cpu_known = true, dec_known = true, rep_known = true;
     for (int i = 0; i < m; i++) {
         const arb_prompt_stat *p = &r->p[sel[i * k + col]];
         g += p->n_gen, c += p->n_calls, w += p->wall_us, st += p->steps, acc += p->accepted;
@@ -314,6 +396,7 @@ static double eval(const arb_run_stats *r, const arb_run_stats *ar, arb_metric m
         /* after the first token: the prefill produces it (decode.c's prefill_us ends there) */
         gd += (double)(p->n_gen - 1), dec += (double)(p->wall_us - p->prefill_us);
         dec_known = dec_known && p->prefill_us >= 0;
+        rep += (double)p->n_repeat, ids += (double)p->n_ids, rep_known = rep_known && p->n_ids >= 0;
     }
     switch (met) {
     case ARB_METRIC_TAU: return ratio(g, c);
@@ -336,6 +419,7 @@ static double eval(const arb_run_stats *r, const arb_run_stats *ar, arb_metric m
         return ar && dec_known
                    ? ratio(ratio(gd, dec), eval(ar, NULL, ARB_METRIC_TPS_DECODE, sel, m, k, 1 - col) / 1e6)
                    : NAN;
+    case ARB_METRIC_REPEAT16: return rep_known ? ratio(rep, ids) : NAN;
     default: return NAN;
     }
 }

@@ -37,6 +37,10 @@ typedef enum arb_metric {
     ARB_METRIC_SPEEDUP_DECODE, /* that rate against AR's, paired per prompt: the speedup without the
                                   prefill, which the methods share and cannot shorten (NAN when a
                                   prompt has no prefill_us) */
+    ARB_METRIC_REPEAT16,       /* share of the generated tokens that end a run of 16 tokens the output
+                                  already holds earlier: text caught in a verbatim loop, which a
+                                  lookup drafter copies (from the tokens table; NAN when a prompt has
+                                  none). A property of the text, the same for every lossless method */
     ARB_METRIC_COUNT
 } arb_metric;
 
@@ -53,6 +57,8 @@ typedef struct arb_prompt_stat {  /* per-prompt sums over its steps */
     int64_t n_gen, n_calls, wall_us, steps, accepted;
     int64_t cpu_us;               /* -1: not measured */
     int64_t prefill_us;           /* -1: not stored */
+    int64_t n_ids, n_repeat;      /* generated ids stored and those ending a repeated 16-token run
+                                     (arb_metrics_repeat_count); n_ids -1: no tokens row */
     int64_t acc_src[ARB_STORE_NSRC], prop_src[ARB_STORE_NSRC];
     int64_t n_spine, acc_spine, acc_spine_cont;
     int lossless;                 /* 1, 0, -1 unknown */
@@ -82,6 +88,11 @@ int arb_metrics_find_sibling(const arb_run_info *runs, int n, int i, const char 
 
 int arb_metrics_load(sqlite3 *db, const arb_run_info *info, arb_run_stats *out, arb_err *err);
 void arb_run_stats_release(arb_run_stats *s);
+
+/* Tokens i >= w-1 of ids[0..n) whose window ids[i-w+1..i] already ended at an earlier position
+   (overlaps allowed): a verbatim repeat at least w tokens long. -1 when out of memory. */
+#define ARB_METRICS_REPEAT_W 16
+int64_t arb_metrics_repeat_count(const int32_t *ids, int n, int w);
 
 /* Metric over the prompts of r (and of ar, for speedup/lossless: the prompts both have),
    with a percentile bootstrap (n_boot resamples, deterministic in seed; 0 = no interval). */

@@ -422,7 +422,8 @@ static int summary(rctx *c, arb_grid *g, arb_err *err)
     static const char *const rh[] = {"Model", "Dataset", "Method"};
     static const arb_metric ms[] = {ARB_METRIC_N_PROMPTS, ARB_METRIC_TAU, ARB_METRIC_TPS,
                                     ARB_METRIC_SPEEDUP, ARB_METRIC_P_S, ARB_METRIC_P_T,
-                                    ARB_METRIC_SPINE_SHARE, ARB_METRIC_ACC_LEN, ARB_METRIC_LOSSLESS};
+                                    ARB_METRIC_SPINE_SHARE, ARB_METRIC_ACC_LEN, ARB_METRIC_LOSSLESS,
+                                    ARB_METRIC_REPEAT16};
     int nm = (int)(sizeof ms / sizeof ms[0]);
     if (arb_grid_init(g, 3, rh, nm))
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
@@ -516,11 +517,72 @@ static int depth(rctx *c, arb_grid *g, arb_err *err)
     return ARB_OK;
 }
 
+/* The speedup apart on prompts whose output loops and on the others: a model caught in verbatim
+   repeats hands lookup drafters free tokens (docs/cost-model.md, "The paper's generation
+   lengths"). A prompt is loop-free when at most LOOP_FREE_MAX of its own output ends a repeated
+   16-token run (repeat16); lossless methods share AR's text, so their split is AR's. */
+#define LOOP_FREE_MAX 0.10
+static int loops(rctx *c, arb_grid *g, arb_err *err)
+{
+    static const char *const rh[] = {"Model", "Dataset", "Method"};
+    static const char *const cols[] = {"repeat16", "speedup", "loop-free prompts", "speedup loop-free",
+                                       "looping prompts", "speedup looping"};
+    if (arb_grid_init(g, 3, rh, 6))
+        return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+    for (int k = 0; k < 6; k++)
+        arb_grid_set_col(g, k, NULL, cols[k]);
+    snprintf(g->caption, sizeof g->caption,
+             "A prompt loops when more than %.0f%% of its generated tokens end a 16-token run its output already "
+             "holds (repeat16); speedup over AR pooled over each part's prompts (the same prompts on AR's side).",
+             100 * LOOP_FREE_MAX);
+    for (int i = 0; i < c->n; i++) {
+        if (!arb_report_model_ok(c, i))
+            continue;
+        const arb_run_stats *s = stats(c, i, err), *ar = NULL;
+        if (!s)
+            return err->code;
+        const int a = arb_metrics_find_ar(c->runs, c->n, i);
+        if (a >= 0 && !(ar = stats(c, a, err)))
+            return err->code;
+        const char *lab[3] = {c->runs[i].model, arb_report_ds_title(c->runs[i].dataset), c->runs[i].method};
+        const int r = arb_grid_add_row(g, lab);
+        int rc = r < 0 ? ARB_ERR(err, ARB_E_NOMEM, "out of memory") : ARB_OK;
+        if (!rc)
+            rc = arb_report_cell(c, i, ARB_METRIC_REPEAT16, arb_grid_at(g, r, 0), err);
+        if (!rc)
+            rc = arb_report_cell(c, i, ARB_METRIC_SPEEDUP, arb_grid_at(g, r, 1), err);
+        arb_run_stats part = *s; /* shares s's prompt ids: freed with free(part.p) only */
+        part.p = rc ? NULL : malloc((size_t)(s->n > 0 ? s->n : 1) * sizeof *part.p);
+        if (!rc && !part.p)
+            rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+        for (int looping = 0; looping < 2 && !rc; looping++) {
+            part.n = 0;
+            for (int j = 0; j < s->n; j++) {
+                const arb_prompt_stat *p = &s->p[j];
+                if (p->n_ids >= 0 && ((double)p->n_repeat > LOOP_FREE_MAX * (double)p->n_ids) == looping)
+                    part.p[part.n++] = *p;
+            }
+            arb_rcell *n = arb_grid_at(g, r, 2 + 2 * looping), *sp = arb_grid_at(g, r, 3 + 2 * looping);
+            n->has = n->count = true;
+            n->v = part.n, n->lo = n->hi = NAN;
+            arb_ci ci = {NAN, NAN, NAN};
+            if (part.n > 0 && ar)
+                arb_metrics_ci(&part, ar, ARB_METRIC_SPEEDUP, c->o->n_boot, (uint64_t)i * 7919u + 1u + looping, &ci);
+            sp->has = !isnan(ci.v);
+            sp->v = ci.v, sp->lo = ci.lo, sp->hi = ci.hi;
+        }
+        free(part.p);
+        if (rc)
+            return rc;
+    }
+    return ARB_OK;
+}
+
 static const struct { const char *name; int (*fn)(rctx *, arb_grid *, arb_err *); } tables[] = {
     {"table1", table1}, {"table2", table2}, {"table3", table3}, {"pivot", pivot},
     {"summary", summary}, {"synergy", synergy}, {"depth", depth}, {"dte", arb_report_dte},
     {"sequoia-p", arb_report_sequoia_p}, {"cost", arb_report_cost},
-    {"entmtp1", arb_report_entmtp1}, {"machines", arb_report_machines},
+    {"entmtp1", arb_report_entmtp1}, {"machines", arb_report_machines}, {"loops", loops},
 };
 
 int arb_report_write(sqlite3 *db, const arb_report_opts *o, FILE *out, arb_err *err)
@@ -532,7 +594,7 @@ int arb_report_write(sqlite3 *db, const arb_report_opts *o, FILE *out, arb_err *
             fn = tables[i].fn;
     if (!fn && !autot)
         return ARB_ERR(err, ARB_E_INVAL, "unknown table '%s' (auto table1 table2 table3 pivot "
-                       "summary synergy depth dte sequoia-p cost entmtp1 machines)", o->table);
+                       "summary synergy depth dte sequoia-p cost entmtp1 machines loops)", o->table);
     /* Intervals cost n_boot resamples per cell: compute them only where they are printed. */
     arb_report_opts eo = *o;
     if ((!o->ci && (autot || (strcmp(o->table, "summary") && strcmp(o->table, "synergy")))) ||

@@ -16,6 +16,8 @@
  *   cost    τ, measured speedup, speedup predicted by the eval cost model t(n, L) fitted on
  *           the other runs' steps (costmodel.h), the error, and GPU roofline projections; with
  *           profile set, also the speedup predicted from that bench profile and its error
+ *   loops   repeat16 and the speedup apart on the prompts whose output loops (more than 10% of
+ *           its tokens end a repeated 16-token run) and on the loop-free ones
  *   auto    (the default) dte when every speculative run is a draft-model run, else table3
  * With paper_model set, each value column gets a neighbour with the published figure for that
  * paper model (results/paper/goose.tsv).

@@ -8,6 +8,7 @@
 
 #include "fixture_db.h"
 #include "metrics.h"
+#include "resample.h"
 
 static char dir[256];
 static arb_store *st;
@@ -315,5 +316,118 @@ Test(metrics, approximate_verifier_runs_are_labelled, .init = setup, .fini = tea
         seen++;
     }
     cr_expect_eq(seen, 3);
+    arb_metrics_free_runs(rs, n);
+}
+
+/* The slow definition of arb_metrics_repeat_count: token i counts when its window of w ids equals
+   the window ending at some earlier j. */
+static int64_t repeats_by_definition(const int32_t *ids, int n, int w)
+{
+    int64_t rep = 0;
+    for (int i = w - 1; i < n; i++)
+        for (int j = w - 1; j < i; j++)
+            if (!memcmp(ids + i - w + 1, ids + j - w + 1, (size_t)w * sizeof *ids)) {
+                rep++;
+                break;
+            }
+    return rep;
+}
+
+/* A prompt's text with loops planted in it: fresh tokens, then a period-p phrase repeated, then
+   fresh tokens again; and runs of one token (overlapping windows) and near-misses (the phrase
+   with one id changed, which must not count). */
+static int planted(uint64_t *x, int32_t *ids, int n_max)
+{
+    int n = 0;
+    while (n < n_max) {
+        const int kind = (int)(arb_splitmix64(x) % 4), len = 8 + (int)(arb_splitmix64(x) % 60);
+        if (kind == 0 || n < 20) { /* fresh ids from a small vocabulary: short chance repeats */
+            for (int i = 0; i < len && n < n_max; i++)
+                ids[n++] = (int32_t)(arb_splitmix64(x) % 7);
+        } else if (kind == 1) { /* copy an earlier stretch: a verbatim loop */
+            const int from = (int)(arb_splitmix64(x) % (uint64_t)(n - 1));
+            for (int i = 0; i < len && n < n_max; i++, n++) /* from + i < n: may copy what it wrote */
+                ids[n] = ids[from + i];
+        } else if (kind == 2) { /* one token over and over */
+            const int32_t t = (int32_t)(arb_splitmix64(x) % 7);
+            for (int i = 0; i < len && n < n_max; i++)
+                ids[n++] = t;
+        } else { /* an earlier stretch with one id changed every 5 */
+            const int from = (int)(arb_splitmix64(x) % (uint64_t)(n - 1));
+            for (int i = 0; i < len && n < n_max; i++, n++)
+                ids[n] = ids[from + i] + (i % 5 == 4 ? 100 : 0);
+        }
+    }
+    return n;
+}
+
+Test(metrics, repeat_count_matches_its_definition)
+{
+    int32_t ids[600];
+    uint64_t x = 42;
+    const int ws[] = {1, 3, 16};
+    int64_t some = 0;
+    for (int trial = 0; trial < 40; trial++) {
+        const int n = planted(&x, ids, 100 + 12 * trial);
+        for (int k = 0; k < 3; k++) {
+            const int64_t got = arb_metrics_repeat_count(ids, n, ws[k]);
+            cr_assert_eq(got, repeats_by_definition(ids, n, ws[k]), "trial %d, n %d, w %d", trial, n, ws[k]);
+            some += ws[k] == 16 ? got : 0;
+        }
+    }
+    cr_assert_gt(some, 0, "the planted loops must give 16-token repeats");
+    for (int i = 0; i < 40; i++)
+        ids[i] = 9;
+    cr_assert_eq(arb_metrics_repeat_count(ids, 40, 16), 40 - 16, "one token: every window after the first");
+    cr_assert_eq(arb_metrics_repeat_count(ids, 15, 16), 0, "shorter than a window");
+    for (int i = 0; i < 40; i++)
+        ids[i] = i;
+    cr_assert_eq(arb_metrics_repeat_count(ids, 40, 1), 0, "distinct ids");
+}
+
+/* repeat16 from the stored tokens: a run whose prompts' outputs loop, the share recomputed here
+   from the ids written; a prompt without its ids leaves it undefined. The fixture's outputs are
+   all distinct ids: 0. */
+Test(metrics, repeat16_reads_the_stored_tokens, .init = setup, .fini = teardown)
+{
+    arb_err err = {0};
+    arb_store_run r = {.run_key = "loop000000000000", .config_name = "fixture", .method = "PLD", .base_method = "PLD",
+                       .drafter = "pld", .topology = "", .sweep_json = "{}", .model_id = "tiny-c", .model_sha256 = "00",
+                       .dataset = "humaneval", .max_new_tokens = 600, .top_p = 1};
+    cr_assert_eq(arb_store_run_put(st, &r, &err), ARB_OK, "%s", err.msg);
+    int32_t ids[600];
+    uint64_t x = 7;
+    double rep = 0, tot = 0;
+    for (int p = 0; p < 5; p++) {
+        const int n = planted(&x, ids, 200 + 80 * p);
+        rep += (double)repeats_by_definition(ids, n, 16), tot += n;
+        char pid[8];
+        snprintf(pid, sizeof pid, "L/%d", p);
+        arb_store_step step = {.step = 0, .n_nodes = 1, .accepted = 0, .committed = 1, .mode = "ar", .category = -1};
+        arb_store_prompt pr = {.prompt_id = pid, .prompt_idx = p, .n_prompt = 10, .n_gen = n, .n_calls = n,
+                               .wall_us = 1000, .n_repeats = 1, .stop = "limit", .lossless = 1, .ids = ids};
+        cr_assert_eq(arb_store_prompt_put(st, r.run_key, &pr, &step, 1, &err), ARB_OK, "%s", err.msg);
+    }
+    cr_assert_gt(rep, 0);
+    arb_run_info *rs;
+    int n;
+    cr_assert_eq(arb_metrics_list_runs(arb_store_db(st), &rs, &n, &err), ARB_OK, "%s", err.msg);
+    int li = -1;
+    for (int i = 0; i < n; i++)
+        li = strcmp(rs[i].run_key, r.run_key) ? li : i;
+    cr_assert_geq(li, 0);
+    arb_run_stats s, f;
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &rs[li], &s, &err), ARB_OK, "%s", err.msg);
+    arb_ci v;
+    arb_metrics_ci(&s, NULL, ARB_METRIC_REPEAT16, 0, 0, &v);
+    cr_assert_float_eq(v.v, rep / tot, 1e-12);
+    s.p[2].n_ids = -1;
+    arb_metrics_ci(&s, NULL, ARB_METRIC_REPEAT16, 0, 0, &v);
+    cr_assert(isnan(v.v));
+    cr_assert_eq(arb_metrics_load(arb_store_db(st), &rs[run_index(0, 0, 1)], &f, &err), ARB_OK, "%s", err.msg);
+    arb_metrics_ci(&f, NULL, ARB_METRIC_REPEAT16, 0, 0, &v);
+    cr_assert_float_eq(v.v, 0.0, 1e-12);
+    arb_run_stats_release(&s);
+    arb_run_stats_release(&f);
     arb_metrics_free_runs(rs, n);
 }

@@ -470,3 +470,59 @@ Test(report, machines_groups_sessions_by_setup)
     snprintf(p2, sizeof p2, "%s-shm", path), unlink(p2);
     cr_assert_eq(rmdir(d), 0);
 }
+
+/* loops: six prompts of model "tiny-loop", three whose output loops (a 12-token phrase over and
+   over after 20 fresh tokens) and three of distinct ids; the method is 1.25x AR on the loop-free
+   ones and 2.5x on the looping ones. The table's split and pooled speedups are recomputed here. */
+Test(report, loops_splits_the_speedup_by_the_outputs_repeats, .init = setup, .fini = teardown)
+{
+    arb_err err = {0};
+    const char *meth[2] = {"AR", "PLD"}, *drafter[2] = {"none", "pld"};
+    double ar_wall[2] = {0, 0}, m_wall[2] = {0, 0}, rep = 0, ids_n = 0;
+    for (int m = 0; m < 2; m++) {
+        char key[17];
+        snprintf(key, sizeof key, "loop%d00000000000", m);
+        arb_store_run r = {.run_key = key, .config_name = "fixture", .method = meth[m], .base_method = meth[m],
+                           .drafter = drafter[m], .topology = "", .sweep_json = "{}", .model_id = "tiny-loop",
+                           .model_sha256 = "00", .dataset = "humaneval", .max_new_tokens = 200, .top_p = 1};
+        cr_assert_eq(arb_store_run_put(st, &r, &err), ARB_OK, "%s", err.msg);
+        for (int p = 0; p < 6; p++) {
+            const bool loops = p >= 3;
+            int32_t ids[200];
+            const int n = 100 + 20 * p;
+            for (int i = 0; i < n; i++)
+                ids[i] = loops && i >= 20 ? 1000 + (i - 20) % 12 : 10 * p + i;
+            const int64_t wall = 1000 * (p + 1) * (m == 0 ? 10 : loops ? 4 : 8);
+            (m ? m_wall : ar_wall)[loops] += (double)wall;
+            if (!m)
+                rep += loops ? n - 20 - 15 - 12 : 0, ids_n += n; /* from the window ending at 20 + 15 + 12 */
+            char pid[8];
+            snprintf(pid, sizeof pid, "Q/%d", p);
+            arb_store_step step = {.step = 0, .n_nodes = 1, .committed = 1, .mode = "ar", .category = -1};
+            arb_store_prompt pr = {.prompt_id = pid, .prompt_idx = p, .n_prompt = 10, .n_gen = n, .n_calls = n,
+                                   .wall_us = wall, .n_repeats = 1, .stop = "limit", .lossless = 1, .ids = ids};
+            cr_assert_eq(arb_store_prompt_put(st, key, &pr, &step, 1, &err), ARB_OK, "%s", err.msg);
+        }
+    }
+    arb_report_opts o = arb_report_default_opts();
+    o.table = "loops";
+    o.model = "tiny-loop";
+    o.fmt = ARB_FMT_CSV;
+    int rc;
+    char *csv = report(&o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", csv);
+    const char *row = strstr(csv, "tiny-loop,HumanEval,PLD,");
+    cr_assert(row, "%s", csv);
+    double r16, sp, nf, spf, nl, spl;
+    cr_assert_eq(sscanf(row + strlen("tiny-loop,HumanEval,PLD,"), "%lf,%lf,%lf,%lf,%lf,%lf", &r16, &sp, &nf, &spf,
+                        &nl, &spl),
+                 6, "%s", row);
+    cr_assert_float_eq(r16, rep / ids_n, 1e-5);
+    cr_assert_float_eq(sp, (ar_wall[0] + ar_wall[1]) / (m_wall[0] + m_wall[1]), 1e-5);
+    cr_assert_eq((int)nf, 3);
+    cr_assert_eq((int)nl, 3);
+    cr_assert_float_eq(spf, 1.25, 1e-5);
+    cr_assert_float_eq(spl, 2.5, 1e-5);
+    cr_assert(strstr(csv, "tiny-a") == NULL, "--model keeps the other models out");
+    free(csv);
+}
