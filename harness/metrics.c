@@ -267,7 +267,7 @@ static int load_repeats(sqlite3 *db, const char *key, arb_run_stats *s, arb_err 
         while (pid && i < s->n && strcmp(s->p[i].prompt_id, pid) < 0)
             i++;
         if (!pid || i == s->n || strcmp(s->p[i].prompt_id, pid))
-            continue; /* tokens without a prompts row: an interrupted prompt's, never counted */
+            continue; /* ids without a prompts row are not counted */
         const size_t nb = (size_t)sqlite3_column_bytes(st, 1), n = nb / sizeof(int32_t);
         if (n > cap) { /* the blob's bytes are not aligned for int32: copied (little-endian, store.c) */
             int32_t *nbuf = realloc(buf, n * sizeof *nbuf);

@@ -2,6 +2,7 @@
  * to their cartesian product; every kind of bad input is an error naming file and JSON path;
  * run keys depend on exactly the properties that change results. */
 #include <criterion/criterion.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,19 @@ Test(config, shipped_configs_load)
         cr_assert_eq(c->seeds[0], 0, "%s: the papers use seed 0", files[i]);
         arb_config_free(c);
     }
+    /* and every other config the project ships, so a new one cannot go stale unnoticed */
+    char pat[2048];
+    snprintf(pat, sizeof pat, "%s/configs/*.json", root_or_skip());
+    glob_t g;
+    cr_assert_eq(glob(pat, 0, NULL, &g), 0, "%s", pat);
+    cr_assert_gt(g.gl_pathc, sizeof files / sizeof files[0]);
+    const size_t skip = strlen(root_or_skip()) + 1;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        arb_config *c = load(g.gl_pathv[i] + skip);
+        cr_assert_gt(c->n_methods, 0, "%s", g.gl_pathv[i]);
+        arb_config_free(c);
+    }
+    globfree(&g);
     arb_config *c = load("configs/goose-fig4b.json");
     cr_assert_eq(c->n_methods, 5 + 4 + 3 + 3);
     cr_assert_str_eq(c->methods[0].label, "GOOSE-B[budget=20]");
