@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "decode.h"
 #include "resample.h"
 #include "verifiers/verifier.h"
 
@@ -213,9 +214,9 @@ int64_t arb_metrics_repeat_count(const int32_t *ids, int n, int w)
 {
     if (w < 1 || n < w)
         return 0;
-    /* Open addressing over the windows seen so far, keyed by an FNV-1a hash of their ids; a
-       slot holds a window's end + 1 (0 = empty) and its hash, and a hash match is confirmed by
-       comparing the ids, so a collision never counts a repeat. */
+    /* Open addressing over the windows seen so far, keyed by arb_decode_hash (FNV-1a over the
+       ids); a slot holds a window's end + 1 (0 = empty) and its hash, and a hash match is
+       confirmed by comparing the ids, so a collision never counts a repeat. */
     size_t cap = 16;
     while (cap < 2 * (size_t)n)
         cap *= 2;
@@ -229,9 +230,7 @@ int64_t arb_metrics_repeat_count(const int32_t *ids, int n, int w)
     int64_t rep = 0;
     for (int i = w - 1; i < n; i++) {
         const int32_t *win = ids + i - w + 1;
-        uint64_t h = 1469598103934665603ull;
-        for (int j = 0; j < w; j++)
-            h = (h ^ (uint32_t)win[j]) * 1099511628211ull;
+        const uint64_t h = arb_decode_hash(win, w);
         size_t at = (size_t)h & (cap - 1);
         bool seen = false;
         for (; end[at]; at = (at + 1) & (cap - 1))

@@ -546,16 +546,17 @@ static int loops(rctx *c, arb_grid *g, arb_err *err)
             return err->code;
         const char *lab[3] = {c->runs[i].model, arb_report_ds_title(c->runs[i].dataset), c->runs[i].method};
         const int r = arb_grid_add_row(g, lab);
-        int rc = r < 0 ? ARB_ERR(err, ARB_E_NOMEM, "out of memory") : ARB_OK;
-        if (!rc)
-            rc = arb_report_cell(c, i, ARB_METRIC_REPEAT16, arb_grid_at(g, r, 0), err);
+        if (r < 0)
+            return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+        int rc = arb_report_cell(c, i, ARB_METRIC_REPEAT16, arb_grid_at(g, r, 0), err);
         if (!rc)
             rc = arb_report_cell(c, i, ARB_METRIC_SPEEDUP, arb_grid_at(g, r, 1), err);
+        if (rc)
+            return rc;
         arb_run_stats part = *s; /* shares s's prompt ids: freed with free(part.p) only */
-        part.p = rc ? NULL : malloc((size_t)(s->n > 0 ? s->n : 1) * sizeof *part.p);
-        if (!rc && !part.p)
-            rc = ARB_ERR(err, ARB_E_NOMEM, "out of memory");
-        for (int looping = 0; looping < 2 && !rc; looping++) {
+        if (!(part.p = malloc((size_t)(s->n > 0 ? s->n : 1) * sizeof *part.p)))
+            return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
+        for (int looping = 0; looping < 2; looping++) {
             part.n = 0;
             for (int j = 0; j < s->n; j++) {
                 const arb_prompt_stat *p = &s->p[j];
@@ -572,8 +573,6 @@ static int loops(rctx *c, arb_grid *g, arb_err *err)
             sp->v = ci.v, sp->lo = ci.lo, sp->hi = ci.hi;
         }
         free(part.p);
-        if (rc)
-            return rc;
     }
     return ARB_OK;
 }
