@@ -389,14 +389,45 @@ static int forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n,
     return arb_cuda_forward(c->cuda, &st, err);
 }
 
+static int check_outputs(const arb_ctx *c, const arb_eval_out *o, const char *who, arb_err *err);
+
+int arb_ctx_output_head_ex(arb_ctx *c, const float *hidden, int n, const arb_eval_out *o, arb_err *err)
+{
+    if (n < 1 || n > c->n_batch_max || !hidden || !o || (!o->logits && !o->argmax && o->topk_k == 0))
+        return ARB_ERR(err, ARB_E_INVAL, "output head: %d rows (1..%d) or NULL buffers (hidden, or no logits, "
+                       "argmax or top-K)", n, c->n_batch_max);
+    if (o->hidden)
+        return ARB_ERR(err, ARB_E_INVAL, "output head: hidden states are its input, not an output");
+    int rc = check_outputs(c, o, "output head", err);
+    if (rc)
+        return rc;
+    if (c->cuda) {
+        const arb_cuda_head_out ho = {.logits = o->logits, .argmax = o->argmax, .topk_k = o->topk_k,
+                                      .topk_ids = o->topk_ids, .topk_p = o->topk_p};
+        return arb_cuda_output_head(c->cuda, hidden, n, &ho, err);
+    }
+    const arb_model *m = c->m;
+    if (o->logits) {
+        arb_backend_matmul(&c->be, &m->output, hidden, n, o->logits, c->work);
+        head_outputs(c, o->logits, n, o, 0);
+        return ARB_OK;
+    }
+    /* argmax / top-K only: in chunks through head_buf, as forward_cpu's head (the kernel is
+       batch-invariant, so a row's logits do not depend on its chunk) */
+    for (int r0 = 0; r0 < n; r0 += ARB_HEAD_CHUNK) {
+        const int k = n - r0 < ARB_HEAD_CHUNK ? n - r0 : ARB_HEAD_CHUNK;
+        arb_backend_matmul(&c->be, &m->output, hidden + (size_t)r0 * m->n_embd, k, c->head_buf, c->work);
+        head_outputs(c, c->head_buf, k, o, r0);
+    }
+    return ARB_OK;
+}
+
 int arb_ctx_output_head(arb_ctx *c, const float *hidden, int n, float *logits, arb_err *err)
 {
-    if (n < 1 || n > c->n_batch_max || !hidden || !logits)
-        return ARB_ERR(err, ARB_E_INVAL, "output head: %d rows (1..%d) or NULL buffers", n, c->n_batch_max);
-    if (c->cuda)
-        return arb_cuda_output_head(c->cuda, hidden, n, logits, err);
-    arb_backend_matmul(&c->be, &c->m->output, hidden, n, logits, c->work);
-    return ARB_OK;
+    if (!logits)
+        return ARB_ERR(err, ARB_E_INVAL, "output head: NULL logits buffer");
+    const arb_eval_out o = {.logits = logits};
+    return arb_ctx_output_head_ex(c, hidden, n, &o, err);
 }
 
 int arb_eval(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, float *logits, float *hidden,

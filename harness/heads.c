@@ -21,6 +21,8 @@ struct arb_heads_ws {
     float *u, *z, *dz; /* [rows x E] */
     float *logits;     /* [rows x V] */
     double *lse;       /* [rows] */
+    int32_t *tk_ids;   /* [rows x ARB_TOPK_K_MAX]: the engine head's top-K lists (lm_head_topk) */
+    float *tk_p;       /* [rows x ARB_TOPK_K_MAX] */
 };
 
 const char *arb_heads_kind_name(arb_heads_kind k) { return k == ARB_HEADS_HYDRA ? "hydra" : "medusa"; }
@@ -283,7 +285,9 @@ int arb_heads_ws_new(const arb_heads *h, int n_rows, arb_heads_ws **out, arb_err
     size_t re = (size_t)n_rows * h->n_embd;
     if (n_rows < 1 || !ws || !(ws->u = malloc(re * sizeof(float))) || !(ws->z = malloc(re * sizeof(float))) ||
         !(ws->dz = malloc(re * sizeof(float))) || !(ws->lse = malloc((size_t)n_rows * sizeof(double))) ||
-        !(ws->logits = malloc((size_t)n_rows * h->n_vocab * sizeof(float)))) {
+        !(ws->logits = malloc((size_t)n_rows * h->n_vocab * sizeof(float))) ||
+        !(ws->tk_ids = malloc((size_t)n_rows * ARB_TOPK_K_MAX * sizeof(int32_t))) ||
+        !(ws->tk_p = malloc((size_t)n_rows * ARB_TOPK_K_MAX * sizeof(float)))) {
         arb_heads_ws_free(ws);
         return ARB_ERR(err, ARB_E_NOMEM, "heads: cannot allocate scratch for %d rows x %d vocab", n_rows,
                        h->n_vocab);
@@ -302,6 +306,8 @@ void arb_heads_ws_free(arb_heads_ws *ws)
     free(ws->dz);
     free(ws->lse);
     free(ws->logits);
+    free(ws->tk_ids);
+    free(ws->tk_p);
     free(ws);
 }
 
@@ -419,13 +425,43 @@ void arb_lm_head_logits(const arb_lm_head *lm, int V, int E, const float *Z, int
         logits_rows(lm->w_lm, V, Z, B, E, L);
 }
 
+void arb_lm_head_topk(const arb_lm_head *lm, int V, int E, const float *Z, int B, int k, int32_t *ids, float *probs,
+                      float *logits)
+{
+    arb_err err = {0};
+    const arb_eval_out o = {.topk_k = k, .topk_ids = ids, .topk_p = probs};
+    if (!lm->f32 && lm->ctx && arb_ctx_output_head_ex(lm->ctx, Z, B, &o, &err) == ARB_OK)
+        return;
+    logits_rows(lm->w_lm, V, Z, B, E, logits);
+    for (int i = 0; i < B; i++)
+        arb_topk_softmax(logits + (size_t)i * V, V, k, ids + (size_t)i * k, probs + (size_t)i * k);
+}
+
+/* The n_top[i] best tokens of row i (none for n_top[i] <= 0) into ids/probs + i * stride: the
+   lists of the largest n_top, cut. A list's first n entries are the top-n list, ids and
+   probabilities alike (arb_topk_softmax's sum does not depend on K; tests/test_heads.c). */
+static void lm_head_topk(const arb_lm_head *lm, int V, int E, const float *Z, int B, const int *n_top, size_t stride,
+                         int32_t *ids, float *probs, arb_heads_ws *ws)
+{
+    int kmax = 0;
+    for (int i = 0; i < B; i++)
+        kmax = n_top[i] > kmax ? n_top[i] : kmax;
+    if (kmax <= 0)
+        return;
+    arb_lm_head_topk(lm, V, E, Z, B, kmax, ws->tk_ids, ws->tk_p, ws->logits);
+    for (int i = 0; i < B; i++)
+        if (n_top[i] > 0) {
+            memcpy(ids + i * stride, ws->tk_ids + (size_t)i * kmax, (size_t)n_top[i] * sizeof *ids);
+            memcpy(probs + i * stride, ws->tk_p + (size_t)i * kmax, (size_t)n_top[i] * sizeof *probs);
+        }
+}
+
 void arb_heads_topk(const arb_heads *h, int k, const arb_lm_head *lm, const float *x, int n_top, int32_t *ids,
                     float *probs, arb_heads_ws *ws)
 {
     const int E = h->n_embd, V = h->n_vocab;
     head_block(h, k, x, ws->u, ws->z);
-    arb_lm_head_logits(lm, V, E, ws->z, 1, ws->logits);
-    arb_topk_softmax(ws->logits, V, n_top, ids, probs);
+    lm_head_topk(lm, V, E, ws->z, 1, &n_top, 0, ids, probs, ws);
 }
 
 void arb_heads_topk_all(const arb_heads *h, const arb_lm_head *lm, const float *x, const int *n_top, int32_t *ids,
@@ -435,11 +471,7 @@ void arb_heads_topk_all(const arb_heads *h, const arb_lm_head *lm, const float *
     ARB_ASSERT(h->kind == ARB_HEADS_MEDUSA && ws->rows >= K);
     for (int k = 0; k < K; k++)
         head_block(h, k, x, ws->u + (size_t)k * E, ws->z + (size_t)k * E);
-    arb_lm_head_logits(lm, V, E, ws->z, K, ws->logits);
-    for (int k = 0; k < K; k++)
-        if (n_top[k] > 0)
-            arb_topk_softmax(ws->logits + (size_t)k * V, V, n_top[k], ids + (size_t)k * ARB_HEADS_RANKS,
-                             probs + (size_t)k * ARB_HEADS_RANKS);
+    lm_head_topk(lm, V, E, ws->z, K, n_top, ARB_HEADS_RANKS, ids, probs, ws);
 }
 
 void arb_heads_topk_batch(const arb_heads *h, const arb_lm_head *lm, int n, const int *k, const float *const *x,
@@ -449,11 +481,7 @@ void arb_heads_topk_batch(const arb_heads *h, const arb_lm_head *lm, int n, cons
     ARB_ASSERT(n <= ws->rows);
     for (int i = 0; i < n; i++)
         head_block(h, k[i], x[i], ws->u + (size_t)i * E, ws->z + (size_t)i * E);
-    arb_lm_head_logits(lm, V, E, ws->z, n, ws->logits);
-    for (int i = 0; i < n; i++)
-        if (n_top[i] > 0)
-            arb_topk_softmax(ws->logits + (size_t)i * V, V, n_top[i], ids + (size_t)i * ARB_HEADS_RANKS,
-                             probs + (size_t)i * ARB_HEADS_RANKS);
+    lm_head_topk(lm, V, E, ws->z, n, n_top, ARB_HEADS_RANKS, ids, probs, ws);
 }
 
 /* ---- the target's output matrix and embedding in f32 ---- */

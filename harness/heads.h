@@ -78,6 +78,14 @@ int arb_lm_head_bind(arb_lm_head *lm, arb_ctx *ctx, const float *w_lm, arb_err *
 /* L [B x V] = W_out Z [B x E]. Rows are scored independently (both paths are batch-invariant);
    a context call that fails (e.g. B > its n_batch_max) falls back to the f32 copy. */
 void arb_lm_head_logits(const arb_lm_head *lm, int V, int E, const float *Z, int B, float *L);
+/* The k (1..ARB_TOPK_K_MAX) best tokens of each of the B rows of W_out Z, best first (ties: lower
+   id), and their softmax probabilities: ids/probs [B x k], as arb_topk_softmax of
+   arb_lm_head_logits' rows. Through the context they are computed where its logits are
+   (arb_ctx_output_head_ex: a GPU copies back B short lists, not B x V floats; the CPU's are
+   bit for bit the logits path's); the f32 copy, or a context call that fails, scores whole rows
+   into logits [B x V] (scratch) first. */
+void arb_lm_head_topk(const arb_lm_head *lm, int V, int E, const float *Z, int B, int k, int32_t *ids, float *probs,
+                      float *logits);
 
 typedef struct arb_heads_ws arb_heads_ws; /* scratch for up to n_rows rows */
 int arb_heads_ws_new(const arb_heads *h, int n_rows, arb_heads_ws **out, arb_err *err);

@@ -260,6 +260,59 @@ Test(engine, output_head_matches_eval_logits)
     arb_model_free(m);
 }
 
+/* arb_ctx_output_head_ex: argmax and top-K of the head's rows, bit for bit arb_topk_argmax and
+   arb_topk_softmax of arb_ctx_output_head's logits, with the rows (one call) and without them
+   (chunks of 32 through the context's buffer: 40 rows cross a chunk edge); a top-K list's
+   first n entries are the top-n list, ids and probabilities (the heads cut one list per row,
+   heads.c); bad requests are refused. */
+Test(engine, output_head_ex_gives_the_rows_argmax_and_topk)
+{
+    arb_model *m = open_model(2);
+    enum { V = 49152, E = 576, N = 40, K = 10 };
+    arb_ctx *c = check_ctx(m, 256, N, 0, true);
+    int32_t tok[N], par[N];
+    for (int i = 0; i < N; i++)
+        tok[i] = (int32_t)((i * 7919 + 13) % 30000) + 100, par[i] = i - 1;
+    float *lg = malloc(sizeof(float) * V * N), *hid = malloc(sizeof(float) * E * N);
+    float *rows = malloc(sizeof(float) * V * N);
+    check_eval(c, tok, par, N, lg, hid);
+    arb_err err = {0};
+    cr_assert_eq(arb_ctx_output_head(c, hid, N, rows, &err), ARB_OK, "%s", err.msg);
+    static int32_t am[N], ids[N * K], ids2[N * K], ids_ref[K], ids_n[K];
+    static float p[N * K], p2[N * K], p_ref[K], p_n[K];
+    const arb_eval_out only = {.argmax = am, .topk_k = K, .topk_ids = ids, .topk_p = p};
+    cr_assert_eq(arb_ctx_output_head_ex(c, hid, N, &only, &err), ARB_OK, "%s", err.msg);
+    const arb_eval_out with = {.logits = lg, .topk_k = K, .topk_ids = ids2, .topk_p = p2};
+    cr_assert_eq(arb_ctx_output_head_ex(c, hid, N, &with, &err), ARB_OK, "%s", err.msg);
+    cr_assert(memcmp(lg, rows, sizeof(float) * V * N) == 0, "logits through _ex differ");
+    for (int i = 0; i < N; i++) {
+        const float *row = rows + (size_t)i * V;
+        arb_topk_softmax(row, V, K, ids_ref, p_ref);
+        cr_assert_eq(am[i], arb_topk_argmax(row, V), "row %d: argmax", i);
+        cr_assert(!memcmp(ids + i * K, ids_ref, sizeof ids_ref) && !memcmp(p + i * K, p_ref, sizeof p_ref),
+                  "row %d: top-K without rows differs from arb_topk_softmax of the row", i);
+        cr_assert(!memcmp(ids2 + i * K, ids_ref, sizeof ids_ref) && !memcmp(p2 + i * K, p_ref, sizeof p_ref),
+                  "row %d: top-K with rows differs", i);
+        const int n = 1 + i % K;
+        arb_topk_softmax(row, V, n, ids_n, p_n);
+        cr_assert(!memcmp(ids_n, ids_ref, sizeof(int32_t) * n) && !memcmp(p_n, p_ref, sizeof(float) * n),
+                  "row %d: the top-%d list is not the top-%d list's head", i, n, K);
+    }
+    const arb_eval_out none = {0}, big = {.topk_k = ARB_TOPK_K_MAX + 1, .topk_ids = ids, .topk_p = p},
+                       hidden_out = {.argmax = am, .hidden = hid};
+    cr_assert_eq(arb_ctx_output_head_ex(c, hid, 1, &none, &err), ARB_E_INVAL);
+    cr_assert_eq(arb_ctx_output_head_ex(c, hid, 1, &big, &err), ARB_E_INVAL);
+    cr_assert_eq(arb_ctx_output_head_ex(c, hid, 1, &hidden_out, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "hidden"), "%s", err.msg);
+    cr_assert_eq(arb_ctx_output_head_ex(c, hid, N + 1, &only, &err), ARB_E_INVAL);
+    cr_assert_eq(arb_ctx_output_head_ex(c, NULL, 1, &only, &err), ARB_E_INVAL);
+    free(lg);
+    free(hid);
+    free(rows);
+    arb_ctx_free(c);
+    arb_model_free(m);
+}
+
 /* 40 random trees (up to 64 nodes) on random prefixes: every node bitwise equal to AR. */
 Test(engine, tree_logits_equal_ar, .timeout = 1500)
 {

@@ -418,7 +418,10 @@ Test(gpu, fused_glu_quantization_gives_the_separate_bits)
    path give that eval's logits bit for bit (exact mode: also one row alone; fast mode at the
    same row count, below the 16 rows where cuBLAS serves the head), trees of 1-15 nodes after a
    random prompt; afterwards arb_eval_logits_row refuses the eval's rows (the head call wrote
-   over them) and bad row counts are refused. */
+   over them) and bad row counts are refused. The same rows' argmax and top-K through
+   arb_ctx_output_head_ex (the device's selection kernels, only the lists copied back) against
+   the host's over the copied rows: ids and argmax equal, probabilities within 2e-5 relative
+   (device_topk_vs_host below says why). */
 static void output_head_agrees(arb_model *m, int n_vocab, int n_embd, bool exact, uint64_t seed, int trees)
 {
     uint64_t s = seed;
@@ -439,6 +442,25 @@ static void output_head_agrees(arb_model *m, int n_vocab, int n_embd, bool exact
         cr_assert_eq(arb_ctx_output_head(c, hid, n, got, &err), ARB_OK, "%s", err.msg);
         cr_assert(!memcmp(got, lg, sizeof(float) * (size_t)n_vocab * n),
                   "tree %d (%d nodes): the head of the eval's hidden rows differs from its logits", t, n);
+        { /* the same rows' argmax and top-K on the device (arb_ctx_output_head_ex, no rows back) */
+            enum { K = 10 };
+            int32_t am[15], ids[15 * K], ids_ref[K];
+            float p[15 * K], p_ref[K];
+            const arb_eval_out ho = {.argmax = am, .topk_k = K, .topk_ids = ids, .topk_p = p};
+            cr_assert_eq(arb_ctx_output_head_ex(c, hid, n, &ho, &err), ARB_OK, "%s", err.msg);
+            for (int i = 0; i < n; i++) {
+                arb_topk_softmax(got + (size_t)i * n_vocab, n_vocab, K, ids_ref, p_ref);
+                cr_assert_eq(am[i], arb_topk_argmax(got + (size_t)i * n_vocab, n_vocab), "tree %d row %d: argmax", t,
+                             i);
+                for (int j = 0; j < K; j++) {
+                    cr_assert_eq(ids[i * K + j], ids_ref[j], "tree %d row %d rank %d: device id %d, host id %d", t,
+                                 i, j, ids[i * K + j], ids_ref[j]);
+                    const double rel = fabs((double)p[i * K + j] - p_ref[j]) / fmax(p_ref[j], 1e-30);
+                    cr_assert_leq(rel, 2e-5, "tree %d row %d rank %d: device p %.9g, host p %.9g", t, i, j,
+                                  p[i * K + j], p_ref[j]);
+                }
+            }
+        }
         if (exact) {
             const int i = rnd(&s, n);
             cr_assert_eq(arb_ctx_output_head(c, hid + (size_t)i * n_embd, 1, got, &err), ARB_OK, "%s", err.msg);
@@ -449,6 +471,9 @@ static void output_head_agrees(arb_model *m, int n_vocab, int n_embd, bool exact
     }
     cr_assert_eq(arb_ctx_output_head(c, hid, 17, got, &err), ARB_E_INVAL);
     cr_assert_eq(arb_ctx_output_head(c, hid, 0, got, &err), ARB_E_INVAL);
+    const arb_eval_out none = {0}, big = {.topk_k = ARB_TOPK_K_MAX + 1, .topk_ids = (int32_t *)got, .topk_p = got};
+    cr_assert_eq(arb_ctx_output_head_ex(c, hid, 1, &none, &err), ARB_E_INVAL);
+    cr_assert_eq(arb_ctx_output_head_ex(c, hid, 1, &big, &err), ARB_E_INVAL);
     free(lg), free(got), free(hid);
     arb_ctx_free(c);
 }

@@ -373,6 +373,75 @@ Test(heads, tiny_model_training_lowers_held_out_loss, .timeout = 120)
     arb_model_free(m);
 }
 
+/* Scoring through the engine's head (arb_lm_head bound to a context): arb_lm_head_topk asks the
+   context for the top-K lists only (arb_ctx_output_head_ex), and must give exactly what the rows
+   gave (arb_lm_head_logits, then arb_topk_softmax), as must the f32 path; the heads' per-row cut
+   of one list (Medusa's n_top per head) equals each head's own call, and a head with n_top 0 is
+   not written. */
+Test(heads, topk_lists_through_the_context_equal_the_rows)
+{
+    synth_opts so = {.arch = "llama", .seed = 9};
+    arb_model *m = load_synth(&so, 1);
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    const int V = mi.n_vocab, E = mi.n_embd, B = 4, K = 8;
+    arb_err err = {0};
+    arb_ctx_opts co = arb_ctx_default_opts();
+    co.n_ctx = 64;
+    arb_ctx *c;
+    cr_assert_eq(arb_ctx_new(m, &co, &c, &err), ARB_OK, "%s", err.msg);
+    float *w_lm = malloc(sizeof(float) * V * E), *Z = malloc(sizeof(float) * B * E);
+    float *L = malloc(sizeof(float) * B * V), *scratch = malloc(sizeof(float) * B * V);
+    for (int i = 0; i < V * E; i++)
+        w_lm[i] = urand() * 0.3f;
+    for (int i = 0; i < B * E; i++)
+        Z[i] = urand();
+    arb_lm_head lm;
+    cr_assert_eq(arb_lm_head_bind(&lm, c, w_lm, &err), ARB_OK, "%s", err.msg);
+    cr_assert(lm.ctx == c, "the synthetic model's context serves the head");
+    int32_t ids[4 * 8], ids_ref[8];
+    float p[4 * 8], p_ref[8];
+    for (int f32 = 0; f32 < 2; f32++) {
+        lm.f32 = f32;
+        arb_lm_head_logits(&lm, V, E, Z, B, L);
+        arb_lm_head_topk(&lm, V, E, Z, B, K, ids, p, scratch);
+        for (int i = 0; i < B; i++) {
+            arb_topk_softmax(L + (size_t)i * V, V, K, ids_ref, p_ref);
+            cr_assert(!memcmp(ids + i * K, ids_ref, sizeof ids_ref) && !memcmp(p + i * K, p_ref, sizeof p_ref),
+                      "%s path, row %d: the top-K lists differ from the rows'", f32 ? "f32" : "context", i);
+        }
+    }
+    lm.f32 = false;
+    arb_heads *h;
+    cr_assert_eq(arb_heads_new(ARB_HEADS_MEDUSA, 3, E, V, &h, &err), ARB_OK, "%s", err.msg);
+    randomize(h, 0.2f);
+    arb_heads_ws *ws;
+    cr_assert_eq(arb_heads_ws_new(h, 4, &ws, &err), ARB_OK, "%s", err.msg);
+    const int n_top[3] = {8, 3, 0};
+    int32_t all_ids[3 * ARB_HEADS_RANKS], one_ids[ARB_HEADS_RANKS];
+    float all_p[3 * ARB_HEADS_RANKS], one_p[ARB_HEADS_RANKS];
+    for (int i = 0; i < 3 * ARB_HEADS_RANKS; i++)
+        all_ids[i] = -7, all_p[i] = -7.0f;
+    arb_heads_topk_all(h, &lm, Z, n_top, all_ids, all_p, ws);
+    for (int k = 0; k < 3; k++) {
+        const int32_t *gi = all_ids + k * ARB_HEADS_RANKS;
+        const float *gp = all_p + k * ARB_HEADS_RANKS;
+        if (!n_top[k]) {
+            cr_assert(gi[0] == -7 && gp[0] == -7.0f, "head %d with n_top 0 was written", k);
+            continue;
+        }
+        arb_heads_topk(h, k, &lm, Z, n_top[k], one_ids, one_p, ws);
+        cr_assert(!memcmp(gi, one_ids, sizeof(int32_t) * n_top[k]) && !memcmp(gp, one_p, sizeof(float) * n_top[k]),
+                  "head %d: the cut list differs from the head's own top-%d", k, n_top[k]);
+        cr_assert_eq(gi[n_top[k]], -7, "head %d: written past its n_top", k);
+    }
+    arb_heads_ws_free(ws);
+    arb_heads_free(h);
+    free(w_lm), free(Z), free(L), free(scratch);
+    arb_ctx_free(c);
+    arb_model_free(m);
+}
+
 /* A method's `heads` value as a file: "default" is the cache's file for the model (kind, model
    file name, 12 hex of its digest), "{cache}/NAME" is NAME in the cache directory, anything else
    is the path itself; the cache is $ARBOR_CACHE. */

@@ -120,10 +120,21 @@ int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err *err);
    if the last forward computed no such row. */
 int arb_cuda_logits_row(arb_cuda_ctx *c, int r, float *row, arb_err *err);
 
-/* logits [n x n_vocab] (host) = the model's output head on n host rows of final-norm hidden
-   state, 1 <= n <= n_batch_max: the forward's own head path on the device (arb_ctx_output_head).
+/* What an output-head call returns (host buffers; NULL / 0 = not asked): as arb_cuda_step's
+   outputs of the same names, one row per hidden row. */
+typedef struct arb_cuda_head_out {
+    float *logits;     /* n x n_vocab */
+    int32_t *argmax;   /* n */
+    int topk_k;        /* 0, or 1..ARB_TOPK_K_MAX */
+    int32_t *topk_ids; /* n x topk_k, best first */
+    float *topk_p;     /* n x topk_k */
+} arb_cuda_head_out;
+
+/* The model's output head on n host rows of final-norm hidden state, 1 <= n <= n_batch_max:
+   the forward's own head path on the device (arb_ctx_output_head_ex), then the forward's
+   argmax and top-K kernels on its logits; only the outputs asked for in `o` are copied back.
    Overwrites the last forward's logits rows (arb_cuda_logits_row then refuses them). */
-int arb_cuda_output_head(arb_cuda_ctx *c, const float *hidden, int n, float *logits, arb_err *err);
+int arb_cuda_output_head(arb_cuda_ctx *c, const float *hidden, int n, const arb_cuda_head_out *o, arb_err *err);
 
 /* Rows n_past + path[j] -> n_past + j for every layer (path strictly increasing). */
 int arb_cuda_kv_commit(arb_cuda_ctx *c, int n_past, const int32_t *path, int n, arb_err *err);

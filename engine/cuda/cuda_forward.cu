@@ -616,12 +616,16 @@ extern "C" int arb_cuda_logits_row(arb_cuda_ctx *c, int r, float *row, arb_err *
     return se == cudaSuccess ? ARB_OK : fail(err, se, "logits row");
 }
 
-extern "C" int arb_cuda_output_head(arb_cuda_ctx *c, const float *hidden, int n, float *logits, arb_err *err)
+extern "C" int arb_cuda_output_head(arb_cuda_ctx *c, const float *hidden, int n, const arb_cuda_head_out *o,
+                                    arb_err *err)
 {
     const arb_cuda_model *m = c->m;
-    if (n < 1 || n > c->n_batch_max || !hidden || !logits)
+    if (n < 1 || n > c->n_batch_max || !hidden || !o || (!o->logits && !o->argmax && o->topk_k == 0))
         return ARB_ERR(err, ARB_E_INVAL, "backend cuda: output head of %d rows (1..%d) or NULL buffers", n,
                        c->n_batch_max);
+    if (o->topk_k < 0 || o->topk_k > ARB_TOPK_K_MAX || (o->topk_k > 0 && (!o->topk_ids || !o->topk_p)))
+        return ARB_ERR(err, ARB_E_INVAL, "backend cuda: top-K of %d (0..%d, with buffers)", o->topk_k,
+                       ARB_TOPK_K_MAX);
     const int E = m->n_embd;
     const cudaStream_t st = c->st;
     // The rows go where the forward's final RMSNorm leaves its output (xb) and take the
@@ -638,7 +642,21 @@ extern "C" int arb_cuda_output_head(arb_cuda_ctx *c, const float *hidden, int n,
     xq8 qb;
     const xq8 *hq = quant_for(c, c->xb, n, E, m->output.q8x, &qb);
     matmul(c, &m->output, c->xb, hgemm ? c->x16 : NULL, n, c->logits, false, hq);
-    cudaMemcpyAsync(logits, c->logits, (size_t)n * m->n_vocab * sizeof(float), cudaMemcpyDeviceToHost, st);
+    // The forward's own selection kernels on these rows (enqueue_step's tail), so a row's
+    // argmax and top-K are what an eval of the same hidden row returns.
+    if (o->argmax) {
+        int32_t *d_arg = c->d_ints + INTS_ARG * (size_t)c->n_batch_max;
+        k_argmax(ks(c), c->logits, n, m->n_vocab, c->amax_scratch, d_arg);
+        cudaMemcpyAsync(o->argmax, d_arg, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, st);
+    }
+    if (o->topk_k > 0) {
+        const size_t nk = (size_t)n * o->topk_k;
+        k_topk_softmax(ks(c), c->logits, n, m->n_vocab, o->topk_k, c->topk_ids, c->topk_p);
+        cudaMemcpyAsync(o->topk_ids, c->topk_ids, nk * sizeof(int32_t), cudaMemcpyDeviceToHost, st);
+        cudaMemcpyAsync(o->topk_p, c->topk_p, nk * sizeof(float), cudaMemcpyDeviceToHost, st);
+    }
+    if (o->logits)
+        cudaMemcpyAsync(o->logits, c->logits, (size_t)n * m->n_vocab * sizeof(float), cudaMemcpyDeviceToHost, st);
     const cudaError_t e = cudaStreamSynchronize(st);
     if (e != cudaSuccess)
         return fail(err, e, "output head");

@@ -41,9 +41,9 @@ int arb_cuda_kv_commit(arb_cuda_ctx *c, int n_past, const int32_t *path, int n, 
     (void)c, (void)n_past, (void)path, (void)n;
     return ARB_ERR(err, ARB_E_NODEVICE, NOT_BUILT);
 }
-int arb_cuda_output_head(arb_cuda_ctx *c, const float *hidden, int n, float *logits, arb_err *err)
+int arb_cuda_output_head(arb_cuda_ctx *c, const float *hidden, int n, const arb_cuda_head_out *o, arb_err *err)
 {
-    (void)c, (void)hidden, (void)n, (void)logits;
+    (void)c, (void)hidden, (void)n, (void)o;
     return ARB_ERR(err, ARB_E_NODEVICE, NOT_BUILT);
 }
 int arb_cuda_logits_row(arb_cuda_ctx *c, int r, float *row, arb_err *err)

@@ -185,6 +185,13 @@ int arb_prefill_ex(arb_ctx *c, const int32_t *tok, int n, const arb_eval_out *la
    are gone (arb_eval_logits_row refuses them until the next eval). Allocates nothing; uses the
    context's scratch, so not concurrently with an eval on the same context. */
 int arb_ctx_output_head(arb_ctx *c, const float *hidden, int n, float *logits, arb_err *err);
+/* arb_ctx_output_head with arb_eval_ex's per-row outputs (o->hidden must be NULL: the rows are
+   the input): full logits rows, argmax and/or top-K ids and probabilities of each row's logits,
+   computed where the logits are. On a GPU only what was asked for comes back — a Medusa step's
+   four top-10 lists instead of four 49152-float rows ("No logits round trip", docs/gpu.md). CPU:
+   bit for bit arb_topk_softmax / arb_topk_argmax of arb_ctx_output_head's rows, with no n x
+   n_vocab buffer when no logits are asked for; GPU: as arb_eval_ex's outputs on the device. */
+int arb_ctx_output_head_ex(arb_ctx *c, const float *hidden, int n, const arb_eval_out *o, arb_err *err);
 
 int arb_ctx_n_past(const arb_ctx *c);          /* committed prefix length */
 int arb_ctx_truncate(arb_ctx *c, int n_past);  /* drop committed tokens beyond n_past */

@@ -28,7 +28,7 @@ typedef struct eg_state {
     float *root;           /* [E] the anchor's f̂ */
     float *cand_out;       /* [max_cands x E] f̂ of every expanded candidate */
     float *logits;         /* [rows x V] */
-    float *sc;             /* [topk] */
+    float *sc;             /* [rows x topk] */
 } eg_state;
 
 static void eg_destroy(void *st)
@@ -75,7 +75,7 @@ static int eg_bind(void *st, arb_ctx *target, arb_err *err)
     const int E = e->f.h->c.E, V = e->f.h->c.V;
     if (!(e->root = malloc((size_t)E * sizeof(float))) ||
         !(e->cand_out = malloc((size_t)e->max_cands * E * sizeof(float))) ||
-        !(e->logits = malloc((size_t)rows * V * sizeof(float))) || !(e->sc = malloc((size_t)k * sizeof(float))))
+        !(e->logits = malloc((size_t)rows * V * sizeof(float))) || !(e->sc = malloc((size_t)rows * k * sizeof(float))))
         return ARB_ERR(err, ARB_E_NOMEM, "drafter eagle: out of memory");
     return ARB_OK;
 }
@@ -86,10 +86,10 @@ void arb_eagle_drafter_use_f32_head(void *st, bool on)
     e->f.lm.f32 = on;
 }
 
-/* logits [n x V] of n f̂ rows */
-static void head_logits(eg_state *e, const float *x, int n, float *logits)
+/* the k best tokens of each of n f̂ rows, ids/probs [n x k] (e->logits: the f32 path's scratch) */
+static void head_topk(eg_state *e, const float *x, int n, int k, int32_t *ids, float *probs)
 {
-    arb_lm_head_logits(&e->f.lm, e->f.h->c.V, e->f.h->c.E, x, n, logits);
+    arb_lm_head_topk(&e->f.lm, e->f.h->c.V, e->f.h->c.E, x, n, k, ids, probs, e->logits);
 }
 
 /* The cache holds every committed row of a generation plus one tree's slots. */
@@ -121,10 +121,9 @@ static int eg_expand(void *ud, const arb_dyntree_cand *cand, const int32_t *fron
 {
     eg_state *e = ud;
     arb_eagle_follow *f = &e->f;
-    const int E = f->h->c.E, V = f->h->c.V;
+    const int E = f->h->c.E;
     if (n == 1 && front[0] < 0) { /* the anchor: f̂ from the catch-up */
-        head_logits(e, e->root, 1, e->logits);
-        arb_topk_softmax(e->logits, V, k, ids, e->sc);
+        head_topk(e, e->root, 1, k, ids, e->sc);
         for (int j = 0; j < k; j++)
             logp[j] = logf(e->sc[j]);
         return ARB_OK;
@@ -142,12 +141,11 @@ static int eg_expand(void *ud, const arb_dyntree_cand *cand, const int32_t *fron
     }
     arb_eagle_rows(f->h, f->emb, f->kv, n, f->fin, f->tok, f->pos, f->slot, f->n_stable, f->vis, f->nvis, f->vis_max,
                    f->out, f->ws);
-    head_logits(e, f->out, n, e->logits);
+    head_topk(e, f->out, n, k, ids, e->sc);
     for (int i = 0; i < n; i++) {
         memcpy(e->cand_out + (size_t)front[i] * E, f->out + (size_t)i * E, (size_t)E * sizeof(float));
-        arb_topk_softmax(e->logits + (size_t)i * V, V, k, ids + (size_t)i * k, e->sc);
         for (int j = 0; j < k; j++)
-            logp[(size_t)i * k + j] = logf(e->sc[j]);
+            logp[(size_t)i * k + j] = logf(e->sc[(size_t)i * k + j]);
     }
     return ARB_OK;
 }
