@@ -315,15 +315,57 @@ void arb_heads_ws_free(arb_heads_ws *ws)
 
 static float sigm(float u) { return 1.0f / (1.0f + expf(-u)); }
 
-/* u = W x + b, z = residual(x) + SiLU(u) for one row. */
-static void head_block(const arb_heads *h, int k, const float *x, float *u, float *z)
+/* u = W x + b, z = residual(x) + SiLU(u) for one row, outputs o0..o1-1. */
+static void head_block_part(const arb_heads *h, int k, const float *x, float *u, float *z, int o0, int o1)
 {
-    const int E = h->n_embd, D = h->d_in[k];
-    for (int o = 0; o < E; o++) {
+    const int D = h->d_in[k];
+    for (int o = o0; o < o1; o++) {
         u[o] = h->b[k][o] + DOT(h->w[k] + (size_t)o * D, x, D);
         float res = h->r[k] ? h->rb[k][o] + DOT(h->r[k] + (size_t)o * D, x, D) : x[o];
         z[o] = res + u[o] * sigm(u[o]);
     }
+}
+
+static void head_block(const arb_heads *h, int k, const float *x, float *u, float *z)
+{
+    head_block_part(h, k, x, u, z, 0, h->n_embd);
+}
+
+/* The drafters' head blocks, n rows (row i: head k[i] on x[i]) into ws->u, ws->z, in parts of
+   HEAD_PART outputs on the scoring context's threads when it has several. Each output is the
+   same DOT whichever thread runs it, so the bits do not depend on the split. Why: a head's W is
+   E x d_in f32 (1.3 MB per SmolLM2 Medusa head, 5.3 MB for four), read from memory every step:
+   one core took ~220 us for Medusa's four (twenty-eighth session), a GPU step's largest host
+   cost once the logits stay on the device. */
+#define HEAD_PART 32
+typedef struct head_blocks_job {
+    const arb_heads *h;
+    const int *k;
+    const float *const *x;
+    float *u, *z;
+    int parts; /* per row */
+} head_blocks_job;
+
+static void head_blocks_task(void *ud, int i, int n)
+{
+    (void)n;
+    const head_blocks_job *j = ud;
+    const int r = i / j->parts, o0 = (i % j->parts) * HEAD_PART, E = j->h->n_embd;
+    head_block_part(j->h, j->k[r], j->x[r], j->u + (size_t)r * E, j->z + (size_t)r * E, o0,
+                    o0 + HEAD_PART < E ? o0 + HEAD_PART : E);
+}
+
+static void head_blocks(const arb_heads *h, const arb_lm_head *lm, int n, const int *k, const float *const *x,
+                        arb_heads_ws *ws)
+{
+    const int E = h->n_embd;
+    head_blocks_job j = {.h = h, .k = k, .x = x, .u = ws->u, .z = ws->z, .parts = (E + HEAD_PART - 1) / HEAD_PART};
+    if (lm->ctx && arb_ctx_n_threads(lm->ctx) > 1) {
+        arb_ctx_parallel_for(lm->ctx, n * j.parts, head_blocks_task, &j);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        head_block(h, k[i], x[i], ws->u + (size_t)i * E, ws->z + (size_t)i * E);
 }
 
 double arb_heads_step(const arb_heads *h, int k, const float *w_lm, const float *x, const int32_t *y, int B,
@@ -460,7 +502,7 @@ void arb_heads_topk(const arb_heads *h, int k, const arb_lm_head *lm, const floa
                     float *probs, arb_heads_ws *ws)
 {
     const int E = h->n_embd, V = h->n_vocab;
-    head_block(h, k, x, ws->u, ws->z);
+    head_blocks(h, lm, 1, &k, &x, ws);
     lm_head_topk(lm, V, E, ws->z, 1, &n_top, 0, ids, probs, ws);
 }
 
@@ -469,8 +511,11 @@ void arb_heads_topk_all(const arb_heads *h, const arb_lm_head *lm, const float *
 {
     const int E = h->n_embd, V = h->n_vocab, K = h->n_heads;
     ARB_ASSERT(h->kind == ARB_HEADS_MEDUSA && ws->rows >= K);
+    int ks[ARB_HEADS_MAX];
+    const float *xs[ARB_HEADS_MAX];
     for (int k = 0; k < K; k++)
-        head_block(h, k, x, ws->u + (size_t)k * E, ws->z + (size_t)k * E);
+        ks[k] = k, xs[k] = x;
+    head_blocks(h, lm, K, ks, xs, ws);
     lm_head_topk(lm, V, E, ws->z, K, n_top, ARB_HEADS_RANKS, ids, probs, ws);
 }
 
@@ -479,8 +524,7 @@ void arb_heads_topk_batch(const arb_heads *h, const arb_lm_head *lm, int n, cons
 {
     const int E = h->n_embd, V = h->n_vocab;
     ARB_ASSERT(n <= ws->rows);
-    for (int i = 0; i < n; i++)
-        head_block(h, k[i], x[i], ws->u + (size_t)i * E, ws->z + (size_t)i * E);
+    head_blocks(h, lm, n, k, x, ws);
     lm_head_topk(lm, V, E, ws->z, n, n_top, ARB_HEADS_RANKS, ids, probs, ws);
 }
 

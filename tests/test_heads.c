@@ -435,6 +435,29 @@ Test(heads, topk_lists_through_the_context_equal_the_rows)
                   "head %d: the cut list differs from the head's own top-%d", k, n_top[k]);
         cr_assert_eq(gi[n_top[k]], -7, "head %d: written past its n_top", k);
     }
+    /* the head blocks on a two-thread context (parts of 64 outputs on its threads) give the
+       one-thread context's bits (E = 64: two parts of 32 per row) */
+    arb_model *m2 = load_synth(&so, 2);
+    arb_ctx *c2;
+    cr_assert_eq(arb_ctx_new(m2, &co, &c2, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_ctx_n_threads(c2), 2);
+    arb_lm_head lm2;
+    cr_assert_eq(arb_lm_head_bind(&lm2, c2, w_lm, &err), ARB_OK, "%s", err.msg);
+    const int n_all[3] = {8, 8, 8};
+    int32_t ids1[3 * ARB_HEADS_RANKS], ids2[3 * ARB_HEADS_RANKS];
+    float p1[3 * ARB_HEADS_RANKS], p2[3 * ARB_HEADS_RANKS];
+    cr_assert_eq(arb_ctx_n_threads(c), 1);
+    arb_heads_ws *ws2; /* its own scratch: no row of the serial call left in it */
+    cr_assert_eq(arb_heads_ws_new(h, 4, &ws2, &err), ARB_OK, "%s", err.msg);
+    arb_heads_topk_all(h, &lm2, Z + E, n_all, ids2, p2, ws2);
+    arb_heads_topk_all(h, &lm, Z + E, n_all, ids1, p1, ws);
+    for (int k = 0; k < 3; k++)
+        cr_assert(!memcmp(ids1 + k * ARB_HEADS_RANKS, ids2 + k * ARB_HEADS_RANKS, sizeof(int32_t) * 8) &&
+                      !memcmp(p1 + k * ARB_HEADS_RANKS, p2 + k * ARB_HEADS_RANKS, sizeof(float) * 8),
+                  "head %d: two threads differ from one", k);
+    arb_heads_ws_free(ws2);
+    arb_ctx_free(c2);
+    arb_model_free(m2);
     arb_heads_ws_free(ws);
     arb_heads_free(h);
     free(w_lm), free(Z), free(L), free(scratch);
