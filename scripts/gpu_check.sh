@@ -27,7 +27,9 @@
 #                    each with the KV capacity `arbor run` gives (--n-ctx 4096) (bench-ab-*.txt);
 #                    then `arbor run configs/gpu.json` under the defaults, serial merge, fused
 #                    merge, fused GLU and fused QKV alone (ab-run-*.db: per-step eval times by
-#                    context; docs/gpu.md, "The next GPU session")
+#                    context; docs/gpu.md, "The next GPU session"); last, check-lossless of TR and
+#                    GOOSE (the top-K output every step) under ARBOR_CUDA_TOPK=rounds and onepass,
+#                    alternated twice per mode (ab-topk-*.txt: tok/s, mismatches)
 #
 # Needs the default model (`arbor fetch-model`, or $ARBOR_MODEL / $ARBOR_CACHE) and $ARBOR_DATA
 # holding humaneval and gsm8k (`datasets/fetch --only humaneval,gsm8k`). Run from the
@@ -127,6 +129,18 @@ if [ $ab -eq 1 ]; then
         # shellcheck disable=SC2046
         step "ab-run-$v" 900 env $(variant $v) "$arbor" run configs/gpu.json --limit "$limit" \
             --db "$out/ab-run-$v.db" --quiet
+    done
+    # the top-K kernels (twenty-eighth session: onepass, one read of each row, written without a
+    # device): the same ids, so the same trees and tau; tok/s tells the cost
+    for r in 1 2; do
+        for b in cuda cuda-exact; do
+            for k in rounds onepass; do
+                name="ab-topk-$b-$k-r$r"
+                [ "$b" = cuda ] && name="$name (info)" # fast mode: near-tie mismatches possible
+                step "$name" 300 env ARBOR_CUDA_TOPK=$k "$arbor" check-lossless --backend "$b" \
+                    --datasets humaneval,gsm8k --limit "$limit" --max-new 128 --methods tr,goose
+            done
+        done
     done
     echo "outputs in $out" | tee -a "$out/summary.txt"
     exit $failed

@@ -701,17 +701,43 @@ static void device_topk_vs_host(arb_model *m, int n_vocab, uint64_t seed, int n)
     arb_ctx_free(c);
 }
 
+/* Both top-K kernels (ARBOR_CUDA_TOPK: rounds, the default, and onepass, one read of each row):
+   the same checks against the host; the variable is read when a context is created. */
+static const char *const topk_kernels[2] = {"rounds", "onepass"};
+
 Test(gpu, topk_matches_host_synthetic)
 {
     need_gpu();
-    for (int exact = 0; exact < 2; exact++) {
-        synth_opts o = {.arch = "llama", .seed = 29};
-        arb_load_opts lg = gpu_opts(exact);
-        arb_model *m = load_synth_opts(&o, &lg);
-        device_topk_vs_host(m, S_VOCAB, 5 + exact, 8);
-        device_topk_vs_host(m, S_VOCAB, 7 + exact, 48); /* >= 16 nodes: cuBLAS in fast mode */
-        arb_model_free(m);
+    for (int v = 0; v < 2; v++) {
+        setenv("ARBOR_CUDA_TOPK", topk_kernels[v], 1);
+        for (int exact = 0; exact < 2; exact++) {
+            synth_opts o = {.arch = "llama", .seed = 29};
+            arb_load_opts lg = gpu_opts(exact);
+            arb_model *m = load_synth_opts(&o, &lg);
+            device_topk_vs_host(m, S_VOCAB, 5 + exact, 8);
+            device_topk_vs_host(m, S_VOCAB, 7 + exact, 48); /* >= 16 nodes: cuBLAS in fast mode */
+            arb_model_free(m);
+        }
     }
+    unsetenv("ARBOR_CUDA_TOPK");
+}
+
+/* ARBOR_CUDA_TOPK with another value: the context is refused, naming the variable. */
+Test(gpu, topk_kernel_variable_is_checked)
+{
+    need_gpu();
+    synth_opts o = {.arch = "llama", .seed = 29};
+    arb_load_opts lg = gpu_opts(true);
+    arb_model *m = load_synth_opts(&o, &lg);
+    setenv("ARBOR_CUDA_TOPK", "twopass", 1);
+    arb_ctx_opts co = arb_ctx_default_opts();
+    co.n_ctx = 64;
+    arb_ctx *c = NULL;
+    arb_err err = {0};
+    cr_assert_eq(arb_ctx_new(m, &co, &c, &err), ARB_E_INVAL);
+    unsetenv("ARBOR_CUDA_TOPK");
+    cr_assert(strstr(err.msg, "ARBOR_CUDA_TOPK=twopass") && strstr(err.msg, "onepass"), "%s", err.msg);
+    arb_model_free(m);
 }
 
 /* ---- the default model ---- */
@@ -978,15 +1004,19 @@ Test(gpu, smollm2_topk_matches_host)
     char path[1024];
     if (!arb_test_default_model(path, sizeof path))
         cr_skip_test("default model not found: %s", path);
-    for (int exact = 0; exact < 2; exact++) {
-        arb_load_opts lg = gpu_opts(exact);
-        arb_model *m = load_path(path, &lg);
-        arb_model_info mi;
-        arb_model_get_info(m, &mi);
-        device_topk_vs_host(m, mi.n_vocab, 11 + exact, 12);
-        device_topk_vs_host(m, mi.n_vocab, 13 + exact, 60);
-        arb_model_free(m);
+    for (int v = 0; v < 2; v++) {
+        setenv("ARBOR_CUDA_TOPK", topk_kernels[v], 1);
+        for (int exact = 0; exact < 2; exact++) {
+            arb_load_opts lg = gpu_opts(exact);
+            arb_model *m = load_path(path, &lg);
+            arb_model_info mi;
+            arb_model_get_info(m, &mi);
+            device_topk_vs_host(m, mi.n_vocab, 11 + exact, 12);
+            device_topk_vs_host(m, mi.n_vocab, 13 + exact, 60);
+            arb_model_free(m);
+        }
     }
+    unsetenv("ARBOR_CUDA_TOPK");
 }
 
 /* ---- errors ---- */

@@ -45,6 +45,7 @@ struct arb_cuda_ctx {
     int attn_merge_parallel; // ARBOR_CUDA_MERGE=parallel|fused: the parallel merge (the same bits; k_attention)
     int attn_merge_fused;  // ARBOR_CUDA_MERGE=fused: ... in the warp kernel's last block (attn_ticket)
     int *attn_ticket;      // n_batch_max x n_head counters for it, zero between launches
+    int topk_onepass;      // ARBOR_CUDA_TOPK=onepass: the top-K kernel reads each row once (the same ids)
     int glu_fused;         // ARBOR_CUDA_GLU=fused: SwiGLU's output quantized in the gate/up kernel
     int qkv_fused;         // ARBOR_CUDA_QKV=fused: RoPE and the KV store in the Q/K/V GEMV (llama)
     float *attn_part;      // the split kernel's partials: n_batch_max x n_head x splits x (head_dim + 2)
@@ -244,11 +245,16 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     // (fused: llama's interleaved RoPE without biases or q/k norms; the same bits). Both
     // fusions stay off: on the H100 they cost 1-4 % of the 8B shape's decode and made 8-node
     // trees 2-6 % dearer on both models.
-    static const char *const merges[] = {"serial", "parallel", "fused"}, *const fusing[] = {"separate", "fused"};
-    int merge, glu, qkv, prc;
+    // The top-K kernel (arb_eval_out.topk_k, the output head's top-K): k + 2 reads of each row
+    // (rounds, the default, run on the H100) or one (onepass: the same ids, probabilities
+    // within rounding; written without a device, twenty-eighth session).
+    static const char *const merges[] = {"serial", "parallel", "fused"}, *const fusing[] = {"separate", "fused"},
+                             *const topks[] = {"rounds", "onepass"};
+    int merge, glu, qkv, topk, prc;
     if ((prc = env_pick("ARBOR_CUDA_MERGE", merges, 3, m->exact ? 0 : 2, &merge, err)) ||
         (prc = env_pick("ARBOR_CUDA_GLU", fusing, 2, 0, &glu, err)) ||
-        (prc = env_pick("ARBOR_CUDA_QKV", fusing, 2, 0, &qkv, err))) {
+        (prc = env_pick("ARBOR_CUDA_QKV", fusing, 2, 0, &qkv, err)) ||
+        (prc = env_pick("ARBOR_CUDA_TOPK", topks, 2, 0, &topk, err))) {
         free(c);
         return prc;
     }
@@ -256,6 +262,7 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     c->attn_merge_parallel = merge >= 1;
     c->glu_fused = glu == 1;
     c->qkv_fused = qkv == 1;
+    c->topk_onepass = topk == 1;
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (c->attn_splits > 1)
         c->attn_part = (float *)dalloc(nb * m->n_head * c->attn_splits * ARB_ATTN_PART(m->head_dim) * sizeof(float), &e);
@@ -497,7 +504,7 @@ static void enqueue_step(arb_cuda_ctx *c, int n, int head_from, bool head, bool 
     if (argmax)
         k_argmax(st, c->logits, nh, m->n_vocab, c->amax_scratch, c->d_ints + INTS_ARG * nb);
     if (topk_k > 0)
-        k_topk_softmax(st, c->logits, nh, m->n_vocab, topk_k, c->topk_ids, c->topk_p);
+        k_topk_softmax(st, c->logits, nh, m->n_vocab, topk_k, c->topk_ids, c->topk_p, c->topk_onepass);
     prof_mark(c, PROF_ARGMAX);
 }
 
@@ -651,7 +658,7 @@ extern "C" int arb_cuda_output_head(arb_cuda_ctx *c, const float *hidden, int n,
     }
     if (o->topk_k > 0) {
         const size_t nk = (size_t)n * o->topk_k;
-        k_topk_softmax(ks(c), c->logits, n, m->n_vocab, o->topk_k, c->topk_ids, c->topk_p);
+        k_topk_softmax(ks(c), c->logits, n, m->n_vocab, o->topk_k, c->topk_ids, c->topk_p, c->topk_onepass);
         cudaMemcpyAsync(o->topk_ids, c->topk_ids, nk * sizeof(int32_t), cudaMemcpyDeviceToHost, st);
         cudaMemcpyAsync(o->topk_p, c->topk_p, nk * sizeof(float), cudaMemcpyDeviceToHost, st);
     }

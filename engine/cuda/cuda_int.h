@@ -152,7 +152,9 @@ void k_kv_commit(kstream st, float *k, float *v, int n_layer, int n_ctx, int row
                  const int32_t *path, int n);
 
 // Per row: the k (1..ARB_TOPK_K_MAX) largest logits' ids, best first (ties: smaller id
-// first), and their softmax probabilities over the whole row; ids, p: rows x k.
-void k_topk_softmax(kstream st, const float *logits, int rows, int n_vocab, int k, int32_t *ids, float *p);
+// first), and their softmax probabilities over the whole row; ids, p: rows x k. onepass
+// (ARBOR_CUDA_TOPK=onepass): one read of the row instead of k + 2 (the same ids).
+void k_topk_softmax(kstream st, const float *logits, int rows, int n_vocab, int k, int32_t *ids, float *p,
+                    bool onepass);
 
 #endif

@@ -1616,9 +1616,100 @@ __global__ void topk_softmax_kernel(const float *logits, int n_vocab, int k, int
     }
 }
 
+// The same outputs from one read of the row (ARBOR_CUDA_TOPK=onepass): each thread keeps
+// its own best ARB_TOPK_K_MAX (value, id) pairs in registers, sorted in top-K order (a new
+// pair replaces the last and bubbles up by adjacent swaps, every index a constant), with its
+// running maximum m_t and sum s_t = sum of exp(x - m_t) (rescaled by exp(m_t_old - m_t) in
+// double when the maximum rises); then M = the block maximum, S = the block sum of
+// s_t exp(m_t - M) (block_max / block_sum: fixed orders), and k rounds that each pick the
+// best list head of the block (warp butterflies, then the warps' results read by every
+// thread) and pop it from its thread's list. Ids are unique to a thread (j = t + 256 i), so
+// the picks are the rounds kernel's: the global top-K is among the union of the threads'
+// top-16 lists, and ties go to the smaller id by topk_before. S differs from the rounds
+// kernel's in rounding only (a host emulation on 512 SmolLM2 rows, ties and -inf rows
+// included: ids equal to arb_topk_softmax's, probabilities within 6.6e-6; not yet run on a
+// device). p = exp(x - M) / S as there; an all -inf row gives 1/V, V < k pads id 0, p 0.
+constexpr int kTopkList = ARB_TOPK_K_MAX;
+constexpr int kTopkNone = 0x7fffffff;
+
+__global__ void __launch_bounds__(kTopkThreads) topk_onepass_kernel(const float *logits, int n_vocab, int k,
+                                                                    int32_t *ids, float *p)
+{
+    pdl_enter();
+    __shared__ float red_f[33];
+    __shared__ double red_d[33];
+    __shared__ float wv[kTopkThreads / 32];
+    __shared__ int wi[kTopkThreads / 32];
+    const float *r = logits + (size_t)blockIdx.x * n_vocab;
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    float lv[kTopkList];
+    int li[kTopkList];
+#pragma unroll
+    for (int q = 0; q < kTopkList; q++)
+        lv[q] = -INFINITY, li[q] = kTopkNone;
+    float m = -INFINITY;
+    double s = 0.0;
+    for (int j = t; j < n_vocab; j += kTopkThreads) {
+        const float x = r[j];
+        if (x > m) {
+            s = s * exp((double)m - (double)x) + 1.0; // m = -inf: 0 * 0
+            m = x;
+        } else if (x != -INFINITY) {
+            s += (double)expf(x - m); // a NaN value makes S NaN, as in the rounds kernel
+        }
+        if (topk_before(x, j, lv[kTopkList - 1], li[kTopkList - 1])) {
+            lv[kTopkList - 1] = x, li[kTopkList - 1] = j;
+#pragma unroll
+            for (int q = kTopkList - 1; q > 0; q--)
+                if (topk_before(lv[q], li[q], lv[q - 1], li[q - 1])) {
+                    const float tv = lv[q];
+                    const int ti = li[q];
+                    lv[q] = lv[q - 1], li[q] = li[q - 1];
+                    lv[q - 1] = tv, li[q - 1] = ti;
+                }
+        }
+    }
+    const float M = block_max(m, red_f);
+    const double S = block_sum(m == -INFINITY ? 0.0 : s * exp((double)m - (double)M), red_d);
+    for (int q = 0; q < k; q++) {
+        float bv = lv[0];
+        int bi = li[0];
+        for (int off = 16; off > 0; off >>= 1) {
+            const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+            const int oi = __shfl_xor_sync(0xffffffffu, bi, off);
+            if (topk_before(ov, oi, bv, bi))
+                bv = ov, bi = oi;
+        }
+        if (lane == 0)
+            wv[warp] = bv, wi[warp] = bi;
+        __syncthreads();
+        bv = wv[0], bi = wi[0];
+        for (int w = 1; w < kTopkThreads / 32; w++)
+            if (topk_before(wv[w], wi[w], bv, bi))
+                bv = wv[w], bi = wi[w];
+        __syncthreads(); // every thread has read wv, wi before the next round writes them
+        const bool none = bi == kTopkNone;
+        if (!none && li[0] == bi) { // this thread's head was picked: pop it
+#pragma unroll
+            for (int x = 0; x < kTopkList - 1; x++)
+                lv[x] = lv[x + 1], li[x] = li[x + 1];
+            lv[kTopkList - 1] = -INFINITY, li[kTopkList - 1] = kTopkNone;
+        }
+        if (t == 0) {
+            const size_t o = (size_t)blockIdx.x * k + q;
+            ids[o] = none ? 0 : bi;
+            p[o] = none ? 0.0f : M == -INFINITY ? 1.0f / (float)n_vocab : (float)((double)expf(bv - M) / S);
+        }
+    }
+}
+
 } // namespace
 
-void k_topk_softmax(kstream st, const float *logits, int rows, int n_vocab, int k, int32_t *ids, float *p)
+void k_topk_softmax(kstream st, const float *logits, int rows, int n_vocab, int k, int32_t *ids, float *p,
+                    bool onepass)
 {
-    klaunch(st, topk_softmax_kernel, rows, kTopkThreads, 0, logits, n_vocab, k, ids, p);
+    if (onepass)
+        klaunch(st, topk_onepass_kernel, rows, kTopkThreads, 0, logits, n_vocab, k, ids, p);
+    else
+        klaunch(st, topk_softmax_kernel, rows, kTopkThreads, 0, logits, n_vocab, k, ids, p);
 }
