@@ -22,8 +22,8 @@
 #   --env NAME=VAL   run every step with this variable set (repeatable), e.g. ARBOR_CUDA_ATTN=block
 #   --ab             instead of the benches and runs: the suite, then exact-mode engine benches of
 #                    the kernel variants (the defaults, ARBOR_CUDA_MERGE=parallel,
-#                    ARBOR_CUDA_MERGE=fused, ARBOR_CUDA_GLU=fused, ARBOR_CUDA_QKV=fused, the three
-#                    fused together), two alternated rounds on the default model and the 8B shape,
+#                    ARBOR_CUDA_MERGE=fused, ARBOR_CUDA_ROWS=2, ARBOR_CUDA_ROWS=4), two
+#                    alternated rounds on the default model and the 8B shape,
 #                    each with the KV capacity `arbor run` gives (--n-ctx 4096) (bench-ab-*.txt);
 #                    then `arbor run configs/gpu.json` under the defaults, serial merge, fused
 #                    merge, fused GLU and fused QKV alone (ab-run-*.db: per-step eval times by
@@ -104,6 +104,8 @@ if [ $ab -eq 1 ]; then
         glu) echo ARBOR_CUDA_GLU=fused ;;
         qkv) echo ARBOR_CUDA_QKV=fused ;;
         all) echo ARBOR_CUDA_MERGE=fused ARBOR_CUDA_GLU=fused ARBOR_CUDA_QKV=fused ;;
+        rows2) echo ARBOR_CUDA_ROWS=2 ;;
+        rows4) echo ARBOR_CUDA_ROWS=4 ;;
         esac
     }
     models=(default)
@@ -115,7 +117,9 @@ if [ $ab -eq 1 ]; then
         for mdl in "${models[@]}"; do
             tag=default
             [ "$mdl" = default ] || tag=8b
-            for v in base merge mfused glu qkv all; do
+            # (glu, qkv and all were benched in the twenty-fourth session; rows2 and rows4, the
+            # int8 GEMV with 2 or 4 rows per warp at 2-15 nodes, are new in the twenty-eighth)
+            for v in base merge mfused rows2 rows4; do
                 # shellcheck disable=SC2046 # the variant's words are separate assignments
                 step "bench-ab-$tag-$v-r$r" 300 env $(variant $v) "$arbor" bench engine --model "$mdl" \
                     --backend cuda-exact --steps "$steps" --prefill 128 --reps 2 --n-ctx 4096

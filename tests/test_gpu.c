@@ -414,6 +414,42 @@ Test(gpu, fused_glu_quantization_gives_the_separate_bits)
     }
 }
 
+/* Several rows per warp in the int8 GEMV at 2-15 nodes (ARBOR_CUDA_ROWS=2|4: each load of a
+   node's activations serves 2 or 4 rows; gate/up: both rows of an output, and two outputs):
+   the per-(row, node) arithmetic is the one-row kernel's, so every node's logits must be the
+   same bits as with ARBOR_CUDA_ROWS=1, in exact mode and in fast mode with the int8 GEMV, on a
+   model whose Q/K/V share one launch (kv_like_q: stacked matrices, rows of two matrices in one
+   warp) and gate/up one type (the gate/up kernel), and on the default model. */
+static const char *const rows_1_2[2] = {"1", "2"}, *const rows_1_4[2] = {"1", "4"};
+Test(gpu, rows_per_warp_gives_the_same_bits)
+{
+    need_gpu();
+    for (int e = 0; e < 2; e++) {
+        if (e) /* fast mode with the int8 GEMV */
+            setenv("ARBOR_CUDA_GEMV", "dp4a", 1);
+        synth_opts o = {.arch = "llama", .tied = true, .seed = 47, .up_like_gate = true, .kv_like_q = true};
+        arb_load_opts lg = gpu_opts(!e);
+        arb_model *m = load_synth_opts(&o, &lg);
+        env_variants_agree(m, S_VOCAB, "ARBOR_CUDA_ROWS", rows_1_2, 91 + e, 10, 15);
+        env_variants_agree(m, S_VOCAB, "ARBOR_CUDA_ROWS", rows_1_4, 93 + e, 10, 15);
+        arb_model_free(m);
+        unsetenv("ARBOR_CUDA_GEMV");
+    }
+    char path[1024];
+    if (!arb_test_default_model(path, sizeof path)) {
+        cr_log_info("default model not found (%s): synthetic models only", path);
+        return;
+    }
+    arb_model *m = NULL;
+    arb_err err = {0};
+    arb_load_opts lg = gpu_opts(true);
+    cr_assert_eq(arb_model_load(path, &lg, &m, &err), ARB_OK, "%s", err.msg);
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    env_variants_agree(m, mi.n_vocab, "ARBOR_CUDA_ROWS", rows_1_4, 95, 6, 15);
+    arb_model_free(m);
+}
+
 /* arb_ctx_output_head on a GPU context: an eval's own hidden rows through the device's head
    path give that eval's logits bit for bit (exact mode: also one row alone; fast mode at the
    same row count, below the 16 rows where cuBLAS serves the head), trees of 1-15 nodes after a

@@ -46,6 +46,7 @@ struct arb_cuda_ctx {
     int attn_merge_fused;  // ARBOR_CUDA_MERGE=fused: ... in the warp kernel's last block (attn_ticket)
     int *attn_ticket;      // n_batch_max x n_head counters for it, zero between launches
     int topk_onepass;      // ARBOR_CUDA_TOPK=onepass: the top-K kernel reads each row once (the same ids)
+    int gemv_rows;         // ARBOR_CUDA_ROWS=2|4: rows per warp of the int8 GEMV at 2-15 nodes (1: one)
     int glu_fused;         // ARBOR_CUDA_GLU=fused: SwiGLU's output quantized in the gate/up kernel
     int qkv_fused;         // ARBOR_CUDA_QKV=fused: RoPE and the KV store in the Q/K/V GEMV (llama)
     float *attn_part;      // the split kernel's partials: n_batch_max x n_head x splits x (head_dim + 2)
@@ -81,7 +82,7 @@ struct arb_cuda_ctx {
 
 namespace {
 
-kstream ks(const arb_cuda_ctx *c) { return kstream{c->st, c->pdl}; }
+kstream ks(const arb_cuda_ctx *c) { return kstream{c->st, c->pdl, c->gemv_rows}; }
 
 void *dalloc(size_t bytes, cudaError_t *e)
 {
@@ -249,12 +250,16 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     // (rounds, the default, run on the H100) or one (onepass: the same ids, probabilities
     // within rounding; written without a device, twenty-eighth session).
     static const char *const merges[] = {"serial", "parallel", "fused"}, *const fusing[] = {"separate", "fused"},
-                             *const topks[] = {"rounds", "onepass"};
-    int merge, glu, qkv, topk, prc;
+                             *const topks[] = {"rounds", "onepass"}, *const rows[] = {"1", "2", "4"};
+    // Rows per warp of the int8 GEMV (and gate/up) at 2-15 nodes: 1 (the default, run on the
+    // H100), 2 or 4 (each x load serves that many rows; the same bits; written without a
+    // device, twenty-eighth session; 8-node groups take 2 either way).
+    int merge, glu, qkv, topk, nrows, prc;
     if ((prc = env_pick("ARBOR_CUDA_MERGE", merges, 3, m->exact ? 0 : 2, &merge, err)) ||
         (prc = env_pick("ARBOR_CUDA_GLU", fusing, 2, 0, &glu, err)) ||
         (prc = env_pick("ARBOR_CUDA_QKV", fusing, 2, 0, &qkv, err)) ||
-        (prc = env_pick("ARBOR_CUDA_TOPK", topks, 2, 0, &topk, err))) {
+        (prc = env_pick("ARBOR_CUDA_TOPK", topks, 2, 0, &topk, err)) ||
+        (prc = env_pick("ARBOR_CUDA_ROWS", rows, 3, 0, &nrows, err))) {
         free(c);
         return prc;
     }
@@ -263,6 +268,7 @@ extern "C" int arb_cuda_ctx_new(arb_cuda_model *m, int n_ctx, int n_batch_max, i
     c->glu_fused = glu == 1;
     c->qkv_fused = qkv == 1;
     c->topk_onepass = topk == 1;
+    c->gemv_rows = nrows == 0 ? 1 : nrows == 1 ? 2 : 4;
     cudaError_t e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking);
     if (c->attn_splits > 1)
         c->attn_part = (float *)dalloc(nb * m->n_head * c->attn_splits * ARB_ATTN_PART(m->head_dim) * sizeof(float), &e);

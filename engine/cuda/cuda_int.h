@@ -58,6 +58,7 @@ struct arb_cuda_model {
 struct kstream {
     cudaStream_t st;
     bool pdl;
+    int rows; // ARBOR_CUDA_ROWS: rows per warp of the int8 GEMV at 2-15 nodes (0 or 1: one)
 };
 
 // Kernel launchers (cuda_kernels.cu; k_attention* in cuda_attention.cu). All run on `st`; none

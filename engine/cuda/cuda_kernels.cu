@@ -1019,12 +1019,159 @@ __global__ void __launch_bounds__(NT == 1 ? 1024 : 512, 1)
             }
 }
 
+// ---- Several rows per warp at 2-15 nodes (ARBOR_CUDA_ROWS=2|4; int8 layout) ----
+//
+// With NT nodes, gemv_packed_kernel's warp reads NT blocks of x (NT x 40 bytes per lane and
+// chunk, from L1) for every 16-20 bytes of its row's weights: at 8 nodes the activations, not
+// the weights, are what the SMs read most (by this estimate, 8-node trees of the 8B shape cost
+// 2.4-2.9x one node, docs/gpu.md). Here a warp takes R rows and applies each x load to all of
+// them, so x traffic drops R-fold. Per (row, node) the arithmetic is q8x_row's: lane L adds its
+// blocks chunk by chunk with arb_q8x_block_acc (Q4_1's min terms apart, added at the end), then
+// warp_sum; so the bits are gemv_packed_kernel's, which the gpu suite checks
+// (rows_per_warp_gives_the_same_bits). Written without a device (twenty-eighth session).
+template <int T, int NT, int R>
+__device__ __forceinline__ void q8x_rows(const uint8_t *const *qr, const uint8_t *const *sr, const bool *ok, int n_in,
+                                         const xq8 &x, int lane, float (*acc)[NT])
+{
+    constexpr int type = T == ARB_TYPE_Q4_0 ? 0 : T == ARB_TYPE_Q4_1 ? 1 : 2;
+    float accm[R][NT];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int t = 0; t < NT; t++)
+            acc[r][t] = 0.0f, accm[r][t] = 0.0f;
+    const int nch = arb_pack_chunks(n_in);
+    for (int c = 0; c < nch; c++) {
+        uint32_t w[R][8];
+        float dw[R], mw[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            packed_lane p = {};
+            if (ok[r])
+                p = load_lane<T>(qr[r], sr[r], c, lane);
+            w[r][0] = p.q[0].x, w[r][1] = p.q[0].y, w[r][2] = p.q[0].z, w[r][3] = p.q[0].w;
+            w[r][4] = p.q[1].x, w[r][5] = p.q[1].y, w[r][6] = p.q[1].z, w[r][7] = p.q[1].w;
+            dw[r] = h2f((uint16_t)(p.s & 0xffff));
+            mw[r] = type == 1 ? h2f((uint16_t)(p.s >> 16)) : 0.0f;
+        }
+        const int blk = c * 32 + lane;
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            const uint4 *xp = (const uint4 *)(x.q + (size_t)t * x.ldq + (size_t)blk * 32);
+            const uint4 a = xp[0], b = xp[1];
+            const uint32_t xw[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+            const float dx = x.d[(size_t)t * x.ldb + blk];
+            const int xs = x.isum[(size_t)t * x.ldb + blk];
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                arb_q8x_block_acc(type, arb_q8x_block_isum(w[r], xw, type == 2), dw[r], mw[r], dx, xs, &acc[r][t],
+                                  &accm[r][t]);
+        }
+    }
+    if (T == ARB_TYPE_Q4_1)
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int t = 0; t < NT; t++)
+                acc[r][t] += accm[r][t];
+}
+
+// gemv_packed_kernel on the int8 layout with R rows per warp: warp w of block b takes stacked
+// rows (4 b + w) R .. + R - 1 (each in its own matrix of the set, as set_row places it).
+template <int T, int NT, int R>
+__global__ void __launch_bounds__(128, 4) gemv_rows_q8x_kernel(packed_set ms, int n_in, xq8 x, bool accumulate)
+{
+    pdl_enter();
+    const int lane = threadIdx.x & 31, base = (blockIdx.x * 4 + (threadIdx.x >> 5)) * R;
+    const int r0 = ms.rows[0], r1 = ms.n > 1 ? ms.rows[1] : 0, r2 = ms.n > 2 ? ms.rows[2] : 0;
+    if (base >= r0 + r1 + r2)
+        return;
+    const uint8_t *qr[R], *sr[R];
+    float *yr[R];
+    int ld[R];
+    bool ok[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        ok[r] = base + r < r0 + r1 + r2;
+        int mi;
+        const int row = set_row(r0, r1, ok[r] ? base + r : base, &mi);
+        qr[r] = set_pq(ms, mi) + (size_t)row * packed_row_q<T>(n_in);
+        sr[r] = set_ps(ms, mi) + (size_t)row * packed_row_s<T>(n_in);
+        yr[r] = (mi == 0 ? ms.y[0] : mi == 1 ? ms.y[1] : ms.y[2]) + row;
+        ld[r] = mi == 0 ? ms.ldy[0] : mi == 1 ? ms.ldy[1] : ms.ldy[2];
+    }
+    float acc[R][NT];
+    q8x_rows<T, NT, R>(qr, sr, ok, n_in, x, lane, acc);
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            const float v = warp_sum(acc[r][t]);
+            if (lane == 0 && ok[r]) {
+                float *o = yr[r] + (size_t)t * ld[r];
+                *o = accumulate ? *o + v : v;
+            }
+        }
+}
+
+// gemv_packed_glu_kernel with ARBOR_CUDA_ROWS: warp w of block b computes outputs
+// (4 b + w) RO .. + RO - 1, reading the gate and up rows of each (2 RO rows) against one load
+// of x; each output is silu_mul of the two warp sums, as there.
+template <int T, int NT, int RO>
+__global__ void __launch_bounds__(128, 4) gemv_glu_rows_q8x_kernel(const uint8_t *gq, const uint8_t *gs,
+                                                                   const uint8_t *uq, const uint8_t *us, int n_in,
+                                                                   int n_out, xq8 x, float *y, int ldy)
+{
+    pdl_enter();
+    constexpr int R = 2 * RO;
+    const int lane = threadIdx.x & 31, base = (blockIdx.x * 4 + (threadIdx.x >> 5)) * RO;
+    if (base >= n_out)
+        return;
+    const uint8_t *qr[R], *sr[R];
+    bool ok[R];
+#pragma unroll
+    for (int o = 0; o < RO; o++) {
+        const int row = base + o < n_out ? base + o : base;
+        const size_t qo = (size_t)row * packed_row_q<T>(n_in), so = (size_t)row * packed_row_s<T>(n_in);
+        ok[2 * o] = ok[2 * o + 1] = base + o < n_out;
+        qr[2 * o] = gq + qo, sr[2 * o] = gs + so;
+        qr[2 * o + 1] = uq + qo, sr[2 * o + 1] = us + so;
+    }
+    float acc[R][NT];
+    q8x_rows<T, NT, R>(qr, sr, ok, n_in, x, lane, acc);
+#pragma unroll
+    for (int o = 0; o < RO; o++)
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            const float g = warp_sum(acc[2 * o][t]), u = warp_sum(acc[2 * o + 1][t]);
+            if (lane == 0 && base + o < n_out)
+                y[(size_t)t * ldy + base + o] = silu_mul(g, u);
+        }
+}
+
+// Which R a group of NT nodes may take without spilling (ptxas -v, sm_90, 128 registers at 4
+// blocks per SM): the GEMV 4 rows at 2 nodes, else 2 (Q4_1 spills 28-40 bytes at 4 nodes x 4
+// rows); gate/up 2 outputs (4 rows) up to 4 nodes, else 1. ARBOR_CUDA_ROWS=2 caps both at 2 rows.
+template <int NT> constexpr bool rows4_fits() { return NT <= 2; }
+template <int NT> constexpr bool glu2_fits() { return NT <= 4; }
+
 template <int T, int NT, typename X>
 void launch_packed(kstream st, const packed_set &ms, int n_in, const X &x, bool acc)
 {
     int rows = 0;
     for (int i = 0; i < ms.n; i++)
         rows += ms.rows[i];
+    if constexpr (std::is_same<X, xq8>::value && NT >= 2)
+        if (st.rows >= 2) {
+            if constexpr (rows4_fits<NT>())
+                if (st.rows >= 4) {
+                    klaunch(st, gemv_rows_q8x_kernel<T, NT, 4>, (unsigned)((rows + 15) / 16), 128, 0, ms, n_in, x,
+                            acc);
+                    return;
+                }
+            klaunch(st, gemv_rows_q8x_kernel<T, NT, 2>, (unsigned)((rows + 7) / 8), 128, 0, ms, n_in, x, acc);
+            return;
+        }
     klaunch(st, gemv_packed_kernel<T, NT, X>, (unsigned)((rows + 3) / 4), 128, 0, ms, n_in, x, acc);
 }
 
@@ -1063,7 +1210,20 @@ void glu_packed_type(kstream st, const dmat *gate, const dmat *up, const X &x, i
         }
     const unsigned grid = (unsigned)((no + 3) / 4);
     by_node_groups(n, [&](int t, auto g) {
-        klaunch(st, gemv_packed_glu_kernel<T, decltype(g)::value, X>, grid, 128, 0, 
+        constexpr int G = decltype(g)::value;
+        if constexpr (std::is_same<X, xq8>::value && G >= 2)
+            if (st.rows >= 2) { // ARBOR_CUDA_ROWS: the gate and up rows of RO outputs per warp
+                if constexpr (glu2_fits<G>())
+                    if (st.rows >= 4) {
+                        klaunch(st, gemv_glu_rows_q8x_kernel<T, G, 2>, (unsigned)((no + 7) / 8), 128, 0, gate->pq,
+                                gate->ps, up->pq, up->ps, n_in, no, x_from(x, t), y + (size_t)t * no, no);
+                        return;
+                    }
+                klaunch(st, gemv_glu_rows_q8x_kernel<T, G, 1>, grid, 128, 0, gate->pq, gate->ps, up->pq, up->ps,
+                        n_in, no, x_from(x, t), y + (size_t)t * no, no);
+                return;
+            }
+        klaunch(st, gemv_packed_glu_kernel<T, G, X>, grid, 128, 0, 
             gate->pq, gate->ps, up->pq, up->ps, n_in, no, x_from(x, t), y + (size_t)t * no, no);
     });
 }
