@@ -30,13 +30,18 @@
 #                    context; docs/gpu.md, "The next GPU session"); last, check-lossless of TR and
 #                    GOOSE (the top-K output every step) under ARBOR_CUDA_TOPK=rounds and onepass,
 #                    alternated twice per mode (ab-topk-*.txt: tok/s, mismatches)
+#   --quick-ab       for a device lent for minutes (about 10 on an H100): the suite, then one
+#                    exact-mode bench of the defaults, ARBOR_CUDA_ROWS=2 and =4 on the default
+#                    model and the 8B shape (128 steps), then check-lossless of TR and GOOSE under
+#                    each ARBOR_CUDA_TOPK kernel per mode (--limit 2); the twenty-eighth session's
+#                    kernels, written without a device (docs/gpu.md)
 #
 # Needs the default model (`arbor fetch-model`, or $ARBOR_MODEL / $ARBOR_CACHE) and $ARBOR_DATA
 # holding humaneval and gsm8k (`datasets/fetch --only humaneval,gsm8k`). Run from the
 # repository root (configs/gpu.json is read from there).
 set -u
 
-build=build-release arbor='' test_gpu='' out='' limit=5 steps=512 big=1 ab=0
+build=build-release arbor='' test_gpu='' out='' limit=5 steps=512 big=1 ab=0 qab=0
 envs=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -48,10 +53,11 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2; shift 2 ;;
     --no-8b) big=0; shift ;;
     --ab) ab=1; shift ;;
+    --quick-ab) qab=1; shift ;;
     --env)
         case "$2" in *=*) envs+=("$2") ;; *) echo "gpu_check.sh: --env $2: expected NAME=VALUE" >&2; exit 2 ;; esac
         shift 2 ;;
-    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_check.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
     esac
 done
@@ -93,6 +99,32 @@ step() {
 cat "$out/summary.txt"
 
 step suite 600 "$test_gpu" --verbose=1 -j1
+if [ $qab -eq 1 ]; then
+    models=(default)
+    m8=$tmp/arbor-gpu-check-llama-8b-q4_0.gguf
+    if [ $big -eq 1 ]; then
+        step synth-8b 300 "$arbor" synth-model --shape llama-8b --type q4_0 --out "$m8" && models+=("$m8")
+    fi
+    for mdl in "${models[@]}"; do
+        tag=default
+        [ "$mdl" = default ] || tag=8b
+        for r in 1 2 4; do
+            step "qab-bench-$tag-rows$r" 180 env ARBOR_CUDA_ROWS=$r "$arbor" bench engine --model "$mdl" \
+                --backend cuda-exact --steps 128 --prefill 128 --reps 2 --trees-only
+        done
+    done
+    rm -f "$m8"
+    for b in cuda-exact cuda; do
+        for k in rounds onepass; do
+            name="qab-topk-$b-$k"
+            [ "$b" = cuda ] && name="$name (info)" # fast mode: near-tie mismatches possible
+            step "$name" 180 env ARBOR_CUDA_TOPK=$k "$arbor" check-lossless --backend "$b" \
+                --datasets humaneval,gsm8k --limit 2 --max-new 128 --methods tr,goose
+        done
+    done
+    echo "outputs in $out" | tee -a "$out/summary.txt"
+    exit $failed
+fi
 if [ $ab -eq 1 ]; then
     # variant NAME: the environment of one A/B arm (VAR=VALUE words; none for the default)
     variant() {
