@@ -57,7 +57,7 @@ while [ $# -gt 0 ]; do
     --env)
         case "$2" in *=*) envs+=("$2") ;; *) echo "gpu_check.sh: --env $2: expected NAME=VALUE" >&2; exit 2 ;; esac
         shift 2 ;;
-    -h | --help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_check.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
     esac
 done
