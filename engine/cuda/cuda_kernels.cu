@@ -577,23 +577,52 @@ __device__ __forceinline__ void packed_row(const uint8_t *qr, const uint8_t *sr,
 // kernels' per-block expression (arb_q8x_block_acc). Order, fixed by n_in alone: lane L
 // adds its blocks chunk by chunk (Q4_1's min terms apart, added at the end), then the
 // fixed butterfly.
+template <int T> __host__ __device__ constexpr int q8x_type() { return T == ARB_TYPE_Q4_0 ? 0 : T == ARB_TYPE_Q4_1 ? 1 : 2; }
+
+// A lane's weight block as arb_q8x_block_isum reads it (the words; Q4_0/Q4_1 use the first 4)
+// and its scales as floats.
+struct wblock {
+    uint32_t w[8];
+    float dw, mw;
+};
+template <int T> __device__ __forceinline__ wblock unpack_lane(const packed_lane &p)
+{
+    return wblock{{p.q[0].x, p.q[0].y, p.q[0].z, p.q[0].w, p.q[1].x, p.q[1].y, p.q[1].z, p.q[1].w},
+                  h2f((uint16_t)(p.s & 0xffff)),
+                  q8x_type<T>() == 1 ? h2f((uint16_t)(p.s >> 16)) : 0.0f};
+}
+
+// Node t's activation block blk: its 8 words, scale and integer sum.
+struct xblock {
+    uint32_t w[8];
+    float d;
+    int isum;
+};
+__device__ __forceinline__ xblock load_xblock(const xq8 &x, int t, int blk)
+{
+    const uint4 *xp = (const uint4 *)(x.q + (size_t)t * x.ldq + (size_t)blk * 32);
+    const uint4 a = xp[0], b = xp[1];
+    return xblock{{a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}, x.d[(size_t)t * x.ldb + blk],
+                  x.isum[(size_t)t * x.ldb + blk]};
+}
+
+// One block of one row and node into acc / accm (arb_q8x_block_acc: the CPU's expression).
+template <int T>
+__device__ __forceinline__ void q8x_block(const wblock &wb, const xblock &xb, float *acc, float *accm)
+{
+    constexpr int type = q8x_type<T>();
+    arb_q8x_block_acc(type, arb_q8x_block_isum(wb.w, xb.w, type == 2), wb.dw, wb.mw, xb.d, xb.isum, acc, accm);
+}
+
 template <int T, int NT>
 __device__ __forceinline__ void q8x_chunk(const packed_lane &p, const xq8 &x, int c, int lane, float *acc,
                                           float *accm)
 {
-    constexpr int type = T == ARB_TYPE_Q4_0 ? 0 : T == ARB_TYPE_Q4_1 ? 1 : 2;
-    const uint32_t w[8] = {p.q[0].x, p.q[0].y, p.q[0].z, p.q[0].w, p.q[1].x, p.q[1].y, p.q[1].z, p.q[1].w};
-    const float dw = h2f((uint16_t)(p.s & 0xffff)), mw = type == 1 ? h2f((uint16_t)(p.s >> 16)) : 0.0f;
+    const wblock wb = unpack_lane<T>(p);
     const int blk = c * 32 + lane;
 #pragma unroll
-    for (int t = 0; t < NT; t++) {
-        const uint4 *xp = (const uint4 *)(x.q + (size_t)t * x.ldq + (size_t)blk * 32);
-        const uint4 a = xp[0], b = xp[1];
-        const uint32_t xw[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-        const float dx = x.d[(size_t)t * x.ldb + blk];
-        const int xs = x.isum[(size_t)t * x.ldb + blk];
-        arb_q8x_block_acc(type, arb_q8x_block_isum(w, xw, type == 2), dw, mw, dx, xs, &acc[t], &accm[t]);
-    }
+    for (int t = 0; t < NT; t++)
+        q8x_block<T>(wb, load_xblock(x, t, blk), &acc[t], &accm[t]);
 }
 
 template <int T, int NT>
@@ -1033,7 +1062,6 @@ template <int T, int NT, int R>
 __device__ __forceinline__ void q8x_rows(const uint8_t *const *qr, const uint8_t *const *sr, const bool *ok, int n_in,
                                          const xq8 &x, int lane, float (*acc)[NT])
 {
-    constexpr int type = T == ARB_TYPE_Q4_0 ? 0 : T == ARB_TYPE_Q4_1 ? 1 : 2;
     float accm[R][NT];
 #pragma unroll
     for (int r = 0; r < R; r++)
@@ -1042,30 +1070,21 @@ __device__ __forceinline__ void q8x_rows(const uint8_t *const *qr, const uint8_t
             acc[r][t] = 0.0f, accm[r][t] = 0.0f;
     const int nch = arb_pack_chunks(n_in);
     for (int c = 0; c < nch; c++) {
-        uint32_t w[R][8];
-        float dw[R], mw[R];
+        wblock wb[R];
 #pragma unroll
         for (int r = 0; r < R; r++) {
             packed_lane p = {};
             if (ok[r])
                 p = load_lane<T>(qr[r], sr[r], c, lane);
-            w[r][0] = p.q[0].x, w[r][1] = p.q[0].y, w[r][2] = p.q[0].z, w[r][3] = p.q[0].w;
-            w[r][4] = p.q[1].x, w[r][5] = p.q[1].y, w[r][6] = p.q[1].z, w[r][7] = p.q[1].w;
-            dw[r] = h2f((uint16_t)(p.s & 0xffff));
-            mw[r] = type == 1 ? h2f((uint16_t)(p.s >> 16)) : 0.0f;
+            wb[r] = unpack_lane<T>(p);
         }
         const int blk = c * 32 + lane;
 #pragma unroll
         for (int t = 0; t < NT; t++) {
-            const uint4 *xp = (const uint4 *)(x.q + (size_t)t * x.ldq + (size_t)blk * 32);
-            const uint4 a = xp[0], b = xp[1];
-            const uint32_t xw[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-            const float dx = x.d[(size_t)t * x.ldb + blk];
-            const int xs = x.isum[(size_t)t * x.ldb + blk];
+            const xblock xb = load_xblock(x, t, blk); // one load for the R rows
 #pragma unroll
             for (int r = 0; r < R; r++)
-                arb_q8x_block_acc(type, arb_q8x_block_isum(w[r], xw, type == 2), dw[r], mw[r], dx, xs, &acc[r][t],
-                                  &accm[r][t]);
+                q8x_block<T>(wb[r], xb, &acc[r][t], &accm[r][t]);
         }
     }
     if (T == ARB_TYPE_Q4_1)
