@@ -34,7 +34,12 @@ const char *arb_model_path(const arb_model *m) { NOT_REACHED; }
 int arb_tokenize(const arb_model *m, const char *text, size_t len, bool bos, bool special,
                  int32_t *out, int cap, int *n_out, arb_err *err) { NOT_REACHED; }
 int arb_ctx_output_head(arb_ctx *c, const float *hidden, int n, float *logits, arb_err *err) { NOT_REACHED; }
+int arb_ctx_output_head_ex(arb_ctx *c, const float *hidden, int n, const arb_eval_out *o, arb_err *err)
+{
+    NOT_REACHED;
+}
 int arb_ctx_parallel_for(arb_ctx *c, int n, void (*fn)(void *ud, int i, int n), void *ud) { NOT_REACHED; }
+int arb_ctx_n_threads(const arb_ctx *c) { NOT_REACHED; }
 int arb_dequantize(uint32_t type, const void *src, float *dst, size_t n, arb_err *err) { NOT_REACHED; }
 void arb_gguf_close(arb_gguf *g) { NOT_REACHED; }
 const arb_gguf_kv *arb_gguf_kv_at(const arb_gguf *g, uint64_t i) { NOT_REACHED; }
