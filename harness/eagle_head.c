@@ -15,6 +15,7 @@
 
 struct arb_eagle_ws {
     int rows, keys;
+    arb_ctx *pool;         /* drafting: the layer's products on this context's threads (or NULL) */
     float *xin;            /* [rows x 2E] [e(tok), f] */
     float *h0, *h1, *n1;   /* [rows x E] */
     float *q, *o;          /* [rows x QD] */
@@ -157,6 +158,8 @@ void arb_eagle_ws_free(arb_eagle_ws *ws)
     free(ws);
 }
 
+void arb_eagle_ws_set_pool(arb_eagle_ws *ws, arb_ctx *pool) { ws->pool = pool; }
+
 int arb_eagle_ws_new(const arb_eagle *h, int rows, int keys, arb_eagle_ws **out, arb_err *err)
 {
     *out = NULL;
@@ -193,6 +196,41 @@ static void lin(const float *W, const float *b, int O, int I, const float *x, fl
 {
     for (int o = 0; o < O; o++)
         y[o] = (b ? b[o] : 0.0f) + arb_heads_dot(W + (size_t)o * I, x, I);
+}
+
+/* lin on n rows at once, Y[i] = W X[i] (+ b) with X [n x I], Y [n x O]: each weight row is read
+   once for the n rows, and every output is lin's expression, so the bits are lin's whatever n
+   or the split. With a pool, parts of LIN_PART outputs on its threads. Why: drafting scores a
+   tree level's rows (up to 10) through a 4.2 M-weight layer (16.8 MB of f32), which one row at
+   a time read n times from memory. */
+#define LIN_PART 32
+typedef struct lin_job {
+    const float *W, *b, *X;
+    float *Y;
+    int O, I, n;
+} lin_job;
+
+static void lin_part(void *ud, int part, int n_parts)
+{
+    (void)n_parts;
+    const lin_job *j = ud;
+    const int o1 = (part + 1) * LIN_PART < j->O ? (part + 1) * LIN_PART : j->O;
+    for (int o = part * LIN_PART; o < o1; o++)
+        for (int i = 0; i < j->n; i++)
+            j->Y[(size_t)i * j->O + o] =
+                (j->b ? j->b[o] : 0.0f) + arb_heads_dot(j->W + (size_t)o * j->I, j->X + (size_t)i * j->I, j->I);
+}
+
+static void lin_rows(arb_ctx *pool, const float *W, const float *b, int O, int I, const float *X, int n, float *Y)
+{
+    lin_job j = {.W = W, .b = b, .X = X, .Y = Y, .O = O, .I = I, .n = n};
+    const int parts = (O + LIN_PART - 1) / LIN_PART;
+    if (pool && arb_ctx_n_threads(pool) > 1) {
+        arb_ctx_parallel_for(pool, parts, lin_part, &j);
+        return;
+    }
+    for (int p = 0; p < parts; p++)
+        lin_part(&j, p, parts);
 }
 
 /* dW[o] += dy[o] x; dx += Σ_o dy[o] W[o] (dx may be NULL) */
@@ -474,12 +512,25 @@ void arb_eagle_rows(const arb_eagle *h, const float *emb, arb_eagle_kv *kv, int 
                     int max_vis, float *out, arb_eagle_ws *ws)
 {
     const arb_eagle_cfg *c = &h->c;
-    const int E = c->E, QD = c->H * c->hd, KD = c->KVH * c->hd, hd = c->hd, grp = c->H / c->KVH;
+    const int E = c->E, QD = c->H * c->hd, KD = c->KVH * c->hd, hd = c->hd, grp = c->H / c->KVH, F = c->F;
     ARB_ASSERT(n <= ws->rows);
+    /* Stage by stage over the n rows (lin_rows: one read of each matrix for all of them), each
+       row's arithmetic pre_attn's and post_attn's, so a row's f̂ does not depend on the rows
+       beside it (tests/test_eagle_head.c). */
     for (int i = 0; i < n; i++) {
         ARB_ASSERT(slot[i] >= 0 && slot[i] < kv->cap);
-        pre_attn(h, emb, f_in + (size_t)i * E, tok[i], pos[i], ws->xin, ws->h0 + (size_t)i * E,
-                 ws->q + (size_t)i * QD, kv->k + (size_t)slot[i] * KD, kv->v + (size_t)slot[i] * KD);
+        memcpy(ws->xin + (size_t)i * 2 * E, emb + (size_t)tok[i] * E, (size_t)E * sizeof(float));
+        memcpy(ws->xin + (size_t)i * 2 * E + E, f_in + (size_t)i * E, (size_t)E * sizeof(float));
+    }
+    lin_rows(ws->pool, h->fc_w, h->fc_b, E, 2 * E, ws->xin, n, ws->h0);
+    lin_rows(ws->pool, h->wq, NULL, QD, E, ws->h0, n, ws->q);
+    lin_rows(ws->pool, h->wk, NULL, KD, E, ws->h0, n, ws->k);
+    lin_rows(ws->pool, h->wv, NULL, KD, E, ws->h0, n, ws->v);
+    for (int i = 0; i < n; i++) { /* RoPE, then every key and value into its slot before any attention */
+        rope(ws->q + (size_t)i * QD, c->H, hd, pos[i], c->rope_base, 1.0f);
+        rope(ws->k + (size_t)i * KD, c->KVH, hd, pos[i], c->rope_base, 1.0f);
+        memcpy(kv->k + (size_t)slot[i] * KD, ws->k + (size_t)i * KD, (size_t)KD * sizeof(float));
+        memcpy(kv->v + (size_t)slot[i] * KD, ws->v + (size_t)i * KD, (size_t)KD * sizeof(float));
     }
     for (int i = 0; i < n; i++) {
         int nk = n_ctx + n_vis[i];
@@ -493,7 +544,27 @@ void arb_eagle_rows(const arb_eagle *h, const float *emb, arb_eagle_kv *kv, int 
             attend(ws->q + (size_t)i * QD + (size_t)hh * hd, kv->k + (size_t)g * hd, kv->v + (size_t)g * hd,
                    ws->keyslot, nk, KD, hd, ws->p, ws->o + (size_t)i * QD + (size_t)hh * hd);
         }
-        post_attn(h, ws->h0 + (size_t)i * E, ws->o + (size_t)i * QD, ws->h1, ws->rinv, ws->n1, ws->gt, ws->up,
-                  ws->dact, out + (size_t)i * E);
     }
+    /* post_attn, staged: h1 = h0 + W_o o, the norm, the SwiGLU MLP (its activation in gt) */
+    lin_rows(ws->pool, h->wo, NULL, E, QD, ws->o, n, ws->h1);
+    for (int i = 0; i < n; i++) {
+        float *h1 = ws->h1 + (size_t)i * E, *n1 = ws->n1 + (size_t)i * E;
+        const float *h0 = ws->h0 + (size_t)i * E;
+        double ss = 0;
+        for (int e = 0; e < E; e++) {
+            h1[e] += h0[e];
+            ss += (double)h1[e] * h1[e];
+        }
+        ws->rinv[i] = (float)(1.0 / sqrt(ss / E + c->eps));
+        for (int e = 0; e < E; e++)
+            n1[e] = h->norm[e] * h1[e] * ws->rinv[i];
+    }
+    lin_rows(ws->pool, h->wg, NULL, F, E, ws->n1, n, ws->gt);
+    lin_rows(ws->pool, h->wu, NULL, F, E, ws->n1, n, ws->up);
+    for (size_t j = 0; j < (size_t)n * F; j++)
+        ws->gt[j] = ws->gt[j] * sigm(ws->gt[j]) * ws->up[j];
+    lin_rows(ws->pool, h->wd, NULL, E, F, ws->gt, n, out);
+    for (int i = 0; i < n; i++)
+        for (int e = 0; e < E; e++)
+            out[(size_t)i * E + e] += ws->h1[(size_t)i * E + e];
 }

@@ -66,6 +66,9 @@ typedef struct arb_eagle_ws arb_eagle_ws;
 /* Scratch for sequences / batches of up to rows rows attending to at most keys keys. */
 int arb_eagle_ws_new(const arb_eagle *h, int rows, int keys, arb_eagle_ws **out, arb_err *err);
 void arb_eagle_ws_free(arb_eagle_ws *ws); /* NULL-safe */
+/* Drafting (arb_eagle_rows) runs the layer's matrix products on pool's kernel threads
+   (arb_ctx_parallel_for; NULL: the caller's thread). The bits do not depend on it. */
+void arb_eagle_ws_set_pool(arb_eagle_ws *ws, arb_ctx *pool);
 
 typedef struct arb_eagle_loss {
     double reg;  /* Σ over rows of SmoothL1 (mean over E) */

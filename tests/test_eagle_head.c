@@ -11,6 +11,7 @@
 
 #include "eagle_head.h"
 #include "heads_file.h"
+#include "tiny_models.h"
 
 static uint64_t rs = 777;
 static float urand(void) /* [-1, 1) */
@@ -146,6 +147,66 @@ Test(eagle_head, cached_rows_and_tree_slots_match_the_training_forward)
     arb_eagle_ws_free(ws);
     arb_eagle_ws_free(x.ws);
     arb_eagle_free(x.h);
+}
+
+/* Drafting rows stage by stage (each matrix read once for all of a call's rows, in parts of 32
+   outputs on a pool's threads): a tree level's sibling rows in one call give the bits of one
+   call per row, and a two-thread pool the bits of none. Sizes with several parts per matrix
+   (E 64, F 96). */
+Test(eagle_head, rows_batched_and_pooled_give_the_one_row_bits)
+{
+    const arb_eagle_cfg cfg = {.E = 64, .V = 13, .H = 4, .KVH = 2, .hd = 16, .F = 96, .rope_base = 100.0f,
+                               .eps = 1e-5f};
+    enum { EB = 64, NR = 3 };
+    arb_err err = {0};
+    arb_eagle *h;
+    cr_assert_eq(arb_eagle_new(&cfg, &h, &err), ARB_OK, "%s", err.msg);
+    arb_eagle_init(h, 9);
+    for (size_t i = 0; i < h->n_params; i++)
+        h->params[i] += 0.3f * urand();
+    static float emb[13 * EB], f[2 * NR * EB];
+    for (int i = 0; i < 13 * EB; i++)
+        emb[i] = urand();
+    for (int i = 0; i < 2 * NR * EB; i++)
+        f[i] = urand();
+    synth_opts so = {.arch = "llama", .seed = 3};
+    arb_model *m = load_synth(&so, 2);
+    arb_ctx_opts co = arb_ctx_default_opts();
+    co.n_ctx = 64;
+    arb_ctx *pool;
+    cr_assert_eq(arb_ctx_new(m, &co, &pool, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(arb_ctx_n_threads(pool), 2);
+    static float out[3][NR * EB];
+    for (int v = 0; v < 3; v++) { /* 0: one call, 1: one call per row, 2: one call on the pool */
+        arb_eagle_kv *kv;
+        arb_eagle_ws *ws;
+        cr_assert_eq(arb_eagle_kv_new(h, 16, &kv, &err), ARB_OK, "%s", err.msg);
+        cr_assert_eq(arb_eagle_ws_new(h, NR, 16, &ws, &err), ARB_OK, "%s", err.msg);
+        if (v == 2)
+            arb_eagle_ws_set_pool(ws, pool);
+        /* a 3-row context, causal, in one call */
+        int32_t tok[NR] = {1, 7, 4};
+        int pos[NR] = {0, 1, 2}, slot[NR] = {0, 1, 2}, vis[9] = {0, 0, 0, 0, 1, 0, 0, 1, 2}, nv[NR] = {1, 2, 3};
+        float ctx_out[NR * EB];
+        arb_eagle_rows(h, emb, kv, NR, f, tok, pos, slot, 0, vis, nv, 3, ctx_out, ws);
+        /* three siblings at position 3 in slots 9, 10, 11, each seeing the context and itself */
+        int32_t stok[NR] = {2, 11, 5};
+        int spos[NR] = {3, 3, 3}, sslot[NR] = {9, 10, 11}, svis[NR] = {9, 10, 11}, snv[NR] = {1, 1, 1};
+        memset(out[v], 0xff, sizeof out[v]);
+        if (v == 1)
+            for (int i = 0; i < NR; i++)
+                arb_eagle_rows(h, emb, kv, 1, f + (size_t)(NR + i) * EB, stok + i, spos + i, sslot + i, 3, svis + i,
+                               snv + i, 1, out[v] + (size_t)i * EB, ws);
+        else
+            arb_eagle_rows(h, emb, kv, NR, f + (size_t)NR * EB, stok, spos, sslot, 3, svis, snv, 1, out[v], ws);
+        arb_eagle_kv_free(kv);
+        arb_eagle_ws_free(ws);
+    }
+    cr_assert(!memcmp(out[0], out[1], sizeof out[0]), "siblings in one call differ from one call each");
+    cr_assert(!memcmp(out[0], out[2], sizeof out[0]), "the pool's split changes the bits");
+    arb_ctx_free(pool);
+    arb_model_free(m);
+    arb_eagle_free(h);
 }
 
 Test(eagle_head, new_rejects_bad_config)

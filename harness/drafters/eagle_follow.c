@@ -71,6 +71,8 @@ int arb_eagle_follow_begin(arb_eagle_follow *f, int need, const char *who, arb_e
         int rc = arb_eagle_kv_new(f->h, need, &f->kv, err);
         if (!rc)
             rc = arb_eagle_ws_new(f->h, f->rows, need, &f->ws, err);
+        if (!rc) /* the layer's products on the target's kernel threads (between its evals) */
+            arb_eagle_ws_set_pool(f->ws, f->lm.ctx);
         if (rc) {
             f->cap = 0;
             return rc;
