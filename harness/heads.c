@@ -331,41 +331,43 @@ static void head_block(const arb_heads *h, int k, const float *x, float *u, floa
     head_block_part(h, k, x, u, z, 0, h->n_embd);
 }
 
-/* The drafters' head blocks, n rows (row i: head k[i] on x[i]) into ws->u, ws->z, in parts of
-   HEAD_PART outputs on the scoring context's threads when it has several. Each output is the
-   same DOT whichever thread runs it, so the bits do not depend on the split. Why: a head's W is
-   E x d_in f32 (1.3 MB per SmolLM2 Medusa head, 5.3 MB for four), read from memory every step:
-   one core took ~220 us for Medusa's four (twenty-eighth session), a GPU step's largest host
-   cost once the logits stay on the device. */
+/* The drafters' head blocks, n rows (row i: head k[i] on x[i]) into ws->u, ws->z, by parts of
+   HEAD_PART outputs, every row inside a part, on the scoring context's threads when it has
+   several. Each output is the same DOT whichever thread or part computes it, so the bits do not
+   depend on the split. Why: a head's W (and Hydra's R) is E x d_in f32 — 1.3 MB per SmolLM2
+   Medusa head, 4.6-8 MB per Hydra matrix — read from memory every step: one core took ~220 us
+   for Medusa's four (twenty-eighth session), a GPU step's largest host cost once the logits
+   stay on the device; and the rows of a Hydra tree level share their head, whose part a thread
+   now reads once for all of them instead of once per row. */
 #define HEAD_PART 32
 typedef struct head_blocks_job {
     const arb_heads *h;
     const int *k;
     const float *const *x;
     float *u, *z;
-    int parts; /* per row */
+    int n; /* rows */
 } head_blocks_job;
 
-static void head_blocks_task(void *ud, int i, int n)
+static void head_blocks_part(void *ud, int part, int n_parts)
 {
-    (void)n;
+    (void)n_parts;
     const head_blocks_job *j = ud;
-    const int r = i / j->parts, o0 = (i % j->parts) * HEAD_PART, E = j->h->n_embd;
-    head_block_part(j->h, j->k[r], j->x[r], j->u + (size_t)r * E, j->z + (size_t)r * E, o0,
-                    o0 + HEAD_PART < E ? o0 + HEAD_PART : E);
+    const int E = j->h->n_embd, o0 = part * HEAD_PART, o1 = o0 + HEAD_PART < E ? o0 + HEAD_PART : E;
+    for (int r = 0; r < j->n; r++)
+        head_block_part(j->h, j->k[r], j->x[r], j->u + (size_t)r * E, j->z + (size_t)r * E, o0, o1);
 }
 
 static void head_blocks(const arb_heads *h, const arb_lm_head *lm, int n, const int *k, const float *const *x,
                         arb_heads_ws *ws)
 {
-    const int E = h->n_embd;
-    head_blocks_job j = {.h = h, .k = k, .x = x, .u = ws->u, .z = ws->z, .parts = (E + HEAD_PART - 1) / HEAD_PART};
+    head_blocks_job j = {.h = h, .k = k, .x = x, .u = ws->u, .z = ws->z, .n = n};
+    const int parts = (h->n_embd + HEAD_PART - 1) / HEAD_PART;
     if (lm->ctx && arb_ctx_n_threads(lm->ctx) > 1) {
-        arb_ctx_parallel_for(lm->ctx, n * j.parts, head_blocks_task, &j);
+        arb_ctx_parallel_for(lm->ctx, parts, head_blocks_part, &j);
         return;
     }
-    for (int i = 0; i < n; i++)
-        head_block(h, k[i], x[i], ws->u + (size_t)i * E, ws->z + (size_t)i * E);
+    for (int p = 0; p < parts; p++)
+        head_blocks_part(&j, p, parts);
 }
 
 double arb_heads_step(const arb_heads *h, int k, const float *w_lm, const float *x, const int32_t *y, int B,

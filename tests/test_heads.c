@@ -455,6 +455,31 @@ Test(heads, topk_lists_through_the_context_equal_the_rows)
         cr_assert(!memcmp(ids1 + k * ARB_HEADS_RANKS, ids2 + k * ARB_HEADS_RANKS, sizeof(int32_t) * 8) &&
                       !memcmp(p1 + k * ARB_HEADS_RANKS, p2 + k * ARB_HEADS_RANKS, sizeof(float) * 8),
                   "head %d: two threads differ from one", k);
+    /* Hydra: a tree level's rows share their head (each part of it read once for all of them);
+       each row must still get its own call's lists */
+    arb_heads *hy;
+    cr_assert_eq(arb_heads_new(ARB_HEADS_HYDRA, 3, E, V, &hy, &err), ARB_OK, "%s", err.msg);
+    randomize(hy, 0.1f);
+    arb_heads_ws *wsh;
+    cr_assert_eq(arb_heads_ws_new(hy, 4, &wsh, &err), ARB_OK, "%s", err.msg);
+    const int D = hy->d_in[1];
+    float *xh = malloc(sizeof(float) * 3 * D);
+    for (int i = 0; i < 3 * D; i++)
+        xh[i] = urand();
+    const int hk[3] = {1, 1, 1}, hn[3] = {8, 5, 8};
+    const float *hx[3] = {xh, xh + D, xh + 2 * D};
+    int32_t bids[3 * ARB_HEADS_RANKS];
+    float bp[3 * ARB_HEADS_RANKS];
+    arb_heads_topk_batch(hy, &lm2, 3, hk, hx, hn, bids, bp, wsh);
+    for (int i = 0; i < 3; i++) {
+        arb_heads_topk(hy, 1, &lm, hx[i], hn[i], one_ids, one_p, wsh);
+        cr_assert(!memcmp(bids + i * ARB_HEADS_RANKS, one_ids, sizeof(int32_t) * hn[i]) &&
+                      !memcmp(bp + i * ARB_HEADS_RANKS, one_p, sizeof(float) * hn[i]),
+                  "hydra row %d: the level's batch differs from the row alone", i);
+    }
+    free(xh);
+    arb_heads_ws_free(wsh);
+    arb_heads_free(hy);
     arb_heads_ws_free(ws2);
     arb_ctx_free(c2);
     arb_model_free(m2);
