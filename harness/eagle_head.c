@@ -1,7 +1,7 @@
 /* eagle_head.c — the EAGLE-1 head: forward, hand-written backward, drafting rows (see
  * eagle_head.h). Matrices are row-major [out x in]; every product is a dot of a weight row with
- * an input row (arb_heads_dot), every backward an axpy (arb_heads_axpy), so one row's cost is
- * one read of the layer (4.2 M floats at SmolLM2's sizes) and the output matrix (V x E) dominates. */
+ * an input row (arb_heads_dot), taken for all of a call's rows per weight row (lin_rows), every
+ * backward an axpy (arb_heads_axpy); the output matrix (V x E) dominates a training step. */
 #include "eagle_head.h"
 
 #include <math.h>
@@ -22,7 +22,7 @@ struct arb_eagle_ws {
     float *k, *v;          /* [rows x KD] (training: the sequence's own keys/values) */
     float *p;              /* [H x rows x keys] attention probabilities */
     float *rinv;           /* [rows] 1 / rms(h1) */
-    float *gt, *up;        /* [rows x F] */
+    float *gt, *up, *act;  /* [rows x F] (act = SiLU(gt) ⊙ up) */
     float *out;            /* [rows x E] */
     float *logits;         /* [LC x V] */
     float *dzt;            /* [LC x E] */
@@ -148,7 +148,7 @@ void arb_eagle_ws_free(arb_eagle_ws *ws)
 {
     if (!ws)
         return;
-    float *f[] = {ws->xin, ws->h0, ws->h1, ws->n1, ws->q, ws->o, ws->k, ws->v, ws->p, ws->rinv, ws->gt, ws->up,
+    float *f[] = {ws->xin, ws->h0, ws->h1, ws->n1, ws->q, ws->o, ws->k, ws->v, ws->p, ws->rinv, ws->gt, ws->up, ws->act,
                   ws->out, ws->logits, ws->dzt, ws->dout, ws->dh0, ws->dq, ws->dob, ws->dk, ws->dv, ws->dact,
                   ws->dgt, ws->dup, ws->dn1, ws->dp};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
@@ -175,7 +175,7 @@ int arb_eagle_ws_new(const arb_eagle *h, int rows, int keys, arb_eagle_ws **out,
     struct { float **p; size_t n; } a[] = {
         {&ws->xin, R * 2 * E}, {&ws->h0, R * E}, {&ws->h1, R * E}, {&ws->n1, R * E}, {&ws->q, R * QD},
         {&ws->o, R * QD}, {&ws->k, R * KD}, {&ws->v, R * KD}, {&ws->p, (size_t)c->H * R * (size_t)keys},
-        {&ws->rinv, R}, {&ws->gt, R * F}, {&ws->up, R * F}, {&ws->out, R * E}, {&ws->logits, LC * (size_t)c->V},
+        {&ws->rinv, R}, {&ws->gt, R * F}, {&ws->up, R * F}, {&ws->act, R * F}, {&ws->out, R * E}, {&ws->logits, LC * (size_t)c->V},
         {&ws->dzt, LC * E}, {&ws->dout, R * E}, {&ws->dh0, R * E}, {&ws->dq, R * QD}, {&ws->dob, R * QD},
         {&ws->dk, R * KD}, {&ws->dv, R * KD}, {&ws->dact, F}, {&ws->dgt, F}, {&ws->dup, F}, {&ws->dn1, E}, {&ws->dp, (size_t)keys}};
     bool ok = (ws->lse = malloc(LC * sizeof *ws->lse)) && (ws->keyslot = malloc((size_t)keys * sizeof(int)));
@@ -191,18 +191,11 @@ int arb_eagle_ws_new(const arb_eagle *h, int rows, int keys, arb_eagle_ws **out,
 
 /* ---- pieces ---- */
 
-/* y[o] = (b ? b[o] : 0) + W[o] . x, W [O x I] */
-static void lin(const float *W, const float *b, int O, int I, const float *x, float *y)
-{
-    for (int o = 0; o < O; o++)
-        y[o] = (b ? b[o] : 0.0f) + arb_heads_dot(W + (size_t)o * I, x, I);
-}
-
-/* lin on n rows at once, Y[i] = W X[i] (+ b) with X [n x I], Y [n x O]: each weight row is read
-   once for the n rows, and every output is lin's expression, so the bits are lin's whatever n
-   or the split. With a pool, parts of LIN_PART outputs on its threads. Why: drafting scores a
-   tree level's rows (up to 10) through a 4.2 M-weight layer (16.8 MB of f32), which one row at
-   a time read n times from memory. */
+/* Y[i][o] = (b ? b[o] : 0) + W[o] . X[i] for n rows, X [n x I], Y [n x O], W [O x I]: each weight
+   row is read once for the n rows, and every output is that one expression, so the bits do not
+   depend on n or on the split. With a pool, parts of LIN_PART outputs on its threads. Why:
+   drafting scores a tree level's rows (up to 10) through a 4.2 M-weight layer (16.8 MB of f32),
+   which one row at a time read n times from memory. */
 #define LIN_PART 32
 typedef struct lin_job {
     const float *W, *b, *X;
@@ -261,21 +254,6 @@ static void rope(float *v, int nh, int hd, int pos, float base, float sign)
 
 static float sigm(float u) { return 1.0f / (1.0f + expf(-u)); }
 
-/* Row i up to q, k, v (RoPE applied): xin, h0 filled. */
-static void pre_attn(const arb_eagle *h, const float *emb, const float *f, int32_t tok, int pos, float *xin, float *h0,
-                     float *q, float *k, float *v)
-{
-    const arb_eagle_cfg *c = &h->c;
-    const int E = c->E, QD = c->H * c->hd, KD = c->KVH * c->hd;
-    memcpy(xin, emb + (size_t)tok * E, (size_t)E * sizeof *xin);
-    memcpy(xin + E, f, (size_t)E * sizeof *xin);
-    lin(h->fc_w, h->fc_b, E, 2 * E, xin, h0);
-    lin(h->wq, NULL, QD, E, h0, q);
-    lin(h->wk, NULL, KD, E, h0, k);
-    lin(h->wv, NULL, KD, E, h0, v);
-    rope(q, c->H, c->hd, pos, c->rope_base, 1.0f);
-    rope(k, c->KVH, c->hd, pos, c->rope_base, 1.0f);
-}
 
 /* One query head over nk keys (rows of K/V at stride KD, key index -> row via slot or identity):
    p[0..nk) the probabilities, o the head's output. */
@@ -300,28 +278,55 @@ static void attend(const float *q, const float *K, const float *Vv, const int *s
     }
 }
 
-/* Row i after attention: h1 = h0 + W_o o, norm, MLP; out = f̂. */
-static void post_attn(const arb_eagle *h, const float *h0, const float *o, float *h1, float *rinv, float *n1,
-                      float *gt, float *up, float *act, float *out)
+
+/* Rows 0..n-1 up to q, k, v (RoPE applied on q and k) in ws: xin, h0, q, k, v. f: [n x E]
+   features, pos: the rows' positions (NULL: row i at position i). Stage by stage over the rows
+   (lin_rows), each row's arithmetic its own. */
+static void pre_rows(const arb_eagle *h, const float *emb, const float *f, const int32_t *tok, const int *pos, int n,
+                     arb_eagle_ws *ws)
+{
+    const arb_eagle_cfg *c = &h->c;
+    const int E = c->E, QD = c->H * c->hd, KD = c->KVH * c->hd;
+    for (int i = 0; i < n; i++) {
+        memcpy(ws->xin + (size_t)i * 2 * E, emb + (size_t)tok[i] * E, (size_t)E * sizeof(float));
+        memcpy(ws->xin + (size_t)i * 2 * E + E, f + (size_t)i * E, (size_t)E * sizeof(float));
+    }
+    lin_rows(ws->pool, h->fc_w, h->fc_b, E, 2 * E, ws->xin, n, ws->h0);
+    lin_rows(ws->pool, h->wq, NULL, QD, E, ws->h0, n, ws->q);
+    lin_rows(ws->pool, h->wk, NULL, KD, E, ws->h0, n, ws->k);
+    lin_rows(ws->pool, h->wv, NULL, KD, E, ws->h0, n, ws->v);
+    for (int i = 0; i < n; i++) {
+        rope(ws->q + (size_t)i * QD, c->H, c->hd, pos ? pos[i] : i, c->rope_base, 1.0f);
+        rope(ws->k + (size_t)i * KD, c->KVH, c->hd, pos ? pos[i] : i, c->rope_base, 1.0f);
+    }
+}
+
+/* Rows 0..n-1 after attention (ws->o): h1 = h0 + W_o o, n1 = g ⊙ h1 / rms(h1) (rinv kept), the
+   SwiGLU MLP (gt, up and act = SiLU(gt) ⊙ up kept for the backward), out = h1 + W_d act. */
+static void post_rows(const arb_eagle *h, int n, arb_eagle_ws *ws, float *out)
 {
     const arb_eagle_cfg *c = &h->c;
     const int E = c->E, QD = c->H * c->hd, F = c->F;
-    lin(h->wo, NULL, E, QD, o, h1);
-    double ss = 0;
-    for (int e = 0; e < E; e++) {
-        h1[e] += h0[e];
-        ss += (double)h1[e] * h1[e];
+    lin_rows(ws->pool, h->wo, NULL, E, QD, ws->o, n, ws->h1);
+    for (int i = 0; i < n; i++) {
+        float *h1 = ws->h1 + (size_t)i * E, *n1 = ws->n1 + (size_t)i * E;
+        const float *h0 = ws->h0 + (size_t)i * E;
+        double ss = 0;
+        for (int e = 0; e < E; e++) {
+            h1[e] += h0[e];
+            ss += (double)h1[e] * h1[e];
+        }
+        ws->rinv[i] = (float)(1.0 / sqrt(ss / E + c->eps));
+        for (int e = 0; e < E; e++)
+            n1[e] = h->norm[e] * h1[e] * ws->rinv[i];
     }
-    *rinv = (float)(1.0 / sqrt(ss / E + c->eps));
-    for (int e = 0; e < E; e++)
-        n1[e] = h->norm[e] * h1[e] * *rinv;
-    lin(h->wg, NULL, F, E, n1, gt);
-    lin(h->wu, NULL, F, E, n1, up);
-    for (int j = 0; j < F; j++)
-        act[j] = gt[j] * sigm(gt[j]) * up[j];
-    lin(h->wd, NULL, E, F, act, out);
-    for (int e = 0; e < E; e++)
-        out[e] += h1[e];
+    lin_rows(ws->pool, h->wg, NULL, F, E, ws->n1, n, ws->gt);
+    lin_rows(ws->pool, h->wu, NULL, F, E, ws->n1, n, ws->up);
+    for (size_t j = 0; j < (size_t)n * F; j++)
+        ws->act[j] = ws->gt[j] * sigm(ws->gt[j]) * ws->up[j];
+    lin_rows(ws->pool, h->wd, NULL, E, F, ws->act, n, out);
+    for (size_t j = 0; j < (size_t)n * E; j++)
+        out[j] += ws->h1[j];
 }
 
 /* ---- training ---- */
@@ -338,19 +343,14 @@ void arb_eagle_seq_step(const arb_eagle *h, const float *w_lm, const float *emb,
     lo->n = T;
     const size_t PK = (size_t)T; /* stride of one query row's probabilities */
     /* forward */
+    pre_rows(h, emb, f, tok, NULL, T, ws);
     for (int i = 0; i < T; i++)
-        pre_attn(h, emb, f + (size_t)i * E, tok[i], i, ws->xin + (size_t)i * 2 * E, ws->h0 + (size_t)i * E,
-                 ws->q + (size_t)i * QD, ws->k + (size_t)i * KD, ws->v + (size_t)i * KD);
-    for (int i = 0; i < T; i++) {
         for (int hh = 0; hh < c->H; hh++) {
             int g = hh / grp;
             attend(ws->q + (size_t)i * QD + (size_t)hh * hd, ws->k + (size_t)g * hd, ws->v + (size_t)g * hd, NULL,
                    i + 1, KD, hd, ws->p + ((size_t)hh * T + i) * PK, ws->o + (size_t)i * QD + (size_t)hh * hd);
         }
-        post_attn(h, ws->h0 + (size_t)i * E, ws->o + (size_t)i * QD, ws->h1 + (size_t)i * E, ws->rinv + i,
-                  ws->n1 + (size_t)i * E, ws->gt + (size_t)i * F, ws->up + (size_t)i * F, ws->dact,
-                  ws->out + (size_t)i * E);
-    }
+    post_rows(h, T, ws, ws->out);
     /* feature regression: SmoothL1 (beta 1), mean over E */
     for (int i = 0; i < T; i++) {
         const float *fo = ws->out + (size_t)i * E, *ft = f + (size_t)(i + 1) * E;
@@ -415,10 +415,8 @@ void arb_eagle_seq_step(const arb_eagle *h, const float *w_lm, const float *emb,
         const float *dout = ws->dout + (size_t)i * E, *gt = ws->gt + (size_t)i * F, *up = ws->up + (size_t)i * F;
         const float *h1 = ws->h1 + (size_t)i * E, *n1 = ws->n1 + (size_t)i * E;
         float *dh1 = ws->dh0 + (size_t)i * E, ri = ws->rinv[i];
-        for (int j = 0; j < F; j++) /* act, recomputed */
-            ws->dgt[j] = gt[j] * sigm(gt[j]) * up[j];
         memset(ws->dact, 0, (size_t)F * sizeof *ws->dact);
-        lin_back(h->wd, E, F, ws->dgt, dout, g_d, ws->dact);
+        lin_back(h->wd, E, F, ws->act + (size_t)i * F, dout, g_d, ws->dact);
         for (int j = 0; j < F; j++) {
             float sg = sigm(gt[j]);
             ws->dup[j] = ws->dact[j] * gt[j] * sg;
@@ -512,23 +510,14 @@ void arb_eagle_rows(const arb_eagle *h, const float *emb, arb_eagle_kv *kv, int 
                     int max_vis, float *out, arb_eagle_ws *ws)
 {
     const arb_eagle_cfg *c = &h->c;
-    const int E = c->E, QD = c->H * c->hd, KD = c->KVH * c->hd, hd = c->hd, grp = c->H / c->KVH, F = c->F;
+    const int QD = c->H * c->hd, KD = c->KVH * c->hd, hd = c->hd, grp = c->H / c->KVH;
     ARB_ASSERT(n <= ws->rows);
-    /* Stage by stage over the n rows (lin_rows: one read of each matrix for all of them), each
-       row's arithmetic pre_attn's and post_attn's, so a row's f̂ does not depend on the rows
-       beside it (tests/test_eagle_head.c). */
+    /* the training forward's stages (pre_rows, post_rows: each matrix read once for the n rows,
+       a row's f̂ independent of the rows beside it), with the keys and values in kv's slots,
+       all written before any attention, and attention over the context and each row's path */
+    pre_rows(h, emb, f_in, tok, pos, n, ws);
     for (int i = 0; i < n; i++) {
         ARB_ASSERT(slot[i] >= 0 && slot[i] < kv->cap);
-        memcpy(ws->xin + (size_t)i * 2 * E, emb + (size_t)tok[i] * E, (size_t)E * sizeof(float));
-        memcpy(ws->xin + (size_t)i * 2 * E + E, f_in + (size_t)i * E, (size_t)E * sizeof(float));
-    }
-    lin_rows(ws->pool, h->fc_w, h->fc_b, E, 2 * E, ws->xin, n, ws->h0);
-    lin_rows(ws->pool, h->wq, NULL, QD, E, ws->h0, n, ws->q);
-    lin_rows(ws->pool, h->wk, NULL, KD, E, ws->h0, n, ws->k);
-    lin_rows(ws->pool, h->wv, NULL, KD, E, ws->h0, n, ws->v);
-    for (int i = 0; i < n; i++) { /* RoPE, then every key and value into its slot before any attention */
-        rope(ws->q + (size_t)i * QD, c->H, hd, pos[i], c->rope_base, 1.0f);
-        rope(ws->k + (size_t)i * KD, c->KVH, hd, pos[i], c->rope_base, 1.0f);
         memcpy(kv->k + (size_t)slot[i] * KD, ws->k + (size_t)i * KD, (size_t)KD * sizeof(float));
         memcpy(kv->v + (size_t)slot[i] * KD, ws->v + (size_t)i * KD, (size_t)KD * sizeof(float));
     }
@@ -545,26 +534,5 @@ void arb_eagle_rows(const arb_eagle *h, const float *emb, arb_eagle_kv *kv, int 
                    ws->keyslot, nk, KD, hd, ws->p, ws->o + (size_t)i * QD + (size_t)hh * hd);
         }
     }
-    /* post_attn, staged: h1 = h0 + W_o o, the norm, the SwiGLU MLP (its activation in gt) */
-    lin_rows(ws->pool, h->wo, NULL, E, QD, ws->o, n, ws->h1);
-    for (int i = 0; i < n; i++) {
-        float *h1 = ws->h1 + (size_t)i * E, *n1 = ws->n1 + (size_t)i * E;
-        const float *h0 = ws->h0 + (size_t)i * E;
-        double ss = 0;
-        for (int e = 0; e < E; e++) {
-            h1[e] += h0[e];
-            ss += (double)h1[e] * h1[e];
-        }
-        ws->rinv[i] = (float)(1.0 / sqrt(ss / E + c->eps));
-        for (int e = 0; e < E; e++)
-            n1[e] = h->norm[e] * h1[e] * ws->rinv[i];
-    }
-    lin_rows(ws->pool, h->wg, NULL, F, E, ws->n1, n, ws->gt);
-    lin_rows(ws->pool, h->wu, NULL, F, E, ws->n1, n, ws->up);
-    for (size_t j = 0; j < (size_t)n * F; j++)
-        ws->gt[j] = ws->gt[j] * sigm(ws->gt[j]) * ws->up[j];
-    lin_rows(ws->pool, h->wd, NULL, E, F, ws->gt, n, out);
-    for (int i = 0; i < n; i++)
-        for (int e = 0; e < E; e++)
-            out[(size_t)i * E + e] += ws->h1[(size_t)i * E + e];
+    post_rows(h, n, ws, out);
 }
