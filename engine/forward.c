@@ -389,7 +389,17 @@ static int forward(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n,
     return arb_cuda_forward(c->cuda, &st, err);
 }
 
-static int check_outputs(const arb_ctx *c, const arb_eval_out *o, const char *who, arb_err *err);
+/* The top-K and hidden requests of o, which arb_eval_ex, arb_prefill_ex and arb_ctx_output_head_ex
+   check alike. */
+static int check_outputs(const arb_ctx *c, const arb_eval_out *o, const char *who, arb_err *err)
+{
+    if (o->topk_k < 0 || o->topk_k > ARB_TOPK_K_MAX || (o->topk_k > 0 && (!o->topk_ids || !o->topk_p)))
+        return ARB_ERR(err, ARB_E_INVAL, "%s: top-K of %d (must be 0..%d, with ids and probability buffers)", who,
+                       o->topk_k, ARB_TOPK_K_MAX);
+    if (o->hidden && !c->want_hidden)
+        return ARB_ERR(err, ARB_E_INVAL, "%s: hidden states requested but ctx created without want_hidden", who);
+    return ARB_OK;
+}
 
 int arb_ctx_output_head_ex(arb_ctx *c, const float *hidden, int n, const arb_eval_out *o, arb_err *err)
 {
@@ -439,16 +449,6 @@ int arb_eval(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, float
     return arb_eval_ex(c, tok, parent, n, &o, err);
 }
 
-/* The top-K and hidden requests of o, which arb_eval_ex and arb_prefill_ex check alike. */
-static int check_outputs(const arb_ctx *c, const arb_eval_out *o, const char *who, arb_err *err)
-{
-    if (o->topk_k < 0 || o->topk_k > ARB_TOPK_K_MAX || (o->topk_k > 0 && (!o->topk_ids || !o->topk_p)))
-        return ARB_ERR(err, ARB_E_INVAL, "%s: top-K of %d (must be 0..%d, with ids and probability buffers)", who,
-                       o->topk_k, ARB_TOPK_K_MAX);
-    if (o->hidden && !c->want_hidden)
-        return ARB_ERR(err, ARB_E_INVAL, "%s: hidden states requested but ctx created without want_hidden", who);
-    return ARB_OK;
-}
 
 int arb_eval_ex(arb_ctx *c, const int32_t *tok, const int32_t *parent, int n, const arb_eval_out *o,
                 arb_err *err)

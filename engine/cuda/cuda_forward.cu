@@ -552,6 +552,15 @@ static cudaGraphExec_t step_graph(arb_cuda_ctx *c, int n, bool argmax, int topk_
     return *slot;
 }
 
+// A top-K request (a step's or an output-head call's): k in 0..ARB_TOPK_K_MAX, with both
+// buffers when k > 0.
+static int check_topk(int k, const int32_t *ids, const float *p, arb_err *err)
+{
+    if (k < 0 || k > ARB_TOPK_K_MAX || (k > 0 && (!ids || !p)))
+        return ARB_ERR(err, ARB_E_INVAL, "backend cuda: top-K of %d (0..%d, with buffers)", k, ARB_TOPK_K_MAX);
+    return ARB_OK;
+}
+
 extern "C" int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err *err)
 {
     const arb_cuda_model *m = c->m;
@@ -560,9 +569,9 @@ extern "C" int arb_cuda_forward(arb_cuda_ctx *c, const arb_cuda_step *s, arb_err
         s->head_from > n)
         return ARB_ERR(err, ARB_E_INVAL, "backend cuda: batch of %d nodes at %d (n_batch_max %d, n_ctx %d)", n,
                        s->n_prefix, c->n_batch_max, c->n_ctx);
-    if (s->topk_k < 0 || s->topk_k > ARB_TOPK_K_MAX || (s->topk_k > 0 && (!s->topk_ids || !s->topk_p)))
-        return ARB_ERR(err, ARB_E_INVAL, "backend cuda: top-K of %d (0..%d, with buffers)", s->topk_k,
-                       ARB_TOPK_K_MAX);
+    const int krc = check_topk(s->topk_k, s->topk_ids, s->topk_p, err);
+    if (krc)
+        return krc;
     const size_t nb = (size_t)c->n_batch_max;
     memcpy(c->h_ints + INTS_TOK * nb, s->tok, n * sizeof(int32_t));
     memcpy(c->h_ints + INTS_PAR * nb, s->parent, n * sizeof(int32_t));
@@ -636,9 +645,9 @@ extern "C" int arb_cuda_output_head(arb_cuda_ctx *c, const float *hidden, int n,
     if (n < 1 || n > c->n_batch_max || !hidden || !o || (!o->logits && !o->argmax && o->topk_k == 0))
         return ARB_ERR(err, ARB_E_INVAL, "backend cuda: output head of %d rows (1..%d) or NULL buffers", n,
                        c->n_batch_max);
-    if (o->topk_k < 0 || o->topk_k > ARB_TOPK_K_MAX || (o->topk_k > 0 && (!o->topk_ids || !o->topk_p)))
-        return ARB_ERR(err, ARB_E_INVAL, "backend cuda: top-K of %d (0..%d, with buffers)", o->topk_k,
-                       ARB_TOPK_K_MAX);
+    const int krc = check_topk(o->topk_k, o->topk_ids, o->topk_p, err);
+    if (krc)
+        return krc;
     const int E = m->n_embd;
     const cudaStream_t st = c->st;
     // The rows go where the forward's final RMSNorm leaves its output (xb) and take the
