@@ -98,13 +98,31 @@ step() {
 } > "$out/summary.txt" 2>&1
 cat "$out/summary.txt"
 
+# bench_models TIMEOUT: models=(default), plus the synthetic 8B (written to $m8) unless --no-8b
+m8=$tmp/arbor-gpu-check-llama-8b-q4_0.gguf
+bench_models() {
+    models=(default)
+    if [ $big -eq 1 ]; then
+        step synth-8b "$1" "$arbor" synth-model --shape llama-8b --type q4_0 --out "$m8" && models+=("$m8")
+    fi
+}
+# topk_ab PREFIX TIMEOUT LIMIT: check-lossless of TR and GOOSE (the top-K output every step) under
+# each ARBOR_CUDA_TOPK kernel per mode; the same ids, so the same trees and tau: tok/s tells the cost
+topk_ab() {
+    local b k name
+    for b in cuda-exact cuda; do
+        for k in rounds onepass; do
+            name="$1-$b-$k"
+            [ "$b" = cuda ] && name="$name (info)" # fast mode: near-tie mismatches possible
+            step "$name" "$2" env ARBOR_CUDA_TOPK=$k "$arbor" check-lossless --backend "$b" \
+                --datasets humaneval,gsm8k --limit "$3" --max-new 128 --methods tr,goose
+        done
+    done
+}
+
 step suite 600 "$test_gpu" --verbose=1 -j1
 if [ $qab -eq 1 ]; then
-    models=(default)
-    m8=$tmp/arbor-gpu-check-llama-8b-q4_0.gguf
-    if [ $big -eq 1 ]; then
-        step synth-8b 300 "$arbor" synth-model --shape llama-8b --type q4_0 --out "$m8" && models+=("$m8")
-    fi
+    bench_models 300
     for mdl in "${models[@]}"; do
         tag=default
         [ "$mdl" = default ] || tag=8b
@@ -114,14 +132,7 @@ if [ $qab -eq 1 ]; then
         done
     done
     rm -f "$m8"
-    for b in cuda-exact cuda; do
-        for k in rounds onepass; do
-            name="qab-topk-$b-$k"
-            [ "$b" = cuda ] && name="$name (info)" # fast mode: near-tie mismatches possible
-            step "$name" 180 env ARBOR_CUDA_TOPK=$k "$arbor" check-lossless --backend "$b" \
-                --datasets humaneval,gsm8k --limit 2 --max-new 128 --methods tr,goose
-        done
-    done
+    topk_ab qab-topk 180 2
     echo "outputs in $out" | tee -a "$out/summary.txt"
     exit $failed
 fi
@@ -140,11 +151,7 @@ if [ $ab -eq 1 ]; then
         rows4) echo ARBOR_CUDA_ROWS=4 ;;
         esac
     }
-    models=(default)
-    m8=$tmp/arbor-gpu-check-llama-8b-q4_0.gguf
-    if [ $big -eq 1 ]; then
-        step synth-8b 600 "$arbor" synth-model --shape llama-8b --type q4_0 --out "$m8" && models+=("$m8")
-    fi
+    bench_models 600
     for r in 1 2; do
         for mdl in "${models[@]}"; do
             tag=default
@@ -167,16 +174,9 @@ if [ $ab -eq 1 ]; then
             --db "$out/ab-run-$v.db" --quiet
     done
     # the top-K kernels (twenty-eighth session: onepass, one read of each row, written without a
-    # device): the same ids, so the same trees and tau; tok/s tells the cost
+    # device), two alternated rounds
     for r in 1 2; do
-        for b in cuda cuda-exact; do
-            for k in rounds onepass; do
-                name="ab-topk-$b-$k-r$r"
-                [ "$b" = cuda ] && name="$name (info)" # fast mode: near-tie mismatches possible
-                step "$name" 300 env ARBOR_CUDA_TOPK=$k "$arbor" check-lossless --backend "$b" \
-                    --datasets humaneval,gsm8k --limit "$limit" --max-new 128 --methods tr,goose
-            done
-        done
+        topk_ab "ab-topk-r$r" 300 "$limit"
     done
     echo "outputs in $out" | tee -a "$out/summary.txt"
     exit $failed
@@ -185,7 +185,6 @@ for b in cuda cuda-exact; do # --save-profile: the GPU's cost model, for the aut
     step "bench-default-$b" 300 "$arbor" bench engine --backend "$b" --steps "$steps" --prefill 128 --reps 2 --save-profile
 done
 if [ $big -eq 1 ]; then
-    m8=$tmp/arbor-gpu-check-llama-8b-q4_0.gguf
     step synth-8b 600 "$arbor" synth-model --shape llama-8b --type q4_0 --out "$m8"
     for b in cuda cuda-exact; do
         step "bench-8b-$b" 300 "$arbor" bench engine --model "$m8" --backend "$b" --steps "$steps" --prefill 128 --reps 2
