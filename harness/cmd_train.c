@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "adamw.h"
 #include "cJSON.h"
@@ -37,6 +38,7 @@ typedef struct opts {
     arb_heads_kind kind;
     bool eagle;          /* arbor train eagle */
     double w_cls;        /* eagle: token-loss weight */
+    double teacher;      /* medusa/hydra: weight of the teacher's law in the loss (Hydra++; 0 = hard labels) */
     const char *model, *data, *out;
     int K, steps, epochs, batch, warmup, eval_every, eval_rows, max_records, threads;
     double lr, wd, clip, heldout;
@@ -60,6 +62,7 @@ typedef struct trainer {
     size_t n_train, n_eval;
     arb_heads_ws *ws;
     float *x;              /* [batch x d_in max] */
+    float *tz;             /* [batch x E]: the teacher's hidden rows (--teacher > 0) */
     int32_t *y, *ranks;    /* [batch] */
 } trainer;
 
@@ -94,7 +97,7 @@ static int parse_opts(int argc, char **argv, opts *o)
 {
     *o = (opts){.model = "default", .K = 4, .epochs = 1, .batch = 32, .warmup = -1, .eval_rows = 2000,
                 .threads = 1, .lr = 1e-3, .clip = 1.0, .heldout = 0.05, .seed = 1, .w_cls = 0.1};
-    bool seen_batch = false, seen_lr = false, seen_clip = false, seen_wcls = false;
+    bool seen_batch = false, seen_lr = false, seen_clip = false, seen_wcls = false, seen_teacher = false;
     const arb_opt table[] = {
         ARB_OPT_STR("--model", "M", &o->model, "model whose heads are trained: default or a GGUF path"),
         {.name = "--file", .alias = "--data", .kind = ARB_OPT_KIND_STR, .dst = &o->data, .metavar = "FILE",
@@ -113,6 +116,10 @@ static int parse_opts(int argc, char **argv, opts *o)
          .help = "global gradient-norm cap (1.0; eagle 0.5)", .seen = &seen_clip},
         {.name = "--w-cls", .kind = ARB_OPT_KIND_DOUBLE, .dst = &o->w_cls, .lo = 0, .hi = 1e3, .metavar = "W",
          .help = "eagle: weight of the token loss against the feature regression (0.1)", .seen = &seen_wcls},
+        {.name = "--teacher", .kind = ARB_OPT_KIND_DOUBLE, .dst = &o->teacher, .lo = 0, .hi = 1, .metavar = "A",
+         .help = "medusa/hydra: loss (1 - A) CE(token) + A CE(the base model's law at that token), Hydra++'s "
+                 "teacher loss (0: the token only)",
+         .seen = &seen_teacher},
         ARB_OPT_U64("--seed", "S", &o->seed, "shuffling, initialisation and the held-out split (1)"),
         ARB_OPT_INT("--threads", "N", &o->threads, 0, 1024, "target threads for the hidden-state prefill (1)"),
         ARB_OPT_DOUBLE("--heldout", "F", &o->heldout, 0, 0.9, "share of records held out (0.05, at least one)"),
@@ -136,6 +143,11 @@ static int parse_opts(int argc, char **argv, opts *o)
         o->batch = seen_batch ? o->batch : 4;
         o->lr = seen_lr ? o->lr : 5e-4;
         o->clip = seen_clip ? o->clip : 0.5;
+        if (seen_teacher) {
+            fprintf(stderr, "arbor train: --teacher is a medusa/hydra option\n");
+            arb_opts_usage(&cmd, stderr);
+            return 2;
+        }
     } else if (seen_wcls) {
         fprintf(stderr, "arbor train: --w-cls is an eagle option\n");
         arb_opts_usage(&cmd, stderr);
@@ -179,8 +191,10 @@ static bool cache_read(trainer *T, const char *path, const char *msha, int n_use
 
 static void cache_write(const trainer *T, const char *path, const char *msha, int n_use, int E)
 {
+    /* this process's own part file: two trainings of one distill file (medusa and hydra side by
+       side) write the same cache, each whole, and the later rename wins */
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%.4180s.part", path);
+    snprintf(tmp, sizeof tmp, "%.4160s.%ld.part", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f)
         return;
@@ -286,6 +300,17 @@ static int32_t target(const trainer *T, int k, const rowref *rr)
     return idx < R->n_resp ? R->tok[R->n_prompt + idx] : -1;
 }
 
+/* The hidden row whose logits predict head k's target at (rec, j): the base model's own law over
+   that token, Hydra++'s teacher (zeros where there is no target; never read there). */
+static void teacher_row(const trainer *T, int k, const rowref *rr, float *tz)
+{
+    const int E = T->h->n_embd, idx = rr->j + 1 + k;
+    if (idx < T->d->rec[rr->rec].n_resp)
+        memcpy(tz, T->hid[rr->rec] + (size_t)idx * E, (size_t)E * sizeof *tz);
+    else
+        memset(tz, 0, (size_t)E * sizeof *tz);
+}
+
 static float head_weight(int k) { return powf(0.8f, (float)(k + 1)); }
 
 typedef struct eval_res {
@@ -354,6 +379,7 @@ static void trainer_release(trainer *T)
     arb_heads_free(T->h);
     arb_eagle_free(T->eh);
     free(T->x);
+    free(T->tz);
     free(T->y);
     free(T->ranks);
 }
@@ -586,7 +612,12 @@ static int run(trainer *T, arb_err *err)
             rc = ARB_ERR(err, ARB_E_NOMEM, "train: out of memory");
             goto done;
         }
+        if (o->teacher > 0 && !(T->tz = malloc((size_t)o->batch * E * sizeof *T->tz))) {
+            rc = ARB_ERR(err, ARB_E_NOMEM, "train: out of memory");
+            goto done;
+        }
         if ((rc = arb_heads_ws_new(T->h, o->batch, &T->ws, err)) ||
+            (o->teacher > 0 && (rc = arb_heads_ws_teacher(T->ws, T->h, err))) ||
             (rc = arb_heads_lm_weights(m, &T->w_lm, o->kind == ARB_HEADS_HYDRA ? &T->emb : NULL, err)))
             goto done;
     }
@@ -641,9 +672,10 @@ static int run(trainer *T, arb_err *err)
     if ((rc = arb_adamw_init(&opt, T->h->n_params, &ao, err)))
         goto done;
     fprintf(stderr, "train %s: %d heads on %s; %d records used (%d held out), %zu training rows, %zu held-out rows; "
-                    "%d steps x %d rows (%.2f epochs), %zu parameters\n",
+                    "%d steps x %d rows (%.2f epochs), %zu parameters; loss %s\n",
             arb_heads_kind_name(o->kind), o->K, mi.name, n_used, n_held_used, T->n_train, T->n_eval, steps,
-            o->batch, (double)steps * o->batch / (double)T->n_train, T->h->n_params);
+            o->batch, (double)steps * o->batch / (double)T->n_train, T->h->n_params,
+            o->teacher > 0 ? "with the teacher's law (--teacher)" : "CE of the token");
     double t0 = now_s(), loss_acc[ARB_HEADS_MAX] = {0};
     long loss_n[ARB_HEADS_MAX] = {0};
     size_t cursor = T->n_train; /* forces a shuffle on the first step */
@@ -667,11 +699,15 @@ static int run(trainer *T, arb_err *err)
                 build_x(T, k, &batch[i], T->x + (size_t)i * T->h->d_in[k]);
                 T->y[i] = target(T, k, &batch[i]);
                 nv += T->y[i] >= 0;
+                if (T->tz)
+                    teacher_row(T, k, &batch[i], T->tz + (size_t)i * E);
             }
             if (!nv)
                 continue;
-            /* loss = Σ_k w_k mean_i CE_ik, w_k = 0.8^k (1-based k) */
-            double l = arb_heads_step(T->h, k, T->w_lm, T->x, T->y, B, head_weight(k) / (float)nv, grad, T->ws, NULL);
+            /* loss = Σ_k w_k mean_i L_ik, w_k = 0.8^k (1-based k); L = CE of the token, or with
+               --teacher A: (1 - A) CE(token) + A CE(teacher's law) */
+            double l = arb_heads_step_teacher(T->h, k, T->w_lm, T->x, T->y, T->tz, (float)o->teacher, B,
+                                              head_weight(k) / (float)nv, grad, T->ws, NULL);
             loss_acc[k] += l;
             loss_n[k] += nv;
         }
@@ -711,10 +747,10 @@ static int run(trainer *T, arb_err *err)
     }
     snprintf(meta.config, sizeof meta.config,
              "{\"kind\":\"%s\",\"heads\":%d,\"steps\":%d,\"batch\":%d,\"lr\":%g,\"warmup\":%d,\"schedule\":\"cosine\","
-             "\"weight_decay\":%g,\"clip\":%g,\"head_weights\":\"0.8^k\",\"heldout\":%g,\"eval_rows\":%d,"
-             "\"max_records\":%d,\"data\":\"%s\",\"records\":%d}",
-             arb_heads_kind_name(o->kind), o->K, steps, o->batch, o->lr, ao.warmup_steps, o->wd, o->clip, o->heldout,
-             o->eval_rows, o->max_records, o->data, d->n_rec);
+             "\"weight_decay\":%g,\"clip\":%g,\"head_weights\":\"0.8^k\",\"teacher\":%g,\"heldout\":%g,"
+             "\"eval_rows\":%d,\"max_records\":%d,\"data\":\"%s\",\"records\":%d}",
+             arb_heads_kind_name(o->kind), o->K, steps, o->batch, o->lr, ao.warmup_steps, o->wd, o->clip, o->teacher,
+             o->heldout, o->eval_rows, o->max_records, o->data, d->n_rec);
     if (!o->out) {
         if ((rc = arb_medusa_default_path(arb_heads_kind_name(o->kind), path, sha, out, sizeof out, err)))
             goto done;

@@ -20,6 +20,7 @@ struct arb_heads_ws {
     int rows;
     float *u, *z, *dz; /* [rows x E] */
     float *logits;     /* [rows x V] */
+    float *teacher;    /* [rows x V]: the teacher's probabilities (arb_heads_ws_teacher; else NULL) */
     double *lse;       /* [rows] */
     int32_t *tk_ids;   /* [rows x ARB_TOPK_K_MAX]: the engine head's top-K lists (lm_head_topk) */
     float *tk_p;       /* [rows x ARB_TOPK_K_MAX] */
@@ -297,6 +298,14 @@ int arb_heads_ws_new(const arb_heads *h, int n_rows, arb_heads_ws **out, arb_err
     return ARB_OK;
 }
 
+int arb_heads_ws_teacher(arb_heads_ws *ws, const arb_heads *h, arb_err *err)
+{
+    if (!ws->teacher && !(ws->teacher = malloc((size_t)ws->rows * h->n_vocab * sizeof(float))))
+        return ARB_ERR(err, ARB_E_NOMEM, "heads: cannot allocate the teacher's rows (%d x %d vocab)", ws->rows,
+                       h->n_vocab);
+    return ARB_OK;
+}
+
 void arb_heads_ws_free(arb_heads_ws *ws)
 {
     if (!ws)
@@ -306,6 +315,7 @@ void arb_heads_ws_free(arb_heads_ws *ws)
     free(ws->dz);
     free(ws->lse);
     free(ws->logits);
+    free(ws->teacher);
     free(ws->tk_ids);
     free(ws->tk_p);
     free(ws);
@@ -370,11 +380,46 @@ static void head_blocks(const arb_heads *h, const arb_lm_head *lm, int n, const 
         head_blocks_part(&j, p, parts);
 }
 
+/* The teacher's law on B rows: softmax(W_lm tz_i) into ws->teacher (rows without a target: zeros). */
+static void teacher_rows(const arb_heads *h, const float *w_lm, const float *tz, const int32_t *y, int B,
+                         arb_heads_ws *ws)
+{
+    const int V = h->n_vocab;
+    logits_rows(w_lm, V, tz, B, h->n_embd, ws->teacher);
+    for (int i = 0; i < B; i++) {
+        float *P = ws->teacher + (size_t)i * V;
+        if (y[i] < 0) {
+            memset(P, 0, (size_t)V * sizeof *P);
+            continue;
+        }
+        float mx = P[0];
+        for (int v = 1; v < V; v++)
+            mx = P[v] > mx ? P[v] : mx;
+        double s = 0;
+        for (int v = 0; v < V; v++)
+            s += exp((double)(P[v] - mx));
+        const double lse = mx + log(s);
+        for (int v = 0; v < V; v++)
+            P[v] = (float)exp((double)P[v] - lse);
+    }
+}
+
 double arb_heads_step(const arb_heads *h, int k, const float *w_lm, const float *x, const int32_t *y, int B,
                       float lambda, float *grad, arb_heads_ws *ws, int32_t *ranks)
 {
+    return arb_heads_step_teacher(h, k, w_lm, x, y, NULL, 0, B, lambda, grad, ws, ranks);
+}
+
+double arb_heads_step_teacher(const arb_heads *h, int k, const float *w_lm, const float *x, const int32_t *y,
+                              const float *tz, float alpha, int B, float lambda, float *grad, arb_heads_ws *ws,
+                              int32_t *ranks)
+{
     const int E = h->n_embd, V = h->n_vocab, D = h->d_in[k];
     ARB_ASSERT(B <= ws->rows && k >= 0 && k < h->n_heads);
+    const bool soft = tz && alpha > 0; /* alpha = 0: the hard-label step, bit for bit */
+    ARB_ASSERT(!soft || (ws->teacher && alpha <= 1));
+    if (soft)
+        teacher_rows(h, w_lm, tz, y, B, ws);
     for (int i = 0; i < B; i++) {
         if (y[i] >= 0)
             head_block(h, k, x + (size_t)i * D, ws->u + (size_t)i * E, ws->z + (size_t)i * E);
@@ -398,7 +443,14 @@ double arb_heads_step(const arb_heads *h, int k, const float *w_lm, const float 
             s += exp((double)(L[v] - mx));
         double lse = mx + log(s);
         ws->lse[i] = lse;
-        loss += lse - L[y[i]];
+        if (soft) { /* (1 - alpha) CE(y) + alpha CE(teacher): Σ_v p_v (lse - L_v), p summing to 1 */
+            const float *P = ws->teacher + (size_t)i * V;
+            double ce_t = 0;
+            for (int v = 0; v < V; v++)
+                ce_t += (double)P[v] * (lse - (double)L[v]);
+            loss += (1.0 - alpha) * (lse - L[y[i]]) + alpha * ce_t;
+        } else
+            loss += lse - L[y[i]];
         if (ranks) { /* ties rank the lower id first, as arb_topk_softmax orders them */
             int r = 0;
             const float ly = L[y[i]];
@@ -409,11 +461,18 @@ double arb_heads_step(const arb_heads *h, int k, const float *w_lm, const float 
     }
     if (!grad)
         return loss;
-    /* g = lambda (softmax - onehot), in place; dz = W_lm^T g */
+    /* g = lambda (softmax - onehot) [soft: - alpha (p - onehot)], in place; dz = W_lm^T g */
     for (int i = 0; i < B; i++) {
         float *L = ws->logits + (size_t)i * V;
         if (y[i] < 0) {
             memset(L, 0, (size_t)V * sizeof *L);
+            continue;
+        }
+        if (soft) { /* lambda (softmax - (1 - alpha) onehot - alpha p) */
+            const float *P = ws->teacher + (size_t)i * V;
+            for (int v = 0; v < V; v++)
+                L[v] = lambda * ((float)exp((double)L[v] - ws->lse[i]) - alpha * P[v]);
+            L[y[i]] -= lambda * (1.0f - alpha);
             continue;
         }
         for (int v = 0; v < V; v++)

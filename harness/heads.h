@@ -90,6 +90,8 @@ void arb_lm_head_topk(const arb_lm_head *lm, int V, int E, const float *Z, int B
 typedef struct arb_heads_ws arb_heads_ws; /* scratch for up to n_rows rows */
 int arb_heads_ws_new(const arb_heads *h, int n_rows, arb_heads_ws **out, arb_err *err);
 void arb_heads_ws_free(arb_heads_ws *ws); /* NULL-safe */
+/* Rows for the teacher's law in ws (arb_heads_step_teacher); a no-op when already there. */
+int arb_heads_ws_teacher(arb_heads_ws *ws, const arb_heads *h, arb_err *err);
 
 /* Head k on B rows (B <= ws rows): x [B x d_in[k]] inputs, y [B] target tokens (-1: no target,
    the row is skipped), w_lm [V x E] the frozen output matrix. Returns Σ over rows with a target
@@ -98,6 +100,15 @@ void arb_heads_ws_free(arb_heads_ws *ws); /* NULL-safe */
    -1 for rows without a target). Allocates nothing. */
 double arb_heads_step(const arb_heads *h, int k, const float *w_lm, const float *x, const int32_t *y, int B,
                       float lambda, float *grad, arb_heads_ws *ws, int32_t *ranks);
+/* The same step against a mix of the hard target and the teacher's law (Hydra++'s teacher
+   loss): per row (1 - alpha) CE(y) + alpha CE(p), p = softmax(W_lm tz_i), the base model's own
+   distribution over the token y_i stands for (tz [B x E]: the hidden row whose logits predict
+   it; read only where y_i >= 0), 0 <= alpha <= 1. Returns Σ of that loss; grad and ranks as
+   arb_heads_step (ranks still of y). tz == NULL or alpha == 0 is arb_heads_step, bit for bit;
+   otherwise ws needs arb_heads_ws_teacher first. Allocates nothing. */
+double arb_heads_step_teacher(const arb_heads *h, int k, const float *w_lm, const float *x, const int32_t *y,
+                              const float *tz, float alpha, int B, float lambda, float *grad, arb_heads_ws *ws,
+                              int32_t *ranks);
 /* Head k on one input: the n_top best tokens (best first, ties: lower id) and their softmax
    probabilities. n_top <= 16. Allocates nothing. */
 void arb_heads_topk(const arb_heads *h, int k, const arb_lm_head *lm, const float *x, int n_top, int32_t *ids,

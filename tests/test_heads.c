@@ -30,17 +30,19 @@ static void randomize(arb_heads *h, float scale)
         h->params[i] = scale * urand();
 }
 
-/* Σ_k lambda_k Σ_i CE of heads h on inputs x (per head), targets y (per head). */
-static double total_loss(const arb_heads *h, const float *w_lm, float **x, int32_t **y, int B, const float *lam,
-                         float *grad, arb_heads_ws *ws)
+/* Σ_k lambda_k Σ_i loss of heads h on inputs x (per head), targets y (per head): CE of y, or with
+   teacher rows tz (per head) (1 - alpha) CE(y) + alpha CE(softmax(W_lm tz)). */
+static double total_loss(const arb_heads *h, const float *w_lm, float **x, int32_t **y, float **tz, float alpha,
+                         int B, const float *lam, float *grad, arb_heads_ws *ws)
 {
     double l = 0;
     for (int k = 0; k < h->n_heads; k++)
-        l += lam[k] * arb_heads_step(h, k, w_lm, x[k], y[k], B, lam[k], grad, ws, NULL);
+        l += lam[k] * (tz ? arb_heads_step_teacher(h, k, w_lm, x[k], y[k], tz[k], alpha, B, lam[k], grad, ws, NULL)
+                          : arb_heads_step(h, k, w_lm, x[k], y[k], B, lam[k], grad, ws, NULL));
     return l;
 }
 
-static void check_gradient(arb_heads_kind kind)
+static void check_gradient_alpha(arb_heads_kind kind, float alpha)
 {
     const int K = 3, E = 8, V = 37, B = 5;
     arb_err err = {0};
@@ -61,19 +63,37 @@ static void check_gradient(arb_heads_kind kind)
         for (int i = 0; i < B; i++)
             y[k][i] = i == 2 && k == 1 ? -1 : (int32_t)((i * 7 + k * 3) % V); /* one row without a target */
     }
+    float *tz[3]; /* the teacher's hidden rows (alpha > 0) */
+    for (int k = 0; k < K; k++) {
+        tz[k] = malloc(sizeof(float) * B * E);
+        for (int i = 0; i < B * E; i++)
+            tz[k][i] = 2 * urand();
+    }
+    float **T = alpha > 0 ? tz : NULL;
     arb_heads_ws *ws;
     cr_assert_eq(arb_heads_ws_new(h, B, &ws, &err), ARB_OK);
+    cr_assert_eq(arb_heads_ws_teacher(ws, h, &err), ARB_OK);
     float *grad = calloc(h->n_params, sizeof *grad);
-    total_loss(h, w_lm, x, y, B, lam, grad, ws);
+    const double l0 = total_loss(h, w_lm, x, y, T, alpha, B, lam, grad, ws);
+    if (alpha > 0) { /* the teacher's term is there: the loss differs from the hard one */
+        const double lh = total_loss(h, w_lm, x, y, NULL, 0, B, lam, NULL, ws);
+        cr_assert(fabs(l0 - lh) > 1e-3 * fabs(lh), "teacher loss %.6g vs hard %.6g", l0, lh);
+    } else { /* alpha = 0 with teacher rows given: the hard step, bit for bit */
+        float *g2 = calloc(h->n_params, sizeof *g2);
+        const double l2 = total_loss(h, w_lm, x, y, tz, 0, B, lam, g2, ws);
+        cr_assert(l2 == l0);
+        cr_assert_arr_eq(g2, grad, h->n_params * sizeof *grad);
+        free(g2);
+    }
     /* every parameter of a tiny head set: W, b (and R, rb) of every head */
     const double eps = 1e-2;
     double worst = 0;
     for (size_t p = 0; p < h->n_params; p++) {
         float keep = h->params[p];
         h->params[p] = keep + (float)eps;
-        double lp = total_loss(h, w_lm, x, y, B, lam, NULL, ws);
+        double lp = total_loss(h, w_lm, x, y, T, alpha, B, lam, NULL, ws);
         h->params[p] = keep - (float)eps;
-        double lm = total_loss(h, w_lm, x, y, B, lam, NULL, ws);
+        double lm = total_loss(h, w_lm, x, y, T, alpha, B, lam, NULL, ws);
         h->params[p] = keep;
         double fd = (lp - lm) / (2 * eps), an = grad[p];
         double e = fabs(fd - an) / (1e-3 + fabs(fd) + fabs(an));
@@ -81,8 +101,8 @@ static void check_gradient(arb_heads_kind kind)
         cr_assert(fabs(fd - an) <= 2e-3 + 1e-2 * fabs(an), "%s param %zu: analytic %.6g, finite difference %.6g",
                   arb_heads_kind_name(kind), p, an, fd);
     }
-    cr_log_info("%s: %zu parameters, worst relative gradient error %.2e", arb_heads_kind_name(kind), h->n_params,
-                worst);
+    cr_log_info("%s, teacher weight %.2f: %zu parameters, worst relative gradient error %.2e",
+                arb_heads_kind_name(kind), alpha, h->n_params, worst);
     /* ranks: the eval path agrees with the logits */
     int32_t ranks[5], ids[4];
     float pr[4];
@@ -115,15 +135,23 @@ static void check_gradient(arb_heads_kind kind)
     }
     cr_assert(pr[0] >= pr[1] && pr[1] >= pr[2] && pr[0] <= 1 && pr[3] > 0);
     for (int k = 0; k < K; k++)
-        free(x[k]), free(y[k]);
+        free(x[k]), free(y[k]), free(tz[k]);
     free(grad);
     free(w_lm);
     arb_heads_ws_free(ws);
     arb_heads_free(h);
 }
+static void check_gradient(arb_heads_kind kind) { check_gradient_alpha(kind, 0); }
 
 Test(heads, medusa_backward_matches_finite_differences) { check_gradient(ARB_HEADS_MEDUSA); }
 Test(heads, hydra_backward_matches_finite_differences) { check_gradient(ARB_HEADS_HYDRA); }
+/* Hydra++'s teacher loss: the mixed and the pure teacher objective's backward */
+Test(heads, teacher_loss_backward_matches_finite_differences)
+{
+    check_gradient_alpha(ARB_HEADS_MEDUSA, 0.5f);
+    check_gradient_alpha(ARB_HEADS_HYDRA, 0.5f);
+    check_gradient_alpha(ARB_HEADS_HYDRA, 1.0f);
+}
 
 Test(heads, new_rejects_bad_shapes_and_init_is_medusas)
 {
