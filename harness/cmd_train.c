@@ -39,6 +39,7 @@ typedef struct opts {
     bool eagle;          /* arbor train eagle */
     double w_cls;        /* eagle: token-loss weight */
     double teacher;      /* medusa/hydra: weight of the teacher's law in the loss (Hydra++; 0 = hard labels) */
+    double noise;        /* eagle: input-feature noise, EAGLE's uniform std (0 = none) */
     const char *model, *data, *out;
     int K, steps, epochs, batch, warmup, eval_every, eval_rows, max_records, threads;
     double lr, wd, clip, heldout;
@@ -97,7 +98,8 @@ static int parse_opts(int argc, char **argv, opts *o)
 {
     *o = (opts){.model = "default", .K = 4, .epochs = 1, .batch = 32, .warmup = -1, .eval_rows = 2000,
                 .threads = 1, .lr = 1e-3, .clip = 1.0, .heldout = 0.05, .seed = 1, .w_cls = 0.1};
-    bool seen_batch = false, seen_lr = false, seen_clip = false, seen_wcls = false, seen_teacher = false;
+    bool seen_batch = false, seen_lr = false, seen_clip = false, seen_wcls = false, seen_teacher = false,
+         seen_noise = false;
     const arb_opt table[] = {
         ARB_OPT_STR("--model", "M", &o->model, "model whose heads are trained: default or a GGUF path"),
         {.name = "--file", .alias = "--data", .kind = ARB_OPT_KIND_STR, .dst = &o->data, .metavar = "FILE",
@@ -120,6 +122,10 @@ static int parse_opts(int argc, char **argv, opts *o)
          .help = "medusa/hydra: loss (1 - A) CE(token) + A CE(the base model's law at that token), Hydra++'s "
                  "teacher loss (0: the token only)",
          .seen = &seen_teacher},
+        {.name = "--noise", .kind = ARB_OPT_KIND_DOUBLE, .dst = &o->noise, .lo = 0, .hi = 100, .metavar = "S",
+         .help = "eagle: uniform noise on the input features, (U - 1/2) S 512 / L for a sequence of L tokens, as "
+                 "EAGLE's AddUniformNoise (its default S 0.2; here 0: none)",
+         .seen = &seen_noise},
         ARB_OPT_U64("--seed", "S", &o->seed, "shuffling, initialisation and the held-out split (1)"),
         ARB_OPT_INT("--threads", "N", &o->threads, 0, 1024, "target threads for the hidden-state prefill (1)"),
         ARB_OPT_DOUBLE("--heldout", "F", &o->heldout, 0, 0.9, "share of records held out (0.05, at least one)"),
@@ -148,8 +154,8 @@ static int parse_opts(int argc, char **argv, opts *o)
             arb_opts_usage(&cmd, stderr);
             return 2;
         }
-    } else if (seen_wcls) {
-        fprintf(stderr, "arbor train: --w-cls is an eagle option\n");
+    } else if (seen_wcls || seen_noise) {
+        fprintf(stderr, "arbor train: %s is an eagle option\n", seen_wcls ? "--w-cls" : "--noise");
         arb_opts_usage(&cmd, stderr);
         return 2;
     }
@@ -403,7 +409,7 @@ static void eagle_evaluate(trainer *T, arb_eagle_ws *ws, int32_t *ranks, eagle_e
         int r = T->eval[i].rec, n = eagle_len(T, r);
         const int32_t *resp = eagle_resp(T, r);
         arb_eagle_loss lo;
-        arb_eagle_seq_step(T->eh, T->w_lm, T->emb, T->hid[r], resp, resp + 1, n, 1, 1, NULL, ws, &lo, ranks);
+        arb_eagle_seq_step(T->eh, T->w_lm, T->emb, T->hid[r], NULL, resp, resp + 1, n, 1, 1, NULL, ws, &lo, ranks);
         ev->reg += lo.reg, ev->ce += lo.ce, ev->n += lo.n, ev->n_tok += lo.n_tok;
         for (int j = 0; j < n; j++) {
             ev->top1 += ranks[j] == 0;
@@ -417,6 +423,23 @@ static void eagle_evaluate(trainer *T, arb_eagle_ws *ws, int32_t *ranks, eagle_e
     ev->ce /= m, ev->top1 /= m, ev->top5 /= m;
     for (int k = 0; k < ARB_HEADS_RANKS; k++)
         ev->rank_acc[k] /= m;
+}
+
+/* EAGLE's input noise (its AddUniformNoise on hidden_state_big, applied after the targets were
+   cut from the clean states): (U - 1/2) x std x 512 / L on every input feature, L the sequence's
+   length — here the record's, prompt and response, the tokens the base model saw. Row i of
+   record r's n inputs into out; u from a counter hash of (seed, draw, element), reproducible. */
+static void eagle_noise(const trainer *T, int r, int n, uint64_t draw, float *out)
+{
+    const int E = T->eh->c.E;
+    const arb_distill_rec *R = &T->d->rec[r];
+    const float amp = (float)(T->o.noise * 512.0 / (double)(R->n_prompt + R->n_resp));
+    const uint64_t key = mix64(T->o.seed ^ 0x6e6f697365ull ^ mix64(draw));
+    const float *f = T->hid[r];
+    for (size_t i = 0; i < (size_t)n * E; i++) {
+        const double u = (double)(mix64(key + i) >> 11) * 0x1p-53;
+        out[i] = f[i] + (float)(u - 0.5) * amp;
+    }
 }
 
 static int train_eagle(trainer *T, const char *model_name, const char *model_path, const char *sha, int n_used,
@@ -442,9 +465,10 @@ static int train_eagle(trainer *T, const char *model_name, const char *model_pat
     arb_eagle_ws *ws = NULL;
     float *grad = calloc(h->n_params, sizeof *grad);
     int32_t *ranks = malloc((size_t)maxT * sizeof *ranks);
+    float *noisy = o->noise > 0 ? malloc((size_t)maxT * h->c.E * sizeof *noisy) : NULL;
     arb_adamw opt = {0};
     int rc = ARB_OK;
-    if (!grad || !ranks) {
+    if (!grad || !ranks || (o->noise > 0 && !noisy)) {
         rc = ARB_ERR(err, ARB_E_NOMEM, "train: out of memory");
         goto out;
     }
@@ -463,9 +487,9 @@ static int train_eagle(trainer *T, const char *model_name, const char *model_pat
         goto out;
     fprintf(stderr, "train eagle: 1 layer (n_head %d, n_head_kv %d, head_dim %d, n_ff %d, rope_base %g) on %s; "
                     "%d records used (%d held out), %zu training positions, %zu held-out positions; %d steps x %d "
-                    "sequences (%.2f epochs), %zu parameters\n",
+                    "sequences (%.2f epochs), %zu parameters; input noise %g\n",
             h->c.H, h->c.KVH, h->c.hd, h->c.F, h->c.rope_base, model_name, n_used, n_held, pos_tr, pos_ev, steps,
-            o->batch, (double)steps * o->batch / (double)n_tr, h->n_params);
+            o->batch, (double)steps * o->batch / (double)n_tr, h->n_params, o->noise);
     double t0 = now_s(), acc_reg = 0, acc_ce = 0;
     long acc_n = 0, acc_top1 = 0, tok_done = 0;
     size_t cursor = n_tr;
@@ -488,7 +512,9 @@ static int train_eagle(trainer *T, const char *model_name, const char *model_pat
             int r = rec[b], n = eagle_len(T, r);
             const int32_t *resp = eagle_resp(T, r);
             arb_eagle_loss lo;
-            arb_eagle_seq_step(h, T->w_lm, T->emb, T->hid[r], resp, resp + 1, n, 1.0f / (float)npos,
+            if (noisy)
+                eagle_noise(T, r, n, (uint64_t)step << 20 | (uint64_t)b, noisy);
+            arb_eagle_seq_step(h, T->w_lm, T->emb, T->hid[r], noisy, resp, resp + 1, n, 1.0f / (float)npos,
                                (float)o->w_cls / (float)npos, grad, ws, &lo, ranks);
             acc_reg += lo.reg, acc_ce += lo.ce, acc_n += lo.n;
             for (int j = 0; j < n; j++)
@@ -526,9 +552,9 @@ static int train_eagle(trainer *T, const char *model_name, const char *model_pat
              "{\"kind\":\"eagle\",\"steps\":%d,\"batch_sequences\":%d,\"lr\":%g,\"betas\":[0.9,0.95],\"warmup\":%d,"
              "\"schedule\":\"cosine\",\"weight_decay\":%g,\"clip\":%g,\"w_reg\":1,\"w_cls\":%g,\"feature\":"
              "\"final-norm output\",\"n_head\":%d,\"n_head_kv\":%d,\"head_dim\":%d,\"n_ff\":%d,\"rope_base\":%g,"
-             "\"heldout\":%g,\"eval_rows\":%d,\"max_records\":%d,\"data\":\"%s\",\"records\":%d}",
+             "\"input_noise\":%g,\"heldout\":%g,\"eval_rows\":%d,\"max_records\":%d,\"data\":\"%s\",\"records\":%d}",
              steps, o->batch, o->lr, ao.warmup_steps, o->wd, o->clip, o->w_cls, h->c.H, h->c.KVH, h->c.hd, h->c.F,
-             h->c.rope_base, o->heldout, o->eval_rows, o->max_records, o->data, T->d->n_rec);
+             h->c.rope_base, o->noise, o->heldout, o->eval_rows, o->max_records, o->data, T->d->n_rec);
     char out[4096];
     if (!o->out) {
         if ((rc = arb_medusa_default_path("eagle", model_path, sha, out, sizeof out, err)))
@@ -545,6 +571,7 @@ out:
     arb_eagle_ws_free(ws);
     free(grad);
     free(ranks);
+    free(noisy);
     return rc;
 }
 

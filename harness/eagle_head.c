@@ -331,9 +331,9 @@ static void post_rows(const arb_eagle *h, int n, arb_eagle_ws *ws, float *out)
 
 /* ---- training ---- */
 
-void arb_eagle_seq_step(const arb_eagle *h, const float *w_lm, const float *emb, const float *f, const int32_t *tok,
-                        const int32_t *y, int T, float w_reg, float w_cls, float *grad, arb_eagle_ws *ws,
-                        arb_eagle_loss *lo, int32_t *ranks)
+void arb_eagle_seq_step(const arb_eagle *h, const float *w_lm, const float *emb, const float *f, const float *f_in,
+                        const int32_t *tok, const int32_t *y, int T, float w_reg, float w_cls, float *grad,
+                        arb_eagle_ws *ws, arb_eagle_loss *lo, int32_t *ranks)
 {
     const arb_eagle_cfg *c = &h->c;
     const int E = c->E, V = c->V, QD = c->H * c->hd, KD = c->KVH * c->hd, F = c->F, hd = c->hd;
@@ -343,7 +343,7 @@ void arb_eagle_seq_step(const arb_eagle *h, const float *w_lm, const float *emb,
     lo->n = T;
     const size_t PK = (size_t)T; /* stride of one query row's probabilities */
     /* forward */
-    pre_rows(h, emb, f, tok, NULL, T, ws);
+    pre_rows(h, emb, f_in ? f_in : f, tok, NULL, T, ws);
     for (int i = 0; i < T; i++)
         for (int hh = 0; hh < c->H; hh++) {
             int g = hh / grp;

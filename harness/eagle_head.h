@@ -17,7 +17,7 @@
  *     arb_eagle_cfg c = {.E = 576, .V = 49152, .H = 9, .KVH = 3, .hd = 64, .F = 1536, ...};
  *     arb_eagle *h; arb_eagle_new(&c, &h, &err); arb_eagle_init(h, seed);
  *     arb_eagle_ws *ws; arb_eagle_ws_new(h, 128, 128, &ws, &err);
- *     arb_eagle_seq_step(h, w_lm, emb, f, tok, y, T, 1.0f, 0.1f, grad, ws, &loss, ranks);  // training
+ *     arb_eagle_seq_step(h, w_lm, emb, f, NULL, tok, y, T, 1.0f, 0.1f, grad, ws, &loss, ranks);  // training
  *     arb_eagle_rows(h, emb, kv, n, ...);                                                  // drafting
  *
  * Parameters in one flat array (h->params), the optimizer's vector. Deterministic (fixed loop
@@ -78,14 +78,16 @@ typedef struct arb_eagle_loss {
 } arb_eagle_loss;
 
 /* One teacher-forced sequence of T rows (T <= ws rows): f [(T + 1) x E] the target's features
-   f_0..f_T (row i is input i's feature, row i + 1 its regression target); tok [T] the tokens
+   f_0..f_T (row i is input i's feature, row i + 1 its regression target); f_in [T x E] the
+   inputs instead of f's rows 0..T-1 when non-NULL (EAGLE's input noise: the targets stay clean);
+   tok [T] the tokens
    x_1..x_T (input i embeds tok[i]); y [T] the next-token targets x_2..x_{T+1} (-1: none).
    emb [V x E] the token embedding, w_lm [V x E] the output matrix. Fills lo; if grad is non-NULL
    adds w_reg d(Σ reg)/dθ + w_cls d(Σ CE)/dθ. ranks (optional, [T]): how many logits beat the
    target's (0 = top-1; -1 without target). */
-void arb_eagle_seq_step(const arb_eagle *h, const float *w_lm, const float *emb, const float *f, const int32_t *tok,
-                        const int32_t *y, int T, float w_reg, float w_cls, float *grad, arb_eagle_ws *ws,
-                        arb_eagle_loss *lo, int32_t *ranks);
+void arb_eagle_seq_step(const arb_eagle *h, const float *w_lm, const float *emb, const float *f, const float *f_in,
+                        const int32_t *tok, const int32_t *y, int T, float w_reg, float w_cls, float *grad,
+                        arb_eagle_ws *ws, arb_eagle_loss *lo, int32_t *ranks);
 
 /* ---- drafting: the layer on a key/value cache ---- */
 

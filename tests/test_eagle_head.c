@@ -4,6 +4,7 @@
  * file's round trip and base-model check (heads_file.c). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,8 @@ typedef struct fixture {
     arb_eagle *h;
     arb_eagle_ws *ws;
     float w_lm[V * E], emb[V * E], f[(T + 1) * E];
+    const float *f_in; /* inputs other than f's rows (NULL: f's), as the trainer's input noise */
+    float noisy[T * E];
     int32_t tok[T], y[T];
 } fixture;
 
@@ -45,18 +48,29 @@ static void setup_fixture(fixture *x)
         x->f[i] = 1.5f * urand(); /* some |f̂ - f| above 1: both SmoothL1 branches */
     for (int i = 0; i < T; i++)
         x->tok[i] = (int32_t)((i * 5 + 1) % V), x->y[i] = i == 3 ? -1 : (int32_t)((i * 7 + 2) % V);
+    x->f_in = NULL;
+    for (int i = 0; i < T * E; i++)
+        x->noisy[i] = x->f[i] + 0.2f * urand();
 }
 
 static double loss_of(fixture *x, float *grad, arb_eagle_loss *lo)
 {
-    arb_eagle_seq_step(x->h, x->w_lm, x->emb, x->f, x->tok, x->y, T, 1.0f, 0.1f, grad, x->ws, lo, NULL);
+    arb_eagle_seq_step(x->h, x->w_lm, x->emb, x->f, x->f_in, x->tok, x->y, T, 1.0f, 0.1f, grad, x->ws, lo, NULL);
     return lo->reg + 0.1 * lo->ce;
 }
 
-Test(eagle_head, backward_matches_finite_differences)
+static void check_backward(bool noisy_inputs)
 {
     fixture x;
     setup_fixture(&x);
+    if (noisy_inputs) { /* inputs apart from the targets: the backward must follow the inputs */
+        arb_eagle_loss l0, l1;
+        const double clean = loss_of(&x, NULL, &l0);
+        x.f_in = x.f; /* f's own rows given as inputs: the same bits as NULL */
+        cr_assert(loss_of(&x, NULL, &l1) == clean);
+        x.f_in = x.noisy;
+        cr_assert(loss_of(&x, NULL, &l1) != clean);
+    }
     arb_eagle *h = x.h;
     float *grad = calloc(h->n_params, sizeof *grad);
     arb_eagle_loss lo;
@@ -97,6 +111,10 @@ Test(eagle_head, backward_matches_finite_differences)
     arb_eagle_free(h);
 }
 
+Test(eagle_head, backward_matches_finite_differences) { check_backward(false); }
+/* EAGLE's input noise: noisy inputs, clean targets (arbor train eagle --noise) */
+Test(eagle_head, backward_with_noisy_inputs_matches_finite_differences) { check_backward(true); }
+
 /* SmoothL1 of a row, mean over E: the regression term as the trainer defines it */
 static double sl1(const float *a, const float *b)
 {
@@ -115,7 +133,7 @@ Test(eagle_head, cached_rows_and_tree_slots_match_the_training_forward)
     arb_err err = {0};
     arb_eagle_loss lo;
     int32_t ranks[T];
-    arb_eagle_seq_step(x.h, x.w_lm, x.emb, x.f, x.tok, x.y, T, 1, 0.1f, NULL, x.ws, &lo, ranks);
+    arb_eagle_seq_step(x.h, x.w_lm, x.emb, x.f, NULL, x.tok, x.y, T, 1, 0.1f, NULL, x.ws, &lo, ranks);
     cr_assert_eq(ranks[3], -1);
     arb_eagle_kv *kv;
     arb_eagle_ws *ws;
