@@ -18,8 +18,11 @@ fi
 scripts/setup.sh build >/dev/null
 arbor=build/harness/arbor
 $arbor fetch-model --quiet
-# the cost profile the -auto rows' budget "auto" reads (docs/cost-model.md); ~10-20 s
-bench_out=$($arbor bench engine --quick --save-profile)
+# the cost profile the -auto rows' budget "auto" reads (docs/cost-model.md); ~10-20 s. Only the
+# trees, each the best of 5 (--quick takes the best of 2: on a two-vCPU host one such profile put
+# a 2-node tree at 1.37x one node, where it costs 1.04-1.23x, and "auto" then chose B = 2 trees
+# that lost to AR)
+bench_out=$($arbor bench engine --trees-only --save-profile)
 grep -A3 '^cost' <<<"$bench_out"
 profile=$(sed -n 's/^ *saved to //p' <<<"$bench_out")
 name=$(basename "$config" .json)
