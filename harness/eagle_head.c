@@ -376,13 +376,7 @@ void arb_eagle_seq_step(const arb_eagle *h, const float *w_lm, const float *emb,
                 memset(L, 0, (size_t)V * sizeof *L);
                 continue;
             }
-            float mx = L[0];
-            for (int t = 1; t < V; t++)
-                mx = L[t] > mx ? L[t] : mx;
-            double s = 0;
-            for (int t = 0; t < V; t++)
-                s += exp((double)(L[t] - mx));
-            double lse = mx + log(s);
+            const double lse = arb_heads_row_lse(L, V);
             lo->ce += lse - L[yi];
             lo->n_tok++;
             if (ranks) { /* ties rank the lower id first, as arb_topk_softmax orders them */

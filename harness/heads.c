@@ -380,6 +380,17 @@ static void head_blocks(const arb_heads *h, const arb_lm_head *lm, int n, const 
         head_blocks_part(&j, p, parts);
 }
 
+double arb_heads_row_lse(const float *L, int V)
+{
+    float mx = L[0];
+    for (int v = 1; v < V; v++)
+        mx = L[v] > mx ? L[v] : mx;
+    double s = 0;
+    for (int v = 0; v < V; v++)
+        s += exp((double)(L[v] - mx));
+    return mx + log(s);
+}
+
 /* The teacher's law on B rows: softmax(W_lm tz_i) into ws->teacher (rows without a target: zeros). */
 static void teacher_rows(const arb_heads *h, const float *w_lm, const float *tz, const int32_t *y, int B,
                          arb_heads_ws *ws)
@@ -392,13 +403,7 @@ static void teacher_rows(const arb_heads *h, const float *w_lm, const float *tz,
             memset(P, 0, (size_t)V * sizeof *P);
             continue;
         }
-        float mx = P[0];
-        for (int v = 1; v < V; v++)
-            mx = P[v] > mx ? P[v] : mx;
-        double s = 0;
-        for (int v = 0; v < V; v++)
-            s += exp((double)(P[v] - mx));
-        const double lse = mx + log(s);
+        const double lse = arb_heads_row_lse(P, V);
         for (int v = 0; v < V; v++)
             P[v] = (float)exp((double)P[v] - lse);
     }
@@ -435,13 +440,7 @@ double arb_heads_step_teacher(const arb_heads *h, int k, const float *w_lm, cons
                 ranks[i] = -1;
             continue;
         }
-        float mx = L[0];
-        for (int v = 1; v < V; v++)
-            mx = L[v] > mx ? L[v] : mx;
-        double s = 0;
-        for (int v = 0; v < V; v++)
-            s += exp((double)(L[v] - mx));
-        double lse = mx + log(s);
+        const double lse = arb_heads_row_lse(L, V);
         ws->lse[i] = lse;
         if (soft) { /* (1 - alpha) CE(y) + alpha CE(teacher): Σ_v p_v (lse - L_v), p summing to 1 */
             const float *P = ws->teacher + (size_t)i * V;

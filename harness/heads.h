@@ -133,6 +133,8 @@ void arb_heads_topk_batch(const arb_heads *h, const arb_lm_head *lm, int n, cons
 float arb_heads_dot(const float *a, const float *b, int n);
 void arb_heads_axpy(float *y, float a, const float *x, int n);
 void arb_heads_logits(const float *W, int V, const float *Z, int B, int E, float *L);
+/* log Σ_v exp(L_v) of one row, in double after the row's max (the losses' one expression). */
+double arb_heads_row_lse(const float *L, int V);
 void arb_heads_dz(const float *W, int V, const float *G, int B, int E, float *dZ);
 
 /* The target's output matrix [V x E] in f32 (output.weight, or token_embd.weight when tied)
