@@ -217,13 +217,7 @@ static void lin_part(void *ud, int part, int n_parts)
 static void lin_rows(arb_ctx *pool, const float *W, const float *b, int O, int I, const float *X, int n, float *Y)
 {
     lin_job j = {.W = W, .b = b, .X = X, .Y = Y, .O = O, .I = I, .n = n};
-    const int parts = (O + LIN_PART - 1) / LIN_PART;
-    if (pool && arb_ctx_n_threads(pool) > 1) {
-        arb_ctx_parallel_for(pool, parts, lin_part, &j);
-        return;
-    }
-    for (int p = 0; p < parts; p++)
-        lin_part(&j, p, parts);
+    arb_heads_run_parts(pool, (O + LIN_PART - 1) / LIN_PART, lin_part, &j);
 }
 
 /* dW[o] += dy[o] x; dx += Σ_o dy[o] W[o] (dx may be NULL) */

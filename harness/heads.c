@@ -371,13 +371,17 @@ static void head_blocks(const arb_heads *h, const arb_lm_head *lm, int n, const 
                         arb_heads_ws *ws)
 {
     head_blocks_job j = {.h = h, .k = k, .x = x, .u = ws->u, .z = ws->z, .n = n};
-    const int parts = (h->n_embd + HEAD_PART - 1) / HEAD_PART;
-    if (lm->ctx && arb_ctx_n_threads(lm->ctx) > 1) {
-        arb_ctx_parallel_for(lm->ctx, parts, head_blocks_part, &j);
+    arb_heads_run_parts(lm->ctx, (h->n_embd + HEAD_PART - 1) / HEAD_PART, head_blocks_part, &j);
+}
+
+void arb_heads_run_parts(arb_ctx *ctx, int parts, void (*fn)(void *ud, int p, int parts), void *ud)
+{
+    if (ctx && arb_ctx_n_threads(ctx) > 1) {
+        arb_ctx_parallel_for(ctx, parts, fn, ud);
         return;
     }
     for (int p = 0; p < parts; p++)
-        head_blocks_part(&j, p, parts);
+        fn(ud, p, parts);
 }
 
 double arb_heads_row_lse(const float *L, int V)

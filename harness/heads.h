@@ -133,6 +133,10 @@ void arb_heads_topk_batch(const arb_heads *h, const arb_lm_head *lm, int n, cons
 float arb_heads_dot(const float *a, const float *b, int n);
 void arb_heads_axpy(float *y, float a, const float *x, int n);
 void arb_heads_logits(const float *W, int V, const float *Z, int B, int E, float *L);
+/* fn(ud, p, parts) for every p in [0, parts): on ctx's kernel threads when it has more than one
+   (arb_ctx_parallel_for), else in order on the caller (ctx NULL too). The heads' and the EAGLE
+   layer's products cut their outputs into parts this way; fn's bits must not depend on which. */
+void arb_heads_run_parts(arb_ctx *ctx, int parts, void (*fn)(void *ud, int p, int parts), void *ud);
 /* log Σ_v exp(L_v) of one row, in double after the row's max (the losses' one expression). */
 double arb_heads_row_lse(const float *L, int V);
 void arb_heads_dz(const float *W, int V, const float *G, int B, int E, float *dZ);
