@@ -691,20 +691,24 @@ static int bench_fidelity(int argc, char **argv)
     arb_fidelity_opts fo = {.model = "default", .dataset = "humaneval", .limit = 20, .max_new = 64, .n_boot = 1000};
     const arb_opt opts[] = {
         ARB_OPT_STR("--model", "M", &fo.model, "default (the cached SmolLM2-135M) or a GGUF path"),
-        ARB_OPT_STR("--datasets", "NAME", &fo.dataset, "dataset whose first prompts are used (default humaneval)"),
-        ARB_OPT_INT("--limit", "N", &fo.limit, 1, ARB_FIDELITY_MAX_PROMPTS, "prompts (default 20)"),
+        ARB_OPT_STR("--datasets", "A,B", &fo.dataset, "datasets whose first prompts are used (default humaneval)"),
+        ARB_OPT_INT("--limit", "N", &fo.limit, 1, ARB_FIDELITY_MAX_PROMPTS, "prompts of each dataset (default 20)"),
         ARB_OPT_INT("--max-new", "N", &fo.max_new, 1, 512, "generated positions compared per prompt (default 64)"),
         ARB_OPT_INT("--threads", "N", &fo.threads, 0, 1024, "kernel threads (default 0 = all cores)"),
         ARB_OPT_STR("--data", "DIR", &fo.data_dir, "dataset directory (default $ARBOR_DATA)"),
         ARB_OPT_STR("--dump-ref", "FILE", &fo.dump_ref, "write the reference sequences (TSV) for another engine"),
         ARB_OPT_STR("--score", "F1,F2", &fo.score, "score other engines' teacher-forced argmax (TSV: prompt, position, id)"),
+        ARB_OPT_STR("--dump-argmax", "FILE", &fo.dump_argmax, "write this run's own argmax (as stored) in the --score format"),
+        ARB_OPT_STR("--ref", "FILE", &fo.ref_in, "read the reference from a --dump-ref file (its rows recomputed, checked)"),
         ARB_OPT_END};
     const arb_cmd_spec spec = {"bench fidelity", NULL,
                                "Teacher-forced greedy argmax agreement and logit error of the model as stored against\n"
                                "the same file dequantized to F32 at load (float weights and activations), for the\n"
                                "file as stored and, per quantized block type, with only that type quantized; 95%\n"
                                "bootstrap intervals over prompts (docs/kernels.md, Fidelity). --dump-ref and --score\n"
-                               "put another engine (llama.cpp) on the same reference: formats in harness/fidelity.h.\n",
+                               "put another engine (llama.cpp) on the same reference, paired with arbor's own argmax\n"
+                               "(agreement difference with its interval); --dump-argmax lets another build or kernel\n"
+                               "family be scored against this one. Formats in harness/fidelity.h.\n",
                                opts, 0, 0};
     const int prc = arb_opts_parse(&spec, argc, argv, NULL);
     if (prc != ARB_OPTS_OK)

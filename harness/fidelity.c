@@ -2,6 +2,8 @@
 #include "fidelity.h"
 
 #include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,10 +24,22 @@ typedef struct ref_prompt {   /* the reference's continuation and its logits row
 
 typedef struct fid {
     const arb_fidelity_opts *o;
-    int V, n;                 /* vocabulary, prompts kept */
-    ref_prompt *p;            /* [n] */
+    int V, n, cap;            /* vocabulary, prompts kept, room for */
+    ref_prompt *p;            /* [cap] */
     float *logits;            /* [MAX_TOKENS x V] chain scratch */
+    int32_t *stored;          /* arbor's argmax (the file as stored) per position, prompt by
+                                 prompt: what external variants are paired with */
 } fid;
+
+/* The number of comma-separated names in list (empty names count too, and are refused by
+   the dataset loader by name). */
+static int list_count(const char *list)
+{
+    int n = 1;
+    for (const char *c = list; *c; c++)
+        n += *c == ',';
+    return n;
+}
 
 static int load(const char *path, const char *dequant, int threads, arb_model **m, arb_ctx **c, arb_err *err)
 {
@@ -90,30 +104,13 @@ static int matrix_types(const char *path, uint32_t *types, int cap, int *n, arb_
     return ARB_OK;
 }
 
-/* The reference: greedy continuations of the F32-dequantized model, and their rows. */
-static int reference(fid *f, const char *path, FILE *progress, arb_err *err)
+/* The reference's continuations of the first `limit` prompts of ds that fit, appended to f->p. */
+static int reference_set(fid *f, arb_model *m, arb_ctx *c, const arb_model_info *mi, const arb_dataset *ds,
+                         FILE *progress, arb_err *err)
 {
-    arb_model *m = NULL;
-    arb_ctx *c = NULL;
-    arb_dataset *ds = NULL;
-    char dir[4096];
-    int rc = load(path, "all", f->o->threads, &m, &c, err);
-    if (!rc)
-        rc = arb_dataset_dir(f->o->data_dir, dir, sizeof dir, err);
-    if (!rc)
-        rc = arb_dataset_open(dir, f->o->dataset, NULL, &ds, err);
-    if (rc)
-        goto out;
-    arb_model_info mi;
-    arb_model_get_info(m, &mi);
-    f->V = mi.n_vocab;
-    if (!(f->logits = malloc(sizeof(float) * (size_t)MAX_TOKENS * (size_t)f->V)) ||
-        !(f->p = calloc((size_t)f->o->limit, sizeof *f->p))) {
-        rc = ARB_ERR(err, ARB_E_NOMEM, "fidelity: out of memory");
-        goto out;
-    }
-    const int n_rec = (int)arb_dataset_count(ds);
-    for (int i = 0; i < n_rec && f->n < f->o->limit && !rc; i++) {
+    int rc = ARB_OK;
+    const int n_rec = (int)arb_dataset_count(ds), n0 = f->n;
+    for (int i = 0; i < n_rec && f->n - n0 < f->o->limit && !rc; i++) {
         const arb_record *r = arb_dataset_get(ds, (size_t)i);
         int32_t *ids = NULL;
         int n_ids = 0;
@@ -149,7 +146,7 @@ static int reference(fid *f, const char *path, FILE *progress, arb_err *err)
             const int32_t tok = arb_sample_argmax_f(row, f->V);
             p->seq[n_ids + j] = tok;
             p->n_gen = j + 1;
-            if (tok == mi.eos || tok == mi.eot)
+            if (tok == mi->eos || tok == mi->eot)
                 break;
             const int32_t par = -1, zero = 0;
             if ((rc = arb_eval(c, &tok, &par, 1, f->logits, NULL, err)) || (rc = arb_commit(c, &zero, 1, err)))
@@ -158,8 +155,126 @@ static int reference(fid *f, const char *path, FILE *progress, arb_err *err)
         }
         f->n++;
         if (progress)
-            fprintf(progress, "fidelity: reference %d/%d (%s, %d + %d tokens)\n", f->n, f->o->limit, r->id, n_ids,
+            fprintf(progress, "fidelity: reference %d/%d (%s, %d + %d tokens)\n", f->n, f->cap, r->id, n_ids,
                     p->n_gen);
+    }
+    return rc;
+}
+
+/* One line of a dump_ref file into p (fidelity.h: i, n_prompt, n_gen, ids); a message naming the
+   file and line otherwise. */
+static int parse_ref_line(fid *f, char *line, const char *path, int ln, ref_prompt *p, arb_err *err)
+{
+    char *q = line, *e;
+    long v[3];
+    for (int k = 0; k < 3; k++) {
+        v[k] = strtol(q, &e, 10);
+        if (e == q || *e != '\t')
+            return ARB_ERR(err, ARB_E_FORMAT, "%s:%d: expected 'i<TAB>n_prompt<TAB>n_gen<TAB>ids'", path, ln);
+        q = e + 1;
+    }
+    if (v[0] != f->n || v[1] < 1 || v[2] < 1 || v[1] + v[2] > MAX_TOKENS)
+        return ARB_ERR(err, ARB_E_RANGE, "%s:%d: prompt %ld (expected %d), %ld + %ld tokens (1.., at most %d in all)", path,
+                       ln, v[0], f->n, v[1], v[2], MAX_TOKENS);
+    const int n = (int)(v[1] + v[2]);
+    if (!(p->seq = malloc(sizeof(int32_t) * (size_t)n)) || !(p->rows = malloc(sizeof(float) * (size_t)v[2] * (size_t)f->V)))
+        return ARB_ERR(err, ARB_E_NOMEM, "fidelity: out of memory");
+    for (int k = 0; k < n; k++) {
+        const long id = strtol(q, &e, 10);
+        if (e == q || id < 0 || id >= f->V)
+            return ARB_ERR(err, ARB_E_FORMAT, "%s:%d: id %d of %d: expected a token id below %d", path, ln, k + 1, n, f->V);
+        if (k + 1 < n && (*e == '\n' || *e == 0))
+            return ARB_ERR(err, ARB_E_FORMAT, "%s:%d: %d ids where n_prompt + n_gen = %d", path, ln, k + 1, n);
+        if (k + 1 < n ? *e != ',' : (*e != '\n' && *e != 0))
+            return ARB_ERR(err, ARB_E_FORMAT, "%s:%d: after id %d of %d: expected %s", path, ln, k + 1, n,
+                           k + 1 < n ? "a comma" : "the end of the line (more ids than n_prompt + n_gen)");
+        p->seq[k] = (int32_t)id, q = e + 1;
+    }
+    p->n_prompt = (int)v[1], p->n_gen = (int)v[2];
+    return ARB_OK;
+}
+
+/* The reference read from a dump_ref file: each prompt + continuation as one chain of the F32
+   model (batch-invariant: the rows the step-by-step decode gave), every continuation token
+   checked to be the chain's argmax. */
+static int reference_from_file(fid *f, arb_ctx *c, const char *path, FILE *progress, arb_err *err)
+{
+    FILE *in = fopen(path, "r");
+    if (!in)
+        return ARB_ERR(err, ARB_E_NOTFOUND, "%s: cannot open the reference", path);
+    f->cap = ARB_FIDELITY_MAX_PROMPTS;
+    int rc = (f->p = calloc((size_t)f->cap, sizeof *f->p)) ? ARB_OK : ARB_ERR(err, ARB_E_NOMEM, "fidelity: out of memory");
+    char *line = NULL;
+    size_t len = 0;
+    for (int ln = 1; !rc && getline(&line, &len, in) > 0; ln++) {
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        if (f->n >= f->cap) {
+            rc = ARB_ERR(err, ARB_E_RANGE, "%s:%d: more than %d prompts", path, ln, ARB_FIDELITY_MAX_PROMPTS);
+            break;
+        }
+        ref_prompt *p = &f->p[f->n];
+        if ((rc = parse_ref_line(f, line, path, ln, p, err)) ||
+            (rc = eval_chain(f, c, p->seq, p->n_prompt + p->n_gen - 1, err)))
+            break;
+        for (int j = 0; j < p->n_gen && !rc; j++) {
+            const float *row = f->logits + (size_t)(p->n_prompt - 1 + j) * f->V;
+            memcpy(p->rows + (size_t)j * f->V, row, sizeof(float) * (size_t)f->V);
+            if (arb_sample_argmax_f(row, f->V) != p->seq[p->n_prompt + j])
+                rc = ARB_ERR(err, ARB_E_INVAL,
+                             "%s:%d: continuation token %d is not the F32 model's argmax there: a reference of "
+                             "another model or file",
+                             path, ln, j);
+        }
+        if (!rc && ++f->n % 50 == 0 && progress)
+            fprintf(progress, "fidelity: reference %d read and recomputed\n", f->n);
+    }
+    free(line);
+    fclose(in);
+    if (!rc && f->n == 0)
+        rc = ARB_ERR(err, ARB_E_FORMAT, "%s: no reference lines", path);
+    return rc;
+}
+
+/* The reference: greedy continuations of the F32-dequantized model, and their rows. */
+static int reference(fid *f, const char *path, FILE *progress, arb_err *err)
+{
+    arb_model *m = NULL;
+    arb_ctx *c = NULL;
+    arb_dataset *ds = NULL;
+    char dir[4096];
+    int rc = load(path, "all", f->o->threads, &m, &c, err);
+    if (!rc && !f->o->ref_in)
+        rc = arb_dataset_dir(f->o->data_dir, dir, sizeof dir, err);
+    if (rc)
+        goto out;
+    arb_model_info mi;
+    arb_model_get_info(m, &mi);
+    f->V = mi.n_vocab;
+    if (f->o->ref_in) {
+        if (!(f->logits = malloc(sizeof(float) * (size_t)MAX_TOKENS * (size_t)f->V)))
+            rc = ARB_ERR(err, ARB_E_NOMEM, "fidelity: out of memory");
+        else
+            rc = reference_from_file(f, c, f->o->ref_in, progress, err);
+        goto out;
+    }
+    f->cap = f->o->limit * list_count(f->o->dataset);
+    if (!(f->logits = malloc(sizeof(float) * (size_t)MAX_TOKENS * (size_t)f->V)) ||
+        !(f->p = calloc((size_t)f->cap, sizeof *f->p))) {
+        rc = ARB_ERR(err, ARB_E_NOMEM, "fidelity: out of memory");
+        goto out;
+    }
+    /* the first `limit` prompts that fit of each dataset, in the order named */
+    for (const char *name = f->o->dataset; name && !rc;) {
+        const char *e = strchr(name, ',');
+        char one[64];
+        snprintf(one, sizeof one, "%.*s", (int)(e ? e - name : (ptrdiff_t)strlen(name)), name);
+        name = e ? e + 1 : NULL;
+        arb_dataset_free(ds);
+        ds = NULL;
+        if ((rc = arb_dataset_open(dir, one, NULL, &ds, err)))
+            break;
+        rc = reference_set(f, m, c, &mi, ds, progress, err);
     }
 out:
     arb_dataset_free(ds);
@@ -200,15 +315,57 @@ static void finish_variant(const fid *f, arb_fidelity_variant *v, double *gaps, 
         fprintf(progress, "fidelity: %s: %d/%d positions agree\n", v->name, v->n_agree, v->n_pos);
 }
 
+/* Percentile bootstrap over prompts of rate(a) - rate(b), both pooled over the same
+   resampled prompts (paired: a prompt that is hard for one is hard for the other). */
+static void paired_interval(const fid *f, const arb_fidelity_variant *a, const arb_fidelity_variant *b, int n_boot,
+                            double *lo, double *hi)
+{
+    double *bs = malloc(sizeof(double) * (size_t)(n_boot > 0 ? n_boot : 1));
+    *lo = *hi = NAN;
+    if (!bs || n_boot < 1) {
+        free(bs);
+        return;
+    }
+    uint64_t s = 0xfa11edULL;
+    for (int k = 0; k < n_boot; k++) {
+        long aa = 0, ba = 0, t = 0;
+        for (int i = 0; i < f->n; i++) {
+            const int j = (int)(arb_splitmix64(&s) % (uint64_t)f->n);
+            aa += a->agree_p[j], ba += b->agree_p[j], t += a->pos_p[j];
+        }
+        bs[k] = t ? (double)(aa - ba) / t : 0.0;
+    }
+    qsort(bs, (size_t)n_boot, sizeof *bs, arb_cmp_double);
+    *lo = arb_quantile_sorted(bs, n_boot, 0.025), *hi = arb_quantile_sorted(bs, n_boot, 0.975);
+    free(bs);
+}
+
+/* This run's own argmax (the file as stored) in the score format (fidelity.h). */
+static int dump_argmax(const fid *f, const char *path, const arb_fidelity_result *r, arb_err *err)
+{
+    FILE *out = fopen(path, "w");
+    if (!out)
+        return ARB_ERR(err, ARB_E_IO, "%s: cannot write the argmax", path);
+    fprintf(out, "# arbor bench fidelity: argmax of %s as stored, kernels %s; datasets %s, %d prompts\n"
+                 "# prompt\tposition\targmax\n",
+            r->model_name, r->kernels, r->datasets, f->n);
+    for (int i = 0, at = 0; i < f->n; i++)
+        for (int j = 0; j < f->p[i].n_gen; j++)
+            fprintf(out, "%d\t%d\t%d\n", i, j, f->stored[at++]);
+    if (fclose(out))
+        return ARB_ERR(err, ARB_E_IO, "%s: write failed", path);
+    return ARB_OK;
+}
+
 /* The reference sequences as TSV (fidelity.h). */
 static int dump_reference(const fid *f, const arb_fidelity_opts *o, const char *model, arb_err *err)
 {
     FILE *out = fopen(o->dump_ref, "w");
     if (!out)
         return ARB_ERR(err, ARB_E_IO, "%s: cannot write the reference", o->dump_ref);
-    fprintf(out, "# arbor bench fidelity reference: %s dequantized to F32, greedy; dataset %s, %d prompts, "
-                 "max_new %d\n# i\tn_prompt\tn_gen\tids (prompt, then continuation)\n",
-            model, o->dataset, f->n, o->max_new);
+    fprintf(out, "# arbor bench fidelity reference: %s dequantized to F32, greedy; datasets %s (%d prompts of each "
+                 "at most), %d prompts, max_new %d\n# i\tn_prompt\tn_gen\tids (prompt, then continuation)\n",
+            model, o->dataset, o->limit, f->n, o->max_new);
     for (int i = 0; i < f->n; i++) {
         const ref_prompt *p = &f->p[i];
         fprintf(out, "%d\t%d\t%d\t", i, p->n_prompt, p->n_gen);
@@ -222,7 +379,8 @@ static int dump_reference(const fid *f, const arb_fidelity_opts *o, const char *
 }
 
 /* Another engine's argmax per position (fidelity.h) as variant v. */
-static int score_external(fid *f, const char *path, arb_fidelity_variant *v, int n_boot, FILE *progress, arb_err *err)
+static int score_external(fid *f, const char *path, const arb_fidelity_variant *stored, arb_fidelity_variant *v,
+                          int n_boot, FILE *progress, arb_err *err)
 {
     const char *b = strrchr(path, '/');
     snprintf(v->name, sizeof v->name, "external: %.29s", b ? b + 1 : path);
@@ -264,32 +422,40 @@ static int score_external(fid *f, const char *path, arb_fidelity_variant *v, int
             rc = ARB_ERR(err, ARB_E_FORMAT, "%s: prompt %d position %d not scored", path, i, k - base[i]);
         }
     int n_gaps = 0;
+    v->same_as_stored = 0;
     for (int i = 0; !rc && i < f->n; i++) {
         const ref_prompt *p = &f->p[i];
         v->agree_p[i] = v->pos_p[i] = p->n_gen;
         for (int j = 0; j < p->n_gen; j++) {
             const int32_t want = p->seq[p->n_prompt + j], g = got[base[i] + j];
+            v->same_as_stored += g == f->stored[base[i] + j];
             if (g != want)
                 v->agree_p[i]--, gaps[n_gaps++] = (double)p->rows[(size_t)j * f->V + want] - p->rows[(size_t)j * f->V + g];
         }
         v->n_pos += v->pos_p[i], v->n_agree += v->agree_p[i];
     }
-    if (!rc)
+    if (!rc) {
         finish_variant(f, v, gaps, n_gaps, NAN, n_boot, progress);
+        v->diff = stored->rate - v->rate;
+        paired_interval(f, stored, v, n_boot, &v->diff_lo, &v->diff_hi);
+    }
     free(got), free(gaps), free(base);
     return rc;
 }
 
 /* One variant against the reference, prompt by prompt. */
-static int variant(fid *f, const char *path, const char *dequant, arb_fidelity_variant *v, int n_boot, FILE *progress,
-                   arb_err *err)
+static int variant(fid *f, const char *path, const char *dequant, arb_fidelity_variant *v, int32_t *keep, int n_boot,
+                   FILE *progress, arb_err *err)
 {
     arb_model *m = NULL;
     arb_ctx *c = NULL;
     int rc = load(path, dequant, f->o->threads, &m, &c, err);
     double *gaps = NULL, sum_abs = 0;
     int n_gaps = 0;
-    if (!rc && !(gaps = malloc(sizeof(double) * (size_t)(f->n * f->o->max_new + 1))))
+    size_t n_pos = 1;
+    for (int i = 0; i < f->n; i++)
+        n_pos += (size_t)f->p[i].n_gen;
+    if (!rc && !(gaps = malloc(sizeof(double) * n_pos)))
         rc = ARB_ERR(err, ARB_E_NOMEM, "fidelity: out of memory");
     for (int i = 0; i < f->n && !rc; i++) {
         const ref_prompt *p = &f->p[i];
@@ -299,6 +465,8 @@ static int variant(fid *f, const char *path, const char *dequant, arb_fidelity_v
         for (int j = 0; j < p->n_gen; j++) {
             const float *row = f->logits + (size_t)(p->n_prompt - 1 + j) * f->V, *ref = p->rows + (size_t)j * f->V;
             const int32_t want = p->seq[p->n_prompt + j], got = arb_sample_argmax_f(row, f->V);
+            if (keep)
+                *keep++ = got;
             double s = 0;
             for (int k = 0; k < f->V; k++)
                 s += fabs((double)row[k] - (double)ref[k]);
@@ -322,9 +490,18 @@ static int variant(fid *f, const char *path, const char *dequant, arb_fidelity_v
 int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *progress, arb_err *err)
 {
     memset(r, 0, sizeof *r);
-    if (o->limit < 1 || o->limit > ARB_FIDELITY_MAX_PROMPTS || o->max_new < 1 || o->max_new >= MAX_TOKENS)
-        return ARB_ERR(err, ARB_E_INVAL, "fidelity: limit 1..%d and max_new 1..%d", ARB_FIDELITY_MAX_PROMPTS,
-                       MAX_TOKENS - 1);
+    const int n_sets = o->dataset ? list_count(o->dataset) : 0;
+    if (!o->ref_in && (o->limit < 1 || o->max_new < 1 || o->max_new >= MAX_TOKENS || n_sets < 1 ||
+                       (long)o->limit * n_sets > ARB_FIDELITY_MAX_PROMPTS))
+        return ARB_ERR(err, ARB_E_INVAL,
+                       "fidelity: limit x datasets 1..%d (here %d x %d) and max_new 1..%d (here %d)",
+                       ARB_FIDELITY_MAX_PROMPTS, o->limit, n_sets, MAX_TOKENS - 1, o->max_new);
+    if (o->ref_in) {
+        const char *b = strrchr(o->ref_in, '/');
+        snprintf(r->datasets, sizeof r->datasets, "reference %s", b ? b + 1 : o->ref_in);
+    } else {
+        snprintf(r->datasets, sizeof r->datasets, "%s", o->dataset);
+    }
     char path[4096];
     int rc = arb_model_resolve(o->model, path, sizeof path, err);
     uint32_t types[ARB_FIDELITY_MAX_VARIANTS - 1];
@@ -342,6 +519,11 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
     snprintf(r->model_name, sizeof r->model_name, "%.95s", b ? b + 1 : path);
     if (!rc && f.n == 0)
         rc = ARB_ERR(err, ARB_E_INVAL, "fidelity: no prompt of %s fits %d tokens", o->dataset, MAX_TOKENS);
+    int total = 0;
+    for (int i = 0; !rc && i < f.n; i++)
+        total += f.p[i].n_gen;
+    if (!rc && !(f.stored = malloc(sizeof(int32_t) * (size_t)(total ? total : 1))))
+        rc = ARB_ERR(err, ARB_E_NOMEM, "fidelity: out of memory");
     /* as stored; then each type alone when there are several (with one type, the same run) */
     for (int k = -1; k < n_types && !rc; k++) {
         if (k >= 0 && n_types < 2)
@@ -354,10 +536,14 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
             snprintf(v->name, sizeof v->name, "only %s quantized", arb_type_name(types[k]));
             snprintf(dq, sizeof dq, "all-but-%s", arb_type_name(types[k]));
         }
-        rc = variant(&f, path, k < 0 ? NULL : dq, v, o->n_boot > 0 ? o->n_boot : 1000, progress, err);
+        v->diff = v->diff_lo = v->diff_hi = NAN, v->same_as_stored = -1;
+        rc = variant(&f, path, k < 0 ? NULL : dq, v, k < 0 ? f.stored : NULL, o->n_boot > 0 ? o->n_boot : 1000, progress,
+                     err);
     }
     if (!rc && o->dump_ref)
         rc = dump_reference(&f, o, r->model_name, err);
+    if (!rc && o->dump_argmax)
+        rc = dump_argmax(&f, o->dump_argmax, r, err);
     for (const char *sc = o->score; !rc && sc && *sc;) { /* a comma-separated list of files */
         const char *e = strchr(sc, ',');
         const size_t len = e ? (size_t)(e - sc) : strlen(sc);
@@ -370,20 +556,22 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
         if (rc)
             break;
         memcpy(file, sc, len), file[len] = 0;
-        rc = score_external(&f, file, &r->v[r->n_variants++], o->n_boot > 0 ? o->n_boot : 1000, progress, err);
+        rc = score_external(&f, file, &r->v[0], &r->v[r->n_variants++], o->n_boot > 0 ? o->n_boot : 1000, progress,
+                            err);
         sc = e ? e + 1 : NULL;
     }
-    for (int i = 0; i < f.n; i++)
+    for (int i = 0; f.p && i < f.cap; i++) /* calloc'd: a prompt torn by an error is freed too */
         free(f.p[i].seq), free(f.p[i].rows);
     free(f.p);
     free(f.logits);
+    free(f.stored);
     return rc;
 }
 
 void arb_fidelity_print(const arb_fidelity_result *r, FILE *f)
 {
-    fprintf(f, "Teacher-forced greedy argmax agreement with the F32-dequantized model (%s, %d prompts, kernels %s)\n\n",
-            r->model_name, r->n_prompts, r->kernels);
+    fprintf(f, "Teacher-forced greedy argmax agreement with the F32-dequantized model (%s, %s, %d prompts, kernels %s)\n\n",
+            r->model_name, r->datasets, r->n_prompts, r->kernels);
     fprintf(f, "| variant | positions | agree | rate [95%% CI] | mean abs dlogit | gap at disagreements: median / max |\n");
     fprintf(f, "|---|---:|---:|---|---:|---|\n");
     for (int i = 0; i < r->n_variants; i++) {
@@ -397,5 +585,20 @@ void arb_fidelity_print(const arb_fidelity_result *r, FILE *f)
             fprintf(f, "none |\n");
         else
             fprintf(f, "%.3f / %.3f |\n", v->gap_median, v->gap_max);
+    }
+    bool paired = false;
+    for (int i = 1; i < r->n_variants; i++)
+        paired |= r->v[i].same_as_stored >= 0;
+    if (!paired)
+        return;
+    fprintf(f, "\nArbor as stored minus each scored engine, paired over the same prompts (percentile bootstrap):\n\n");
+    fprintf(f, "| scored engine | agreement difference, points [95%% CI] | argmax equal to arbor's |\n");
+    fprintf(f, "|---|---|---|\n");
+    for (int i = 1; i < r->n_variants; i++) {
+        const arb_fidelity_variant *v = &r->v[i];
+        if (v->same_as_stored < 0)
+            continue;
+        fprintf(f, "| %s | %+.2f [%+.2f, %+.2f] | %d of %d |\n", v->name, 100.0 * v->diff, 100.0 * v->diff_lo,
+                100.0 * v->diff_hi, v->same_as_stored, v->n_pos);
     }
 }

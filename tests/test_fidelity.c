@@ -2,7 +2,11 @@
  * without the default model or $ARBOR_DATA): the dumped reference is the prompt and the
  * reference's continuation; a score file that repeats the reference agrees everywhere, one
  * changed token costs exactly one position with a non-negative gap, and a missing, repeated or
- * malformed line is an error naming the file (and line). */
+ * malformed line is an error naming the file (and line). Each scored engine is paired with
+ * arbor's own argmax: arbor's dumped argmax scores as arbor (difference 0, every position
+ * equal), the reference itself as 1 - arbor's rate. Several datasets take `limit` prompts
+ * each, in the order named. A dumped reference read back (--ref) gives the run it came from bit
+ * for bit (its rows recomputed by one chain each), and one from another model is refused. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -33,11 +37,17 @@ static void teardown(void)
     cr_expect_eq(system(cmd), 0);
 }
 
+static int run_ex(const char *sets, int limit, const char *dump, const char *score, const char *argmax,
+                  arb_fidelity_result *r, arb_err *err)
+{
+    const arb_fidelity_opts o = {.model = "default", .dataset = sets, .limit = limit, .max_new = MAX_NEW,
+                                 .threads = 1, .n_boot = 50, .dump_ref = dump, .score = score, .dump_argmax = argmax};
+    return arb_fidelity_run(&o, r, NULL, err);
+}
+
 static int run(const char *dump, const char *score, arb_fidelity_result *r, arb_err *err)
 {
-    const arb_fidelity_opts o = {.model = "default", .dataset = "humaneval", .limit = N_PROMPTS,
-                                 .max_new = MAX_NEW, .threads = 1, .n_boot = 50, .dump_ref = dump, .score = score};
-    return arb_fidelity_run(&o, r, NULL, err);
+    return run_ex("humaneval", N_PROMPTS, dump, score, NULL, r, err);
 }
 
 static int read_ref(const char *path, ref_line *out)
@@ -130,4 +140,92 @@ Test(fidelity, another_engine_is_scored_on_the_dumped_reference, .init = setup, 
     fclose(f);
     cr_assert_neq(run(NULL, sc, &r, &err), ARB_OK);
     cr_assert(strstr(err.msg, ":1:"), "%s", err.msg);
+}
+
+Test(fidelity, scored_engines_are_paired_with_arbors_own_argmax, .init = setup, .fini = teardown)
+{
+    char dump[300], mine[300], refsc[300], both[700];
+    snprintf(dump, sizeof dump, "%s/ref.tsv", dir);
+    snprintf(mine, sizeof mine, "%s/arbor.tsv", dir);
+    snprintf(refsc, sizeof refsc, "%s/ref_scores.tsv", dir);
+    arb_fidelity_result r;
+    arb_err err = {0};
+    /* two datasets, one prompt each: humaneval's first, then gsm8k's */
+    cr_assert_eq(run_ex("humaneval,gsm8k", 1, dump, NULL, mine, &r, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(r.n_prompts, 2);
+    cr_assert_str_eq(r.datasets, "humaneval,gsm8k");
+    static ref_line ref[2];
+    cr_assert_eq(read_ref(dump, ref), 2);
+    arb_fidelity_result one;
+    cr_assert_eq(run_ex("gsm8k", 1, NULL, NULL, NULL, &one, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(one.v[0].pos_p[0], r.v[0].pos_p[1], "gsm8k's prompt is the second");
+    cr_assert_eq(one.v[0].agree_p[0], r.v[0].agree_p[1]);
+    write_scores(refsc, ref, 2, -1, -1, -1, -1);
+    snprintf(both, sizeof both, "%s,%s", mine, refsc);
+    cr_assert_eq(run_ex("humaneval,gsm8k", 1, NULL, both, NULL, &r, &err), ARB_OK, "%s", err.msg);
+    const arb_fidelity_variant *st = &r.v[0], *me = &r.v[r.n_variants - 2], *rf = &r.v[r.n_variants - 1];
+    cr_assert(isnan(st->diff) && st->same_as_stored == -1, "the as-stored variant is not paired with itself");
+    /* arbor's own argmax, read back: the same agreements, difference exactly 0 */
+    cr_assert_eq(me->n_agree, st->n_agree);
+    cr_assert_eq(me->same_as_stored, st->n_pos);
+    cr_assert_float_eq(me->diff, 0.0, 1e-15);
+    cr_assert(me->diff_lo == 0.0 && me->diff_hi == 0.0, "[%g, %g]", me->diff_lo, me->diff_hi);
+    /* the reference itself: agrees everywhere; arbor's argmax equals it where arbor agrees */
+    cr_assert_eq(rf->n_agree, rf->n_pos);
+    cr_assert_eq(rf->same_as_stored, st->n_agree);
+    cr_assert_float_eq(rf->diff, st->rate - 1.0, 1e-12);
+    cr_assert(rf->diff_lo <= rf->diff + 1e-12 && rf->diff <= rf->diff_hi + 1e-12 && rf->diff_hi <= 1e-12,
+              "%g in [%g, %g]", rf->diff, rf->diff_lo, rf->diff_hi);
+    /* bad lists: an unknown name is named; limit x datasets over the cap is refused */
+    cr_assert_neq(run_ex("humaneval,no-such-set", 1, NULL, NULL, NULL, &r, &err), ARB_OK);
+    cr_assert(strstr(err.msg, "no-such-set"), "%s", err.msg);
+    cr_assert_eq(run_ex("humaneval,gsm8k", ARB_FIDELITY_MAX_PROMPTS, NULL, NULL, NULL, &r, &err), ARB_E_INVAL);
+    cr_assert(strstr(err.msg, "limit x datasets"), "%s", err.msg);
+}
+
+Test(fidelity, a_dumped_reference_read_back_gives_the_same_measurement, .init = setup, .fini = teardown)
+{
+    char dump[300], bad[300];
+    snprintf(dump, sizeof dump, "%s/ref.tsv", dir);
+    snprintf(bad, sizeof bad, "%s/bad.tsv", dir);
+    arb_fidelity_result a, b;
+    arb_err err = {0};
+    cr_assert_eq(run_ex("humaneval,mbpp", 1, dump, NULL, NULL, &a, &err), ARB_OK, "%s", err.msg);
+    const arb_fidelity_opts o = {.model = "default", .ref_in = dump, .threads = 1, .n_boot = 50};
+    cr_assert_eq(arb_fidelity_run(&o, &b, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(b.n_prompts, a.n_prompts);
+    cr_assert_eq(b.n_variants, a.n_variants);
+    for (int k = 0; k < a.n_variants; k++) {
+        cr_assert_str_eq(b.v[k].name, a.v[k].name);
+        cr_assert_eq(b.v[k].n_pos, a.v[k].n_pos);
+        cr_assert_eq(b.v[k].n_agree, a.v[k].n_agree);
+        /* the same rows: the same logit error, to the last bit of the sum */
+        cr_assert(b.v[k].mean_abs_dlogit == a.v[k].mean_abs_dlogit, "%s: %.17g vs %.17g", a.v[k].name,
+                  b.v[k].mean_abs_dlogit, a.v[k].mean_abs_dlogit);
+    }
+    /* a continuation token that is not the F32 model's argmax: another model's reference */
+    static ref_line ref[2];
+    cr_assert_eq(read_ref(dump, ref), 2);
+    FILE *f = fopen(bad, "w");
+    cr_assert(f);
+    for (int i = 0; i < 2; i++) {
+        fprintf(f, "%d\t%d\t%d\t", i, ref[i].n_prompt, ref[i].n_gen);
+        for (int k = 0; k < ref[i].n; k++) {
+            int32_t id = ref[i].ids[k];
+            if (i == 1 && k == ref[i].n_prompt) /* the second prompt's first generated token */
+                id = id == 7 ? 8 : 7;
+            fprintf(f, "%s%d", k ? "," : "", id);
+        }
+        fputc('\n', f);
+    }
+    fclose(f);
+    const arb_fidelity_opts ob = {.model = "default", .ref_in = bad, .threads = 1, .n_boot = 50};
+    cr_assert_neq(arb_fidelity_run(&ob, &b, NULL, &err), ARB_OK);
+    cr_assert(strstr(err.msg, bad) && strstr(err.msg, ":2:") && strstr(err.msg, "another model"), "%s", err.msg);
+    /* a line with fewer ids than n_prompt + n_gen */
+    f = fopen(bad, "w");
+    fprintf(f, "0\t3\t2\t1,2,3,4\n");
+    fclose(f);
+    cr_assert_neq(arb_fidelity_run(&ob, &b, NULL, &err), ARB_OK);
+    cr_assert(strstr(err.msg, ":1:") && strstr(err.msg, "n_prompt + n_gen"), "%s", err.msg);
 }
