@@ -700,6 +700,7 @@ static int bench_fidelity(int argc, char **argv)
         ARB_OPT_STR("--score", "F1,F2", &fo.score, "score other engines' teacher-forced argmax (TSV: prompt, position, id)"),
         ARB_OPT_STR("--dump-argmax", "FILE", &fo.dump_argmax, "write this run's own argmax (as stored) in the --score format"),
         ARB_OPT_STR("--ref", "FILE", &fo.ref_in, "read the reference from a --dump-ref file (its rows recomputed, checked)"),
+        ARB_OPT_FLAG("--stored-only", &fo.stored_only, "only the file as stored, not each block type alone (faster)"),
         ARB_OPT_END};
     const arb_cmd_spec spec = {"bench fidelity", NULL,
                                "Teacher-forced greedy argmax agreement and logit error of the model as stored against\n"

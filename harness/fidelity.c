@@ -502,6 +502,17 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
     } else {
         snprintf(r->datasets, sizeof r->datasets, "%s", o->dataset);
     }
+    /* the --score files are read at the end of a long run: a typo is better found now */
+    for (const char *sc = o->score; sc && *sc;) {
+        const char *e = strchr(sc, ',');
+        char file[4096];
+        snprintf(file, sizeof file, "%.*s", (int)(e ? e - sc : (ptrdiff_t)strlen(sc)), sc);
+        FILE *t = fopen(file, "r");
+        if (!t)
+            return ARB_ERR(err, ARB_E_NOTFOUND, "%s: cannot open the scores", file);
+        fclose(t);
+        sc = e ? e + 1 : NULL;
+    }
     char path[4096];
     int rc = arb_model_resolve(o->model, path, sizeof path, err);
     uint32_t types[ARB_FIDELITY_MAX_VARIANTS - 1];
@@ -519,6 +530,8 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
     snprintf(r->model_name, sizeof r->model_name, "%.95s", b ? b + 1 : path);
     if (!rc && f.n == 0)
         rc = ARB_ERR(err, ARB_E_INVAL, "fidelity: no prompt of %s fits %d tokens", o->dataset, MAX_TOKENS);
+    if (!rc && o->dump_ref) /* before the variants, so that another engine can start on it */
+        rc = dump_reference(&f, o, r->model_name, err);
     int total = 0;
     for (int i = 0; !rc && i < f.n; i++)
         total += f.p[i].n_gen;
@@ -526,7 +539,7 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
         rc = ARB_ERR(err, ARB_E_NOMEM, "fidelity: out of memory");
     /* as stored; then each type alone when there are several (with one type, the same run) */
     for (int k = -1; k < n_types && !rc; k++) {
-        if (k >= 0 && n_types < 2)
+        if (k >= 0 && (n_types < 2 || o->stored_only))
             break;
         arb_fidelity_variant *v = &r->v[r->n_variants++];
         char dq[48] = "";
@@ -540,8 +553,6 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
         rc = variant(&f, path, k < 0 ? NULL : dq, v, k < 0 ? f.stored : NULL, o->n_boot > 0 ? o->n_boot : 1000, progress,
                      err);
     }
-    if (!rc && o->dump_ref)
-        rc = dump_reference(&f, o, r->model_name, err);
     if (!rc && o->dump_argmax)
         rc = dump_argmax(&f, o->dump_argmax, r, err);
     for (const char *sc = o->score; !rc && sc && *sc;) { /* a comma-separated list of files */

@@ -20,6 +20,7 @@
 #ifndef ARB_FIDELITY_H
 #define ARB_FIDELITY_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "error.h"
@@ -42,6 +43,8 @@ typedef struct arb_fidelity_opts {
                               them (dataset and limit are then unused): each prompt's rows are
                               recomputed by one chain of the F32 model, and every continuation token
                               must be that chain's argmax (else the file came from another model) */
+    bool stored_only;      /* only the file as stored, not the per-type variants (each of which
+                              runs the other types dequantized to F32: most of a run's time) */
     const char *dump_argmax; /* write this run's own argmax (the file as stored) in the score
                                 format, or NULL: another build, kernel family or machine can
                                 then be scored against this one's */

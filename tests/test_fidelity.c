@@ -181,6 +181,11 @@ Test(fidelity, scored_engines_are_paired_with_arbors_own_argmax, .init = setup, 
     cr_assert(strstr(err.msg, "no-such-set"), "%s", err.msg);
     cr_assert_eq(run_ex("humaneval,gsm8k", ARB_FIDELITY_MAX_PROMPTS, NULL, NULL, NULL, &r, &err), ARB_E_INVAL);
     cr_assert(strstr(err.msg, "limit x datasets"), "%s", err.msg);
+    /* a --score file that cannot be read is reported before the run, naming it */
+    char none[300];
+    snprintf(none, sizeof none, "%s/no_such_scores.tsv", dir);
+    cr_assert_eq(run_ex("humaneval", 1, NULL, none, NULL, &r, &err), ARB_E_NOTFOUND);
+    cr_assert(strstr(err.msg, none) && r.n_prompts == 0, "%s (%d prompts)", err.msg, r.n_prompts);
 }
 
 Test(fidelity, a_dumped_reference_read_back_gives_the_same_measurement, .init = setup, .fini = teardown)
@@ -203,6 +208,11 @@ Test(fidelity, a_dumped_reference_read_back_gives_the_same_measurement, .init = 
         cr_assert(b.v[k].mean_abs_dlogit == a.v[k].mean_abs_dlogit, "%s: %.17g vs %.17g", a.v[k].name,
                   b.v[k].mean_abs_dlogit, a.v[k].mean_abs_dlogit);
     }
+    /* the file as stored only: one variant, the same one */
+    const arb_fidelity_opts os = {.model = "default", .ref_in = dump, .threads = 1, .n_boot = 50, .stored_only = true};
+    cr_assert_eq(arb_fidelity_run(&os, &b, NULL, &err), ARB_OK, "%s", err.msg);
+    cr_assert_eq(b.n_variants, 1);
+    cr_assert(b.v[0].n_agree == a.v[0].n_agree && b.v[0].mean_abs_dlogit == a.v[0].mean_abs_dlogit);
     /* a continuation token that is not the F32 model's argmax: another model's reference */
     static ref_line ref[2];
     cr_assert_eq(read_ref(dump, ref), 2);
