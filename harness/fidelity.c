@@ -29,7 +29,20 @@ typedef struct fid {
     float *logits;            /* [MAX_TOKENS x V] chain scratch */
     int32_t *stored;          /* arbor's argmax (the file as stored) per position, prompt by
                                  prompt: what external variants are paired with */
+    arb_fidelity_result *r;   /* the datasets' prompt ranges go to r->set_* */
 } fid;
+
+/* Record prompts [first, f->n) as dataset `name` (its first 23 characters). */
+static int add_set(fid *f, const char *name, int first, arb_err *err)
+{
+    arb_fidelity_result *r = f->r;
+    if (r->n_sets >= ARB_FIDELITY_MAX_SETS)
+        return ARB_ERR(err, ARB_E_RANGE, "fidelity: at most %d datasets", ARB_FIDELITY_MAX_SETS);
+    snprintf(r->set_name[r->n_sets], sizeof r->set_name[0], "%.23s", name);
+    r->set_first[r->n_sets] = first, r->set_count[r->n_sets] = f->n - first;
+    r->n_sets++;
+    return ARB_OK;
+}
 
 /* The number of comma-separated names in list (empty names count too, and are refused by
    the dataset loader by name). */
@@ -206,7 +219,18 @@ static int reference_from_file(fid *f, arb_ctx *c, const char *path, FILE *progr
     int rc = (f->p = calloc((size_t)f->cap, sizeof *f->p)) ? ARB_OK : ARB_ERR(err, ARB_E_NOMEM, "fidelity: out of memory");
     char *line = NULL;
     size_t len = 0;
+    int covered = 0; /* prompts the "# set" lines so far account for */
     for (int ln = 1; !rc && getline(&line, &len, in) > 0; ln++) {
+        char name[24];
+        int first, count;
+        if (sscanf(line, "# set %23s %d %d", name, &first, &count) == 3) { /* sets, in prompt order */
+            if (first != covered || count < 0)
+                rc = ARB_ERR(err, ARB_E_FORMAT, "%s:%d: set %s of %d prompts starts at prompt %d, expected %d", path, ln,
+                             name, count, first, covered);
+            else if (!(rc = add_set(f, name, first, err)))
+                f->r->set_count[f->r->n_sets - 1] = count, covered += count;
+            continue;
+        }
         if (line[0] == '#' || line[0] == '\n')
             continue;
         if (f->n >= f->cap) {
@@ -233,6 +257,10 @@ static int reference_from_file(fid *f, arb_ctx *c, const char *path, FILE *progr
     fclose(in);
     if (!rc && f->n == 0)
         rc = ARB_ERR(err, ARB_E_FORMAT, "%s: no reference lines", path);
+    if (!rc && f->r->n_sets && covered != f->n)
+        rc = ARB_ERR(err, ARB_E_FORMAT, "%s: its '# set' lines cover %d prompts of %d", path, covered, f->n);
+    if (!rc && !f->r->n_sets) /* a file without set lines: one set */
+        rc = add_set(f, "all", 0, err);
     return rc;
 }
 
@@ -274,7 +302,9 @@ static int reference(fid *f, const char *path, FILE *progress, arb_err *err)
         ds = NULL;
         if ((rc = arb_dataset_open(dir, one, NULL, &ds, err)))
             break;
-        rc = reference_set(f, m, c, &mi, ds, progress, err);
+        const int first = f->n;
+        if (!(rc = reference_set(f, m, c, &mi, ds, progress, err)))
+            rc = add_set(f, one, first, err);
     }
 out:
     arb_dataset_free(ds);
@@ -317,7 +347,7 @@ static void finish_variant(const fid *f, arb_fidelity_variant *v, double *gaps, 
 
 /* Percentile bootstrap over prompts of rate(a) - rate(b), both pooled over the same
    resampled prompts (paired: a prompt that is hard for one is hard for the other). */
-static void paired_interval(const fid *f, const arb_fidelity_variant *a, const arb_fidelity_variant *b, int n_boot,
+static void paired_interval(const arb_fidelity_variant *a, const arb_fidelity_variant *b, int first, int n, int n_boot,
                             double *lo, double *hi)
 {
     double *bs = malloc(sizeof(double) * (size_t)(n_boot > 0 ? n_boot : 1));
@@ -329,8 +359,8 @@ static void paired_interval(const fid *f, const arb_fidelity_variant *a, const a
     uint64_t s = 0xfa11edULL;
     for (int k = 0; k < n_boot; k++) {
         long aa = 0, ba = 0, t = 0;
-        for (int i = 0; i < f->n; i++) {
-            const int j = (int)(arb_splitmix64(&s) % (uint64_t)f->n);
+        for (int i = 0; i < n; i++) {
+            const int j = first + (int)(arb_splitmix64(&s) % (uint64_t)n);
             aa += a->agree_p[j], ba += b->agree_p[j], t += a->pos_p[j];
         }
         bs[k] = t ? (double)(aa - ba) / t : 0.0;
@@ -366,6 +396,8 @@ static int dump_reference(const fid *f, const arb_fidelity_opts *o, const char *
     fprintf(out, "# arbor bench fidelity reference: %s dequantized to F32, greedy; datasets %s (%d prompts of each "
                  "at most), %d prompts, max_new %d\n# i\tn_prompt\tn_gen\tids (prompt, then continuation)\n",
             model, o->dataset, o->limit, f->n, o->max_new);
+    for (int k = 0; k < f->r->n_sets; k++)
+        fprintf(out, "# set %s %d %d\n", f->r->set_name[k], f->r->set_first[k], f->r->set_count[k]);
     for (int i = 0; i < f->n; i++) {
         const ref_prompt *p = &f->p[i];
         fprintf(out, "%d\t%d\t%d\t", i, p->n_prompt, p->n_gen);
@@ -437,7 +469,7 @@ static int score_external(fid *f, const char *path, const arb_fidelity_variant *
     if (!rc) {
         finish_variant(f, v, gaps, n_gaps, NAN, n_boot, progress);
         v->diff = stored->rate - v->rate;
-        paired_interval(f, stored, v, n_boot, &v->diff_lo, &v->diff_hi);
+        paired_interval(stored, v, 0, f->n, n_boot, &v->diff_lo, &v->diff_hi);
     }
     free(got), free(gaps), free(base);
     return rc;
@@ -519,7 +551,7 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
     int n_types = 0;
     if (!rc)
         rc = matrix_types(path, types, ARB_FIDELITY_MAX_VARIANTS - 1, &n_types, err);
-    fid f = {.o = o};
+    fid f = {.o = o, .r = r};
     if (!rc)
         rc = reference(&f, path, progress, err);
     r->n_prompts = f.n;
@@ -530,6 +562,7 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
     snprintf(r->model_name, sizeof r->model_name, "%.95s", b ? b + 1 : path);
     if (!rc && f.n == 0)
         rc = ARB_ERR(err, ARB_E_INVAL, "fidelity: no prompt of %s fits %d tokens", o->dataset, MAX_TOKENS);
+    r->n_boot = o->n_boot > 0 ? o->n_boot : 1000;
     if (!rc && o->dump_ref) /* before the variants, so that another engine can start on it */
         rc = dump_reference(&f, o, r->model_name, err);
     int total = 0;
@@ -611,5 +644,51 @@ void arb_fidelity_print(const arb_fidelity_result *r, FILE *f)
             continue;
         fprintf(f, "| %s | %+.2f [%+.2f, %+.2f] | %d of %d |\n", v->name, 100.0 * v->diff, 100.0 * v->diff_lo,
                 100.0 * v->diff_hi, v->same_as_stored, v->n_pos);
+    }
+}
+
+/* Pooled agreement of v over prompts [first, first + n). */
+static double set_rate(const arb_fidelity_variant *v, int first, int n)
+{
+    long a = 0, t = 0;
+    for (int i = first; i < first + n; i++)
+        a += v->agree_p[i], t += v->pos_p[i];
+    return t ? (double)a / t : NAN;
+}
+
+void arb_fidelity_print_sets(const arb_fidelity_result *r, FILE *f)
+{
+    if (r->n_sets < 2 || r->n_variants < 1)
+        return;
+    fprintf(f, "\nPer dataset: agreement of each variant; arbor as stored minus each scored engine, points [95%% CI]:\n\n");
+    fprintf(f, "| dataset | prompts |");
+    for (int i = 0; i < r->n_variants; i++)
+        fprintf(f, " %s |", r->v[i].name);
+    for (int i = 1; i < r->n_variants; i++)
+        if (r->v[i].same_as_stored >= 0)
+            fprintf(f, " minus %s |", r->v[i].name);
+    fprintf(f, "\n|---|---:|");
+    for (int i = 0; i < r->n_variants; i++)
+        fprintf(f, "---:|");
+    for (int i = 1; i < r->n_variants; i++)
+        if (r->v[i].same_as_stored >= 0)
+            fprintf(f, "---|");
+    fputc('\n', f);
+    for (int k = 0; k < r->n_sets; k++) {
+        const int first = r->set_first[k], n = r->set_count[k];
+        if (n < 1)
+            continue;
+        fprintf(f, "| %s | %d |", r->set_name[k], n);
+        for (int i = 0; i < r->n_variants; i++)
+            fprintf(f, " %.4f |", set_rate(&r->v[i], first, n));
+        for (int i = 1; i < r->n_variants; i++) {
+            if (r->v[i].same_as_stored < 0)
+                continue;
+            double lo, hi;
+            paired_interval(&r->v[0], &r->v[i], first, n, r->n_boot, &lo, &hi);
+            fprintf(f, " %+.2f [%+.2f, %+.2f] |", 100.0 * (set_rate(&r->v[0], first, n) - set_rate(&r->v[i], first, n)),
+                    100.0 * lo, 100.0 * hi);
+        }
+        fputc('\n', f);
     }
 }

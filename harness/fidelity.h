@@ -27,6 +27,7 @@
 
 #define ARB_FIDELITY_MAX_VARIANTS 8
 #define ARB_FIDELITY_MAX_PROMPTS 512
+#define ARB_FIDELITY_MAX_SETS 16
 
 typedef struct arb_fidelity_opts {
     const char *model;     /* "default" or a GGUF path */
@@ -52,7 +53,8 @@ typedef struct arb_fidelity_opts {
 
 /* The files that let another engine (llama.cpp, a GPU backend) be scored on the same reference:
  *   dump_ref, one line per prompt:  i <TAB> n_prompt <TAB> n_gen <TAB> id,id,...   (prompt, then
- *     the reference's continuation; "#" lines are comments naming model, dataset and options);
+ *     the reference's continuation; "#" lines are comments naming model, dataset and options,
+ *     and "# set <name> <first> <count>" the prompts of each dataset, which --ref reads back);
  *   score, one line per position:   i <TAB> j <TAB> argmax   (prompt i, 0 <= j < n_gen: the
  *     engine's argmax of the row that predicts token n_prompt + j, given ids[0 .. n_prompt + j)).
  * Every position must be scored once; a missing, repeated or malformed line is an error naming
@@ -79,13 +81,21 @@ typedef struct arb_fidelity_variant {
 typedef struct arb_fidelity_result {
     int n_prompts, n_variants;
     arb_fidelity_variant v[ARB_FIDELITY_MAX_VARIANTS];
+    int n_sets;                                  /* datasets, in prompt order */
+    int n_boot;                                  /* resamples of the intervals */
+    char set_name[ARB_FIDELITY_MAX_SETS][24];
+    int set_first[ARB_FIDELITY_MAX_SETS], set_count[ARB_FIDELITY_MAX_SETS];
     char model_name[96], kernels[32], datasets[128];
 } arb_fidelity_result;
 
 /* Run the measurement; progress lines on `progress` (NULL: silent). */
 int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *progress, arb_err *err);
 /* One Markdown table: variant, positions, agreement [95% CI], mean |Δlogit|, gaps; then, when
-   other engines were scored, arbor as stored minus each of them. */
+   other engines were scored, arbor as stored minus each of them; with several datasets, each
+   variant's rate and each paired difference per dataset. */
 void arb_fidelity_print(const arb_fidelity_result *r, FILE *f);
+/* With several datasets: per dataset, each variant's agreement and each paired difference
+   (arb_fidelity_print's second table, restricted to the dataset's prompts). Nothing otherwise. */
+void arb_fidelity_print_sets(const arb_fidelity_result *r, FILE *f);
 
 #endif

@@ -6,7 +6,9 @@
  * arbor's own argmax: arbor's dumped argmax scores as arbor (difference 0, every position
  * equal), the reference itself as 1 - arbor's rate. Several datasets take `limit` prompts
  * each, in the order named. A dumped reference read back (--ref) gives the run it came from bit
- * for bit (its rows recomputed by one chain each), and one from another model is refused. */
+ * for bit (its rows recomputed by one chain each), with its datasets ("# set" lines; none: one
+ * set "all"; lines that do not cover the prompts are refused), and one from another model is
+ * refused. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -154,6 +156,10 @@ Test(fidelity, scored_engines_are_paired_with_arbors_own_argmax, .init = setup, 
     cr_assert_eq(run_ex("humaneval,gsm8k", 1, dump, NULL, mine, &r, &err), ARB_OK, "%s", err.msg);
     cr_assert_eq(r.n_prompts, 2);
     cr_assert_str_eq(r.datasets, "humaneval,gsm8k");
+    cr_assert_eq(r.n_sets, 2);
+    cr_assert_str_eq(r.set_name[0], "humaneval");
+    cr_assert_str_eq(r.set_name[1], "gsm8k");
+    cr_assert(r.set_first[0] == 0 && r.set_count[0] == 1 && r.set_first[1] == 1 && r.set_count[1] == 1);
     static ref_line ref[2];
     cr_assert_eq(read_ref(dump, ref), 2);
     arb_fidelity_result one;
@@ -200,6 +206,10 @@ Test(fidelity, a_dumped_reference_read_back_gives_the_same_measurement, .init = 
     cr_assert_eq(arb_fidelity_run(&o, &b, NULL, &err), ARB_OK, "%s", err.msg);
     cr_assert_eq(b.n_prompts, a.n_prompts);
     cr_assert_eq(b.n_variants, a.n_variants);
+    cr_assert_eq(b.n_sets, 2, "the dump's '# set' lines are read back");
+    for (int k = 0; k < 2; k++)
+        cr_assert(!strcmp(b.set_name[k], a.set_name[k]) && b.set_first[k] == a.set_first[k] &&
+                  b.set_count[k] == a.set_count[k]);
     for (int k = 0; k < a.n_variants; k++) {
         cr_assert_str_eq(b.v[k].name, a.v[k].name);
         cr_assert_eq(b.v[k].n_pos, a.v[k].n_pos);
@@ -232,6 +242,28 @@ Test(fidelity, a_dumped_reference_read_back_gives_the_same_measurement, .init = 
     const arb_fidelity_opts ob = {.model = "default", .ref_in = bad, .threads = 1, .n_boot = 50};
     cr_assert_neq(arb_fidelity_run(&ob, &b, NULL, &err), ARB_OK);
     cr_assert(strstr(err.msg, bad) && strstr(err.msg, ":2:") && strstr(err.msg, "another model"), "%s", err.msg);
+    /* without set lines: one set of every prompt; with set lines that do not cover them: refused */
+    char line[1 << 14];
+    for (int pass = 0; pass < 2; pass++) {
+        FILE *in = fopen(dump, "r"), *out = fopen(bad, "w");
+        cr_assert(in && out);
+        if (pass == 1)
+            fprintf(out, "# set humaneval 0 5\n");
+        while (fgets(line, sizeof line, in))
+            if (strncmp(line, "# set ", 6))
+                fputs(line, out);
+        fclose(in), fclose(out);
+        const int rc = arb_fidelity_run(&(arb_fidelity_opts){.model = "default", .ref_in = bad, .threads = 1, .n_boot = 50,
+                                                             .stored_only = true},
+                                        &b, NULL, &err);
+        if (pass == 0) {
+            cr_assert_eq(rc, ARB_OK, "%s", err.msg);
+            cr_assert(b.n_sets == 1 && !strcmp(b.set_name[0], "all") && b.set_count[0] == 2);
+        } else {
+            cr_assert_neq(rc, ARB_OK);
+            cr_assert(strstr(err.msg, "cover 5 prompts of 2"), "%s", err.msg);
+        }
+    }
     /* a line with fewer ids than n_prompt + n_gen */
     f = fopen(bad, "w");
     fprintf(f, "0\t3\t2\t1,2,3,4\n");
