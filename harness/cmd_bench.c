@@ -721,7 +721,6 @@ static int bench_fidelity(int argc, char **argv)
         return 1;
     }
     arb_fidelity_print(&r, stdout);
-    arb_fidelity_print_sets(&r, stdout);
     return 0;
 }
 

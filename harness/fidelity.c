@@ -54,6 +54,27 @@ static int list_count(const char *list)
     return n;
 }
 
+/* The next name of a comma-separated list into buf (cut to cap - 1 characters); *cur moves past
+   it, to NULL after the last. false when the list is done (cur NULL or "" at the start). */
+static bool list_next(const char **cur, char *buf, size_t cap)
+{
+    if (!*cur || !**cur)
+        return false;
+    const char *e = strchr(*cur, ',');
+    snprintf(buf, cap, "%.*s", (int)(e ? e - *cur : (ptrdiff_t)strlen(*cur)), *cur);
+    *cur = e ? e + 1 : NULL;
+    return true;
+}
+
+/* Positions compared over all prompts (each prompt's continuation). */
+static int positions(const fid *f)
+{
+    int n = 0;
+    for (int i = 0; i < f->n; i++)
+        n += f->p[i].n_gen;
+    return n;
+}
+
 static int load(const char *path, const char *dequant, int threads, arb_model **m, arb_ctx **c, arb_err *err)
 {
     arb_load_opts lo = arb_gen_load_opts();
@@ -293,11 +314,8 @@ static int reference(fid *f, const char *path, FILE *progress, arb_err *err)
         goto out;
     }
     /* the first `limit` prompts that fit of each dataset, in the order named */
-    for (const char *name = f->o->dataset; name && !rc;) {
-        const char *e = strchr(name, ',');
-        char one[64];
-        snprintf(one, sizeof one, "%.*s", (int)(e ? e - name : (ptrdiff_t)strlen(name)), name);
-        name = e ? e + 1 : NULL;
+    const char *cur = f->o->dataset;
+    for (char one[64]; !rc && list_next(&cur, one, sizeof one);) {
         arb_dataset_free(ds);
         ds = NULL;
         if ((rc = arb_dataset_open(dir, one, NULL, &ds, err)))
@@ -313,6 +331,30 @@ out:
     return rc;
 }
 
+/* 95% percentile bootstrap over prompts [first, first + n): of a's pooled agreement rate (b
+   NULL), or of rate(a) - rate(b) with both pooled over the same resampled prompts (paired: a
+   prompt that is hard for one is hard for the other). NAN when out of memory. */
+static void boot_interval(const arb_fidelity_variant *a, const arb_fidelity_variant *b, int first, int n, int n_boot,
+                          double *lo, double *hi)
+{
+    double *bs = n_boot > 0 && n > 0 ? malloc(sizeof(double) * (size_t)n_boot) : NULL;
+    *lo = *hi = NAN;
+    if (!bs)
+        return;
+    uint64_t s = b ? 0xfa11edULL : 0x5eedULL;
+    for (int k = 0; k < n_boot; k++) {
+        long aa = 0, ba = 0, t = 0;
+        for (int i = 0; i < n; i++) {
+            const int j = first + (int)(arb_splitmix64(&s) % (uint64_t)n);
+            aa += a->agree_p[j], ba += b ? b->agree_p[j] : 0, t += a->pos_p[j];
+        }
+        bs[k] = t ? (double)(aa - ba) / t : b ? 0.0 : NAN;
+    }
+    qsort(bs, (size_t)n_boot, sizeof *bs, arb_cmp_double);
+    *lo = arb_quantile_sorted(bs, n_boot, 0.025), *hi = arb_quantile_sorted(bs, n_boot, 0.975);
+    free(bs);
+}
+
 /* Rate, mean |Δlogit| (NAN when sum_abs is), gaps and the bootstrap interval of v, whose
    per-prompt counts are filled; gaps[0..n_gaps) are sorted here. */
 static void finish_variant(const fid *f, arb_fidelity_variant *v, double *gaps, int n_gaps, double sum_abs,
@@ -323,51 +365,9 @@ static void finish_variant(const fid *f, arb_fidelity_variant *v, double *gaps, 
     qsort(gaps, (size_t)n_gaps, sizeof *gaps, arb_cmp_double);
     v->gap_median = n_gaps ? arb_quantile_sorted(gaps, n_gaps, 0.5) : NAN;
     v->gap_max = n_gaps ? gaps[n_gaps - 1] : NAN;
-    /* percentile bootstrap over prompts of the pooled rate */
-    double *bs = malloc(sizeof(double) * (size_t)(n_boot > 0 ? n_boot : 1));
-    uint64_t s = 0x5eedULL;
-    for (int b = 0; bs && b < n_boot; b++) {
-        long a = 0, t = 0;
-        for (int k = 0; k < f->n; k++) {
-            const int j = (int)(arb_splitmix64(&s) % (uint64_t)f->n);
-            a += v->agree_p[j], t += v->pos_p[j];
-        }
-        bs[b] = t ? (double)a / t : NAN;
-    }
-    if (bs && n_boot > 0) {
-        qsort(bs, (size_t)n_boot, sizeof *bs, arb_cmp_double);
-        v->lo = arb_quantile_sorted(bs, n_boot, 0.025), v->hi = arb_quantile_sorted(bs, n_boot, 0.975);
-    } else {
-        v->lo = v->hi = NAN;
-    }
-    free(bs);
+    boot_interval(v, NULL, 0, f->n, n_boot, &v->lo, &v->hi);
     if (progress)
         fprintf(progress, "fidelity: %s: %d/%d positions agree\n", v->name, v->n_agree, v->n_pos);
-}
-
-/* Percentile bootstrap over prompts of rate(a) - rate(b), both pooled over the same
-   resampled prompts (paired: a prompt that is hard for one is hard for the other). */
-static void paired_interval(const arb_fidelity_variant *a, const arb_fidelity_variant *b, int first, int n, int n_boot,
-                            double *lo, double *hi)
-{
-    double *bs = malloc(sizeof(double) * (size_t)(n_boot > 0 ? n_boot : 1));
-    *lo = *hi = NAN;
-    if (!bs || n_boot < 1) {
-        free(bs);
-        return;
-    }
-    uint64_t s = 0xfa11edULL;
-    for (int k = 0; k < n_boot; k++) {
-        long aa = 0, ba = 0, t = 0;
-        for (int i = 0; i < n; i++) {
-            const int j = first + (int)(arb_splitmix64(&s) % (uint64_t)n);
-            aa += a->agree_p[j], ba += b->agree_p[j], t += a->pos_p[j];
-        }
-        bs[k] = t ? (double)(aa - ba) / t : 0.0;
-    }
-    qsort(bs, (size_t)n_boot, sizeof *bs, arb_cmp_double);
-    *lo = arb_quantile_sorted(bs, n_boot, 0.025), *hi = arb_quantile_sorted(bs, n_boot, 0.975);
-    free(bs);
 }
 
 /* This run's own argmax (the file as stored) in the score format (fidelity.h). */
@@ -419,9 +419,7 @@ static int score_external(fid *f, const char *path, const arb_fidelity_variant *
     FILE *in = fopen(path, "r");
     if (!in)
         return ARB_ERR(err, ARB_E_NOTFOUND, "%s: cannot open the scores", path);
-    int total = 0;
-    for (int i = 0; i < f->n; i++)
-        total += f->p[i].n_gen;
+    const int total = positions(f);
     int32_t *got = malloc(sizeof(int32_t) * (size_t)(total ? total : 1));
     double *gaps = malloc(sizeof(double) * (size_t)(total + 1));
     int *base = malloc(sizeof(int) * (size_t)(f->n + 1));
@@ -469,7 +467,7 @@ static int score_external(fid *f, const char *path, const arb_fidelity_variant *
     if (!rc) {
         finish_variant(f, v, gaps, n_gaps, NAN, n_boot, progress);
         v->diff = stored->rate - v->rate;
-        paired_interval(stored, v, 0, f->n, n_boot, &v->diff_lo, &v->diff_hi);
+        boot_interval(stored, v, 0, f->n, n_boot, &v->diff_lo, &v->diff_hi);
     }
     free(got), free(gaps), free(base);
     return rc;
@@ -484,10 +482,7 @@ static int variant(fid *f, const char *path, const char *dequant, arb_fidelity_v
     int rc = load(path, dequant, f->o->threads, &m, &c, err);
     double *gaps = NULL, sum_abs = 0;
     int n_gaps = 0;
-    size_t n_pos = 1;
-    for (int i = 0; i < f->n; i++)
-        n_pos += (size_t)f->p[i].n_gen;
-    if (!rc && !(gaps = malloc(sizeof(double) * n_pos)))
+    if (!rc && !(gaps = malloc(sizeof(double) * (size_t)(positions(f) + 1))))
         rc = ARB_ERR(err, ARB_E_NOMEM, "fidelity: out of memory");
     for (int i = 0; i < f->n && !rc; i++) {
         const ref_prompt *p = &f->p[i];
@@ -535,15 +530,12 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
         snprintf(r->datasets, sizeof r->datasets, "%s", o->dataset);
     }
     /* the --score files are read at the end of a long run: a typo is better found now */
-    for (const char *sc = o->score; sc && *sc;) {
-        const char *e = strchr(sc, ',');
-        char file[4096];
-        snprintf(file, sizeof file, "%.*s", (int)(e ? e - sc : (ptrdiff_t)strlen(sc)), sc);
+    const char *cur = o->score;
+    for (char file[4096]; list_next(&cur, file, sizeof file);) {
         FILE *t = fopen(file, "r");
         if (!t)
             return ARB_ERR(err, ARB_E_NOTFOUND, "%s: cannot open the scores", file);
         fclose(t);
-        sc = e ? e + 1 : NULL;
     }
     char path[4096];
     int rc = arb_model_resolve(o->model, path, sizeof path, err);
@@ -565,10 +557,7 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
     r->n_boot = o->n_boot > 0 ? o->n_boot : 1000;
     if (!rc && o->dump_ref) /* before the variants, so that another engine can start on it */
         rc = dump_reference(&f, o, r->model_name, err);
-    int total = 0;
-    for (int i = 0; !rc && i < f.n; i++)
-        total += f.p[i].n_gen;
-    if (!rc && !(f.stored = malloc(sizeof(int32_t) * (size_t)(total ? total : 1))))
+    if (!rc && !(f.stored = malloc(sizeof(int32_t) * (size_t)(positions(&f) + 1))))
         rc = ARB_ERR(err, ARB_E_NOMEM, "fidelity: out of memory");
     /* as stored; then each type alone when there are several (with one type, the same run) */
     for (int k = -1; k < n_types && !rc; k++) {
@@ -583,26 +572,17 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
             snprintf(dq, sizeof dq, "all-but-%s", arb_type_name(types[k]));
         }
         v->diff = v->diff_lo = v->diff_hi = NAN, v->same_as_stored = -1;
-        rc = variant(&f, path, k < 0 ? NULL : dq, v, k < 0 ? f.stored : NULL, o->n_boot > 0 ? o->n_boot : 1000, progress,
-                     err);
+        rc = variant(&f, path, k < 0 ? NULL : dq, v, k < 0 ? f.stored : NULL, r->n_boot, progress, err);
     }
     if (!rc && o->dump_argmax)
         rc = dump_argmax(&f, o->dump_argmax, r, err);
-    for (const char *sc = o->score; !rc && sc && *sc;) { /* a comma-separated list of files */
-        const char *e = strchr(sc, ',');
-        const size_t len = e ? (size_t)(e - sc) : strlen(sc);
-        char file[4096];
-        if (len >= sizeof file)
-            rc = ARB_ERR(err, ARB_E_RANGE, "fidelity: --score path too long");
-        else if (r->n_variants >= ARB_FIDELITY_MAX_VARIANTS)
+    cur = o->score;
+    for (char file[4096]; !rc && list_next(&cur, file, sizeof file);) {
+        if (r->n_variants >= ARB_FIDELITY_MAX_VARIANTS)
             rc = ARB_ERR(err, ARB_E_RANGE, "fidelity: at most %d variants (the file's types and the --score files)",
                          ARB_FIDELITY_MAX_VARIANTS);
-        if (rc)
-            break;
-        memcpy(file, sc, len), file[len] = 0;
-        rc = score_external(&f, file, &r->v[0], &r->v[r->n_variants++], o->n_boot > 0 ? o->n_boot : 1000, progress,
-                            err);
-        sc = e ? e + 1 : NULL;
+        else
+            rc = score_external(&f, file, &r->v[0], &r->v[r->n_variants++], r->n_boot, progress, err);
     }
     for (int i = 0; f.p && i < f.cap; i++) /* calloc'd: a prompt torn by an error is freed too */
         free(f.p[i].seq), free(f.p[i].rows);
@@ -612,29 +592,9 @@ int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *p
     return rc;
 }
 
-void arb_fidelity_print(const arb_fidelity_result *r, FILE *f)
+/* Arbor as stored minus each scored engine (arb_fidelity_print's second table). */
+static void print_paired(const arb_fidelity_result *r, FILE *f)
 {
-    fprintf(f, "Teacher-forced greedy argmax agreement with the F32-dequantized model (%s, %s, %d prompts, kernels %s)\n\n",
-            r->model_name, r->datasets, r->n_prompts, r->kernels);
-    fprintf(f, "| variant | positions | agree | rate [95%% CI] | mean abs dlogit | gap at disagreements: median / max |\n");
-    fprintf(f, "|---|---:|---:|---|---:|---|\n");
-    for (int i = 0; i < r->n_variants; i++) {
-        const arb_fidelity_variant *v = &r->v[i];
-        fprintf(f, "| %s | %d | %d | %.4f [%.4f, %.4f] | ", v->name, v->n_pos, v->n_agree, v->rate, v->lo, v->hi);
-        if (isnan(v->mean_abs_dlogit))
-            fprintf(f, "n/a | ");
-        else
-            fprintf(f, "%.4f | ", v->mean_abs_dlogit);
-        if (isnan(v->gap_median))
-            fprintf(f, "none |\n");
-        else
-            fprintf(f, "%.3f / %.3f |\n", v->gap_median, v->gap_max);
-    }
-    bool paired = false;
-    for (int i = 1; i < r->n_variants; i++)
-        paired |= r->v[i].same_as_stored >= 0;
-    if (!paired)
-        return;
     fprintf(f, "\nArbor as stored minus each scored engine, paired over the same prompts (percentile bootstrap):\n\n");
     fprintf(f, "| scored engine | agreement difference, points [95%% CI] | argmax equal to arbor's |\n");
     fprintf(f, "|---|---|---|\n");
@@ -656,7 +616,8 @@ static double set_rate(const arb_fidelity_variant *v, int first, int n)
     return t ? (double)a / t : NAN;
 }
 
-void arb_fidelity_print_sets(const arb_fidelity_result *r, FILE *f)
+/* With several datasets: each variant's agreement and each paired difference per dataset. */
+static void print_sets(const arb_fidelity_result *r, FILE *f)
 {
     if (r->n_sets < 2 || r->n_variants < 1)
         return;
@@ -685,10 +646,36 @@ void arb_fidelity_print_sets(const arb_fidelity_result *r, FILE *f)
             if (r->v[i].same_as_stored < 0)
                 continue;
             double lo, hi;
-            paired_interval(&r->v[0], &r->v[i], first, n, r->n_boot, &lo, &hi);
+            boot_interval(&r->v[0], &r->v[i], first, n, r->n_boot, &lo, &hi);
             fprintf(f, " %+.2f [%+.2f, %+.2f] |", 100.0 * (set_rate(&r->v[0], first, n) - set_rate(&r->v[i], first, n)),
                     100.0 * lo, 100.0 * hi);
         }
         fputc('\n', f);
     }
+}
+
+void arb_fidelity_print(const arb_fidelity_result *r, FILE *f)
+{
+    fprintf(f, "Teacher-forced greedy argmax agreement with the F32-dequantized model (%s, %s, %d prompts, kernels %s)\n\n",
+            r->model_name, r->datasets, r->n_prompts, r->kernels);
+    fprintf(f, "| variant | positions | agree | rate [95%% CI] | mean abs dlogit | gap at disagreements: median / max |\n");
+    fprintf(f, "|---|---:|---:|---|---:|---|\n");
+    for (int i = 0; i < r->n_variants; i++) {
+        const arb_fidelity_variant *v = &r->v[i];
+        fprintf(f, "| %s | %d | %d | %.4f [%.4f, %.4f] | ", v->name, v->n_pos, v->n_agree, v->rate, v->lo, v->hi);
+        if (isnan(v->mean_abs_dlogit))
+            fprintf(f, "n/a | ");
+        else
+            fprintf(f, "%.4f | ", v->mean_abs_dlogit);
+        if (isnan(v->gap_median))
+            fprintf(f, "none |\n");
+        else
+            fprintf(f, "%.3f / %.3f |\n", v->gap_median, v->gap_max);
+    }
+    bool paired = false;
+    for (int i = 1; i < r->n_variants; i++)
+        paired |= r->v[i].same_as_stored >= 0;
+    if (paired)
+        print_paired(r, f);
+    print_sets(r, f);
 }

@@ -92,10 +92,7 @@ typedef struct arb_fidelity_result {
 int arb_fidelity_run(const arb_fidelity_opts *o, arb_fidelity_result *r, FILE *progress, arb_err *err);
 /* One Markdown table: variant, positions, agreement [95% CI], mean |Δlogit|, gaps; then, when
    other engines were scored, arbor as stored minus each of them; with several datasets, each
-   variant's rate and each paired difference per dataset. */
+   variant's agreement and each paired difference per dataset. */
 void arb_fidelity_print(const arb_fidelity_result *r, FILE *f);
-/* With several datasets: per dataset, each variant's agreement and each paired difference
-   (arb_fidelity_print's second table, restricted to the dataset's prompts). Nothing otherwise. */
-void arb_fidelity_print_sets(const arb_fidelity_result *r, FILE *f);
 
 #endif
