@@ -416,6 +416,23 @@ Test(cli, bench_engine_n_ctx_sets_the_capacity_not_the_long_context, .init = fin
                         &r), 3, "%s", pl);
     cr_expect(w > 0.005 && p > 0, "%s", pl);
     cr_expect(r >= (p - 0.005) / (w + 0.005) - 0.005 && r <= (p + 0.005) / (w - 0.005) + 0.005, "%s", pl);
+    /* the kernels' verdict per goal: against the fastest one-node eval the bench timed (no slower
+       than the wide trees' and the pause line's), out of reach exactly when the ratio is over */
+    double t1w = 0;
+    const char *wl = strstr(out[0], "          wide   ");
+    cr_assert(wl != NULL && (wl = strstr(wl, "(1 node ")) != NULL && sscanf(wl, "(1 node %lf ms", &t1w) == 1, "%s", out[0]);
+    int n_verdicts = 0;
+    for (const char *v = strstr(out[0], "nodes: matmuls alone "); v; v = strstr(v + 1, "nodes: matmuls alone ")) {
+        double rv = 0, t1 = 0, g = 0;
+        cr_assert_eq(sscanf(v, "nodes: matmuls alone %lfx the fastest 1-node eval (%lf ms), goal %lfx", &rv, &t1, &g), 3,
+                     "%.160s", v);
+        cr_expect(t1 <= t1w + 0.005 && t1 <= w + 0.005, "t1 %.2f, wide %.2f, pause %.2f: %s", t1, t1w, w, out[0]);
+        const bool out_of_reach = strstr(v, "out of reach") != NULL && strstr(v, "out of reach") < strchr(v, '\n');
+        cr_expect(out_of_reach == (rv > g), "%.200s", v);
+        n_verdicts++;
+    }
+    const bool goals = strstr(out[0], "kernels avx512vnni") != NULL || strstr(out[0], "kernels avx2") != NULL;
+    cr_expect_eq(n_verdicts, goals ? 2 : 0, "%s", out[0]);
     cr_expect(strstr(out[1], "3000 tokens' capacity") != NULL, "%s", out[1]);
     cr_expect(strstr(out[0], "3000 tokens' capacity") == NULL, "%s", out[0]);
     snprintf(cmd, sizeof cmd, "%s bench engine --model %s --quick --threads 1 --n-ctx 100000 2>&1", arbor_bin, model);
