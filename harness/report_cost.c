@@ -191,6 +191,17 @@ static double ar_prefill(const cost_rows *r, int k, int ar, int *own)
     return r->p_prefill[k] > 0 ? r->p_prefill[k] : 0;
 }
 
+/* How fast the host ran run i's evals against model cm: its measured eval time over what cm
+   gives for the same steps (NAN without steps). */
+static double eval_ratio(const cost_rows *r, int i, const arb_cost_model *cm)
+{
+    double meas = 0, fit = 0;
+    for (int k = 0; k < r->n_steps; k++)
+        if (r->s_run[k] == i)
+            meas += r->s_eval[k], fit += arb_cost_us(cm, r->s_n[k] > 0 ? r->s_n[k] : 1, r->s_L[k]);
+    return fit > 0 ? meas / fit : NAN;
+}
+
 /* Predicted speedup of run i (AR sibling ar) under model cm, and the GPU projections (A100
    roofline; the measured H100 profile h, NULL when absent). *own counts the prompts whose AR
    prefill had to be the method's own. */
@@ -233,7 +244,7 @@ static void predict(const cost_rows *r, int i, int ar, const arb_cost_model *cm,
 int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
 {
     static const char *const rh[] = {"Model", "Dataset", "Method"};
-    /* Columns: τ, speedup, predicted, error, [profile's predicted, error,] A100, H100. */
+    /* Columns: τ, speedup, predicted, error, eval drift, [profile's predicted, error,] A100, H100. */
     arb_cost_model prof;
     const bool have_prof = c->o->profile != NULL;
     if (have_prof) {
@@ -241,10 +252,10 @@ int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
         if (lrc)
             return lrc;
     }
-    const int nc = have_prof ? 8 : 6, c_gpu = have_prof ? 6 : 4;
+    const int nc = have_prof ? 9 : 7, c_gpu = have_prof ? 7 : 5, c_drift = 4;
     if (arb_grid_init(g, 3, rh, nc))
         return ARB_ERR(err, ARB_E_NOMEM, "out of memory");
-    const char *cn[8] = {"τ", "speedup", "predicted", "error", "from profile", "profile error", "", ""};
+    const char *cn[9] = {"τ", "speedup", "predicted", "error", "eval drift", "from profile", "profile error", "", ""};
     cn[c_gpu] = "A100 7B FP16 roofline", cn[c_gpu + 1] = "H100 arbor CUDA (8B)";
     for (int j = 0; j < nc; j++)
         arb_grid_set_col(g, j, j < c_gpu ? "this machine" : "GPU projection", cn[j]);
@@ -299,8 +310,15 @@ int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
             (rc = arb_report_cell(c, i, ARB_METRIC_SPEEDUP, arb_grid_at(g, row, 1), err)))
             break;
         const arb_rcell *m = arb_grid_at(g, row, 1);
+        /* The host's share of the error: this run's evals against the fit, relative to the AR
+           run's against the same fit. Both sides of the prediction use the fit, so a run whose
+           evals the host ran x % slower than AR's (relative to the fit) is predicted about x % too
+           fast, whatever the model's shape (a shared host's bursts, docs/cost-model.md). */
+        const double drift = have_fit ? eval_ratio(&r, i, &cm) / eval_ratio(&r, ar, &cm) - 1.0 : NAN;
+        *arb_grid_at(g, row, c_drift) = (arb_rcell){.has = isfinite(drift), .v = drift, .lo = NAN, .hi = NAN,
+                                                    .paper = NAN, .pct = true};
         for (int p = 0; p < (have_prof ? 2 : 1); p++) {
-            const int col = 2 + 2 * p;
+            const int col = p ? 5 : 2;
             *arb_grid_at(g, row, col) = (arb_rcell){.has = isfinite(pred[p]), .v = pred[p], .lo = NAN, .hi = NAN,
                                                     .paper = NAN};
             if (m->has && isfinite(pred[p]) && m->v > 0) {
@@ -358,7 +376,10 @@ int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
                      n_own == 1 ? "" : "s");
         snprintf(g->caption, sizeof g->caption,
                  "Predicted speedup: eval cost t(n, L) = w(n) + (b + a n) L %s.%s%s Prefills are measured, not "
-                 "modelled: the method's own, and on AR's side the AR run's of the same prompt%s. GPU columns are "
+                 "modelled: the method's own, and on AR's side the AR run's of the same prompt%s. Eval drift: the "
+                 "run's measured evals over the fit's for its steps, relative to the AR run's: how much dearer the "
+                 "host ran this run's evals than AR's; it moves the prediction by about that much times the evals' "
+                 "share of the wall time (a shared host's bursts and cache state, not the tree's shape). GPU columns are "
                  "projections of these step traces, not measurements: a 7B FP16 roofline (A100; A40/H100 give the "
                  "same below 215 nodes) and %s.",
                  fit, pro, drift, pf,
