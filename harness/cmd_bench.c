@@ -613,13 +613,16 @@ trees:
             printf(" %6.2f", tt[wide][k] / tt[wide][0]);
         printf("   (1 node %.2f ms, 64 nodes %.2f ms)\n", 1e3 * tt[wide][0], 1e3 * tt[wide][6]);
     }
-    /* issue #18's goals for small trees, per kernel family (docs/engine.md); 0: none for this family */
+    /* issue #18's goals for 8 / 16-node trees, per kernel family (docs/engine.md); {0, 0}: none */
     const char *fam = arb_cpu_kernels(lo.isa);
-    const double goal8 = !fam ? 0 : !strcmp(fam, "avx512vnni") ? 1.6 : !strcmp(fam, "avx2") ? 2.0 : 0;
-    const double goal16 = goal8 == 1.6 ? 2.5 : goal8 == 2.0 ? 3.5 : 0;
+    double goal[2] = {0, 0};
+    if (fam && !strcmp(fam, "avx512vnni"))
+        goal[0] = 1.6, goal[1] = 2.5;
+    else if (fam && !strcmp(fam, "avx2"))
+        goal[0] = 2.0, goal[1] = 3.5;
     printf("          8 / 16 nodes = %.2f / %.2fx one node (wide)", tt[1][3] / tt[1][0], tt[1][4] / tt[1][0]);
-    if (goal8 > 0)
-        printf(" (goal <= %.1f / %.1f with %s)", goal8, goal16, fam);
+    if (goal[0] > 0)
+        printf(" (goal <= %.1f / %.1f with %s)", goal[0], goal[1], fam);
     printf("\n");
     if (!trees_only)
         printf("          64 nodes = %.2fx the int8 roofline, %.2fx the fp32 FMA roofline\n",
@@ -650,8 +653,8 @@ trees:
            them; a host state that slows the one-node eval, weights streamed from DRAM, lowers
            every ratio and can move the verdict: docs/cost-model.md, "The kernels' floor"). */
         double t1 = fmin(fmin(tt[0][0], tt[1][0]), warm);
-        for (int k = 1; k <= 2 && goal8 > 0; k++) {
-            const double r = kus[k] / 1e6 / t1, g = k == 1 ? goal8 : goal16;
+        for (int k = 1; k <= 2 && goal[0] > 0; k++) {
+            const double r = kus[k] / 1e6 / t1, g = goal[k - 1];
             printf("          %2d nodes: matmuls alone %.2fx the fastest 1-node eval (%.2f ms), goal %.1fx: %s\n", kn[k], r,
                    1e3 * t1, g, r > g ? "out of reach of these kernels here" : "not excluded by the kernels alone");
         }

@@ -312,13 +312,14 @@ int arb_report_cost(arb_rctx *c, arb_grid *g, arb_err *err)
         const arb_rcell *m = arb_grid_at(g, row, 1);
         /* The host's share of the error: this run's evals against the fit, relative to the AR
            run's against the same fit. Both sides of the prediction use the fit, so a run whose
-           evals the host ran x % slower than AR's (relative to the fit) is predicted about x % too
-           fast, whatever the model's shape (a shared host's bursts, docs/cost-model.md). */
+           evals the host ran x % dearer than AR's (relative to the fit) is predicted too fast by
+           about x % times the evals' share of its wall time, whatever the model's shape (a shared
+           host's bursts, docs/cost-model.md). */
         const double drift = have_fit ? eval_ratio(&r, i, &cm) / eval_ratio(&r, ar, &cm) - 1.0 : NAN;
         *arb_grid_at(g, row, c_drift) = (arb_rcell){.has = isfinite(drift), .v = drift, .lo = NAN, .hi = NAN,
                                                     .paper = NAN, .pct = true};
         for (int p = 0; p < (have_prof ? 2 : 1); p++) {
-            const int col = p ? 5 : 2;
+            const int col = p ? c_drift + 1 : 2;
             *arb_grid_at(g, row, col) = (arb_rcell){.has = isfinite(pred[p]), .v = pred[p], .lo = NAN, .hi = NAN,
                                                     .paper = NAN};
             if (m->has && isfinite(pred[p]) && m->v > 0) {
