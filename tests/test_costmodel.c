@@ -323,6 +323,19 @@ static double json_cell(const cJSON *rows, const char *method, const char *col)
     return NAN;
 }
 
+/* The cost table of st as JSON rows (one object per row; *out keeps the text for messages). */
+static cJSON *cost_report_json(arb_store *st, char **out)
+{
+    arb_report_opts o = arb_report_default_opts();
+    o.table = "cost", o.fmt = ARB_FMT_JSON, o.n_boot = 0;
+    int rc;
+    *out = report_capture(st, &o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", *out);
+    cJSON *j = cJSON_Parse(*out);
+    cr_assert(cJSON_IsArray(j), "%s", *out);
+    return j;
+}
+
 /* A burst of the host: T16's evals on one prompt (P/2) ran 1.5x dearer, its wall time with them.
    Its eval drift is its measured evals over the surface (the fit on AR, T8 and T32 is exact),
    relative to AR's (exactly on it): the figure computed here from the rows. Its prediction now
@@ -348,13 +361,8 @@ Test(costmodel, report_table_names_the_hosts_eval_drift)
     sqlite3_close(db);
     const double want = meas / surf - 1.0;
     cr_assert(want > 0.1 && want < 0.2, "burst share %.3f", want); /* one prompt of four at 1.5x */
-    arb_report_opts o = arb_report_default_opts();
-    o.table = "cost", o.fmt = ARB_FMT_JSON, o.n_boot = 0;
-    int rc;
-    char *out = report_capture(st, &o, &rc);
-    cr_assert_eq(rc, ARB_OK, "%s", out);
-    cJSON *j = cJSON_Parse(out);
-    cr_assert(j, "%s", out);
+    char *out;
+    cJSON *j = cost_report_json(st, &out);
     const double d16 = json_cell(j, "T16", "this machine eval drift"), e16 = json_cell(j, "T16", "this machine error");
     cr_assert_float_eq(d16, want, 1e-4, "%s", out);
     cr_expect(e16 > 0.03, "T16 predicted faster than measured with its burst: %s", out);
@@ -395,13 +403,8 @@ Test(costmodel, report_table_fits_each_setup_apart)
                               " WHERE run_key = 'c000000000000002'",
                               NULL, NULL, NULL),
                  SQLITE_OK);
-    arb_report_opts o = arb_report_default_opts();
-    o.table = "cost", o.fmt = ARB_FMT_JSON, o.n_boot = 0;
-    int rc;
-    char *out = report_capture(st, &o, &rc);
-    cr_assert_eq(rc, ARB_OK, "%s", out);
-    cJSON *j = cJSON_Parse(out);
-    cr_assert(cJSON_IsArray(j), "%s", out);
+    char *out;
+    cJSON *j = cost_report_json(st, &out);
     cr_assert_eq(cJSON_GetArraySize(j), 2, "T16 has no other run of its setup to fit on: %s", out);
     for (int k = 0; k < 2; k++) {
         const char *meth = k ? "T32" : "T8";
