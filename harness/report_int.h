@@ -41,7 +41,7 @@ typedef struct arb_grid {
     bool paper, ci;            /* print paper columns / intervals */
     int prec;                  /* decimals (2) */
     bool notes;                /* some cell has a note: CSV gets a "<column> at" column each */
-    char caption[2048];        /* printed above the table in md (italics) and tex (comment) */
+    char caption[4096];        /* printed above the table in md (italics) and tex (comment) */
 } arb_grid;
 
 int arb_grid_init(arb_grid *g, int n_rh, const char *const *rh_names, int nc);
