@@ -212,23 +212,28 @@ static void close_cost_db(arb_store *st, const char *dir, const char *path)
     rmdir(dir);
 }
 
+/* The cost table of st as JSON rows (one object per row; *out keeps the text for messages). */
+static cJSON *cost_report_json(arb_store *st, char **out)
+{
+    arb_report_opts o = arb_report_default_opts();
+    o.table = "cost", o.fmt = ARB_FMT_JSON, o.n_boot = 0;
+    int rc;
+    *out = report_capture(st, &o, &rc);
+    cr_assert_eq(rc, ARB_OK, "%s", *out);
+    cJSON *j = cJSON_Parse(*out);
+    cr_assert(cJSON_IsArray(j), "%s", *out);
+    return j;
+}
+
 static void check_exact_predictions(int turn_gap, int harvest_us)
 {
     char dir[] = "/tmp/arb_costdbXXXXXX", path[64];
     arb_store *st = open_cost_db(dir, path, sizeof path, turn_gap, 4, harvest_us);
-    arb_report_opts o = arb_report_default_opts();
-    o.table = "cost";
-    o.fmt = ARB_FMT_JSON;
-    o.n_boot = 0;
-    int rc;
-    char *out = report_capture(st, &o, &rc);
-    cr_assert_eq(rc, ARB_OK, "%s", out);
     /* every tree method: the leave-one-run-out prediction equals the measured speedup (the
        surface is linear in n, so the other runs' knots interpolate it exactly) */
-    cJSON *j = cJSON_Parse(out);
-    cr_assert(j, "%s", out);
+    char *out;
+    cJSON *j = cost_report_json(st, &out);
     const cJSON *rows = j; /* the JSON format: one object per row, a cell is {"value": v} */
-    cr_assert(cJSON_IsArray(rows), "%s", out);
     cr_assert_eq(cJSON_GetArraySize(rows), 3, "%s", out);
     const cJSON *row;
     cJSON_ArrayForEach(row, rows) {
@@ -321,19 +326,6 @@ static double json_cell(const cJSON *rows, const char *method, const char *col)
         }
     }
     return NAN;
-}
-
-/* The cost table of st as JSON rows (one object per row; *out keeps the text for messages). */
-static cJSON *cost_report_json(arb_store *st, char **out)
-{
-    arb_report_opts o = arb_report_default_opts();
-    o.table = "cost", o.fmt = ARB_FMT_JSON, o.n_boot = 0;
-    int rc;
-    *out = report_capture(st, &o, &rc);
-    cr_assert_eq(rc, ARB_OK, "%s", *out);
-    cJSON *j = cJSON_Parse(*out);
-    cr_assert(cJSON_IsArray(j), "%s", *out);
-    return j;
 }
 
 /* A burst of the host: T16's evals on one prompt (P/2) ran 1.5x dearer, its wall time with them.
